@@ -1,0 +1,16 @@
+import type { Client } from '@libsql/client'
+import type { Database } from '../storage/client.ts'
+import type { SidecarClient } from './sidecar-client.ts'
+
+/** Everything the stateless app needs; each runtime entry builds these and calls createApp. */
+export interface AppDeps {
+  db: Database
+  client: Client
+  sidecar: SidecarClient
+  /** Name of the runtime serving the app, reported by health ("node", "deno", "workerd"). */
+  runtime: string
+}
+
+export interface AppEnv {
+  Variables: { deps: AppDeps }
+}

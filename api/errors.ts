@@ -1,0 +1,25 @@
+/**
+ * The API's one error path: every TermkeepError becomes `{error:{code,message,...}}` with its
+ * status; anything else is a bug, logged and answered as `internal/error` without internals.
+ */
+import type { Context } from 'hono'
+import { HTTPException } from 'hono/http-exception'
+import { TermkeepError } from '../schema/errors.ts'
+
+export function errorResponse(c: Context, error: TermkeepError): Response {
+  return c.json(error.toBody(), error.status)
+}
+
+export function onError(error: Error, c: Context): Response {
+  if (error instanceof TermkeepError) return errorResponse(c, error)
+  if (error instanceof HTTPException && error.status < 500) {
+    const code = error.status === 413 ? 'request/too-large' : error.status === 401 ? 'auth/invalid-token' : 'request/invalid'
+    return errorResponse(c, new TermkeepError(code, error.message || 'bad request'))
+  }
+  console.error('termkeep api: unexpected error', c.req.method, c.req.path, error)
+  return errorResponse(c, new TermkeepError('internal/error', 'internal error'))
+}
+
+export function notFound(c: Context): Response {
+  return errorResponse(c, new TermkeepError('route/not-found', `no route for ${c.req.method} ${c.req.path}`))
+}

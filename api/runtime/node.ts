@@ -1,0 +1,45 @@
+/** Node entry for the API: builds the dependencies and serves createApp with @hono/node-server. */
+import { serve, type ServerType } from '@hono/node-server'
+import type { Storage } from '../../storage/client.ts'
+import { createApp } from '../app.ts'
+import { SidecarClient } from '../sidecar-client.ts'
+
+export interface NodeApiOptions {
+  storage: Storage
+  sidecarUrl: string
+  sidecarSecret: string
+  host: string
+  /** 0 picks a free port. */
+  port: number
+}
+
+export interface RunningApi {
+  url: string
+  port: number
+  close(): Promise<void>
+}
+
+export function startNodeApi({ storage, sidecarUrl, sidecarSecret, host, port }: NodeApiOptions): Promise<RunningApi> {
+  const app = createApp({
+    db: storage.db,
+    client: storage.client,
+    sidecar: new SidecarClient({ url: sidecarUrl, secret: sidecarSecret }),
+    runtime: 'node',
+  })
+  return new Promise((resolve, reject) => {
+    const server: ServerType = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
+      const shownHost = host.includes(':') ? `[${host}]` : host
+      resolve({
+        url: `http://${shownHost}:${info.port}`,
+        port: info.port,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done())
+            // Open SSE streams would hold close() forever; end them.
+            if ('closeAllConnections' in server) server.closeAllConnections()
+          }),
+      })
+    })
+    server.once('error', reject)
+  })
+}

@@ -1,0 +1,80 @@
+/**
+ * `termkeep serve` (what `npm start` runs): migrate the database, start the sidecar as a child
+ * process, start the Node API next to it, print the URL and (once) the admin token. Ctrl-C or
+ * SIGTERM stops both.
+ */
+import { fork, type ChildProcess } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { ensureAdminToken } from '../api/auth/tokens.ts'
+import { randomSecret } from '../api/auth/secrets.ts'
+import { startNodeApi, type RunningApi } from '../api/runtime/node.ts'
+import type { Config } from '../schema/config.ts'
+import { openStorage } from '../storage/client.ts'
+import { migrate } from '../storage/migrate.ts'
+
+const SIDECAR_ENTRY = fileURLToPath(new URL('../sidecar/main.ts', import.meta.url))
+const SIDECAR_START_TIMEOUT_MS = 30_000
+
+/** The local pair's shared secret: from SIDECAR_SECRET, else generated once into the data dir. */
+export function localSidecarSecret(config: Config): string {
+  if (config.sidecarSecret) return config.sidecarSecret
+  const file = join(config.dataDir, 'sidecar.secret')
+  try {
+    return readFileSync(file, 'utf8').trim()
+  } catch {
+    const secret = randomSecret('sc', 32)
+    writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' })
+    return readFileSync(file, 'utf8').trim()
+  }
+}
+
+function startSidecar(config: Config, secret: string): Promise<ChildProcess> {
+  const child = fork(SIDECAR_ENTRY, [], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, SIDECAR_SECRET: secret, SIDECAR_URL: config.sidecarUrl, DATABASE_URL: config.databaseUrl },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the sidecar did not start in time')), SIDECAR_START_TIMEOUT_MS)
+    child.once('message', () => {
+      clearTimeout(timer)
+      resolve(child)
+    })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`the sidecar exited during start-up (code ${code})`))
+    })
+  })
+}
+
+export async function serveCommand(config: Config): Promise<void> {
+  mkdirSync(config.dataDir, { recursive: true })
+  const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
+  const { applied } = await migrate(storage.client)
+  if (applied > 0) console.log(`termkeep: applied ${applied} database migration(s)`)
+  const secret = localSidecarSecret(config)
+  const sidecar = await startSidecar(config, secret)
+  let api: RunningApi | undefined
+  const stop = async (code: number) => {
+    await api?.close()
+    sidecar.kill('SIGTERM')
+    storage.close()
+    process.exit(code)
+  }
+  sidecar.once('exit', (code) => {
+    console.error(`termkeep: the sidecar exited (code ${code}); stopping`)
+    void stop(1)
+  })
+  process.once('SIGINT', () => void stop(0))
+  process.once('SIGTERM', () => void stop(0))
+  api = await startNodeApi({ storage, sidecarUrl: config.sidecarUrl, sidecarSecret: secret, host: config.host, port: config.port })
+  const admin = await ensureAdminToken(storage.db, config.adminToken)
+  console.log(`termkeep: API listening on ${api.url}`)
+  if (admin.secret) {
+    console.log(`termkeep: admin token (shown once, stored hashed): ${admin.secret}`)
+  } else {
+    console.log('termkeep: an admin token already exists; mint another with `npx termkeep token create --grant admin`')
+  }
+}

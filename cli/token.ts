@@ -1,0 +1,47 @@
+/** `termkeep token create`: mint a token for given sessions and grants, printed once. */
+import { mkdirSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import { createToken } from '../api/auth/tokens.ts'
+import type { Config } from '../schema/config.ts'
+import { GRANTS, isGrant, type Grant } from '../schema/grants.ts'
+import { openStorage } from '../storage/client.ts'
+import { migrate } from '../storage/migrate.ts'
+
+export class UsageError extends Error {
+  override name = 'UsageError'
+}
+
+export async function tokenCommand(config: Config, args: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      grant: { type: 'string', multiple: true, default: [] },
+      session: { type: 'string', multiple: true, default: [] },
+      name: { type: 'string', default: 'cli' },
+    },
+  })
+  if (positionals[0] !== 'create' || positionals.length !== 1) {
+    throw new UsageError('termkeep: usage: termkeep token create --grant G [--session ID ...] [--name NAME]')
+  }
+  const grants: Grant[] = []
+  for (const grant of values.grant) {
+    if (!isGrant(grant)) throw new UsageError(`termkeep: unknown grant "${grant}"; grants are: ${GRANTS.join(', ')}`)
+    grants.push(grant)
+  }
+  if (grants.length === 0) throw new UsageError(`termkeep: give at least one --grant (${GRANTS.join(', ')})`)
+  if (config.databaseUrl.startsWith('file:')) mkdirSync(config.dataDir, { recursive: true })
+  const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
+  try {
+    await migrate(storage.client)
+    const sessions = values.session.length > 0 ? values.session : 'all'
+    const { token, secret } = await createToken(storage.db, { name: values.name, grants, sessions })
+    console.log(secret)
+    console.error(
+      `termkeep: token ${token.id} (${token.name}) for ${sessions === 'all' ? 'all sessions' : sessions.join(', ')}: ${grants.join(', ')}`,
+    )
+    return 0
+  } finally {
+    storage.close()
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * The one error vocabulary. Every expected failure on either side of the wire is a
+ * `TermkeepError` with one of these codes; the HTTP status comes from the code, so the API and
+ * the sidecar answer alike and a client can rebuild the error from `{error:{code,message}}`.
+ */
+
+export const ERROR_STATUS = {
+  // request shape
+  'request/invalid': 400,
+  'request/too-large': 413,
+  'route/not-found': 404,
+  // authority
+  'auth/missing-token': 401,
+  'auth/invalid-token': 401,
+  'auth/forbidden': 403,
+  // registry
+  'workspace/invalid-path': 400,
+  'workspace/not-found': 404,
+  'workspace/name-conflict': 409,
+  'workspace/move-invalid': 400,
+  'session/not-found': 404,
+  'session/conflict': 409,
+  // terminals
+  'terminal/not-found': 404,
+  'terminal/invalid-geometry': 400,
+  'terminal/invalid-id': 400,
+  'terminal/closed': 409,
+  'terminal/unavailable': 410,
+  'terminal/control-unavailable': 409,
+  'terminal/limit-reached': 409,
+  'terminal/input-too-large': 413,
+  'terminal/spawn-failed': 500,
+  'terminal/shell-not-allowed': 400,
+  'output/invalid-cursor': 400,
+  'display/not-found': 404,
+  // files
+  'files/not-found': 404,
+  'files/not-regular-file': 400,
+  'files/not-directory': 400,
+  'files/not-text': 400,
+  'files/too-large': 413,
+  'files/outside-workspace': 403,
+  'files/bad-request': 400,
+  'resource/not-found': 404,
+  'token/not-found': 404,
+  // infrastructure
+  'sidecar/unavailable': 503,
+  'database/unavailable': 503,
+  'internal/error': 500,
+} as const
+
+export type ErrorCode = keyof typeof ERROR_STATUS
+export type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode]
+
+/** Extra, code-specific facts (`limit`, `path`, `kind`, `reason`, …) travel next to code and message. */
+export type ErrorDetails = Record<string, unknown>
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string } & ErrorDetails
+}
+
+/** An expected failure. Bugs throw plain errors and become `internal/error`. */
+export class TermkeepError extends Error {
+  readonly code: ErrorCode
+  readonly details: ErrorDetails
+
+  constructor(code: ErrorCode, message: string, details: ErrorDetails = {}) {
+    super(message)
+    this.name = 'TermkeepError'
+    this.code = code
+    this.details = details
+  }
+
+  get status(): ErrorStatus {
+    return ERROR_STATUS[this.code]
+  }
+
+  toBody(): ErrorBody {
+    return { error: { ...this.details, code: this.code, message: this.message } }
+  }
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(ERROR_STATUS, value)
+}
+
+/** Rebuilds the error a peer sent as `{error:{code,message,...}}`; undefined if it is not one. */
+export function errorFromBody(body: unknown): TermkeepError | undefined {
+  if (typeof body !== 'object' || body === null) return undefined
+  const error = (body as { error?: unknown }).error
+  if (typeof error !== 'object' || error === null) return undefined
+  const { code, message, ...details } = error as Record<string, unknown>
+  if (!isErrorCode(code)) return undefined
+  return new TermkeepError(code, typeof message === 'string' ? message : code, details)
+}

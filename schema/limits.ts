@@ -1,0 +1,100 @@
+/**
+ * Every limit termkeep enforces, in one place. Each one says why it is what it is.
+ * Both processes and every runtime import these; nothing else may hard-code a limit.
+ */
+
+const KiB = 1024
+const MiB = 1024 * KiB
+
+// ── Geometry ────────────────────────────────────────────────────────────────
+/** Narrowest terminal: one column of text plus one for a wide character's tail. */
+export const MIN_COLS = 2
+/** Widest terminal: beyond this xterm reflow and the encoded rows get unreasonable. */
+export const MAX_COLS = 1024
+/** Shortest terminal: a single status line is still a terminal. */
+export const MIN_ROWS = 1
+/** Tallest terminal. */
+export const MAX_ROWS = 1024
+/** Visible cells cap: bounds the emulator's viewport memory and one screen's encoding. */
+export const MAX_VISIBLE_CELLS = 65_536
+/** Default geometry when a client offers none (the VT100 classic). */
+export const DEFAULT_COLS = 80
+export const DEFAULT_ROWS = 24
+
+// ── Terminals ───────────────────────────────────────────────────────────────
+/** Caller-chosen terminal and attachment ids: safe in URLs, file names and logs. */
+export const TERMINAL_ID_PATTERN = /^[\w-]{1,128}$/
+/** One input write: larger pastes are split by the client; a PTY cannot take more at once anyway. */
+export const MAX_INPUT_BYTES = 64 * KiB
+/** Terminal titles after trimming. */
+export const MIN_TITLE_CHARS = 1
+export const MAX_TITLE_CHARS = 120
+/** Live (not yet closed) terminals per session, counting pending and failed creates. */
+export const MAX_TERMINALS_PER_SESSION = 16
+
+// ── Output journal ──────────────────────────────────────────────────────────
+/** A PTY read is split into native Data records of at most this many raw bytes, so one record
+ * always fits the encoded item budget (48 KiB → 64 KiB base64 minus the JSON envelope). */
+export const MAX_RECORD_RAW_BYTES = 48 * KiB
+/** One delivered output item (JSON envelope with base64 payload) never exceeds this. */
+export const MAX_OUTPUT_ITEM_BYTES = 64 * KiB
+/** readOutput returns at most this many items per page; the next cursor continues. */
+export const MAX_OUTPUT_PAGE_ITEMS = 256
+/** Default page size for readOutput. */
+export const DEFAULT_OUTPUT_PAGE_ITEMS = 64
+
+// ── Display ─────────────────────────────────────────────────────────────────
+/** History allowance in cells: floor(HISTORY_CELLS / cols) rows (10,000 at 80 columns). */
+export const HISTORY_CELLS = 800_000
+/** An encoded display revision never exceeds this; history that does not fit is truncated. */
+export const MAX_DISPLAY_BYTES = 64 * MiB
+/** One readDisplay `rows` event never exceeds this encoded. */
+export const MAX_DISPLAY_EVENT_BYTES = 64 * KiB
+/** Quiet time after output before the screen counts as settled and is persisted. */
+export const SETTLE_WINDOW_MS = 250
+/** Legacy text-only records: the old whole-record limits they were written under. */
+export const LEGACY_MAX_ROWS = 500
+export const LEGACY_MAX_BYTES = 4 * MiB
+
+// ── Plain screen projection (agents) ────────────────────────────────────────
+/** History rows included under the viewport in the plain projection. */
+export const SCREEN_HISTORY_ROWS = 200
+/** Minimum interval between two screen/watch events for one subscriber. */
+export const SCREEN_WATCH_INTERVAL_MS = 250
+
+// ── Files ───────────────────────────────────────────────────────────────────
+/** One text page or byte window. Larger pages are refused, never cut. */
+export const MAX_FILE_PAGE_BYTES = 2 * MiB
+/** Lines per text page (default and maximum). */
+export const MAX_FILE_PAGE_LINES = 5_000
+/** readAll cap: whole files beyond this are `too-large`. */
+export const MAX_FILE_BYTES = 32 * MiB
+/** Directory listing entries; more are reported as `truncated`. */
+export const MAX_LIST_ENTRIES = 2_000
+
+// ── Registry ────────────────────────────────────────────────────────────────
+/** Workspace titles after trimming. */
+export const MAX_WORKSPACE_TITLE_CHARS = 200
+/** Filesystem paths accepted on the wire. */
+export const MAX_PATH_CHARS = 4_096
+/** Session ids (caller-chosen or generated). */
+export const SESSION_ID_PATTERN = /^[\w-]{1,128}$/
+
+// ── Session resources ───────────────────────────────────────────────────────
+/** One stored attachment or archived tool result. */
+export const MAX_RESOURCE_BYTES = 32 * MiB
+
+// ── HTTP ────────────────────────────────────────────────────────────────────
+/** SSE comment heartbeat, so proxies and clients see a live stream. */
+export const SSE_HEARTBEAT_MS = 15_000
+/** JSON request bodies (raw input has its own limit). */
+export const MAX_JSON_BODY_BYTES = 1 * MiB
+/** How long the API waits for the sidecar before answering 503. */
+export const SIDECAR_CONNECT_TIMEOUT_MS = 2_000
+/** EventSource tickets live this long and open exactly one stream. */
+export const TICKET_TTL_MS = 60_000
+
+// ── Storage ─────────────────────────────────────────────────────────────────
+/** An embedded database file is shared by the sidecar and the API; a writer waits this long for
+ * the other's lock instead of failing with SQLITE_BUSY. */
+export const DB_BUSY_TIMEOUT_MS = 10_000

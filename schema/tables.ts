@@ -1,0 +1,267 @@
+/**
+ * The libSQL tables (drizzle). drizzle-kit turns this file into `migrations/`; after changing it
+ * run `npm run db:generate`, which also refreshes the bundled form for edge runtimes.
+ *
+ * Times are integer milliseconds since the epoch. Nothing a query filters on is hidden in JSON.
+ */
+import { sql } from 'drizzle-orm'
+import {
+  blob,
+  index,
+  integer,
+  primaryKey,
+  real,
+  sqliteTable,
+  text,
+} from 'drizzle-orm/sqlite-core'
+
+const now = sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`
+
+// ── Workspace registry ──────────────────────────────────────────────────────
+
+export const workspaces = sqliteTable('workspaces', {
+  id: text('id').primaryKey(),
+  /** Canonical (realpath) directory; one workspace per directory. */
+  path: text('path').notNull().unique(),
+  /** Display title, unique across workspaces. */
+  title: text('title').notNull().unique(),
+  /** Position in the user's order (ascending). */
+  position: real('position').notNull(),
+  createdAt: integer('created_at').notNull().default(now),
+  updatedAt: integer('updated_at').notNull().default(now),
+})
+
+export const sessions = sqliteTable('sessions', {
+  id: text('id').primaryKey(),
+  /** The session's recorded working directory, canonical when it could be resolved. */
+  cwd: text('cwd').notNull(),
+  title: text('title'),
+  createdAt: integer('created_at').notNull().default(now),
+})
+
+/** The ordered account of sessions listed under a workspace. Membership also needs the cwd match. */
+export const workspaceSessions = sqliteTable(
+  'workspace_sessions',
+  {
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => sessions.id, { onDelete: 'cascade' }),
+    position: real('position').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.sessionId] }), index('workspace_sessions_session').on(t.sessionId)],
+)
+
+/** The global archive set; a session keeps its workspace slot while archived. */
+export const archivedSessions = sqliteTable('archived_sessions', {
+  sessionId: text('session_id')
+    .primaryKey()
+    .references(() => sessions.id, { onDelete: 'cascade' }),
+  archivedAt: integer('archived_at').notNull().default(now),
+})
+
+/** Ordered change log behind `GET /v1/workspaces/watch`; `seq` is the SSE event id. */
+export const registryEvents = sqliteTable('registry_events', {
+  seq: integer('seq').primaryKey({ autoIncrement: true }),
+  kind: text('kind', { enum: ['upsert', 'remove', 'order', 'archived'] }).notNull(),
+  /** The increment exactly as the watch stream sends it. */
+  payload: text('payload', { mode: 'json' }).notNull(),
+  createdAt: integer('created_at').notNull().default(now),
+})
+
+// ── Terminals ───────────────────────────────────────────────────────────────
+
+export const TERMINAL_STATES = ['starting', 'running', 'exited', 'closed', 'retired'] as const
+export type TerminalState = (typeof TERMINAL_STATES)[number]
+
+/** One row per sidecar start; terminals remember the generation that owned them. */
+export const hostGenerations = sqliteTable('host_generations', {
+  generation: integer('generation').primaryKey({ autoIncrement: true }),
+  pid: integer('pid').notNull(),
+  startedAt: integer('started_at').notNull().default(now),
+})
+
+export const terminals = sqliteTable(
+  'terminals',
+  {
+    sessionId: text('session_id').notNull(),
+    id: text('id').notNull(),
+    title: text('title').notNull(),
+    shellPath: text('shell_path').notNull(),
+    shellArgs: text('shell_args', { mode: 'json' }).$type<string[]>().notNull(),
+    cwd: text('cwd').notNull(),
+    cols: integer('cols').notNull(),
+    rows: integer('rows').notNull(),
+    state: text('state', { enum: TERMINAL_STATES }).notNull(),
+    exitCode: integer('exit_code'),
+    exitSignal: integer('exit_signal'),
+    error: text('error'),
+    hostGeneration: integer('host_generation').notNull(),
+    createdAt: integer('created_at').notNull().default(now),
+    updatedAt: integer('updated_at').notNull().default(now),
+    exitedAt: integer('exited_at'),
+    closedAt: integer('closed_at'),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.id] }), index('terminals_state').on(t.state, t.hostGeneration)],
+)
+
+/**
+ * One settled, durable screen. The header row is written last in the same transaction as its
+ * chunks, so a reader that sees the header sees every chunk.
+ */
+export const displayRevisions = sqliteTable(
+  'display_revisions',
+  {
+    sessionId: text('session_id').notNull(),
+    terminalId: text('terminal_id').notNull(),
+    revision: integer('revision').notNull(),
+    cols: integer('cols').notNull(),
+    rows: integer('rows').notNull(),
+    cursorRow: integer('cursor_row').notNull(),
+    cursorCol: integer('cursor_col').notNull(),
+    cursorVisible: integer('cursor_visible', { mode: 'boolean' }).notNull(),
+    cursorStyle: text('cursor_style', { enum: ['block', 'underline', 'bar'] }).notNull(),
+    cursorBlink: integer('cursor_blink', { mode: 'boolean' }).notNull(),
+    title: text('title').notNull().default(''),
+    alternateScreen: integer('alternate_screen', { mode: 'boolean' }).notNull(),
+    /** Palette: defaults plus OSC-changed entries, as the `begin` event carries it. */
+    palette: text('palette', { mode: 'json' }).notNull(),
+    /** Input modes, as the `begin` event carries them. */
+    inputModes: text('input_modes', { mode: 'json' }).notNull(),
+    /** The output sequence the emulator had applied when this screen settled (0 for migrated). */
+    sequence: integer('sequence').notNull(),
+    viewportRows: integer('viewport_rows').notNull(),
+    alternateRows: integer('alternate_rows').notNull(),
+    historyRows: integer('history_rows').notNull(),
+    truncated: integer('truncated', { mode: 'boolean' }).notNull(),
+    /** Total encoded size of all chunks (≤ MAX_DISPLAY_BYTES). */
+    encodedBytes: integer('encoded_bytes').notNull(),
+    chunkCount: integer('chunk_count').notNull(),
+    /** 'live' for settled emulator screens, 'migrated' for legacy text-only records. */
+    origin: text('origin', { enum: ['live', 'migrated'] }).notNull(),
+    createdAt: integer('created_at').notNull().default(now),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.terminalId, t.revision] })],
+)
+
+/** Encoded rows of a revision, split so each chunk is one readDisplay `rows` event (≤ 64 KiB). */
+export const displayChunks = sqliteTable(
+  'display_chunks',
+  {
+    sessionId: text('session_id').notNull(),
+    terminalId: text('terminal_id').notNull(),
+    revision: integer('revision').notNull(),
+    chunk: integer('chunk').notNull(),
+    /** The `rows` event payload (JSON text), ready to stream. */
+    body: text('body').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.terminalId, t.revision, t.chunk] })],
+)
+
+/** The pre-display, text-only terminal records of older deployments (≤ 500 rows, ≤ 4 MiB). */
+export const legacyTerminalRecords = sqliteTable(
+  'legacy_terminal_records',
+  {
+    sessionId: text('session_id').notNull(),
+    terminalId: text('terminal_id').notNull(),
+    title: text('title').notNull().default(''),
+    cols: integer('cols').notNull(),
+    rows: integer('rows').notNull(),
+    /** Plain text, rows joined by '\n'. */
+    text: text('text').notNull(),
+    cursorRow: integer('cursor_row'),
+    cursorCol: integer('cursor_col'),
+    updatedAt: integer('updated_at').notNull().default(now),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.terminalId] })],
+)
+
+/** One-time data migrations that already ran (name → when, what). */
+export const dataMigrations = sqliteTable('data_migrations', {
+  name: text('name').primaryKey(),
+  appliedAt: integer('applied_at').notNull().default(now),
+  detail: text('detail'),
+})
+
+// ── Session resources ───────────────────────────────────────────────────────
+
+export const attachments = sqliteTable(
+  'attachments',
+  {
+    id: text('id').primaryKey(),
+    sessionId: text('session_id').notNull(),
+    name: text('name').notNull(),
+    mediaType: text('media_type').notNull().default('text/plain'),
+    content: blob('content', { mode: 'buffer' }).notNull(),
+    bytes: integer('bytes').notNull(),
+    createdAt: integer('created_at').notNull().default(now),
+  },
+  (t) => [index('attachments_session').on(t.sessionId)],
+)
+
+export const toolResults = sqliteTable(
+  'tool_results',
+  {
+    id: text('id').primaryKey(),
+    sessionId: text('session_id').notNull(),
+    toolName: text('tool_name').notNull(),
+    content: text('content').notNull(),
+    bytes: integer('bytes').notNull(),
+    createdAt: integer('created_at').notNull().default(now),
+  },
+  (t) => [index('tool_results_session').on(t.sessionId)],
+)
+
+// ── Authority ───────────────────────────────────────────────────────────────
+
+export const tokens = sqliteTable('tokens', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  /** SHA-256 of the secret, hex. The secret itself is never stored. */
+  secretHash: text('secret_hash').notNull().unique(),
+  /** True: every session; false: only those in token_sessions. */
+  allSessions: integer('all_sessions', { mode: 'boolean' }).notNull(),
+  createdAt: integer('created_at').notNull().default(now),
+  expiresAt: integer('expires_at'),
+  revokedAt: integer('revoked_at'),
+})
+
+export const tokenGrants = sqliteTable(
+  'token_grants',
+  {
+    tokenId: text('token_id')
+      .notNull()
+      .references(() => tokens.id, { onDelete: 'cascade' }),
+    grant: text('grant').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tokenId, t.grant] })],
+)
+
+export const tokenSessions = sqliteTable(
+  'token_sessions',
+  {
+    tokenId: text('token_id')
+      .notNull()
+      .references(() => tokens.id, { onDelete: 'cascade' }),
+    sessionId: text('session_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tokenId, t.sessionId] })],
+)
+
+/** Short-lived, single-use tickets for EventSource (which cannot send headers). */
+export const streamTickets = sqliteTable(
+  'stream_tickets',
+  {
+    secretHash: text('secret_hash').primaryKey(),
+    tokenId: text('token_id')
+      .notNull()
+      .references(() => tokens.id, { onDelete: 'cascade' }),
+    /** The one request path the ticket opens. */
+    path: text('path').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+    usedAt: integer('used_at'),
+  },
+  (t) => [index('stream_tickets_expiry').on(t.expiresAt)],
+)

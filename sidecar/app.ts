@@ -1,0 +1,30 @@
+/**
+ * The sidecar's HTTP surface (loopback only). Every request must carry the API's shared secret;
+ * nothing here trusts a path or id in a request as authority.
+ */
+import { Hono } from 'hono'
+import { bearerAuth } from 'hono/bearer-auth'
+import { TermkeepError } from '../schema/errors.ts'
+import type { Storage } from '../storage/client.ts'
+
+export interface SidecarDeps {
+  storage: Storage
+  secret: string
+  generation: number
+}
+
+export function createSidecarApp(deps: SidecarDeps): Hono {
+  const app = new Hono()
+  app.onError((error, c) => {
+    if (error instanceof TermkeepError) return c.json(error.toBody(), error.status)
+    if ('status' in error && error.status === 401) {
+      return c.json(new TermkeepError('auth/invalid-token', 'the sidecar secret is missing or wrong').toBody(), 401)
+    }
+    console.error('termkeep sidecar: unexpected error', c.req.method, c.req.path, error)
+    return c.json(new TermkeepError('internal/error', 'internal error').toBody(), 500)
+  })
+  app.notFound((c) => c.json(new TermkeepError('route/not-found', `no sidecar route ${c.req.path}`).toBody(), 404))
+  app.use(bearerAuth({ token: deps.secret }))
+  app.get('/v1/health', (c) => c.json({ ok: true, generation: deps.generation, pid: process.pid }))
+  return app
+}

@@ -1,0 +1,36 @@
+/**
+ * Opens the libSQL database. One code path for every runtime: `@libsql/client` picks its native
+ * (file:) or web (http/ws) implementation by export condition, and drizzle wraps it.
+ */
+import { createClient, type Client } from '@libsql/client'
+import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql'
+import { DB_BUSY_TIMEOUT_MS } from '../schema/limits.ts'
+import * as tables from '../schema/tables.ts'
+
+export type Database = LibSQLDatabase<typeof tables>
+
+export interface Storage {
+  client: Client
+  db: Database
+  close(): void
+}
+
+export interface StorageOptions {
+  url: string
+  authToken?: string
+}
+
+export async function openStorage({ url, authToken }: StorageOptions): Promise<Storage> {
+  const client = createClient({ url, authToken, timeout: DB_BUSY_TIMEOUT_MS })
+  if (url.startsWith('file:')) {
+    // WAL lets the API read while the sidecar writes a revision; the setting persists in the file.
+    await client.execute('PRAGMA journal_mode = WAL')
+  }
+  const db = drizzle(client, { schema: tables })
+  return { client, db, close: () => client.close() }
+}
+
+/** A cheap round trip that proves the database answers. */
+export async function pingStorage(client: Client): Promise<void> {
+  await client.execute('SELECT 1')
+}
