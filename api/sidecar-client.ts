@@ -33,7 +33,7 @@ export class SidecarClient {
    * Sends one request. The connect timeout covers only the time to response headers; a
    * streaming body afterwards is bounded by `signal` (the client's own disconnect).
    */
-  async request(path: string, init: RequestInit & { signal?: AbortSignal } = {}): Promise<Response> {
+  async request(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers)
     headers.set('authorization', `Bearer ${this.#secret}`)
     const timeout = AbortSignal.timeout(SIDECAR_CONNECT_TIMEOUT_MS)

@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   })
   const stop = () => {
     server.close()
-    server.closeAllConnections?.()
+    if ('closeAllConnections' in server) server.closeAllConnections()
     storage.close()
     process.exit(0)
   }

@@ -1,0 +1,86 @@
+/**
+ * Starts the real sidecar process (`sidecar/main.ts` under tsx) on a free loopback port and stops
+ * it by pid. Tests use this, never an in-process fake.
+ */
+import { fork, type ChildProcess } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { freePort } from './ports.ts'
+
+const ENTRY = new URL('../../sidecar/main.ts', import.meta.url).pathname
+
+export interface SidecarOptions {
+  databaseUrl?: string
+  dataDir?: string
+  secret?: string
+  port?: number
+  env?: Record<string, string>
+}
+
+export interface RunningSidecar {
+  url: string
+  secret: string
+  dataDir: string
+  databaseUrl: string
+  pid: number
+  generation: number
+  child: ChildProcess
+  /** SIGTERM, then SIGKILL after a grace period. */
+  stop(): Promise<void>
+  /** SIGKILL: a crash, for restart tests. */
+  kill(): Promise<void>
+}
+
+export async function startSidecar(options: SidecarOptions = {}): Promise<RunningSidecar> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'termkeep-sidecar-'))
+  const databaseUrl = options.databaseUrl ?? `file:${join(dataDir, 'termkeep.db')}`
+  const secret = options.secret ?? `test-secret-${Math.random().toString(36).slice(2)}-xxxxxxxx`
+  const port = options.port ?? (await freePort())
+  const url = `http://127.0.0.1:${port}`
+  const child = fork(ENTRY, [], {
+    execArgv: ['--import', 'tsx'],
+    env: {
+      ...process.env,
+      ...options.env,
+      TERMKEEP_DATA_DIR: dataDir,
+      DATABASE_URL: databaseUrl,
+      SIDECAR_URL: url,
+      SIDECAR_SECRET: secret,
+    },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  })
+  let output = ''
+  child.stdout?.on('data', (c: Buffer) => (output += c.toString()))
+  child.stderr?.on('data', (c: Buffer) => (output += c.toString()))
+  const generation = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`sidecar did not start:\n${output}`)), 30_000)
+    child.once('message', (m: { generation: number }) => {
+      clearTimeout(timer)
+      resolve(m.generation)
+    })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`sidecar exited with ${code} during start:\n${output}`))
+    })
+  })
+  const exited = new Promise<void>((r) => (child.exitCode !== null ? r() : child.once('exit', () => r())))
+  const signal = async (sig: NodeJS.Signals, graceMs: number) => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill(sig)
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
+    await exited
+    clearTimeout(timer)
+  }
+  return {
+    url,
+    secret,
+    dataDir,
+    databaseUrl,
+    pid: child.pid!,
+    generation,
+    child,
+    stop: () => signal('SIGTERM', 5000),
+    kill: () => signal('SIGKILL', 0),
+  }
+}

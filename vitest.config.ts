@@ -1,0 +1,18 @@
+import { defineConfig } from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'node',
+          include: ['{api,sidecar,schema,storage,cli,test}/**/*.test.ts'],
+          exclude: ['test/workers/**', 'node_modules/**'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+          pool: 'forks',
+        },
+      },
+    ],
+  },
+})
