@@ -1,0 +1,114 @@
+/**
+ * The live-terminal contract. The sidecar implements these routes under the same paths as the
+ * public API (`/v1/sessions/:sid/terminals/...`); the API's sidecar client mirrors them method for
+ * method. Terminal info is also persisted in libSQL, so the API serves list/info without the
+ * sidecar.
+ *
+ * Routes (sidecar and API alike):
+ *   GET    /v1/sessions/:sid/terminal-environment          → TerminalEnvironment
+ *   GET    /v1/sessions/:sid/shells                        → ShellList
+ *   GET    /v1/sessions/:sid/terminals                     → TerminalList
+ *   PUT    /v1/sessions/:sid/terminals/:tid   CreateTerminal → TerminalInfo (201 new, 200 existing)
+ *   GET    /v1/sessions/:sid/terminals/:tid                → TerminalInfo
+ *   PATCH  /v1/sessions/:sid/terminals/:tid   RenameTerminal → TerminalInfo
+ *   DELETE /v1/sessions/:sid/terminals/:tid                → CloseResult (repeatable)
+ *   POST   /v1/sessions/:sid/terminals/:tid/input   raw bytes, header Termkeep-Attachment → 204
+ *   POST   /v1/sessions/:sid/terminals/:tid/resize  Geometry, header Termkeep-Attachment → TerminalInfo
+ *   GET    /v1/sessions/:sid/terminals/:tid/follow?attachment=ID   SSE FollowEvent
+ *   GET    /v1/sessions/:sid/terminals/:tid/retain                 SSE `retained`, then heartbeats
+ */
+import * as v from 'valibot'
+import { MAX_TITLE_CHARS, MAX_VISIBLE_CELLS, MIN_TITLE_CHARS } from '../limits.ts'
+import { TERMINAL_STATES } from '../tables.ts'
+import { AttachmentId, CELLS_MESSAGE, Cols, Geometry, Rows, SessionId, TerminalId } from './common.ts'
+
+/** Header naming the follow attachment that sends input or resizes. */
+export const ATTACHMENT_HEADER = 'Termkeep-Attachment'
+
+export const TerminalShell = v.object({
+  path: v.string(),
+  args: v.array(v.string()),
+  name: v.string(),
+})
+export type TerminalShell = v.InferOutput<typeof TerminalShell>
+
+export const TerminalEnvironment = v.object({
+  cwd: v.string(),
+  limits: v.object({
+    maxInputBytes: v.number(),
+    minCols: v.number(),
+    maxCols: v.number(),
+    minRows: v.number(),
+    maxRows: v.number(),
+    maxVisibleCells: v.number(),
+    historyCells: v.number(),
+    maxTerminals: v.number(),
+  }),
+})
+export type TerminalEnvironment = v.InferOutput<typeof TerminalEnvironment>
+
+export const ShellList = v.object({ shells: v.array(TerminalShell) })
+export type ShellList = v.InferOutput<typeof ShellList>
+
+export const TerminalState = v.picklist(TERMINAL_STATES)
+
+export const TerminalInfo = v.object({
+  sessionId: SessionId,
+  id: TerminalId,
+  title: v.string(),
+  shell: TerminalShell,
+  /** The initial working directory. */
+  cwd: v.string(),
+  cols: v.number(),
+  rows: v.number(),
+  state: TerminalState,
+  exitCode: v.nullable(v.number()),
+  exitSignal: v.nullable(v.number()),
+  error: v.nullable(v.string()),
+  hostGeneration: v.number(),
+  /** The follow attachment that currently controls input (live terminals only). */
+  controllerId: v.nullable(v.string()),
+  createdAt: v.number(),
+  updatedAt: v.number(),
+})
+export type TerminalInfo = v.InferOutput<typeof TerminalInfo>
+
+export const TerminalList = v.object({ terminals: v.array(TerminalInfo) })
+export type TerminalList = v.InferOutput<typeof TerminalList>
+
+export const Title = v.pipe(
+  v.string(),
+  v.trim(),
+  v.minLength(MIN_TITLE_CHARS, 'a title needs at least one visible character'),
+  v.maxLength(MAX_TITLE_CHARS, `titles are at most ${MAX_TITLE_CHARS} characters`),
+)
+
+/** PUT body. `shell` is a path from the shell list; absent means the default shell. */
+export const CreateTerminal = v.pipe(
+  v.object({ shell: v.optional(v.string()), cols: Cols, rows: Rows, title: v.optional(Title) }),
+  v.check((g) => g.cols * g.rows <= MAX_VISIBLE_CELLS, CELLS_MESSAGE),
+)
+export type CreateTerminal = v.InferOutput<typeof CreateTerminal>
+
+export const RenameTerminal = v.object({ title: Title })
+export const ResizeTerminal = Geometry
+
+export const CloseResult = v.object({ closed: v.literal(true), info: TerminalInfo })
+export type CloseResult = v.InferOutput<typeof CloseResult>
+
+export const TerminalParams = v.object({ sid: SessionId, tid: TerminalId })
+export const FollowQuery = v.object({ attachment: AttachmentId })
+
+/**
+ * Follow SSE events (`event:` name → `data:` JSON). `output` carries `id: <sequence>`; a follow
+ * reconnecting with `Last-Event-ID` skips the snapshot and continues after that sequence.
+ *   snapshot  the screen as ANSI (serialized emulator state at `sequence`, ending with explicit
+ *             cursor position and visibility), plus the terminal info
+ *   output    base64 bytes after the snapshot, in order
+ *   state     terminal info changed (state, title, geometry, controller)
+ */
+export const FollowSnapshot = v.object({ sequence: v.number(), screen: v.string(), info: TerminalInfo })
+export const FollowOutput = v.object({ sequence: v.number(), data: v.string() })
+export const FollowState = v.object({ info: TerminalInfo })
+export type FollowSnapshot = v.InferOutput<typeof FollowSnapshot>
+export type FollowOutput = v.InferOutput<typeof FollowOutput>
