@@ -1,5 +1,6 @@
 import type { Client } from '@libsql/client'
 import type { Database } from '../storage/client.ts'
+import type { Authority } from './auth/guard.ts'
 import type { SidecarClient } from './sidecar-client.ts'
 
 /** Everything the stateless app needs; each runtime entry builds these and calls createApp. */
@@ -12,5 +13,5 @@ export interface AppDeps {
 }
 
 export interface AppEnv {
-  Variables: { deps: AppDeps }
+  Variables: { deps: AppDeps; auth: Authority }
 }
