@@ -1,0 +1,89 @@
+/**
+ * `termkeep serve` (what `npm start` runs) as a real process: migrates, starts the sidecar and the
+ * API, prints the URL and the admin token once, and Ctrl-C stops both processes.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { freePort, waitFor } from './support/ports.ts'
+
+const MAIN = new URL('../cli/main.ts', import.meta.url).pathname
+
+interface Served {
+  child: ChildProcess
+  output: () => string
+  exited: Promise<number | null>
+}
+
+function serve(env: Record<string, string>): Served {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout!.on('data', (c: Buffer) => (output += c.toString()))
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString()))
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
+  return { child, output: () => output, exited }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function sidecarPid(port: number): Promise<number | undefined> {
+  const { execFileSync } = await import('node:child_process')
+  const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' })
+  const match = out.match(/pid=(\d+)/)
+  return match ? Number(match[1]) : undefined
+}
+
+describe('termkeep serve', () => {
+  it('serves health with the database and sidecar reachable, prints the admin token once, and stops on Ctrl-C', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-serve-'))
+    const [port, sidecarPort] = [await freePort(), await freePort()]
+    const env = { TERMKEEP_DATA_DIR: dataDir, PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${sidecarPort}` }
+
+    const first = serve(env)
+    try {
+      await waitFor(async () => first.output().includes('API listening'), 30_000, 'serve to start')
+      expect(first.output()).toContain(`termkeep: API listening on http://127.0.0.1:${port}`)
+      const token = first.output().match(/admin token \(shown once, stored hashed\): (tk_\S+)/)?.[1]
+      expect(token).toBeDefined()
+      const health = await (await fetch(`http://127.0.0.1:${port}/v1/health`)).json()
+      expect(health).toMatchObject({ status: 'ok', database: { reachable: true }, sidecar: { reachable: true } })
+
+      const pid = await sidecarPid(sidecarPort)
+      expect(pid).toBeDefined()
+      first.child.kill('SIGINT')
+      expect(await first.exited).toBe(0)
+      await waitFor(async () => !alive(pid!), 10_000, 'the sidecar to stop')
+    } finally {
+      first.child.kill('SIGKILL')
+    }
+
+    const second = serve(env)
+    try {
+      await waitFor(async () => second.output().includes('API listening'), 30_000, 'serve to restart')
+      expect(second.output()).not.toContain('tk_')
+      expect(second.output()).toContain('an admin token already exists')
+      second.child.kill('SIGTERM')
+      expect(await second.exited).toBe(0)
+    } finally {
+      second.child.kill('SIGKILL')
+    }
+  })
+
+  it('refuses a bad setting with a one-line message and exit code 1', async () => {
+    const bad = serve({ PORT: 'eighty' })
+    expect(await bad.exited).toBe(1)
+    expect(bad.output().trim()).toBe('termkeep: invalid PORT="eighty": an integer from 1 to 65535')
+  })
+})
