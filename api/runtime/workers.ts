@@ -7,7 +7,7 @@
  * `@libsql/client` resolves to its web client here (the `workerd` export condition), so the
  * database must be remote; migrations come bundled (storage/migrate.ts), never from a filesystem.
  */
-import type { Hono } from 'hono'
+import type { ExecutionContext, Hono } from 'hono'
 import { ConfigError, parseConfig } from '../../schema/config.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import { createApp } from '../app.ts'
@@ -16,12 +16,6 @@ import { autoMigrate, wireDeps } from './wiring.ts'
 
 /** Bindings: plain-text vars and secrets are strings; anything else (KV, …) is not configuration. */
 type Bindings = Record<string, unknown>
-
-/** The ExecutionContext methods Hono may use, declared here to keep workers-types out of tsconfig. */
-interface ExecutionContext {
-  waitUntil(promise: Promise<unknown>): void
-  passThroughOnException(): void
-}
 
 function settings(env: Bindings): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string'))
