@@ -1,0 +1,207 @@
+/**
+ * A small typed client for the public HTTP surface, shared by the bundled page and the CLI. It uses
+ * only `fetch`; the token travels in the Authorization header, never in a URL. Every non-2xx
+ * answer becomes an `ApiError` carrying the server's `{error:{code,message}}`; a server that cannot
+ * be reached at all becomes an `UnreachableError`.
+ */
+import type { TerminalInfo } from '../../schema/wire/terminals.ts'
+import { readSse, type SseEvent } from './sse.ts'
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message)
+    this.name = 'ApiError'
+  }
+}
+
+export class UnreachableError extends Error {
+  constructor(readonly url: string, cause: unknown) {
+    super(`cannot reach the termkeep server at ${url}${describeCause(cause)}`)
+    this.name = 'UnreachableError'
+  }
+}
+
+function describeCause(cause: unknown): string {
+  const inner = (cause as { cause?: { code?: string; message?: string } })?.cause
+  const detail = inner?.code ?? inner?.message ?? (cause as Error)?.message
+  return detail ? ` (${detail})` : ''
+}
+
+/** A workspace as the registry reports it (list and watch alike). */
+export interface WorkspaceView {
+  id: string
+  path: string
+  title: string
+  sessionIds: string[]
+}
+
+export interface Registry {
+  workspaces: WorkspaceView[]
+  archivedSessionIds: string[]
+}
+
+export interface SessionRecord {
+  id: string
+  cwd: string
+  title: string | null
+}
+
+/** Accepts the registry's workspace shape whether it names the id `id` or `workspaceId`. */
+export function workspaceView(raw: unknown): WorkspaceView {
+  const w = raw as Record<string, unknown>
+  return {
+    id: String(w.id ?? w.workspaceId),
+    path: String(w.path ?? ''),
+    title: String(w.title ?? w.path ?? ''),
+    sessionIds: Array.isArray(w.sessionIds) ? w.sessionIds.map(String) : [],
+  }
+}
+
+/** Accepts `{workspaces|items, archivedSessionIds}` (list answer and watch baseline). */
+export function registryOf(raw: unknown): Registry {
+  const r = (raw ?? {}) as Record<string, unknown>
+  const list = (r.workspaces ?? r.items ?? []) as unknown[]
+  return {
+    workspaces: list.map(workspaceView),
+    archivedSessionIds: Array.isArray(r.archivedSessionIds) ? r.archivedSessionIds.map(String) : [],
+  }
+}
+
+function unwrap<T>(body: unknown, key: string): T {
+  const record = body as Record<string, unknown>
+  return (record && typeof record === 'object' && key in record ? record[key] : body) as T
+}
+
+export interface ClientOptions {
+  /** Server origin, e.g. `http://127.0.0.1:8787`; '' for same-origin requests from the page. */
+  url: string
+  token: string
+  fetch?: typeof fetch
+}
+
+export interface RequestOptions {
+  json?: unknown
+  body?: BodyInit
+  headers?: Record<string, string>
+  signal?: AbortSignal
+}
+
+const seg = encodeURIComponent
+
+export class TermkeepClient {
+  readonly url: string
+  readonly #token: string
+  readonly #fetch: typeof fetch
+
+  constructor({ url, token, fetch: fetchImpl }: ClientOptions) {
+    this.url = url.replace(/\/+$/, '')
+    this.#token = token
+    this.#fetch = fetchImpl ?? ((input, init) => fetch(input, init))
+  }
+
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#token}`, ...options.headers }
+    let body = options.body
+    if (options.json !== undefined) {
+      headers['content-type'] = 'application/json'
+      body = JSON.stringify(options.json)
+    }
+    let response: Response
+    try {
+      response = await this.#fetch(`${this.url}${path}`, { method, headers, body, signal: options.signal })
+    } catch (cause) {
+      if (options.signal?.aborted) throw cause
+      throw new UnreachableError(this.url || 'this page’s origin', cause)
+    }
+    if (!response.ok) throw await errorOf(response)
+    return response
+  }
+
+  async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const response = await this.request(method, path, options)
+    if (response.status === 204) return undefined as T
+    return (await response.json()) as T
+  }
+
+  /** Opens an SSE stream; resolves once the server answered 2xx (errors throw before any event). */
+  async stream(path: string, options: { lastEventId?: string; signal?: AbortSignal } = {}): Promise<AsyncGenerator<SseEvent>> {
+    const headers: Record<string, string> = { accept: 'text/event-stream' }
+    if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId
+    const response = await this.request('GET', path, { headers, signal: options.signal })
+    if (!response.body) throw new ApiError(response.status, 'request/invalid', 'the stream has no body')
+    return readSse(response.body, options.signal)
+  }
+
+  // ── registry ──────────────────────────────────────────────────────────────
+  async registry(): Promise<Registry> {
+    return registryOf(await this.json('GET', '/v1/workspaces'))
+  }
+
+  async createWorkspace(path: string): Promise<{ workspace: WorkspaceView; created: boolean }> {
+    const body = await this.json<{ workspace: unknown; created: boolean }>('POST', '/v1/workspaces', { json: { path } })
+    return { workspace: workspaceView(body.workspace), created: Boolean(body.created) }
+  }
+
+  async createSession(cwd: string, title?: string): Promise<SessionRecord> {
+    const body = await this.json<unknown>('POST', '/v1/sessions', { json: title ? { cwd, title } : { cwd } })
+    return unwrap<SessionRecord>(body, 'session')
+  }
+
+  async session(sid: string): Promise<SessionRecord> {
+    return unwrap<SessionRecord>(await this.json('GET', `/v1/sessions/${seg(sid)}`), 'session')
+  }
+
+  // ── terminals ─────────────────────────────────────────────────────────────
+  async terminals(sid: string): Promise<TerminalInfo[]> {
+    return unwrap<TerminalInfo[]>(await this.json('GET', `/v1/sessions/${seg(sid)}/terminals`), 'terminals')
+  }
+
+  async terminal(sid: string, tid: string): Promise<TerminalInfo> {
+    return this.json('GET', terminalPath(sid, tid))
+  }
+
+  async createTerminal(sid: string, tid: string, body: { cols: number; rows: number; shell?: string; title?: string }): Promise<TerminalInfo> {
+    return this.json('PUT', terminalPath(sid, tid), { json: body })
+  }
+
+  async renameTerminal(sid: string, tid: string, title: string): Promise<TerminalInfo> {
+    return this.json('PATCH', terminalPath(sid, tid), { json: { title } })
+  }
+
+  async closeTerminal(sid: string, tid: string): Promise<void> {
+    await this.request('DELETE', terminalPath(sid, tid))
+  }
+
+  async input(sid: string, tid: string, attachment: string, data: Uint8Array): Promise<void> {
+    await this.request('POST', `${terminalPath(sid, tid)}/input`, {
+      body: data as Uint8Array<ArrayBuffer>,
+      headers: { 'content-type': 'application/octet-stream', 'termkeep-attachment': attachment },
+    })
+  }
+
+  async resize(sid: string, tid: string, attachment: string, cols: number, rows: number): Promise<void> {
+    await this.request('POST', `${terminalPath(sid, tid)}/resize`, {
+      json: { cols, rows },
+      headers: { 'termkeep-attachment': attachment },
+    })
+  }
+}
+
+export function terminalPath(sid: string, tid: string): string {
+  return `/v1/sessions/${seg(sid)}/terminals/${seg(tid)}`
+}
+
+async function errorOf(response: Response): Promise<ApiError> {
+  const body = (await response.json().catch(() => undefined)) as { error?: Record<string, unknown> } | undefined
+  const error = body?.error
+  if (error && typeof error.code === 'string') {
+    const { code, message, ...details } = error
+    return new ApiError(response.status, code, typeof message === 'string' ? message : code, details)
+  }
+  return new ApiError(response.status, `http/${response.status}`, `the server answered ${response.status} ${response.statusText}`)
+}

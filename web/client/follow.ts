@@ -1,0 +1,118 @@
+/**
+ * Following a live terminal (attach), shared by the page and `termkeep attach`: one SSE stream of
+ * `snapshot`, `output` and `state`, resumed after a network loss with `Last-Event-ID` = the last
+ * output sequence applied, so nothing is lost or applied twice. A refusal (410 unavailable, 503
+ * sidecar down, 404, 409) ends the follow with that error; the caller then shows the persisted
+ * display or a message.
+ */
+import type { TerminalInfo } from '../../schema/wire/terminals.ts'
+import { ApiError, terminalPath, type TermkeepClient } from './api.ts'
+
+/** Backoff between reconnection attempts after a network loss. */
+const RECONNECT_DELAYS_MS = [250, 500, 1000, 2000, 4000]
+/** A stream that ends cleanly this many times in a row without an event is treated as over. */
+const MAX_EMPTY_STREAMS = 3
+
+export interface FollowHandlers {
+  /** The screen at `sequence` (ANSI) plus the terminal info; sent on a fresh attach only. */
+  snapshot(sequence: number, screen: string, info: TerminalInfo): void
+  /**
+   * Bytes after the snapshot, in order. `backlog` is true for bytes the server replays on a
+   * reconnect (they were printed while this client was away).
+   */
+  output(sequence: number, bytes: Uint8Array, backlog: boolean): void
+  state(info: TerminalInfo): void
+  /** Connection status, for a banner. */
+  status?(status: 'connecting' | 'live' | 'reconnecting'): void
+}
+
+export type FollowEnd =
+  /** The server ended the follow (terminal closed, or no more output will come). */
+  | { kind: 'ended'; info?: TerminalInfo }
+  /** Refused: retired terminal (410), sidecar down (503), unknown terminal (404), … */
+  | { kind: 'refused'; error: ApiError }
+  | { kind: 'aborted' }
+
+export interface FollowOptions {
+  client: TermkeepClient
+  sessionId: string
+  terminalId: string
+  attachment: string
+  handlers: FollowHandlers
+  signal: AbortSignal
+  /**
+   * How long after a reconnect the stream may be silent before the replayed backlog counts as
+   * drained; events arriving in the first burst are marked `backlog`.
+   */
+  backlogQuietMs?: number
+}
+
+export function decodeBase64(data: string): Uint8Array {
+  const binary = atob(data)
+  const bytes = new Uint8Array(binary.length)
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
+  return bytes
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true })
+  })
+
+/** Runs the follow until the server ends it, refuses it, or `signal` aborts. */
+export async function follow(options: FollowOptions): Promise<FollowEnd> {
+  const { client, sessionId, terminalId, attachment, handlers, signal } = options
+  const quietMs = options.backlogQuietMs ?? 150
+  const path = `${terminalPath(sessionId, terminalId)}/follow?attachment=${encodeURIComponent(attachment)}`
+  let lastSequence: number | undefined
+  let lastInfo: TerminalInfo | undefined
+  let failures = 0
+  let emptyStreams = 0
+  while (!signal.aborted) {
+    handlers.status?.(lastSequence === undefined && failures === 0 ? 'connecting' : 'reconnecting')
+    let sawEvent = false
+    try {
+      const resumed = lastSequence !== undefined
+      const events = await client.stream(path, { lastEventId: resumed ? String(lastSequence) : undefined, signal })
+      handlers.status?.('live')
+      failures = 0
+      let backlogUntil = resumed ? Date.now() + quietMs : 0
+      for await (const event of events) {
+        sawEvent = true
+        const now = Date.now()
+        const backlog = now < backlogUntil
+        if (backlog) backlogUntil = now + quietMs
+        const body = JSON.parse(event.data) as Record<string, unknown>
+        if (event.event === 'snapshot') {
+          lastSequence = Number(body.sequence)
+          lastInfo = body.info as TerminalInfo
+          handlers.snapshot(lastSequence, String(body.screen), lastInfo)
+        } else if (event.event === 'output') {
+          const sequence = Number(body.sequence)
+          // A replay that overlaps what was applied is skipped, never written twice.
+          if (lastSequence !== undefined && sequence <= lastSequence) continue
+          lastSequence = sequence
+          handlers.output(sequence, decodeBase64(String(body.data)), backlog)
+        } else if (event.event === 'state') {
+          lastInfo = body.info as TerminalInfo
+          handlers.state(lastInfo)
+        }
+      }
+      if (signal.aborted) break
+      // A clean end: the terminal closed, or the relay went away. Ask again; a closed or retired
+      // terminal answers with a refusal, a live one resumes after lastSequence.
+      if (lastInfo && (lastInfo.state === 'closed' || lastInfo.state === 'retired')) return { kind: 'ended', info: lastInfo }
+      emptyStreams = sawEvent ? 0 : emptyStreams + 1
+      if (emptyStreams >= MAX_EMPTY_STREAMS) return { kind: 'ended', info: lastInfo }
+    } catch (error) {
+      if (signal.aborted) break
+      if (error instanceof ApiError) return { kind: 'refused', error }
+      // Network loss (fetch failed, or the body errored mid-stream): retry with Last-Event-ID.
+      failures++
+    }
+    handlers.status?.('reconnecting')
+    await sleep(RECONNECT_DELAYS_MS[Math.min(failures, RECONNECT_DELAYS_MS.length - 1)], signal)
+  }
+  return { kind: 'aborted' }
+}

@@ -1,0 +1,30 @@
+/** A tiny element builder for the page: no framework, text always set as text (never as HTML). */
+
+type Child = Node | string | null | undefined | false
+type Attrs = Record<string, string | number | boolean | undefined | ((event: Event) => void)>
+
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag)
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === false) continue
+    if (typeof value === 'function') element.addEventListener(name.replace(/^on/, ''), value)
+    else if (value === true) element.setAttribute(name, '')
+    else element.setAttribute(name, String(value))
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue
+    element.append(child)
+  }
+  return element
+}
+
+/** Replaces an element's children. */
+export function fill(parent: Element, ...children: Child[]): void {
+  parent.replaceChildren(...children.filter((c): c is Node | string => c !== null && c !== undefined && c !== false))
+}
+
+/** A random id fit for terminal and attachment ids (`^[\w-]{1,128}$`). */
+export function randomId(prefix: string): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(6))
+  return `${prefix}-${Array.from(bytes, (b) => b.toString(36).padStart(2, '0')).join('')}`
+}

@@ -1,0 +1,173 @@
+/**
+ * The main area for one session: its terminals (live and retired) with create, rename and close,
+ * and the open terminal below them.
+ */
+import { DEFAULT_COLS, DEFAULT_ROWS } from '../../schema/limits.ts'
+import type { TerminalInfo } from '../../schema/wire/terminals.ts'
+import { ApiError, type TermkeepClient } from '../client/api.ts'
+import { fill, h, randomId } from './dom.ts'
+import { TerminalView } from './terminal-view.ts'
+
+export interface SessionViewActions {
+  /** Called when the open terminal changes, so the address can name it (never the token). */
+  opened(terminalId: string | undefined): void
+}
+
+export class SessionView {
+  readonly element: HTMLElement
+  #tabs: HTMLElement
+  #banner: HTMLElement
+  #stage: HTMLElement
+  #terminals: TerminalInfo[] = []
+  #view: TerminalView | undefined
+  #disposed = false
+
+  constructor(
+    private readonly client: TermkeepClient,
+    readonly sessionId: string,
+    private readonly actions: SessionViewActions,
+  ) {
+    const create = h('button', { type: 'button', class: 'primary', id: 'new-terminal' }, 'New terminal')
+    create.addEventListener('click', () => void this.createTerminal())
+    this.#tabs = h('ul', { class: 'terminals', 'aria-label': 'Terminals' })
+    this.#banner = h('p', { class: 'banner', role: 'status', 'aria-live': 'polite' })
+    this.#stage = h('div', { class: 'stage' })
+    const title = h('h2', { id: 'session-title' }, sessionId)
+    const cwd = h('span', { class: 'muted path' })
+    this.element = h(
+      'section',
+      { class: 'session-view', 'aria-labelledby': 'session-title' },
+      h('header', { class: 'session-head' }, h('div', {}, title, ' ', cwd), create),
+      this.#tabs,
+      this.#banner,
+      this.#stage,
+    )
+    client.session(sessionId).then(
+      (s) => {
+        title.textContent = s.title || sessionId
+        cwd.textContent = s.cwd
+      },
+      () => {},
+    )
+  }
+
+  /** Loads the terminal list and opens `terminalId` (or nothing). */
+  async load(terminalId?: string): Promise<void> {
+    await this.refresh()
+    if (terminalId) this.open(terminalId)
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      this.#terminals = await this.client.terminals(this.sessionId)
+      this.#renderTabs()
+    } catch (error) {
+      this.#say(error instanceof ApiError ? `Could not list terminals: ${error.message}` : String(error))
+    }
+  }
+
+  async createTerminal(): Promise<void> {
+    const id = randomId('t')
+    const size = this.#stage.getBoundingClientRect()
+    // A first guess from the stage size; the view fits precisely once it is open.
+    const cols = Math.max(20, Math.min(250, Math.floor(size.width / 8.5) || DEFAULT_COLS))
+    const rows = Math.max(5, Math.min(100, Math.floor(size.height / 17) || DEFAULT_ROWS))
+    try {
+      await this.client.createTerminal(this.sessionId, id, { cols, rows })
+      await this.refresh()
+      this.open(id)
+    } catch (error) {
+      this.#say(error instanceof ApiError ? `Could not start a terminal: ${error.message}` : String(error))
+    }
+  }
+
+  open(terminalId: string): void {
+    if (this.#disposed) return
+    this.#view?.dispose()
+    const view = new TerminalView(this.client, this.sessionId, terminalId, {
+      info: (info) => {
+        const at = this.#terminals.findIndex((t) => t.id === info.id)
+        if (at === -1) this.#terminals.push(info)
+        else this.#terminals[at] = info
+        this.#renderTabs()
+      },
+      mode: (_mode, message) => this.#say(message),
+    })
+    this.#view = view
+    fill(this.#stage, view.element)
+    view.start()
+    view.focus()
+    this.actions.opened(terminalId)
+    this.#renderTabs()
+  }
+
+  get view(): TerminalView | undefined {
+    return this.#view
+  }
+
+  dispose(): void {
+    this.#disposed = true
+    this.#view?.dispose()
+  }
+
+  #say(message: string): void {
+    this.#banner.textContent = message
+    this.#banner.hidden = message === ''
+    if (message && this.#view?.mode === 'read-only') {
+      const view = this.#view
+      this.#banner.append(' ', h('button', { type: 'button', class: 'small', onclick: () => view.takeControl() }, 'Take control'))
+    }
+  }
+
+  async #rename(info: TerminalInfo): Promise<void> {
+    const title = window.prompt('New title for this terminal', info.title)
+    if (title === null) return
+    try {
+      await this.client.renameTerminal(this.sessionId, info.id, title)
+      await this.refresh()
+    } catch (error) {
+      this.#say(error instanceof ApiError ? `Could not rename: ${error.message}` : String(error))
+    }
+  }
+
+  async #close(info: TerminalInfo): Promise<void> {
+    if (!window.confirm(`Close “${info.title}”? Its processes are ended.`)) return
+    try {
+      await this.client.closeTerminal(this.sessionId, info.id)
+      await this.refresh()
+    } catch (error) {
+      this.#say(error instanceof ApiError ? `Could not close: ${error.message}` : String(error))
+    }
+  }
+
+  #renderTabs(): void {
+    if (this.#terminals.length === 0) {
+      fill(this.#tabs, h('li', { class: 'muted' }, 'No terminals yet — press “New terminal”.'))
+      return
+    }
+    const current = this.#view?.terminalId
+    fill(
+      this.#tabs,
+      ...this.#terminals.map((info) => {
+        const live = info.state === 'starting' || info.state === 'running'
+        return h(
+          'li',
+          { class: 'terminal-tab', 'data-terminal-id': info.id, 'data-state': info.state },
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'open',
+              'aria-current': info.id === current ? 'true' : undefined,
+              onclick: () => this.open(info.id),
+            },
+            info.title || info.id,
+            h('span', { class: `state ${live ? 'live' : ''}` }, ` ${info.state}`),
+          ),
+          live && h('button', { type: 'button', class: 'small', 'aria-label': `Rename ${info.title}`, onclick: () => void this.#rename(info) }, 'Rename'),
+          live && h('button', { type: 'button', class: 'small danger', 'aria-label': `Close ${info.title}`, onclick: () => void this.#close(info) }, 'Close'),
+        )
+      }),
+    )
+  }
+}

@@ -1,0 +1,252 @@
+/**
+ * One terminal on the page: xterm.js fed by follow (snapshot, then output), keystrokes and pastes
+ * sent to the input route, the window size sent to the resize route. When the live terminal is gone
+ * (retired: 410, sidecar down: 503, or closed) it shows the last persisted display, read-only,
+ * staged off-screen and swapped in only when the transfer reached `end`.
+ *
+ * Replayed bytes (the snapshot, and the backlog replayed after a reconnect) may contain terminal
+ * queries (device attributes, cursor position reports). xterm.js answers those through `onData`
+ * exactly like typed input; those answers are dropped while a replay write is being parsed, so a
+ * replayed query never types into the shell (VS Code's `_inReplay`).
+ */
+import { FitAddon } from '@xterm/addon-fit'
+import { Terminal, type ITheme } from '@xterm/xterm'
+import { MAX_COLS, MAX_INPUT_BYTES, MAX_ROWS, MAX_VISIBLE_CELLS, MIN_COLS, MIN_ROWS } from '../../schema/limits.ts'
+import type { TerminalInfo } from '../../schema/wire/terminals.ts'
+import { ApiError, type TermkeepClient } from '../client/api.ts'
+import { displayToAnsi, readDisplay } from '../client/display.ts'
+import { follow, type FollowEnd } from '../client/follow.ts'
+import { h, randomId } from './dom.ts'
+
+/** Window resizes are sent once they settle, not for every animation frame of a drag. */
+const RESIZE_DEBOUNCE_MS = 120
+
+export const THEME: ITheme = {
+  background: '#101317',
+  foreground: '#e6e6e6',
+  cursor: '#f5d76e',
+  selectionBackground: '#3a4a66',
+}
+
+export type ViewMode = 'connecting' | 'live' | 'read-only' | 'reconnecting' | 'display' | 'ended' | 'error'
+
+export interface TerminalViewEvents {
+  info(info: TerminalInfo): void
+  mode(mode: ViewMode, message: string): void
+}
+
+function newTerminal(readOnly: boolean): Terminal {
+  return new Terminal({
+    theme: THEME,
+    fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace',
+    fontSize: 14,
+    cursorBlink: !readOnly,
+    disableStdin: readOnly,
+    scrollback: 10_000,
+    allowProposedApi: false,
+    screenReaderMode: false,
+  })
+}
+
+function fitGeometry(cols: number, rows: number): { cols: number; rows: number } {
+  cols = Math.min(Math.max(cols, MIN_COLS), MAX_COLS)
+  rows = Math.min(Math.max(rows, MIN_ROWS), MAX_ROWS)
+  if (cols * rows > MAX_VISIBLE_CELLS) rows = Math.max(MIN_ROWS, Math.floor(MAX_VISIBLE_CELLS / cols))
+  return { cols, rows }
+}
+
+export class TerminalView {
+  readonly element: HTMLElement
+  term: Terminal
+  #fit = new FitAddon()
+  #host: HTMLElement
+  #attachment = randomId('web')
+  #abort = new AbortController()
+  #info: TerminalInfo | undefined
+  #replaying = 0
+  #controller = false
+  #inputQueue: Promise<void> = Promise.resolve()
+  #resizeTimer: ReturnType<typeof setTimeout> | undefined
+  #observer: ResizeObserver
+  #encoder = new TextEncoder()
+  #mode: ViewMode = 'connecting'
+
+  constructor(
+    private readonly client: TermkeepClient,
+    readonly sessionId: string,
+    readonly terminalId: string,
+    private readonly events: TerminalViewEvents,
+  ) {
+    this.#host = h('div', { class: 'xterm-host' })
+    this.element = h('div', { class: 'terminal-view' }, this.#host)
+    this.term = newTerminal(false)
+    this.term.loadAddon(this.#fit)
+    this.term.onData((data) => this.#send(this.#encoder.encode(data)))
+    this.term.onBinary((data) => this.#send(Uint8Array.from(data, (c) => c.charCodeAt(0) & 255)))
+    this.#observer = new ResizeObserver(() => this.#scheduleResize())
+  }
+
+  get mode(): ViewMode {
+    return this.#mode
+  }
+
+  /** Mounts the terminal (the element must be in the document) and starts following. */
+  start(): void {
+    this.term.open(this.#host)
+    this.#observer.observe(this.#host)
+    void this.#follow()
+  }
+
+  focus(): void {
+    this.term.focus()
+  }
+
+  /** Makes this page the input controller again (a newer attachment elsewhere took it). */
+  takeControl(): void {
+    this.#abort.abort()
+    this.#abort = new AbortController()
+    this.#attachment = randomId('web')
+    void this.#follow()
+  }
+
+  dispose(): void {
+    this.#abort.abort()
+    this.#observer.disconnect()
+    clearTimeout(this.#resizeTimer)
+    this.term.dispose()
+  }
+
+  #setMode(mode: ViewMode, message: string): void {
+    this.#mode = mode
+    this.element.dataset.mode = mode
+    this.events.mode(mode, message)
+  }
+
+  /** Writes replayed bytes with xterm.js's automatic replies suppressed until they are parsed. */
+  #writeReplay(data: string | Uint8Array): void {
+    this.#replaying++
+    this.term.write(data, () => this.#replaying--)
+  }
+
+  async #follow(): Promise<void> {
+    const signal = this.#abort.signal
+    const end = await follow({
+      client: this.client,
+      sessionId: this.sessionId,
+      terminalId: this.terminalId,
+      attachment: this.#attachment,
+      signal,
+      handlers: {
+        snapshot: (_sequence, screen, info) => {
+          this.term.reset()
+          if (this.term.cols !== info.cols || this.term.rows !== info.rows) this.term.resize(info.cols, info.rows)
+          this.#writeReplay(screen)
+          this.#onInfo(info)
+          this.term.write('', () => this.#scheduleResize(0))
+        },
+        output: (_sequence, bytes, backlog) => {
+          if (backlog) this.#writeReplay(bytes)
+          else this.term.write(bytes)
+        },
+        state: (info) => this.#onInfo(info),
+        status: (status) => {
+          if (status === 'reconnecting') this.#setMode('reconnecting', 'Connection lost; reconnecting…')
+          else if (status === 'live') this.#setMode(this.#controller ? 'live' : 'read-only', '')
+        },
+      },
+    })
+    if (!signal.aborted) await this.#ended(end)
+  }
+
+  #onInfo(info: TerminalInfo): void {
+    this.#info = info
+    this.#controller = info.controllerId === this.#attachment
+    if (!this.#controller && (this.term.cols !== info.cols || this.term.rows !== info.rows)) this.term.resize(info.cols, info.rows)
+    if (this.#mode === 'live' || this.#mode === 'read-only' || this.#mode === 'connecting') {
+      this.#setMode(
+        this.#controller ? 'live' : 'read-only',
+        this.#controller ? '' : 'Another window controls this terminal; this view is read-only.',
+      )
+    }
+    this.events.info(info)
+  }
+
+  async #ended(end: FollowEnd): Promise<void> {
+    if (end.kind === 'aborted') return
+    if (end.kind === 'refused') {
+      const { code, message } = end.error
+      if (code === 'terminal/unavailable' || code === 'sidecar/unavailable' || code === 'terminal/closed') {
+        await this.#showDisplay(code === 'sidecar/unavailable' ? 'The terminal host is not reachable' : 'This terminal is no longer live')
+      } else {
+        this.#setMode('error', `${message} (${code})`)
+      }
+      return
+    }
+    await this.#showDisplay('This terminal has ended')
+  }
+
+  /** Reads the persisted display and swaps it in only once the whole revision has arrived. */
+  async #showDisplay(reason: string): Promise<void> {
+    this.#controller = false
+    this.term.options.disableStdin = true
+    try {
+      const display = await readDisplay(this.client, this.sessionId, this.terminalId, this.#abort.signal)
+      const staged = newTerminal(true)
+      const host = h('div', { class: 'xterm-host' })
+      staged.resize(display.begin.cols, display.begin.rows)
+      staged.write(displayToAnsi(display, { palette: true }))
+      // Swap: the old live view stays on screen until the new one is complete.
+      this.#observer.disconnect()
+      this.#host.replaceWith(host)
+      this.term.dispose()
+      this.#host = host
+      this.term = staged
+      staged.open(host)
+      this.#setMode('display', `${reason}; showing its last saved screen (read-only).`)
+    } catch (error) {
+      if (this.#abort.signal.aborted) return
+      const detail = error instanceof ApiError ? `${error.message} (${error.code})` : String((error as Error).message ?? error)
+      this.#setMode('ended', `${reason}; no saved screen to show: ${detail}`)
+    }
+  }
+
+  #send(bytes: Uint8Array): void {
+    // Replies xterm.js produced while parsing replayed bytes are not input; drop them.
+    if (this.#replaying > 0 || !this.#controller || bytes.length === 0) return
+    const attachment = this.#attachment
+    for (let offset = 0; offset < bytes.length; offset += MAX_INPUT_BYTES) {
+      const chunk = bytes.subarray(offset, offset + MAX_INPUT_BYTES)
+      this.#inputQueue = this.#inputQueue.then(() =>
+        this.client.input(this.sessionId, this.terminalId, attachment, chunk).catch((error: unknown) => this.#inputFailed(error)),
+      )
+    }
+  }
+
+  #inputFailed(error: unknown): void {
+    if (error instanceof ApiError && error.code === 'terminal/control-unavailable') {
+      this.#controller = false
+      this.#setMode('read-only', 'Another window controls this terminal; this view is read-only.')
+    } else if (error instanceof ApiError) {
+      this.events.mode(this.#mode, `Input was refused: ${error.message}`)
+    }
+  }
+
+  #scheduleResize(delay = RESIZE_DEBOUNCE_MS): void {
+    clearTimeout(this.#resizeTimer)
+    this.#resizeTimer = setTimeout(() => void this.#resize(), delay)
+  }
+
+  async #resize(): Promise<void> {
+    if (!this.#controller || this.#mode === 'display') return
+    const proposed = this.#fit.proposeDimensions()
+    if (!proposed || !Number.isFinite(proposed.cols) || !Number.isFinite(proposed.rows)) return
+    const { cols, rows } = fitGeometry(proposed.cols, proposed.rows)
+    if (this.#info && this.#info.cols === cols && this.#info.rows === rows && this.term.cols === cols && this.term.rows === rows) return
+    this.term.resize(cols, rows)
+    try {
+      await this.client.resize(this.sessionId, this.terminalId, this.#attachment, cols, rows)
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'terminal/control-unavailable') this.#inputFailed(error)
+    }
+  }
+}
