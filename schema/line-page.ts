@@ -1,0 +1,176 @@
+/**
+ * The one definition of a text page, shared by the sidecar (workspace files, streamed from disk)
+ * and the API (attachments and tool results, held in memory). Pure: bytes in, a page out.
+ *
+ * - Lines end at `\n`; a `\r` right before it belongs to the terminator (CRLF files read like LF
+ *   files; `readBytes` gives the exact bytes). A final `\n` does not start an empty line.
+ * - `offset` is 1-based; a page takes up to `limit` lines from there. An offset past the last line
+ *   gives zero lines and `eof`.
+ * - `text` is the lines joined by `\n` with no final terminator. If its UTF-8 size would exceed
+ *   `maxBytes` the page is refused (`files/too-large`), never shortened.
+ * - A page holding a NUL byte or invalid UTF-8 is `files/not-text`. Lines before the page are
+ *   skipped unread, so one binary blob early in a file does not poison later pages.
+ */
+import { TermkeepError } from './errors.ts'
+
+export interface LinePage {
+  text: string
+  /** Lines in this page (0 when `offset` is past the last line). */
+  lines: number
+  offset: number
+  /** True when no line follows this page. */
+  eof: boolean
+  /** Where the line after this page starts, counted in bytes consumed (for cursors). */
+  nextByte: number
+}
+
+const LF = 0x0a
+const CR = 0x0d
+
+/**
+ * Feed it the file's bytes in order with `push` until it returns false (the page is complete and
+ * a following line was seen) or the input ends, then call `finish`.
+ */
+export class LinePager {
+  readonly #offset: number
+  readonly #limit: number
+  readonly #maxBytes: number
+  /** 1-based index of the line being scanned. */
+  #line: number
+  /** The current line has at least one byte (so it counts even without a terminator). */
+  #started = false
+  /** The current line has written nothing into the page yet (not even its separator). */
+  #fresh = true
+  /** The last byte written for the current line is a CR (it may be half of a CRLF). */
+  #pendingCr = false
+  #taken = 0
+  #parts: Uint8Array[] = []
+  #pageBytes = 0
+  #more = false
+  #consumed: number
+  #nextByte = -1
+
+  /** `firstLine`/`startByte` let a trusted cursor resume mid-input (the bytes before are not fed). */
+  constructor(offset: number, limit: number, maxBytes: number, firstLine = 1, startByte = 0) {
+    this.#offset = offset
+    this.#limit = limit
+    this.#maxBytes = maxBytes
+    this.#line = firstLine
+    this.#consumed = startByte
+  }
+
+  /** Returns false once the page is complete and a further line is known to exist. */
+  push(chunk: Uint8Array): boolean {
+    let pos = 0
+    while (pos < chunk.length) {
+      if (this.#taken === this.#limit) {
+        this.#more = true
+        this.#nextByte = this.#consumed + pos
+        this.#consumed += chunk.length
+        return false
+      }
+      const newline = chunk.indexOf(LF, pos)
+      const end = newline === -1 ? chunk.length : newline
+      if (end > pos) this.#started = true
+      if (this.#line >= this.#offset) this.#take(chunk.subarray(pos, end))
+      if (newline === -1) {
+        pos = chunk.length
+      } else {
+        this.#endLine(true)
+        pos = newline + 1
+      }
+    }
+    this.#consumed += chunk.length
+    return true
+  }
+
+  finish(): LinePage {
+    if (this.#started) this.#endLine(false)
+    const bytes = concat(this.#parts, this.#pageBytes)
+    if (bytes.includes(0)) throw notText('the page contains a NUL byte')
+    let text: string
+    try {
+      text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes)
+    } catch {
+      throw notText('the page is not valid UTF-8')
+    }
+    return {
+      text,
+      lines: this.#taken,
+      offset: this.#offset,
+      eof: !this.#more,
+      nextByte: this.#more ? this.#nextByte : this.#consumed,
+    }
+  }
+
+  #take(piece: Uint8Array): void {
+    if (piece.length === 0) return
+    this.#openLine()
+    this.#append(piece.slice())
+    this.#pendingCr = piece[piece.length - 1] === CR
+  }
+
+  /** Writes the separator before the current line once, when it first contributes. */
+  #openLine(): void {
+    if (!this.#fresh) return
+    this.#fresh = false
+    if (this.#taken > 0) this.#append(Uint8Array.of(LF))
+  }
+
+  #append(piece: Uint8Array): void {
+    this.#parts.push(piece)
+    this.#pageBytes += piece.length
+    // One byte of slack: a trailing CR may still turn out to be half of a CRLF terminator.
+    if (this.#pageBytes > this.#maxBytes + 1) throw tooLarge(this.#maxBytes)
+  }
+
+  #endLine(terminated: boolean): void {
+    if (this.#line >= this.#offset) {
+      this.#openLine() // an empty line still takes its separator
+      if (terminated && this.#pendingCr) this.#dropLastByte()
+      if (this.#pageBytes > this.#maxBytes) throw tooLarge(this.#maxBytes)
+      this.#taken++
+    }
+    this.#line++
+    this.#started = false
+    this.#fresh = true
+    this.#pendingCr = false
+  }
+
+  #dropLastByte(): void {
+    const last = this.#parts.length - 1
+    this.#parts[last] = this.#parts[last].subarray(0, -1)
+    this.#pageBytes--
+  }
+}
+
+/** Pages a complete in-memory text (attachments, tool results). */
+export function pageOfBytes(
+  bytes: Uint8Array,
+  offset: number,
+  limit: number,
+  maxBytes: number,
+  resume?: { line: number; byte: number },
+): LinePage {
+  const pager = new LinePager(offset, limit, maxBytes, resume?.line ?? 1, resume?.byte ?? 0)
+  pager.push(resume ? bytes.subarray(resume.byte) : bytes)
+  return pager.finish()
+}
+
+function concat(parts: Uint8Array[], total: number): Uint8Array {
+  const out = new Uint8Array(total)
+  let at = 0
+  for (const part of parts) {
+    out.set(part, at)
+    at += part.length
+  }
+  return out
+}
+
+function notText(message: string): TermkeepError {
+  return new TermkeepError('files/not-text', message)
+}
+
+function tooLarge(limit: number): TermkeepError {
+  return new TermkeepError('files/too-large', `the page is larger than ${limit} bytes; ask for fewer lines`, { limit })
+}
