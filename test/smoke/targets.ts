@@ -9,7 +9,6 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { arch, platform, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startNodeApi } from '../../api/runtime/node.ts'
 import { openStorage } from '../../storage/client.ts'
 import { freePort, waitFor } from '../support/ports.ts'
 import type { SmokeBackend } from './backend.ts'
@@ -22,6 +21,8 @@ export interface RunningTarget {
 }
 
 export async function startNodeTarget(backend: SmokeBackend): Promise<RunningTarget> {
+  // Imported here so the Deno and Workers files never load the app into the Node test process.
+  const { startNodeApi } = await import('../../api/runtime/node.ts')
   const storage = await openStorage({ url: backend.databaseUrl })
   const api = await startNodeApi({
     storage,
@@ -50,8 +51,18 @@ export function denoBinary(): string | undefined {
   return candidates.find((path) => existsSync(path))
 }
 
-/** The permissions deno.json's `start` task grants; --allow-ffi/--allow-sys are for the native file: client. */
-export const DENO_PERMISSIONS = ['--allow-net', '--allow-env', '--allow-read', '--allow-write', '--allow-sys', '--allow-ffi']
+/**
+ * The arguments of deno.json's `start` task with the port swapped for `port`, so the test serves
+ * the API exactly as `deno task start` does (same permissions, same entry).
+ */
+export function denoStartArgs(port: number): string[] {
+  const config = JSON.parse(readFileSync(join(ROOT, 'deno.json'), 'utf8')) as { tasks: { start: string } }
+  const [, ...args] = config.tasks.start.trim().split(/\s+/)
+  const at = args.indexOf('--port')
+  if (args[0] !== 'serve' || at < 0) throw new Error(`deno.json start task is not "deno serve … --port N …": ${config.tasks.start}`)
+  args[at + 1] = String(port)
+  return args
+}
 
 /** Stops a child by pid: SIGTERM, then SIGKILL after a grace period. */
 async function stopChild(child: ChildProcess, graceMs = 3000): Promise<void> {
@@ -69,7 +80,7 @@ export async function startDenoTarget(env: Record<string, string>): Promise<Runn
   const port = await freePort()
   const child = spawn(
     deno,
-    ['serve', ...DENO_PERMISSIONS, '--host', '127.0.0.1', '--port', String(port), 'api/runtime/deno.ts'],
+    denoStartArgs(port),
     { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
   )
   let output = ''
