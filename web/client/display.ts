@@ -106,13 +106,13 @@ export function sgrOf(style: CellStyle | undefined): string {
 }
 
 /** One row's cells as ANSI. Blanks are written as styled spaces, so styled blanks keep their look. */
-function rowToAnsi(row: EncodedRow, styles: CellStyle[], out: string[]): number {
+function rowToAnsi(row: EncodedRow, styles: CellStyle[], out: string[], color = true): number {
   let current = -1
   let cells = 0
   for (let i = 1; i + 1 < row.length; i += 2) {
     const style = row[i] as number
     const content = row[i + 1]
-    if (style !== current) {
+    if (color && style !== current) {
       out.push(sgrOf(styles[style]))
       current = style
     }
@@ -127,7 +127,7 @@ function rowToAnsi(row: EncodedRow, styles: CellStyle[], out: string[]): number 
       cells += content.length
     }
   }
-  out.push('\x1b[0m')
+  if (color) out.push('\x1b[0m')
   return cells
 }
 
@@ -176,5 +176,26 @@ export function displayToAnsi(display: Display, options: AnsiOptions = {}): stri
   const col = Math.min(Math.max(cursor.col, 0), begin.cols - 1) + 1
   const shape = { block: 1, underline: 3, bar: 5 }[cursor.style] + (cursor.blink ? 0 : 1)
   out.push(`\x1b[${row};${col}H`, `\x1b[${shape} q`, cursor.visible ? '\x1b[?25h' : '\x1b[?25l')
+  return out.join('')
+}
+
+/**
+ * The display as printable lines for a scrolling terminal of any width (`termkeep display`): the
+ * history then the viewport (or the alternate screen when it was active), soft-wrapped rows joined
+ * into one line, trailing empty rows dropped; no cursor movement, no palette changes.
+ */
+export function displayToLines(display: Display, options: { color?: boolean; history?: boolean } = {}): string {
+  const { begin } = display
+  const color = options.color ?? true
+  const screen = begin.alternateScreen ? display.alternate : display.viewport
+  const rows = [...(options.history === false ? [] : display.history), ...screen.slice(0, begin.rows)]
+  while (rows.length > 0 && rows[rows.length - 1].length <= 1) rows.pop()
+  const out: string[] = []
+  rows.forEach((row, i) => {
+    const cells = rowToAnsi(row, display.styles, out, color)
+    const next = rows[i + 1]
+    if (next !== undefined && (next[0] as number) & ROW_WRAPPED) out.push(' '.repeat(Math.max(0, begin.cols - cells)))
+    else out.push('\n')
+  })
   return out.join('')
 }
