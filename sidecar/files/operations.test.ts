@@ -1,0 +1,302 @@
+/**
+ * The file operations against a real filesystem: every error kind, page boundaries, versions,
+ * traversal attempts and the check-then-open races (driven through the OpenHooks seams).
+ */
+import { appendFileSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { TermkeepError } from '../../schema/errors.ts'
+import { MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES } from '../../schema/limits.ts'
+import { isInside, lexicalTarget, type Scope } from './confine.ts'
+import { list, readAll, readBytes, readRelated, readText, stat } from './operations.ts'
+
+let base: string
+let root: string
+let outside: string
+let scope: Scope
+
+async function failure(promise: Promise<unknown>): Promise<TermkeepError> {
+  try {
+    await promise
+  } catch (error) {
+    if (error instanceof TermkeepError) return error
+    throw error
+  }
+  throw new Error('expected a TermkeepError')
+}
+
+const write = (rel: string, content: string | Uint8Array) => writeFileSync(join(root, rel), content)
+
+beforeAll(() => {
+  base = realpathSync(mkdtempSync(join(tmpdir(), 'termkeep-files-')))
+  root = join(base, 'ws')
+  outside = join(base, 'outside')
+  mkdirSync(join(root, 'sub', 'deeper'), { recursive: true })
+  mkdirSync(outside)
+  writeFileSync(join(outside, 'secret.txt'), 'TOP SECRET\n')
+  write('hello.txt', 'one\ntwo\nthree\n')
+  write('sub/inner.txt', 'inner\n')
+  write('sub/deeper/leaf.txt', 'leaf\n')
+  scope = { root, allowOutside: false }
+})
+afterAll(() => rmSync(base, { recursive: true, force: true }))
+
+describe('pure confinement', () => {
+  it.each([
+    ['/w', '/w', true],
+    ['/w', '/w/a', true],
+    ['/w', '/wx', false],
+    ['/w', '/', false],
+    ['/', '/anything', true],
+  ])('isInside(%s, %s) = %s', (r, t, inside) => expect(isInside(r, t)).toBe(inside))
+
+  it.each([
+    ['a/../b', '/w/b'],
+    ['../w/b', '/w/b'],
+    ['../x', '/x'],
+    ['/etc/passwd', '/etc/passwd'],
+    ['%2e%2e/x', '/w/%2e%2e/x'],
+    ['', '/w'],
+  ])('lexicalTarget(/w, %j) = %s', (requested, target) => expect(lexicalTarget('/w', requested)).toBe(target))
+})
+
+describe('read (text pages)', () => {
+  it('reads a page with version, size and canonical path', async () => {
+    const page = await readText(scope, 'hello.txt', { offset: 2, limit: 1 })
+    expect(page).toMatchObject({ text: 'two', lines: 1, offset: 2, eof: false, bytes: 14, absolutePath: join(root, 'hello.txt') })
+    expect(typeof page.version).toBe('string')
+    expect(await readText(scope, 'hello.txt', { offset: 3 })).toMatchObject({ text: 'three', eof: true })
+    expect(await readText(scope, 'hello.txt', { offset: 4 })).toMatchObject({ text: '', lines: 0, eof: true })
+  })
+
+  it('handles exactly 5,000 lines, an empty file, no final newline and CRLF', async () => {
+    const lines = Array.from({ length: MAX_FILE_PAGE_LINES }, (_, i) => `l${i + 1}`)
+    write('5000.txt', `${lines.join('\n')}\n`)
+    expect(await readText(scope, '5000.txt')).toMatchObject({ lines: MAX_FILE_PAGE_LINES, eof: true, text: lines.join('\n') })
+    write('5001.txt', `${lines.join('\n')}\nlast`)
+    expect(await readText(scope, '5001.txt')).toMatchObject({ lines: MAX_FILE_PAGE_LINES, eof: false })
+    expect(await readText(scope, '5001.txt', { offset: 5001 })).toMatchObject({ lines: 1, text: 'last', eof: true })
+    write('empty.txt', '')
+    expect(await readText(scope, 'empty.txt')).toMatchObject({ text: '', lines: 0, eof: true, bytes: 0 })
+    write('crlf.txt', 'a\r\nb\r\nc')
+    expect(await readText(scope, 'crlf.txt')).toMatchObject({ text: 'a\nb\nc', lines: 3, eof: true })
+  })
+
+  it('accepts a page of exactly 2 MiB and refuses a huge single line with too-large', async () => {
+    write('2mib.txt', `${'x'.repeat(MAX_FILE_PAGE_BYTES)}\n`)
+    const exact = await readText(scope, '2mib.txt')
+    expect(exact.text.length).toBe(MAX_FILE_PAGE_BYTES)
+    write('huge-line.txt', `short\n${'y'.repeat(MAX_FILE_PAGE_BYTES + 1)}\nafter\n`)
+    const error = await failure(readText(scope, 'huge-line.txt'))
+    expect(error.code).toBe('files/too-large')
+    expect(error.details).toMatchObject({ limit: MAX_FILE_PAGE_BYTES, path: 'huge-line.txt' })
+    expect(await readText(scope, 'huge-line.txt', { limit: 1 })).toMatchObject({ text: 'short', eof: false })
+    expect(await readText(scope, 'huge-line.txt', { offset: 3 })).toMatchObject({ text: 'after', eof: true })
+  })
+
+  it('refuses NUL and invalid UTF-8 as not-text', async () => {
+    write('nul.txt', 'a\0b\n')
+    write('latin1.txt', Uint8Array.of(0x63, 0x61, 0x66, 0xe9, 0x0a))
+    expect((await failure(readText(scope, 'nul.txt'))).code).toBe('files/not-text')
+    expect((await failure(readText(scope, 'latin1.txt'))).code).toBe('files/not-text')
+  })
+
+  it('answers missing and non-regular entries with their typed errors', async () => {
+    expect(await failure(readText(scope, 'missing.txt'))).toMatchObject({ code: 'files/not-found', details: { path: 'missing.txt' } })
+    expect(await failure(readText(scope, 'sub'))).toMatchObject({ code: 'files/not-regular-file', details: { kind: 'directory' } })
+    execFileSync('mkfifo', [join(root, 'fifo')])
+    expect(await failure(readText(scope, 'fifo'))).toMatchObject({ code: 'files/not-regular-file', details: { kind: 'other' } })
+    expect((await failure(readText(scope, 'hello.txt/x'))).code).toBe('files/not-found')
+  })
+
+  it('changes the version when the file is written', async () => {
+    write('versioned.txt', 'v1\n')
+    const first = await readText(scope, 'versioned.txt')
+    expect((await readText(scope, 'versioned.txt')).version).toBe(first.version)
+    appendFileSync(join(root, 'versioned.txt'), 'v2\n')
+    const second = await readText(scope, 'versioned.txt')
+    expect(second.version).not.toBe(first.version)
+    write('versioned.txt', 'v3\nv3\n') // same size as before the append, new content
+    expect((await readText(scope, 'versioned.txt')).version).not.toBe(second.version)
+  })
+})
+
+describe('confinement', () => {
+  it('refuses .. and absolute paths that leave the workspace, allows them inside', async () => {
+    expect((await failure(readText(scope, '../outside/secret.txt'))).code).toBe('files/outside-workspace')
+    expect((await failure(readText(scope, 'sub/../../outside/secret.txt'))).code).toBe('files/outside-workspace')
+    expect((await failure(readText(scope, join(outside, 'secret.txt')))).code).toBe('files/outside-workspace')
+    expect((await failure(readText(scope, '/etc/passwd'))).code).toBe('files/outside-workspace')
+    // Missing outside paths are outside too: nothing is learned about what exists there.
+    expect((await failure(readText(scope, '../outside/nope.txt'))).code).toBe('files/outside-workspace')
+    expect((await readText(scope, join(root, 'sub/inner.txt'))).text).toBe('inner')
+    expect((await readText(scope, 'sub/deeper/../../hello.txt')).text).toBe('one\ntwo\nthree')
+    expect((await readText(scope, '../ws/hello.txt')).text).toBe('one\ntwo\nthree')
+  })
+
+  it('treats URL-encoded traversal as a literal name', async () => {
+    expect((await failure(readText(scope, '%2e%2e/outside/secret.txt'))).code).toBe('files/not-found')
+    mkdirSync(join(root, '%2e%2e'))
+    write('%2e%2e/literal.txt', 'literal\n')
+    expect((await readText(scope, '%2e%2e/literal.txt')).text).toBe('literal')
+  })
+
+  it('follows symlinks that stay inside, refuses any link or chain that leaves', async () => {
+    symlinkSync('hello.txt', join(root, 'link-in'))
+    symlinkSync('link-in', join(root, 'chain-in'))
+    symlinkSync(join(outside, 'secret.txt'), join(root, 'link-out'))
+    symlinkSync('link-out', join(root, 'chain-out'))
+    symlinkSync(outside, join(root, 'dir-out'))
+    symlinkSync('nowhere', join(root, 'dangling'))
+    symlinkSync('loop-b', join(root, 'loop-a'))
+    symlinkSync('loop-a', join(root, 'loop-b'))
+    const inside = await readText(scope, 'chain-in')
+    expect(inside).toMatchObject({ text: 'one\ntwo\nthree', absolutePath: join(root, 'hello.txt') })
+    for (const path of ['link-out', 'chain-out', 'dir-out/secret.txt', 'dir-out/missing']) {
+      expect((await failure(readText(scope, path))).code, path).toBe('files/outside-workspace')
+    }
+    expect((await failure(list(scope, 'dir-out'))).code).toBe('files/outside-workspace')
+    expect((await failure(readText(scope, 'dangling'))).code).toBe('files/not-found')
+    expect(await failure(readText(scope, 'loop-a'))).toMatchObject({ code: 'files/not-found', details: { reason: 'symlink-loop' } })
+  })
+
+  it('allows reads outside only when the deployment says so', async () => {
+    const open: Scope = { root, allowOutside: true }
+    expect((await readText(open, '../outside/secret.txt')).text).toBe('TOP SECRET')
+    expect((await readText(open, 'link-out')).text).toBe('TOP SECRET')
+  })
+
+  it('defeats a file swapped for an outside symlink between check and open', async () => {
+    write('swap.txt', 'innocent\n')
+    let swapped = false
+    const error = await failure(
+      readText(scope, 'swap.txt', {}, {
+        beforeOpen(path) {
+          if (swapped) return
+          swapped = true
+          unlinkSync(path)
+          symlinkSync(join(outside, 'secret.txt'), path)
+        },
+      }),
+    )
+    expect(swapped).toBe(true)
+    expect(error.code).toBe('files/outside-workspace')
+  })
+
+  it('defeats a directory component swapped for an outside symlink after resolution', async () => {
+    mkdirSync(join(outside, 'd'))
+    writeFileSync(join(outside, 'd', 'file.txt'), 'OUTSIDE\n')
+    mkdirSync(join(root, 'd'))
+    write('d/file.txt', 'inside\n')
+    for (const hook of ['afterResolve', 'beforeOpen'] as const) {
+      rmSync(join(root, 'd'), { recursive: true, force: true })
+      mkdirSync(join(root, 'd'))
+      write('d/file.txt', 'inside\n')
+      let swapped = false
+      const swap = () => {
+        if (swapped) return
+        swapped = true
+        renameSync(join(root, 'd'), join(base, `parked-${hook}`))
+        symlinkSync(join(outside, 'd'), join(root, 'd'))
+      }
+      const error = await failure(readText(scope, 'd/file.txt', {}, { [hook]: swap }))
+      expect(swapped).toBe(true)
+      expect(error.code, hook).toBe('files/outside-workspace')
+    }
+  })
+})
+
+describe('readBytes, readAll, readRelated', () => {
+  it('reads a base64 window with eof', async () => {
+    write('bin.dat', Uint8Array.of(0, 1, 2, 3, 255))
+    expect(await readBytes(scope, 'bin.dat', { offset: 1, length: 2 })).toMatchObject({ data: 'AQI=', eof: false, offset: 1, bytes: 5 })
+    expect(await readBytes(scope, 'bin.dat', { offset: 3 })).toMatchObject({ data: 'A/8=', eof: true })
+    expect(await readBytes(scope, 'bin.dat', { offset: 9 })).toMatchObject({ data: '', eof: true })
+    write('window.dat', new Uint8Array(MAX_FILE_PAGE_BYTES + 3))
+    const window = await readBytes(scope, 'window.dat')
+    expect(Buffer.from(window.data, 'base64').length).toBe(MAX_FILE_PAGE_BYTES)
+    expect(window.eof).toBe(false)
+  })
+
+  it('reads a whole file under the cap and refuses one over it', async () => {
+    write('all.dat', 'abcdef')
+    expect(await readAll(scope, 'all.dat')).toMatchObject({ data: Buffer.from('abcdef').toString('base64'), eof: true, offset: 0, bytes: 6 })
+    expect(await failure(readAll(scope, 'all.dat', undefined, 5))).toMatchObject({ code: 'files/too-large', details: { limit: 5 } })
+    expect((await readAll(scope, 'all.dat', undefined, 6)).bytes).toBe(6)
+  })
+
+  it('refuses a file that grows past the cap while it is read', async () => {
+    write('grow.dat', 'x'.repeat(1000))
+    expect((await readAll(scope, 'grow.dat', undefined, 1000)).bytes).toBe(1000)
+    let grown = false
+    const error = await failure(
+      readAll(
+        scope,
+        'grow.dat',
+        {
+          // After the descriptor's fstat (size 1000, within the cap) and before the first read.
+          afterOpen() {
+            grown = true
+            appendFileSync(join(root, 'grow.dat'), 'y'.repeat(10))
+          },
+        },
+        1000,
+      ),
+    )
+    expect(grown).toBe(true)
+    expect(error).toMatchObject({ code: 'files/too-large', details: { limit: 1000 } })
+  })
+
+  it('resolves a related path from the base file directory, refusing bad relative paths', async () => {
+    write('sub/map.json', '{"ok":true}')
+    const related = await readRelated(scope, 'sub/inner.txt', 'map.json')
+    expect(Buffer.from(related.data, 'base64').toString()).toBe('{"ok":true}')
+    expect((await readRelated(scope, 'sub/deeper/leaf.txt', '../inner.txt')).absolutePath).toBe(join(root, 'sub/inner.txt'))
+    expect((await failure(readRelated(scope, 'sub/inner.txt', '../../outside/secret.txt'))).code).toBe('files/outside-workspace')
+    for (const [relative, reason] of [['', 'empty'], ['/etc/passwd', 'absolute'], ['https://x/y', 'url'], ['file:map.json', 'url'], ['a\0b', 'nul']]) {
+      expect(await failure(readRelated(scope, 'sub/inner.txt', relative))).toMatchObject({ code: 'files/bad-request', details: { reason } })
+    }
+    expect((await failure(readRelated(scope, 'nope.txt', 'map.json'))).code).toBe('files/not-found')
+  })
+})
+
+describe('stat and list', () => {
+  it('stats files and directories; missing is not-found', async () => {
+    expect(await stat(scope, 'hello.txt')).toMatchObject({ kind: 'file', bytes: 14, absolutePath: join(root, 'hello.txt') })
+    expect(await stat(scope, 'sub')).toMatchObject({ kind: 'directory', absolutePath: join(root, 'sub') })
+    expect(await stat(scope, '')).toMatchObject({ kind: 'directory', absolutePath: root })
+    expect((await failure(stat(scope, 'nope'))).code).toBe('files/not-found')
+    expect((await failure(stat(scope, '../outside'))).code).toBe('files/outside-workspace')
+  })
+
+  it('lists direct children in stable name order with kinds and sizes', async () => {
+    const listing = await list(scope, 'sub')
+    expect(listing).toEqual({
+      path: 'sub',
+      absolutePath: join(root, 'sub'),
+      truncated: false,
+      entries: [
+        { name: 'deeper', kind: 'directory' },
+        { name: 'inner.txt', kind: 'file', size: 6 },
+        { name: 'map.json', kind: 'file', size: 11 },
+      ],
+    })
+    const top = await list(scope, '')
+    expect(top.path).toBe('')
+    const names = top.entries.map((e) => e.name)
+    expect(names).toEqual([...names].sort((a, b) => (a < b ? -1 : 1)))
+    expect(top.entries.find((e) => e.name === 'link-in')?.kind).toBe('symlink')
+  })
+
+  it('caps a listing with truncated and refuses a file with not-directory', async () => {
+    mkdirSync(join(root, 'many'))
+    for (let i = 0; i < 30; i++) writeFileSync(join(root, 'many', `f${String(i).padStart(2, '0')}`), '')
+    const capped = await list(scope, 'many', undefined, 25)
+    expect(capped.truncated).toBe(true)
+    expect(capped.entries.map((e) => e.name)).toEqual(Array.from({ length: 25 }, (_, i) => `f${String(i).padStart(2, '0')}`))
+    expect((await list(scope, 'many', undefined, 30)).truncated).toBe(false)
+    expect(await failure(list(scope, 'hello.txt'))).toMatchObject({ code: 'files/not-directory', details: { kind: 'file' } })
+  })
+})

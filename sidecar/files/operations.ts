@@ -1,0 +1,199 @@
+/**
+ * The workspace file operations. Each one opens through `openVerified` (confinement and the
+ * check-then-open race live there) and reads from the verified descriptor only.
+ */
+import { lstat, readdir } from 'node:fs/promises'
+import { dirname, isAbsolute, join } from 'node:path'
+import { TermkeepError } from '../../schema/errors.ts'
+import { LinePager } from '../../schema/line-page.ts'
+import { MAX_FILE_BYTES, MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES, MAX_LIST_ENTRIES } from '../../schema/limits.ts'
+import type { DirectoryListing, FileBytes, FileStat, FileText } from '../../schema/wire/files.ts'
+import {
+  badRequest,
+  displayPath,
+  handlePath,
+  kindOf,
+  openVerified,
+  resolveExisting,
+  versionOf,
+  type Opened,
+  type OpenHooks,
+  type Scope,
+} from './confine.ts'
+
+/** Read granularity: big enough for throughput, small enough to stop soon after a page ends. */
+const READ_CHUNK_BYTES = 256 * 1024
+
+async function withFile<T>(scope: Scope, path: string, hooks: OpenHooks | undefined, use: (f: Opened) => Promise<T>): Promise<T> {
+  const opened = await openVerified(scope, path, 'file', hooks)
+  try {
+    return await use(opened)
+  } finally {
+    await opened.handle.close()
+  }
+}
+
+/** A page of UTF-8 lines (see schema/line-page.ts for the exact rules). */
+export function readText(
+  scope: Scope,
+  path: string,
+  range: { offset?: number; limit?: number } = {},
+  hooks?: OpenHooks,
+): Promise<FileText> {
+  const offset = range.offset ?? 1
+  const limit = Math.min(range.limit ?? MAX_FILE_PAGE_LINES, MAX_FILE_PAGE_LINES)
+  return withFile(scope, path, hooks, async ({ handle, absolutePath, stats }) => {
+    const page = await withPath(path, async () => {
+      const pager = new LinePager(offset, limit, MAX_FILE_PAGE_BYTES)
+      const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES)
+      let position = 0
+      for (;;) {
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, position)
+        if (bytesRead === 0) break
+        position += bytesRead
+        if (!pager.push(buffer.subarray(0, bytesRead))) break
+      }
+      return pager.finish()
+    })
+    return {
+      absolutePath,
+      version: versionOf(stats),
+      bytes: Number(stats.size),
+      offset: page.offset,
+      text: page.text,
+      lines: page.lines,
+      eof: page.eof,
+    }
+  })
+}
+
+/** A raw byte window, base64; `eof` when the window reaches the size seen at open. */
+export function readBytes(
+  scope: Scope,
+  path: string,
+  range: { offset?: number; length?: number } = {},
+  hooks?: OpenHooks,
+): Promise<FileBytes> {
+  const offset = range.offset ?? 0
+  const length = Math.min(range.length ?? MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_BYTES)
+  return withFile(scope, path, hooks, async ({ handle, absolutePath, stats }) => {
+    const size = Number(stats.size)
+    const wanted = Math.max(0, Math.min(length, size - offset))
+    const buffer = Buffer.alloc(wanted)
+    let filled = 0
+    while (filled < wanted) {
+      const { bytesRead } = await handle.read(buffer, filled, wanted - filled, offset + filled)
+      if (bytesRead === 0) break
+      filled += bytesRead
+    }
+    return {
+      absolutePath,
+      version: versionOf(stats),
+      bytes: size,
+      offset,
+      data: buffer.subarray(0, filled).toString('base64'),
+      eof: offset + filled >= size,
+    }
+  })
+}
+
+/**
+ * The whole file, at most MAX_FILE_BYTES. The size at open is checked first, and the read itself
+ * stops after cap + 1 bytes, so a file growing while it is read is still refused.
+ */
+export function readAll(scope: Scope, path: string, hooks?: OpenHooks, cap = MAX_FILE_BYTES): Promise<FileBytes> {
+  return withFile(scope, path, hooks, async ({ handle, absolutePath, stats }) => {
+    if (Number(stats.size) > cap) throw tooLarge(path, cap)
+    const chunks: Buffer[] = []
+    let total = 0
+    for (;;) {
+      const buffer = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES * 4, cap + 1 - total))
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, total)
+      if (bytesRead === 0) break
+      chunks.push(buffer.subarray(0, bytesRead))
+      total += bytesRead
+      if (total > cap) throw tooLarge(path, cap)
+    }
+    return {
+      absolutePath,
+      version: versionOf(stats),
+      bytes: total,
+      offset: 0,
+      data: Buffer.concat(chunks, total).toString('base64'),
+      eof: true,
+    }
+  })
+}
+
+/** A URL scheme (`http:`, `file:`, `data:`…): a relative path never starts like one. */
+const URL_SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/
+
+/** The whole file at `relative`, resolved from the directory of the (canonical) base file. */
+export async function readRelated(scope: Scope, path: string, relative: string, hooks?: OpenHooks): Promise<FileBytes> {
+  if (relative.length === 0) throw badRequest('the relative path is empty', 'empty')
+  if (relative.includes('\0')) throw badRequest('paths cannot contain NUL', 'nul')
+  if (isAbsolute(relative)) throw badRequest('the related path must be relative', 'absolute')
+  if (URL_SCHEME.test(relative)) throw badRequest('the related path must be a path, not a URL', 'url')
+  const base = await openVerified(scope, path, 'file')
+  await base.handle.close()
+  return readAll(scope, join(dirname(base.absolutePath), relative), hooks)
+}
+
+/** Identity, kind, version and size of any entry (symlinks are followed, within the scope). */
+export async function stat(scope: Scope, path: string): Promise<FileStat> {
+  const absolutePath = await resolveExisting(scope, path)
+  const checked = await lstat(absolutePath, { bigint: true })
+  const kind = kindOf(checked)
+  if (kind !== 'file' && kind !== 'directory') return { absolutePath, kind, version: versionOf(checked) }
+  // Regular files and directories are opened and verified, so a swap cannot report outside facts.
+  const opened = await openVerified(scope, path, kind)
+  try {
+    const { stats } = opened
+    return kind === 'file'
+      ? { absolutePath: opened.absolutePath, kind, version: versionOf(stats), bytes: Number(stats.size) }
+      : { absolutePath: opened.absolutePath, kind, version: versionOf(stats) }
+  } finally {
+    await opened.handle.close()
+  }
+}
+
+/** Direct children in stable (code unit) name order, at most MAX_LIST_ENTRIES. */
+export async function list(scope: Scope, path: string, hooks?: OpenHooks, cap = MAX_LIST_ENTRIES): Promise<DirectoryListing> {
+  const opened = await openVerified(scope, path, 'directory', hooks)
+  try {
+    const base = handlePath(opened)
+    const dirents = await readdir(base, { withFileTypes: true })
+    dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    const shown = dirents.slice(0, cap)
+    const entries = await Promise.all(
+      shown.map(async (d) => {
+        const kind = kindOf(d)
+        if (kind !== 'file') return { name: d.name, kind }
+        const size = await lstat(join(base, d.name)).then((s) => s.size, () => undefined)
+        return size === undefined ? { name: d.name, kind } : { name: d.name, kind, size }
+      }),
+    )
+    return {
+      path: displayPath(scope.root, opened.absolutePath),
+      absolutePath: opened.absolutePath,
+      entries,
+      truncated: dirents.length > cap,
+    }
+  } finally {
+    await opened.handle.close()
+  }
+}
+
+function tooLarge(path: string, limit: number): TermkeepError {
+  return new TermkeepError('files/too-large', `${path} is larger than ${limit} bytes`, { path, limit })
+}
+
+/** Adds the request path to a page error raised by the pure pager. */
+async function withPath<T>(path: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    if (error instanceof TermkeepError) throw new TermkeepError(error.code, `${path}: ${error.message}`, { ...error.details, path })
+    throw error
+  }
+}
