@@ -1,11 +1,20 @@
 /**
  * The termkeep API: one Hono app over Web APIs only, built from its dependencies. Runtime entries
  * (api/runtime/*) construct the dependencies and call createApp; nothing else lives there.
+ *
+ * Each concern is a route module (a `new Hono<AppEnv>()` declaring full `/v1/...` paths, each
+ * route with describeRoute + guard + validate) mounted here with one `app.route('/', …)` line.
  */
 import { Hono } from 'hono'
+import { describeRoute } from 'hono-openapi'
 import type { AppDeps, AppEnv } from './deps.ts'
 import { notFound, onError } from './errors.ts'
+import { openApiDocument } from './openapi.ts'
+import { registryRoutes } from './registry/routes.ts'
 import { health } from './routes/health.ts'
+import { tokenRoutes } from './routes/tokens.ts'
+import { web } from './routes/web.ts'
+import { terminalRoutes } from './terminals/routes.ts'
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
@@ -16,5 +25,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.onError(onError)
   app.notFound(notFound)
   app.route('/', health)
+  app.route('/', web)
+  app.route('/', tokenRoutes)
+  app.route('/', registryRoutes)
+  app.route('/', terminalRoutes)
+  app.get('/openapi.json', describeRoute({ tags: ['health'], summary: 'This OpenAPI 3.1 document (no token)' }), openApiDocument(app))
   return app
 }

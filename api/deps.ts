@@ -10,6 +10,13 @@ export interface AppDeps {
   sidecar: SidecarClient
   /** Name of the runtime serving the app, reported by health ("node", "deno", "workerd"). */
   runtime: string
+  /** Test and benchmark knobs; production uses the named limits. */
+  tuning?: {
+    /** SSE comment heartbeat interval (default SSE_HEARTBEAT_MS). */
+    heartbeatMs?: number
+    /** Registry watch poll interval (default REGISTRY_POLL_MS). */
+    registryPollMs?: number
+  }
 }
 
 export interface AppEnv {

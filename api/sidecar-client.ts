@@ -5,6 +5,18 @@
  */
 import { errorFromBody, TermkeepError } from '../schema/errors.ts'
 import { SIDECAR_CONNECT_TIMEOUT_MS } from '../schema/limits.ts'
+import type { Geometry } from '../schema/wire/common.ts'
+import type { OutputPage } from '../schema/wire/output.ts'
+import type { CanonicalPath } from '../schema/wire/paths.ts'
+import {
+  ATTACHMENT_HEADER,
+  type CloseResult,
+  type CreateTerminal,
+  type ShellList,
+  type TerminalEnvironment,
+  type TerminalInfo,
+  type TerminalList,
+} from '../schema/wire/terminals.ts'
 
 export interface SidecarClientOptions {
   url: string
@@ -63,11 +75,105 @@ export class SidecarClient {
     return this.json<SidecarHealth>('/v1/health')
   }
 
+  // ── Paths (schema/wire/paths.ts) ──────────────────────────────────────────
+
+  canonicalize(path: string): Promise<CanonicalPath> {
+    return this.json<CanonicalPath>('/v1/paths/canonicalize', jsonInit('POST', { path }))
+  }
+
+  // ── Live terminals (schema/wire/terminals.ts, schema/wire/output.ts) ──────
+
+  environment(sid: string): Promise<TerminalEnvironment> {
+    return this.json(`${session(sid)}/terminal-environment`)
+  }
+
+  shells(sid: string): Promise<ShellList> {
+    return this.json(`${session(sid)}/shells`)
+  }
+
+  list(sid: string): Promise<TerminalList> {
+    return this.json(`${session(sid)}/terminals`)
+  }
+
+  /** Idempotent create; `created` is false when the id already existed (sidecar answered 200). */
+  async create(sid: string, tid: string, body: CreateTerminal): Promise<{ info: TerminalInfo; created: boolean }> {
+    const response = await this.request(terminal(sid, tid), jsonInit('PUT', body))
+    return { info: (await response.json()) as TerminalInfo, created: response.status === 201 }
+  }
+
+  info(sid: string, tid: string): Promise<TerminalInfo> {
+    return this.json(terminal(sid, tid))
+  }
+
+  rename(sid: string, tid: string, title: string): Promise<TerminalInfo> {
+    return this.json(terminal(sid, tid), jsonInit('PATCH', { title }))
+  }
+
+  close(sid: string, tid: string): Promise<CloseResult> {
+    return this.json(terminal(sid, tid), { method: 'DELETE' })
+  }
+
+  async input(sid: string, tid: string, attachment: string | undefined, bytes: Uint8Array<ArrayBuffer>): Promise<void> {
+    const headers = new Headers({ 'content-type': 'application/octet-stream' })
+    if (attachment !== undefined) headers.set(ATTACHMENT_HEADER, attachment)
+    const response = await this.request(`${terminal(sid, tid)}/input`, { method: 'POST', headers, body: bytes })
+    await response.body?.cancel()
+  }
+
+  resize(sid: string, tid: string, attachment: string | undefined, geometry: Geometry): Promise<TerminalInfo> {
+    const init = jsonInit('POST', geometry)
+    if (attachment !== undefined) (init.headers as Headers).set(ATTACHMENT_HEADER, attachment)
+    return this.json(`${terminal(sid, tid)}/resize`, init)
+  }
+
+  readOutput(sid: string, tid: string, query: { after: number; limit?: number }): Promise<OutputPage> {
+    const params = new URLSearchParams({ after: String(query.after) })
+    if (query.limit !== undefined) params.set('limit', String(query.limit))
+    return this.json(`${terminal(sid, tid)}/output?${params}`)
+  }
+
+  /** SSE streams: the open upstream response, to relay as it arrives. `signal` tears it down. */
+  follow(sid: string, tid: string, query: { attachment: string; lastEventId?: string }, signal: AbortSignal): Promise<Response> {
+    const params = new URLSearchParams({ attachment: query.attachment })
+    return this.request(`${terminal(sid, tid)}/follow?${params}`, streamInit(signal, query.lastEventId))
+  }
+
+  retain(sid: string, tid: string, signal: AbortSignal): Promise<Response> {
+    return this.request(`${terminal(sid, tid)}/retain`, streamInit(signal))
+  }
+
+  watchOutput(sid: string, tid: string, query: { after: number; lastEventId?: string }, signal: AbortSignal): Promise<Response> {
+    const params = new URLSearchParams({ after: String(query.after) })
+    return this.request(`${terminal(sid, tid)}/output/watch?${params}`, streamInit(signal, query.lastEventId))
+  }
+
   async #errorOf(response: Response): Promise<TermkeepError> {
     const body: unknown = await response.json().catch(() => undefined)
-    return (
-      errorFromBody(body) ??
-      new TermkeepError('sidecar/unavailable', `the terminal sidecar answered ${response.status} without a typed error`)
-    )
+    const error = errorFromBody(body)
+    // The sidecar refusing the API's secret, or lacking a route, is the API's deployment problem,
+    // not the client's: never pass it on as the client's own 401/404.
+    if (!error || error.code.startsWith('auth/') || error.code === 'route/not-found') {
+      const why = error ? `${error.code}: ${error.message}` : `status ${response.status} without a typed error`
+      return new TermkeepError('sidecar/unavailable', `the terminal sidecar refused the request (${why})`)
+    }
+    return error
   }
+}
+
+function session(sid: string): string {
+  return `/v1/sessions/${encodeURIComponent(sid)}`
+}
+
+function terminal(sid: string, tid: string): string {
+  return `${session(sid)}/terminals/${encodeURIComponent(tid)}`
+}
+
+function jsonInit(method: string, body: unknown): RequestInit {
+  return { method, headers: new Headers({ 'content-type': 'application/json' }), body: JSON.stringify(body) }
+}
+
+function streamInit(signal: AbortSignal, lastEventId?: string): RequestInit {
+  const headers = new Headers({ accept: 'text/event-stream' })
+  if (lastEventId !== undefined) headers.set('last-event-id', lastEventId)
+  return { headers, signal }
 }

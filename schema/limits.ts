@@ -79,6 +79,8 @@ export const MAX_WORKSPACE_TITLE_CHARS = 200
 export const MAX_PATH_CHARS = 4_096
 /** Session ids (caller-chosen or generated). */
 export const SESSION_ID_PATTERN = /^[\w-]{1,128}$/
+/** How often a registry watch polls the event log for other API instances' mutations. */
+export const REGISTRY_POLL_MS = 250
 
 // ── Session resources ───────────────────────────────────────────────────────
 /** One stored attachment or archived tool result. */

@@ -6,6 +6,7 @@ import { Hono } from 'hono'
 import { bearerAuth } from 'hono/bearer-auth'
 import { TermkeepError } from '../schema/errors.ts'
 import type { Storage } from '../storage/client.ts'
+import { paths } from './paths.ts'
 
 export interface SidecarDeps {
   storage: Storage
@@ -26,5 +27,6 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.notFound((c) => c.json(new TermkeepError('route/not-found', `no sidecar route ${c.req.path}`).toBody(), 404))
   app.use(bearerAuth({ token: deps.secret }))
   app.get('/v1/health', (c) => c.json({ ok: true, generation: deps.generation, pid: process.pid }))
+  app.route('/', paths)
   return app
 }

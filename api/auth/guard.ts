@@ -3,15 +3,21 @@
  * (403) and, on routes with a `:sid` parameter, requires that the token's scope covers that
  * session and that the session exists. Both of those failures answer exactly like a missing
  * session (404 `session/not-found`), so a token learns nothing about other sessions.
+ *
+ * Without an Authorization header, a GET may instead carry `?ticket=` (see tickets.ts): a
+ * single-use ticket minted for exactly this stream path. The long-lived token is never read
+ * from a URL.
  */
-import { and, eq, isNull } from 'drizzle-orm'
+import { and, eq, isNull, type SQL } from 'drizzle-orm'
 import type { MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Grant } from '../../schema/grants.ts'
 import { sessions, tokenGrants, tokens, tokenSessions } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
 import type { AppEnv } from '../deps.ts'
+import { documented } from '../validate.ts'
 import { hashSecret } from './secrets.ts'
+import { redeemTicket } from './tickets.ts'
 
 export interface Authority {
   tokenId: string
@@ -21,6 +27,9 @@ export interface Authority {
 }
 
 export type Requirement = Grant | { anyOf: readonly Grant[] } | { allOf: readonly Grant[] }
+
+/** Any valid token, no particular grant (minting an EventSource ticket for one's own use). */
+export const AUTHENTICATED: Requirement = { allOf: [] }
 
 /** Pure: does this authority satisfy the requirement? */
 export function satisfies(grants: ReadonlySet<Grant>, required: Requirement): boolean {
@@ -32,7 +41,7 @@ export function satisfies(grants: ReadonlySet<Grant>, required: Requirement): bo
 function describe(required: Requirement): string {
   if (typeof required === 'string') return required
   if ('anyOf' in required) return required.anyOf.join(' or ')
-  return required.allOf.join(' and ')
+  return required.allOf.length === 0 ? 'any valid token' : required.allOf.join(' and ')
 }
 
 /** Pure: may this authority touch the session? */
@@ -46,11 +55,19 @@ function bearer(header: string | undefined): string | undefined {
 }
 
 export async function authenticate(db: Database, secret: string, now = Date.now()): Promise<Authority | undefined> {
-  const hash = await hashSecret(secret)
+  return authorityOf(db, eq(tokens.secretHash, await hashSecret(secret)), now)
+}
+
+/** The authority of a token by id (a redeemed ticket names its token). */
+export function authenticateTokenId(db: Database, tokenId: string, now = Date.now()): Promise<Authority | undefined> {
+  return authorityOf(db, eq(tokens.id, tokenId), now)
+}
+
+async function authorityOf(db: Database, which: SQL, now: number): Promise<Authority | undefined> {
   const [token] = await db
     .select({ id: tokens.id, allSessions: tokens.allSessions, expiresAt: tokens.expiresAt })
     .from(tokens)
-    .where(and(eq(tokens.secretHash, hash), isNull(tokens.revokedAt)))
+    .where(and(which, isNull(tokens.revokedAt)))
     .limit(1)
   if (!token || (token.expiresAt !== null && token.expiresAt <= now)) return undefined
   const [grantRows, sessionRows] = await Promise.all([
@@ -66,13 +83,32 @@ export async function authenticate(db: Database, secret: string, now = Date.now(
   }
 }
 
-export function guard(required: Requirement): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    const { db } = c.get('deps')
-    const secret = bearer(c.req.header('authorization'))
-    if (!secret) throw new TermkeepError('auth/missing-token', 'send a bearer token: Authorization: Bearer <token>')
+async function authorityFor(db: Database, header: string | undefined, ticket: string | undefined, method: string, path: string) {
+  if (header !== undefined) {
+    const secret = bearer(header)
+    if (!secret) throw new TermkeepError('auth/invalid-token', 'the Authorization header must be "Bearer <token>"')
     const authority = await authenticate(db, secret)
     if (!authority) throw new TermkeepError('auth/invalid-token', 'the token is unknown, revoked or expired')
+    return authority
+  }
+  if (ticket !== undefined && method === 'GET') {
+    const tokenId = await redeemTicket(db, ticket, path)
+    const authority = tokenId === undefined ? undefined : await authenticateTokenId(db, tokenId)
+    if (!authority) throw new TermkeepError('auth/invalid-token', 'the ticket is unknown, used, expired or for another path')
+    return authority
+  }
+  throw new TermkeepError('auth/missing-token', 'send a bearer token: Authorization: Bearer <token>')
+}
+
+const UNAUTHORIZED = {
+  401: { description: 'no token, or an unknown, revoked or expired one (`auth/missing-token`, `auth/invalid-token`)' },
+  403: { description: 'the token lacks the grant (`auth/forbidden`)' },
+}
+
+export function guard(required: Requirement): MiddlewareHandler<AppEnv> {
+  const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
+    const { db } = c.get('deps')
+    const authority = await authorityFor(db, c.req.header('authorization'), c.req.query('ticket'), c.req.method, c.req.path)
     if (!satisfies(authority.grants, required)) {
       throw new TermkeepError('auth/forbidden', `this token lacks the grant ${describe(required)}`, {
         required: describe(required),
@@ -88,4 +124,9 @@ export function guard(required: Requirement): MiddlewareHandler<AppEnv> {
     c.set('auth', authority)
     await next()
   }
+  return documented(middleware, {
+    security: [{ bearer: [] }],
+    'x-termkeep-grant': describe(required),
+    responses: UNAUTHORIZED,
+  })
 }

@@ -2,7 +2,7 @@
  * Token records: creation (the secret is shown once, only its hash is stored), the local admin
  * token that `npm start` provisions, and lookup by secret.
  */
-import { and, eq, isNull } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNull } from 'drizzle-orm'
 import { GRANTS, type Grant } from '../../schema/grants.ts'
 import { tokenGrants, tokens, tokenSessions } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
@@ -80,4 +80,33 @@ export async function ensureAdminToken(db: Database, envSecret?: string): Promis
   if (existing.length > 0) return { created: false }
   const { secret } = await createToken(db, { name, grants: GRANTS, sessions: 'all' })
   return { created: true, secret }
+}
+
+/** Active tokens (not revoked), oldest first, without secrets. */
+export async function listTokens(db: Database): Promise<TokenRecord[]> {
+  const rows = await db.select().from(tokens).where(isNull(tokens.revokedAt)).orderBy(asc(tokens.createdAt), asc(tokens.id))
+  if (rows.length === 0) return []
+  const ids = rows.map((r) => r.id)
+  const [grantRows, sessionRows] = [
+    await db.select().from(tokenGrants).where(inArray(tokenGrants.tokenId, ids)),
+    await db.select().from(tokenSessions).where(inArray(tokenSessions.tokenId, ids)),
+  ]
+  return rows.map((row) => ({
+    id: row.id,
+    name: row.name,
+    grants: grantRows.filter((g) => g.tokenId === row.id).map((g) => g.grant as Grant),
+    sessions: row.allSessions ? 'all' : sessionRows.filter((s) => s.tokenId === row.id).map((s) => s.sessionId),
+    createdAt: row.createdAt,
+    expiresAt: row.expiresAt,
+  }))
+}
+
+/** Revokes a token (its tickets die with it); false when unknown or already revoked. */
+export async function revokeToken(db: Database, id: string, now = Date.now()): Promise<boolean> {
+  const revoked = await db
+    .update(tokens)
+    .set({ revokedAt: now })
+    .where(and(eq(tokens.id, id), isNull(tokens.revokedAt)))
+    .returning({ id: tokens.id })
+  return revoked.length > 0
 }

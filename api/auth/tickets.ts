@@ -1,0 +1,53 @@
+/**
+ * EventSource tickets. A browser's EventSource cannot send an Authorization header, and the
+ * long-lived token must never appear in a URL. So a token holder mints a ticket for one stream
+ * path; the ticket is accepted as `?ticket=` on that exact path, once, within TICKET_TTL_MS, and
+ * carries the minting token's own authority (revoking the token voids its tickets).
+ */
+import { and, eq, gt, isNull, lt } from 'drizzle-orm'
+import { TermkeepError } from '../../schema/errors.ts'
+import { TICKET_TTL_MS } from '../../schema/limits.ts'
+import { streamTickets } from '../../schema/tables.ts'
+import type { Database } from '../../storage/client.ts'
+import { hashSecret, randomSecret } from './secrets.ts'
+
+const SEGMENT = '[\\w-]{1,128}'
+
+/** Every SSE route of the API. A ticket opens only one of these. */
+export const STREAM_PATHS: readonly RegExp[] = [
+  '/v1/workspaces/watch',
+  `/v1/sessions/${SEGMENT}/files/changes`,
+  `/v1/sessions/${SEGMENT}/terminals/${SEGMENT}/(follow|retain|display|screen/watch|output/watch)`,
+].map((p) => new RegExp(`^${p}$`))
+
+export function isStreamPath(path: string): boolean {
+  return STREAM_PATHS.some((re) => re.test(path))
+}
+
+export async function mintTicket(db: Database, tokenId: string, path: string, now = Date.now()): Promise<{ ticket: string; expiresAt: number }> {
+  if (!isStreamPath(path)) {
+    throw new TermkeepError('request/invalid', `tickets open only SSE stream paths (e.g. /v1/workspaces/watch), not ${path}`)
+  }
+  const ticket = randomSecret('tkt')
+  const expiresAt = now + TICKET_TTL_MS
+  await db.delete(streamTickets).where(lt(streamTickets.expiresAt, now))
+  await db.insert(streamTickets).values({ secretHash: await hashSecret(ticket), tokenId, path, expiresAt })
+  return { ticket, expiresAt }
+}
+
+/** Spends a ticket for `path`; returns the minting token's id, or undefined (unknown, used, expired, other path). */
+export async function redeemTicket(db: Database, ticket: string, path: string, now = Date.now()): Promise<string | undefined> {
+  const [row] = await db
+    .update(streamTickets)
+    .set({ usedAt: now })
+    .where(
+      and(
+        eq(streamTickets.secretHash, await hashSecret(ticket)),
+        eq(streamTickets.path, path),
+        isNull(streamTickets.usedAt),
+        gt(streamTickets.expiresAt, now),
+      ),
+    )
+    .returning({ tokenId: streamTickets.tokenId })
+  return row?.tokenId
+}

@@ -1,0 +1,208 @@
+/** HTTP routes of the workspace registry and sessions (schema/wire/registry.ts). */
+import { Hono } from 'hono'
+import { describeRoute } from 'hono-openapi'
+import { TermkeepError } from '../../schema/errors.ts'
+import {
+  ArchivedSessions,
+  CreateSession,
+  CreateWorkspace,
+  Deleted,
+  MoveRequest,
+  RenameWorkspace,
+  ResolvedWorkspace,
+  ResolveQuery,
+  SessionCreated,
+  SessionEnvelope,
+  SessionParams,
+  WorkspaceCreated,
+  WorkspaceEnvelope,
+  WorkspaceList,
+  WorkspaceOrder,
+  WorkspaceParams,
+  WorkspaceSessionParams,
+} from '../../schema/wire/registry.ts'
+import { coversSession, guard } from '../auth/guard.ts'
+import type { AppEnv } from '../deps.ts'
+import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
+import { lastEventId, sseResponse } from '../sse.ts'
+import { validate } from '../validate.ts'
+import {
+  archiveSession,
+  createSession,
+  createWorkspace,
+  deleteWorkspace,
+  moveSession,
+  moveWorkspace,
+  renameWorkspace,
+  resolveWorkspace,
+  unarchiveSession,
+} from './operations.ts'
+import { scopeArchived, scopeList, scopeWorkspace } from './scope.ts'
+import { listWorkspaces, sessionById } from './store.ts'
+import { watchRegistry } from './watch.ts'
+
+const tags = ['workspaces']
+const INVALID_PATH = { 400: error('missing, relative or not a directory (`workspace/invalid-path`)') }
+const NO_WORKSPACE = { 404: error('no such workspace (`workspace/not-found`)') }
+const NO_SESSION = { 404: error('no such session, or not one this token may touch (`session/not-found`)') }
+
+export const registryRoutes = new Hono<AppEnv>()
+  .get(
+    '/v1/workspaces',
+    describeRoute({ tags, summary: 'Workspaces in the user\'s order, and the archived session ids', responses: { 200: json(WorkspaceList) } }),
+    guard('workspaces:read'),
+    async (c) => c.json(scopeList(c.get('auth'), await listWorkspaces(c.get('deps').db))),
+  )
+  .post(
+    '/v1/workspaces',
+    describeRoute({
+      tags,
+      summary: 'Create a workspace over a directory, or return the one that owns it (`created: false`)',
+      responses: { 201: json(WorkspaceCreated, 'created'), 200: json(WorkspaceCreated, 'already registered'), ...INVALID_PATH, 409: error('title taken (`workspace/name-conflict`)'), ...SIDECAR_DOWN },
+    }),
+    guard('workspaces:write'),
+    validate('json', CreateWorkspace),
+    async (c) => {
+      const { deps, auth } = c.var
+      const result = await createWorkspace(deps.db, deps.sidecar, c.req.valid('json'))
+      return c.json({ ...result, workspace: scopeWorkspace(auth, result.workspace) }, result.created ? 201 : 200)
+    },
+  )
+  .get(
+    '/v1/workspaces/resolve',
+    describeRoute({
+      tags,
+      summary: 'The workspace owning a directory, without creating one (`workspace: null` when none does)',
+      responses: { 200: json(ResolvedWorkspace), ...INVALID_PATH, ...SIDECAR_DOWN },
+    }),
+    guard('workspaces:read'),
+    validate('query', ResolveQuery),
+    async (c) => {
+      const { deps, auth } = c.var
+      const workspace = await resolveWorkspace(deps.db, deps.sidecar, c.req.valid('query').path)
+      return c.json({ workspace: workspace && scopeWorkspace(auth, workspace) })
+    },
+  )
+  .get(
+    '/v1/workspaces/watch',
+    describeRoute({
+      tags,
+      summary: 'Registry changes as SSE',
+      description:
+        'One `baseline` (id = the newest event sequence), then increments in order, each with id = its sequence. Reconnecting with `Last-Event-ID` resumes after that id without a new baseline.',
+      responses: { 200: sse('baseline, then increments', ['baseline', 'upsert', 'remove', 'order', 'archived']) },
+    }),
+    guard('workspaces:read'),
+    async (c) => {
+      const { deps, auth } = c.var
+      const resume = lastEventId(c.req.header('last-event-id'))
+      return sseResponse((sink) => watchRegistry(deps.db, auth, sink, resume, deps.tuning?.registryPollMs), {
+        heartbeatMs: deps.tuning?.heartbeatMs,
+        requestSignal: c.req.raw.signal,
+      })
+    },
+  )
+  .patch(
+    '/v1/workspaces/:wid',
+    describeRoute({
+      tags,
+      summary: 'Rename a workspace (trimmed, non-blank, unique)',
+      responses: { 200: json(WorkspaceEnvelope), ...NO_WORKSPACE, 409: error('title taken (`workspace/name-conflict`)') },
+    }),
+    guard('workspaces:write'),
+    validate('param', WorkspaceParams),
+    validate('json', RenameWorkspace),
+    async (c) => {
+      const workspace = await renameWorkspace(c.var.deps.db, c.req.valid('param').wid, c.req.valid('json').title)
+      return c.json({ workspace: scopeWorkspace(c.var.auth, workspace) })
+    },
+  )
+  .delete(
+    '/v1/workspaces/:wid',
+    describeRoute({ tags, summary: 'Unregister a workspace (nothing on disk changes; sessions stay recorded)', responses: { 200: json(Deleted), ...NO_WORKSPACE } }),
+    guard('workspaces:write'),
+    validate('param', WorkspaceParams),
+    async (c) => {
+      await deleteWorkspace(c.var.deps.db, c.req.valid('param').wid)
+      return c.json({ deleted: true as const })
+    },
+  )
+  .post(
+    '/v1/workspaces/:wid/move',
+    describeRoute({
+      tags,
+      summary: 'Move a workspace before another, or to the end; returns the full order',
+      responses: { 200: json(WorkspaceOrder), ...NO_WORKSPACE, 400: error('unknown anchor (`workspace/move-invalid`)') },
+    }),
+    guard('workspaces:write'),
+    validate('param', WorkspaceParams),
+    validate('json', MoveRequest),
+    async (c) => c.json({ workspaceIds: await moveWorkspace(c.var.deps.db, c.req.valid('param').wid, c.req.valid('json').beforeId) }),
+  )
+  .post(
+    '/v1/workspaces/:wid/sessions/:sid/move',
+    describeRoute({
+      tags,
+      summary: "Move a session before another of the workspace's sessions, or to the end",
+      responses: { 200: json(WorkspaceEnvelope), ...NO_SESSION, 400: error('not members (`workspace/move-invalid`)') },
+    }),
+    guard('workspaces:write'),
+    validate('param', WorkspaceSessionParams),
+    validate('json', MoveRequest),
+    async (c) => {
+      const { wid, sid } = c.req.valid('param')
+      const { beforeId } = c.req.valid('json')
+      // An anchor outside the token's scope is answered like a missing one.
+      if (beforeId !== undefined && !coversSession(c.var.auth, beforeId)) {
+        throw new TermkeepError('workspace/move-invalid', `session ${sid} or anchor ${beforeId} is not in workspace ${wid}`)
+      }
+      const workspace = await moveSession(c.var.deps.db, wid, sid, beforeId)
+      return c.json({ workspace: scopeWorkspace(c.var.auth, workspace) })
+    },
+  )
+  .post(
+    '/v1/sessions',
+    describeRoute({
+      tags: ['sessions'],
+      summary: 'Record a session with its cwd; it joins the workspace owning the canonical cwd',
+      description: 'The same id with the same cwd returns the record (`created: false`); with another cwd it is `session/conflict`. A session-scoped token records only ids in its scope.',
+      responses: { 201: json(SessionCreated, 'recorded'), 200: json(SessionCreated, 'already recorded'), ...INVALID_PATH, 409: error('`session/conflict`'), ...SIDECAR_DOWN },
+    }),
+    guard('sessions:write'),
+    validate('json', CreateSession),
+    async (c) => {
+      const { deps, auth } = c.var
+      const input = c.req.valid('json')
+      if (auth.sessions !== 'all') {
+        if (input.id === undefined) throw new TermkeepError('auth/forbidden', 'a session-scoped token records only sessions it names (give an id in its scope)')
+        if (!coversSession(auth, input.id)) throw new TermkeepError('session/not-found', `no session ${input.id}`)
+      }
+      const result = await createSession(deps.db, deps.sidecar, input)
+      return c.json(result, result.created ? 201 : 200)
+    },
+  )
+  .get(
+    '/v1/sessions/:sid',
+    describeRoute({ tags: ['sessions'], summary: 'A session record', responses: { 200: json(SessionEnvelope), ...NO_SESSION } }),
+    guard('workspaces:read'),
+    validate('param', SessionParams),
+    async (c) => {
+      const session = await sessionById(c.var.deps.db, c.req.valid('param').sid)
+      if (!session) throw new TermkeepError('session/not-found', `no session ${c.req.valid('param').sid}`)
+      return c.json({ session })
+    },
+  )
+  .post(
+    '/v1/sessions/:sid/archive',
+    describeRoute({ tags: ['sessions'], summary: 'Archive a session (it keeps its place in its workspace)', responses: { 200: json(ArchivedSessions), ...NO_SESSION } }),
+    guard('workspaces:write'),
+    validate('param', SessionParams),
+    async (c) => c.json({ archivedSessionIds: scopeArchived(c.var.auth, await archiveSession(c.var.deps.db, c.req.valid('param').sid)) }),
+  )
+  .delete(
+    '/v1/sessions/:sid/archive',
+    describeRoute({ tags: ['sessions'], summary: 'Unarchive a session (its old position returns)', responses: { 200: json(ArchivedSessions), ...NO_SESSION } }),
+    guard('workspaces:write'),
+    validate('param', SessionParams),
+    async (c) => c.json({ archivedSessionIds: scopeArchived(c.var.auth, await unarchiveSession(c.var.deps.db, c.req.valid('param').sid)) }),
+  )

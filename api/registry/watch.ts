@@ -1,0 +1,59 @@
+/**
+ * `GET /v1/workspaces/watch`: one `baseline` (the list, id = the newest event sequence), then every
+ * increment from `registry_events` in sequence order, id = its sequence. The log is read by
+ * polling, because other API instances write to the same database; a mutation in this process
+ * wakes its watchers at once. A reconnect with Last-Event-ID gets no baseline, only what
+ * followed that id (a cursor newer than the log, e.g. from another database, gets a baseline).
+ */
+import { REGISTRY_POLL_MS } from '../../schema/limits.ts'
+import type { Database } from '../../storage/client.ts'
+import type { Authority } from '../auth/guard.ts'
+import type { SseSink } from '../sse.ts'
+import { scopeIncrement, scopeList } from './scope.ts'
+import { eventsAfter, latestSeq, listWorkspaces, onMutation } from './store.ts'
+
+const PAGE = 500
+
+export async function watchRegistry(
+  db: Database,
+  authority: Authority,
+  sink: SseSink,
+  resumeAfter: number | undefined,
+  pollMs = REGISTRY_POLL_MS,
+): Promise<void> {
+  let cursor: number
+  if (resumeAfter !== undefined && resumeAfter <= (await latestSeq(db))) {
+    cursor = resumeAfter
+  } else {
+    // One transaction: the baseline and its sequence describe the same moment.
+    const { list, seq } = await db.transaction(async (tx) => ({ list: await listWorkspaces(tx), seq: await latestSeq(tx) }))
+    cursor = seq
+    await sink.send({ event: 'baseline', id: seq, data: scopeList(authority, list) })
+  }
+  let wake: (() => void) | undefined
+  const unsubscribe = onMutation(db, () => wake?.())
+  const onAbort = () => wake?.()
+  sink.signal.addEventListener('abort', onAbort)
+  try {
+    while (!sink.signal.aborted) {
+      const events = await eventsAfter(db, cursor, PAGE)
+      for (const { seq, increment } of events) {
+        const scoped = scopeIncrement(authority, increment)
+        await sink.send({ event: scoped.kind, id: seq, data: scoped.payload })
+        cursor = seq
+      }
+      if (events.length === PAGE) continue
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pollMs)
+        wake = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      wake = undefined
+    }
+  } finally {
+    unsubscribe()
+    sink.signal.removeEventListener('abort', onAbort)
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * Live terminal routes: each one is delegated to the sidecar through the typed SidecarClient (the
+ * sidecar serves the same paths, schema/wire/terminals.ts and output.ts). SSE streams are relayed
+ * as they arrive and torn down with the client. List and info come from libSQL instead, so they
+ * work for retired terminals and with the sidecar down.
+ */
+import { Hono, type Context } from 'hono'
+import { bodyLimit } from 'hono/body-limit'
+import { describeRoute } from 'hono-openapi'
+import * as v from 'valibot'
+import { TermkeepError } from '../../schema/errors.ts'
+import { MAX_INPUT_BYTES } from '../../schema/limits.ts'
+import { AttachmentId, SessionId } from '../../schema/wire/common.ts'
+import { OutputPage, OutputQuery, WatchQuery } from '../../schema/wire/output.ts'
+import {
+  CloseResult,
+  CreateTerminal,
+  FollowQuery,
+  RenameTerminal,
+  ResizeTerminal,
+  ShellList,
+  TerminalEnvironment,
+  TerminalInfo,
+  TerminalList,
+  TerminalParams,
+} from '../../schema/wire/terminals.ts'
+import { guard } from '../auth/guard.ts'
+import type { AppEnv } from '../deps.ts'
+import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
+import { lastEventId, relaySSE } from '../sse.ts'
+import { issuesTouch, validate } from '../validate.ts'
+import { listTerminals, terminalInfo } from './store.ts'
+
+const tags = ['terminals']
+const SessionOnly = v.object({ sid: SessionId })
+const AttachmentHeader = v.object({ 'termkeep-attachment': v.optional(AttachmentId) })
+const geometryCode = (issues: Parameters<typeof issuesTouch>[0]) =>
+  issuesTouch(issues, ['cols', 'rows']) ? ('terminal/invalid-geometry' as const) : ('request/invalid' as const)
+
+const NOT_FOUND = { 404: error('no such session or terminal (`session/not-found`, `terminal/not-found`)') }
+const GONE = { 410: error('the terminal is retired or from an earlier sidecar (`terminal/unavailable`)') }
+const CONTROL = { 409: error('not the controlling attachment, or not running (`terminal/control-unavailable`)') }
+const LIVE = { ...NOT_FOUND, ...SIDECAR_DOWN }
+
+/** Opens an upstream SSE stream and relays it; the client going away aborts the upstream. */
+async function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
+  const upstream = new AbortController()
+  const response = await open(upstream.signal)
+  return relaySSE(response, () => upstream.abort(), {
+    heartbeatMs: c.var.deps.tuning?.heartbeatMs,
+    requestSignal: c.req.raw.signal,
+  })
+}
+
+/** The Last-Event-ID header, checked, passed on verbatim. */
+function resumeHeader(c: Context<AppEnv>): string | undefined {
+  const id = lastEventId(c.req.header('last-event-id'))
+  return id === undefined ? undefined : String(id)
+}
+
+export const terminalRoutes = new Hono<AppEnv>()
+  .get(
+    '/v1/sessions/:sid/terminal-environment',
+    describeRoute({ tags, summary: 'Working directory and limits for new terminals', responses: { 200: json(TerminalEnvironment), ...LIVE } }),
+    guard('terminals:control'),
+    validate('param', SessionOnly),
+    async (c) => c.json(await c.var.deps.sidecar.environment(c.req.valid('param').sid)),
+  )
+  .get(
+    '/v1/sessions/:sid/shells',
+    describeRoute({ tags, summary: 'Installed, verified shells, the default first', responses: { 200: json(ShellList), ...LIVE } }),
+    guard('terminals:control'),
+    validate('param', SessionOnly),
+    async (c) => c.json(await c.var.deps.sidecar.shells(c.req.valid('param').sid)),
+  )
+  .get(
+    '/v1/sessions/:sid/terminals',
+    describeRoute({ tags, summary: 'Terminals of the session, live and retired (from the database)', responses: { 200: json(TerminalList), ...NOT_FOUND } }),
+    guard({ anyOf: ['terminals:control', 'terminals:display'] }),
+    validate('param', SessionOnly),
+    async (c) => c.json({ terminals: await listTerminals(c.var.deps.db, c.req.valid('param').sid) }),
+  )
+  .put(
+    '/v1/sessions/:sid/terminals/:tid',
+    describeRoute({
+      tags,
+      summary: 'Create a terminal (idempotent on the id; a closed id is refused forever)',
+      responses: {
+        201: json(TerminalInfo, 'created'),
+        200: json(TerminalInfo, 'already existed'),
+        400: error('bad geometry (`terminal/invalid-geometry`), shell or id'),
+        ...GONE,
+        409: error('`terminal/limit-reached`'),
+        ...LIVE,
+      },
+    }),
+    guard('terminals:control'),
+    validate('param', TerminalParams),
+    validate('json', CreateTerminal, { code: geometryCode }),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      const { info, created } = await c.var.deps.sidecar.create(sid, tid, c.req.valid('json'))
+      return c.json(info, created ? 201 : 200)
+    },
+  )
+  .get(
+    '/v1/sessions/:sid/terminals/:tid',
+    describeRoute({ tags, summary: 'Terminal info (from the database; works for retired terminals)', responses: { 200: json(TerminalInfo), ...NOT_FOUND } }),
+    guard({ anyOf: ['terminals:control', 'terminals:display'] }),
+    validate('param', TerminalParams),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      return c.json(await terminalInfo(c.var.deps.db, sid, tid))
+    },
+  )
+  .patch(
+    '/v1/sessions/:sid/terminals/:tid',
+    describeRoute({ tags, summary: 'Rename (trimmed, 1–120 characters)', responses: { 200: json(TerminalInfo), ...GONE, ...LIVE } }),
+    guard('terminals:control'),
+    validate('param', TerminalParams),
+    validate('json', RenameTerminal),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      return c.json(await c.var.deps.sidecar.rename(sid, tid, c.req.valid('json').title))
+    },
+  )
+  .delete(
+    '/v1/sessions/:sid/terminals/:tid',
+    describeRoute({ tags, summary: 'Close: kill the process group (repeated closes succeed)', responses: { 200: json(CloseResult), ...LIVE } }),
+    guard('terminals:control'),
+    validate('param', TerminalParams),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      return c.json(await c.var.deps.sidecar.close(sid, tid))
+    },
+  )
+  .post(
+    '/v1/sessions/:sid/terminals/:tid/input',
+    describeRoute({
+      tags,
+      summary: 'Raw input bytes (control characters included), at most 64 KiB; controller only',
+      requestBody: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+      responses: { 204: { description: 'accepted' }, 413: error('`terminal/input-too-large`'), ...CONTROL, ...GONE, ...LIVE },
+    }),
+    guard('terminals:control'),
+    validate('param', TerminalParams),
+    validate('header', AttachmentHeader),
+    bodyLimit({
+      maxSize: MAX_INPUT_BYTES,
+      onError: () => {
+        throw new TermkeepError('terminal/input-too-large', `input is at most ${MAX_INPUT_BYTES} bytes per write`, { limit: MAX_INPUT_BYTES })
+      },
+    }),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      const bytes = new Uint8Array(await c.req.arrayBuffer())
+      await c.var.deps.sidecar.input(sid, tid, c.req.valid('header')['termkeep-attachment'], bytes)
+      return c.body(null, 204)
+    },
+  )
+  .post(
+    '/v1/sessions/:sid/terminals/:tid/resize',
+    describeRoute({
+      tags,
+      summary: 'Resize (2–1,024 columns, 1–1,024 rows, ≤ 65,536 cells); controller only',
+      responses: { 200: json(TerminalInfo), 400: error('`terminal/invalid-geometry`'), ...CONTROL, ...GONE, ...LIVE },
+    }),
+    guard('terminals:control'),
+    validate('param', TerminalParams),
+    validate('header', AttachmentHeader),
+    validate('json', ResizeTerminal, { code: 'terminal/invalid-geometry' }),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      return c.json(await c.var.deps.sidecar.resize(sid, tid, c.req.valid('header')['termkeep-attachment'], c.req.valid('json')))
+    },
+  )
+  .get(
+    '/v1/sessions/:sid/terminals/:tid/follow',
+    describeRoute({
+      tags,
+      summary: 'Attach: screen snapshot, then output and state; the newest attachment controls input',
+      responses: { 200: sse('snapshot, then output and state', ['snapshot', 'output', 'state']), ...GONE, ...LIVE },
+    }),
+    guard({ allOf: ['terminals:control', 'terminals:output'] }),
+    validate('param', TerminalParams),
+    validate('query', FollowQuery),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      const { attachment } = c.req.valid('query')
+      const resume = resumeHeader(c)
+      return relay(c, (signal) => c.var.deps.sidecar.follow(sid, tid, { attachment, lastEventId: resume }, signal))
+    },
+  )
+  .get(
+    '/v1/sessions/:sid/terminals/:tid/retain',
+    describeRoute({ tags, summary: 'Hold: keeps an idle terminal from being reclaimed while open', responses: { 200: sse('a hold', ['retained']), ...GONE, ...LIVE } }),
+    guard('terminals:control'),
+    validate('param', TerminalParams),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      return relay(c, (signal) => c.var.deps.sidecar.retain(sid, tid, signal))
+    },
+  )
+  .get(
+    '/v1/sessions/:sid/terminals/:tid/output',
+    describeRoute({
+      tags,
+      summary: 'readOutput: a bounded page of output items after a cursor, and the next cursor',
+      responses: { 200: json(OutputPage), 400: error('`output/invalid-cursor`'), ...GONE, ...LIVE },
+    }),
+    guard('terminals:output'),
+    validate('param', TerminalParams),
+    validate('query', OutputQuery),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      return c.json(await c.var.deps.sidecar.readOutput(sid, tid, c.req.valid('query')))
+    },
+  )
+  .get(
+    '/v1/sessions/:sid/terminals/:tid/output/watch',
+    describeRoute({
+      tags,
+      summary: 'watchOutput: every byte and resize after `after` (or Last-Event-ID), live',
+      responses: { 200: sse('begin, then items until closed or unavailable', ['begin', 'data', 'resize', 'closed', 'unavailable']), ...GONE, ...LIVE },
+    }),
+    guard('terminals:output'),
+    validate('param', TerminalParams),
+    validate('query', WatchQuery),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      const resume = resumeHeader(c)
+      const after = resume === undefined ? c.req.valid('query').after : Number(resume)
+      return relay(c, (signal) => c.var.deps.sidecar.watchOutput(sid, tid, { after, lastEventId: resume }, signal))
+    },
+  )

@@ -1,0 +1,91 @@
+/**
+ * The workspace registry and session contract (API only; the registry lives in libSQL).
+ *
+ *   GET    /v1/workspaces                              → WorkspaceList
+ *   POST   /v1/workspaces              CreateWorkspace → WorkspaceCreated (201 new, 200 existing)
+ *   GET    /v1/workspaces/resolve?path=               → ResolvedWorkspace
+ *   PATCH  /v1/workspaces/:wid         RenameWorkspace → {workspace}
+ *   DELETE /v1/workspaces/:wid                         → {deleted: true}
+ *   POST   /v1/workspaces/:wid/move    MoveRequest     → WorkspaceOrder
+ *   GET    /v1/workspaces/watch                        SSE: baseline, upsert, remove, order, archived
+ *   POST   /v1/sessions                CreateSession   → SessionCreated (201 new, 200 existing)
+ *   GET    /v1/sessions/:sid                           → {session}
+ *   POST   /v1/workspaces/:wid/sessions/:sid/move  MoveRequest → {workspace}
+ *   POST   /v1/sessions/:sid/archive                   → ArchivedSessions
+ *   DELETE /v1/sessions/:sid/archive                   → ArchivedSessions
+ *
+ * Watch: `baseline` (a WorkspaceList, id = the newest event sequence) then increments in event
+ * order, each with id = its sequence. A client reconnecting with Last-Event-ID gets no new
+ * baseline, only the increments after that id.
+ */
+import * as v from 'valibot'
+import { MAX_WORKSPACE_TITLE_CHARS } from '../limits.ts'
+import { SessionId } from './common.ts'
+import { AbsolutePath } from './paths.ts'
+
+export const WorkspaceId = v.pipe(v.string(), v.regex(/^[\w-]{1,128}$/, 'workspace ids are 1–128 of [A-Za-z0-9_-]'))
+
+export const WorkspaceTitle = v.pipe(
+  v.string(),
+  v.trim(),
+  v.minLength(1, 'a title needs at least one visible character'),
+  v.maxLength(MAX_WORKSPACE_TITLE_CHARS, `workspace titles are at most ${MAX_WORKSPACE_TITLE_CHARS} characters`),
+)
+
+export const Workspace = v.object({
+  id: v.string(),
+  /** Canonical (realpath) directory. */
+  path: v.string(),
+  title: v.string(),
+  /** Member sessions in the user's order (listed and cwd matching `path`). */
+  sessionIds: v.array(v.string()),
+  createdAt: v.number(),
+  updatedAt: v.number(),
+})
+export type Workspace = v.InferOutput<typeof Workspace>
+
+export const WorkspaceList = v.object({ workspaces: v.array(Workspace), archivedSessionIds: v.array(v.string()) })
+export type WorkspaceList = v.InferOutput<typeof WorkspaceList>
+
+export const CreateWorkspace = v.object({ path: AbsolutePath, title: v.optional(WorkspaceTitle) })
+export const WorkspaceCreated = v.object({ workspace: Workspace, created: v.boolean() })
+export const ResolveQuery = v.object({ path: AbsolutePath })
+/** `workspace` is null when the directory exists but no workspace owns it. */
+export const ResolvedWorkspace = v.object({ workspace: v.nullable(Workspace) })
+export const RenameWorkspace = v.object({ title: WorkspaceTitle })
+export const WorkspaceEnvelope = v.object({ workspace: Workspace })
+export const Deleted = v.object({ deleted: v.literal(true) })
+/** Move before `beforeId`, or to the end when it is absent. */
+export const MoveRequest = v.object({ beforeId: v.optional(v.string()) })
+export const WorkspaceOrder = v.object({ workspaceIds: v.array(v.string()) })
+export const WorkspaceParams = v.object({ wid: WorkspaceId })
+export const WorkspaceSessionParams = v.object({ wid: WorkspaceId, sid: SessionId })
+export const SessionParams = v.object({ sid: SessionId })
+
+export const Session = v.object({
+  id: SessionId,
+  /** Canonical working directory. */
+  cwd: v.string(),
+  title: v.nullable(v.string()),
+  /** The workspace the session belongs to, if any. */
+  workspaceId: v.nullable(v.string()),
+  archived: v.boolean(),
+  createdAt: v.number(),
+})
+export type Session = v.InferOutput<typeof Session>
+
+export const CreateSession = v.object({
+  id: v.optional(SessionId),
+  cwd: AbsolutePath,
+  title: v.optional(WorkspaceTitle),
+})
+export const SessionCreated = v.object({ session: Session, created: v.boolean() })
+export const SessionEnvelope = v.object({ session: Session })
+export const ArchivedSessions = v.object({ archivedSessionIds: v.array(v.string()) })
+
+/** Watch increments, as stored in registry_events and sent on the stream. */
+export type RegistryIncrement =
+  | { kind: 'upsert'; payload: { workspace: Workspace } }
+  | { kind: 'remove'; payload: { workspaceId: string } }
+  | { kind: 'order'; payload: { workspaceIds: string[] } }
+  | { kind: 'archived'; payload: { archivedSessionIds: string[] } }

@@ -1,0 +1,46 @@
+/**
+ * Token management (grant `admin`) and EventSource tickets (any valid token).
+ *
+ *   POST   /v1/tokens      CreateToken → TokenCreated (the secret, shown once)
+ *   GET    /v1/tokens                  → TokenList (never a secret or its hash)
+ *   DELETE /v1/tokens/:id              → {revoked: true}
+ *   POST   /v1/tickets     TicketRequest → Ticket
+ */
+import * as v from 'valibot'
+import { GRANTS } from '../grants.ts'
+import { MAX_PATH_CHARS } from '../limits.ts'
+import { SessionId } from './common.ts'
+
+/** Sessions one token may name; more is a sign of a token that should be `all`. */
+export const MAX_TOKEN_SESSIONS = 1_000
+
+export const Grant = v.picklist(GRANTS)
+
+export const CreateToken = v.object({
+  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'a token needs a name'), v.maxLength(100, 'token names are at most 100 characters')),
+  grants: v.pipe(v.array(Grant), v.minLength(1, 'give at least one grant')),
+  sessions: v.union([v.literal('all'), v.pipe(v.array(SessionId), v.minLength(1), v.maxLength(MAX_TOKEN_SESSIONS))]),
+  /** Absolute expiry, epoch milliseconds. */
+  expiresAt: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+})
+export type CreateToken = v.InferOutput<typeof CreateToken>
+
+export const TokenRecord = v.object({
+  id: v.string(),
+  name: v.string(),
+  grants: v.array(Grant),
+  sessions: v.union([v.literal('all'), v.array(v.string())]),
+  createdAt: v.number(),
+  expiresAt: v.nullable(v.number()),
+})
+
+export const TokenCreated = v.object({ token: TokenRecord, secret: v.string() })
+export const TokenList = v.object({ tokens: v.array(TokenRecord) })
+export const TokenParams = v.object({ id: v.pipe(v.string(), v.regex(/^[\w-]{1,128}$/, 'token ids are 1–128 of [A-Za-z0-9_-]')) })
+export const Revoked = v.object({ revoked: v.literal(true) })
+
+export const TicketRequest = v.object({
+  /** The exact SSE path the ticket opens (no query string), e.g. /v1/workspaces/watch. */
+  path: v.pipe(v.string(), v.startsWith('/', 'an absolute request path'), v.maxLength(MAX_PATH_CHARS)),
+})
+export const Ticket = v.object({ ticket: v.string(), path: v.string(), expiresAt: v.number() })
