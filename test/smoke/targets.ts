@@ -119,6 +119,8 @@ export function denoCheck(): { status: number | null; output: string } {
 export interface WorkerBundle {
   dir: string
   script: string
+  /** esbuild's metafile for the bundle (`--metafile`): every input and its bytes in the output. */
+  meta: string
   compatibilityDate: string
   compatibilityFlags: string[]
   remove(): void
@@ -134,7 +136,7 @@ export function buildWorker(): WorkerBundle {
   const dir = mkdtempSync(join(ROOT, 'dist-worker', 'smoke-'))
   const result = spawnSync(
     process.execPath,
-    [join(ROOT, 'node_modules/wrangler/bin/wrangler.js'), 'deploy', '--dry-run', '--outdir', dir],
+    [join(ROOT, 'node_modules/wrangler/bin/wrangler.js'), 'deploy', '--dry-run', '--outdir', dir, '--metafile'],
     {
       cwd: ROOT,
       env: { ...process.env, CI: 'true', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
@@ -150,6 +152,7 @@ export function buildWorker(): WorkerBundle {
   return {
     dir,
     script: join(dir, 'workers.js'),
+    meta: join(dir, 'bundle-meta.json'),
     compatibilityDate: date,
     compatibilityFlags: [...(flags ?? '').matchAll(/"([^"]+)"/g)].map((m) => m[1]!),
     remove: () => rmSync(dir, { recursive: true, force: true }),
