@@ -1,0 +1,164 @@
+/**
+ * GET /v1/workspaces/watch: baseline then ordered increments from the event log, resume with
+ * Last-Event-ID without loss, heartbeats, scope filtering, and several API instances on one
+ * database (embedded file and the real sqld server).
+ */
+import { mkdirSync, realpathSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Hono } from 'hono'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AppEnv } from '../../api/deps.ts'
+import { startSqld, type RunningSqld } from '../support/sqld.ts'
+import { json, readEvents, send, startHarness, type Harness, type SseMessage } from './harness.ts'
+
+let n = 0
+function freshDir(h: Harness, name: string): string {
+  const dir = join(h.dir, `w${++n}`, name)
+  mkdirSync(dir, { recursive: true })
+  return realpathSync(dir)
+}
+
+function watch(app: Hono<AppEnv>, token: string, lastEventId?: string, signal?: AbortSignal) {
+  return send(app, 'GET', '/v1/workspaces/watch', { token, headers: lastEventId ? { 'last-event-id': lastEventId } : {}, signal })
+}
+
+const named = (events: SseMessage[]) => events.filter((e) => e.event !== ':')
+
+function suite(label: string, open: () => Promise<{ h: Harness; stop?: () => Promise<void> }>) {
+  describe(label, () => {
+    let h: Harness
+    let stop: (() => Promise<void>) | undefined
+    let token: string
+    beforeAll(async () => {
+      ;({ h, stop } = await open())
+      token = await h.token(['workspaces:read', 'workspaces:write', 'sessions:write'])
+    })
+    afterAll(async () => {
+      await h?.close()
+      await stop?.()
+    })
+
+    const post = (path: string, body: unknown) => h.request('POST', path, { token, body }).then((r) => r.json() as Promise<any>)
+
+    it('sends a baseline, then increments in order with id = sequence, and resumes after Last-Event-ID', async () => {
+      const existing = await post('/v1/workspaces', { path: freshDir(h, 'pre') })
+      const stream = await watch(h.app, token)
+      expect(stream.status).toBe(200)
+      expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/)
+      const mutations = (async () => {
+        await new Promise((r) => setTimeout(r, 100))
+        const dir = freshDir(h, 'live')
+        const ws = (await post('/v1/workspaces', { path: dir })).workspace
+        await h.request('PATCH', `/v1/workspaces/${ws.id}`, { token, body: { title: `live-${n}` } })
+        await post('/v1/sessions', { id: `watch-s-${n}`, cwd: dir })
+        await post(`/v1/sessions/watch-s-${n}/archive`, {})
+        await h.request('DELETE', `/v1/workspaces/${ws.id}`, { token })
+        return ws
+      })()
+      const events = named(await readEvents(stream, (e) => named(e).some((x) => x.event === 'remove')))
+      const ws = await mutations
+      expect(events[0]!.event).toBe('baseline')
+      expect(json(events[0]!).workspaces.map((w: any) => w.id)).toContain(existing.workspace.id)
+      expect(events.slice(1).map((e) => e.event)).toEqual(['upsert', 'order', 'upsert', 'upsert', 'archived', 'remove'])
+      const ids = events.map((e) => Number(e.id))
+      expect(ids.every((id, i) => i === 0 || id > ids[i - 1]!)).toBe(true)
+      expect(json(events[3]!).workspace.title).toBe(`live-${n}`)
+      expect(json(events[4]!).workspace.sessionIds).toEqual([`watch-s-${n}`])
+      expect(json(events[5]!).archivedSessionIds).toContain(`watch-s-${n}`)
+      expect(json(events[6]!)).toEqual({ workspaceId: ws.id })
+
+      // Resume from the middle: exactly the increments after that id, no baseline.
+      const resumed = await watch(h.app, token, events[2]!.id)
+      const again = named(await readEvents(resumed, (e) => named(e).length >= 4))
+      expect(again.map((e) => e.id)).toEqual(events.slice(3).map((e) => e.id))
+      expect(again.map((e) => e.data)).toEqual(events.slice(3).map((e) => e.data))
+    })
+
+    it('sees mutations made through another API instance, and heartbeats while idle', async () => {
+      const second = await h.secondApp()
+      try {
+        const stream = await watch(second.app, token)
+        const later = (async () => {
+          await new Promise((r) => setTimeout(r, 450))
+          return (await post('/v1/workspaces', { path: freshDir(h, 'elsewhere') })).workspace
+        })()
+        const events = await readEvents(stream, (e) => named(e).some((x) => x.event === 'upsert'))
+        const ws = await later
+        const baselineAt = events.findIndex((e) => e.event === 'baseline')
+        const upsertAt = events.findIndex((e) => e.event === 'upsert')
+        expect(events.slice(baselineAt + 1, upsertAt).some((e) => e.event === ':')).toBe(true)
+        expect(json(named(events).find((e) => e.event === 'upsert')!).workspace.id).toBe(ws.id)
+      } finally {
+        second.close()
+      }
+    })
+
+    it('loses nothing across a reconnect while mutations continue', async () => {
+      const first = await watch(h.app, token)
+      const got = named(await readEvents(first, (e) => named(e).length >= 1))
+      let cursor = got[0]!.id!
+      const writer = (async () => {
+        const made: string[] = []
+        for (let i = 0; i < 8; i++) made.push((await post('/v1/workspaces', { path: freshDir(h, `burst${i}`) })).workspace.id)
+        return made
+      })()
+      const seen: string[] = []
+      // Reconnect repeatedly, two events at a time, while the writer runs.
+      while (seen.length < 8) {
+        const stream = await watch(h.app, token, cursor)
+        const batch = named(await readEvents(stream, (e) => named(e).length >= 2))
+        for (const e of batch) {
+          if (e.event === 'upsert') seen.push(json(e).workspace.id)
+          cursor = e.id!
+        }
+      }
+      expect(seen).toEqual(await writer)
+    })
+
+    it('shows a session-scoped token only its own session ids', async () => {
+      const dir = freshDir(h, 'scoped')
+      await post('/v1/workspaces', { path: dir })
+      await post('/v1/sessions', { id: `mine-${n}`, cwd: dir })
+      await post('/v1/sessions', { id: `theirs-${n}`, cwd: dir })
+      await post(`/v1/sessions/theirs-${n}/archive`, {})
+      const scoped = await h.token(['workspaces:read'], [`mine-${n}`])
+      const stream = await watch(h.app, scoped)
+      const [baseline] = named(await readEvents(stream, (e) => named(e).length >= 1))
+      const body = json(baseline!)
+      const listed = body.workspaces.find((w: any) => w.path === dir)
+      expect(listed.sessionIds).toEqual([`mine-${n}`])
+      expect(body.archivedSessionIds).not.toContain(`theirs-${n}`)
+      const list = (await (await h.request('GET', '/v1/workspaces', { token: scoped })).json()) as any
+      expect(list.workspaces.find((w: any) => w.path === dir).sessionIds).toEqual([`mine-${n}`])
+    })
+
+    it('serializes concurrent creates from two instances: one workspace, one created', async () => {
+      const second = await h.secondApp()
+      try {
+        const dir = freshDir(h, 'both')
+        const responses = await Promise.all(
+          [h.app, second.app, h.app, second.app].map((app) => send(app, 'POST', '/v1/workspaces', { token, body: { path: dir } })),
+        )
+        const bodies = (await Promise.all(responses.map((r) => r.json()))) as any[]
+        expect(bodies.filter((b) => b.created).length).toBe(1)
+        expect(new Set(bodies.map((b) => b.workspace.id)).size).toBe(1)
+      } finally {
+        second.close()
+      }
+    })
+
+    it('refuses a malformed Last-Event-ID with a 400', async () => {
+      const r = await watch(h.app, token, 'abc')
+      expect(r.status).toBe(400)
+      expect(((await r.json()) as any).error.code).toBe('request/invalid')
+    })
+  })
+}
+
+suite('embedded file database', async () => ({ h: await startHarness() }))
+
+let sqld: RunningSqld
+suite('real sqld (libSQL over HTTP)', async () => {
+  sqld = await startSqld()
+  return { h: await startHarness({ databaseUrl: sqld.url }), stop: () => sqld.stop() }
+})
