@@ -34,14 +34,28 @@ export const MAX_TERMINALS_PER_SESSION = 16
 
 // ── Output journal ──────────────────────────────────────────────────────────
 /** A PTY read is split into native Data records of at most this many raw bytes, so one record
- * always fits the encoded item budget (48 KiB → 64 KiB base64 minus the JSON envelope). */
-export const MAX_RECORD_RAW_BYTES = 48 * KiB
+ * always fits the encoded item budget: 48,000 raw → 64,000 base64 chars, leaving 1,536 bytes for
+ * the JSON envelope (48 KiB exactly would be 65,536 base64 chars and overflow it). */
+export const MAX_RECORD_RAW_BYTES = 48_000
 /** One delivered output item (JSON envelope with base64 payload) never exceeds this. */
 export const MAX_OUTPUT_ITEM_BYTES = 64 * KiB
 /** readOutput returns at most this many items per page; the next cursor continues. */
 export const MAX_OUTPUT_PAGE_ITEMS = 256
 /** Default page size for readOutput. */
 export const DEFAULT_OUTPUT_PAGE_ITEMS = 64
+/** Bytes one emulator may have been sent but not yet applied: bounds the feed's memory while
+ * the emulator (≈4× slower than a PTY) lags behind a flood; the journal holds the rest. */
+export const EMULATOR_MAX_INFLIGHT_BYTES = 1 * MiB
+/** Emulator worker threads per sidecar; terminals share them (each boot costs ~0.5 s of CPU). */
+export const EMULATOR_WORKERS = 2
+/** Close: time between SIGHUP and SIGKILL for the terminal's processes. */
+export const CLOSE_KILL_GRACE_MS = 500
+/** Close: after the kill, how long to wait for EOF before the master is closed by force. */
+export const CLOSE_DRAIN_MS = 3_000
+/** A failed close cleanup is retried after this long. */
+export const CLOSE_RETRY_MS = 60_000
+/** A terminal nobody holds, follows or types into is reclaimed (closed) after this long idle. */
+export const TERMINAL_IDLE_RECLAIM_MS = 2 * 60 * 60_000
 
 // ── Display ─────────────────────────────────────────────────────────────────
 /** History allowance in cells: floor(HISTORY_CELLS / cols) rows (10,000 at 80 columns). */

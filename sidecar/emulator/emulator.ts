@@ -1,0 +1,223 @@
+/**
+ * The main-thread side of the emulators. `EmulatorPool` owns a few worker threads; each
+ * `Emulator` is one terminal's screen in one of them. An emulator feeds itself from the journal
+ * (reading the spool like any other reader), so the PTY and the journal's readers never wait for
+ * it: it lags during floods by at most EMULATOR_MAX_INFLIGHT_BYTES in flight, and catches up.
+ *
+ * Hook point for the display issue: `emulator.onApplied(listener)` reports every applied
+ * sequence (settle timing), `emulator.caughtUp` tells whether the screen reflects the whole journal,
+ * and `emulator.request(kind, payload)` runs a worker-side handler registered in `handlers.ts`.
+ */
+import { createRequire } from 'node:module'
+import { pathToFileURL } from 'node:url'
+import { Worker } from 'node:worker_threads'
+import { EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_WORKERS } from '../../schema/limits.ts'
+import type { Journal } from '../journal/journal.ts'
+import type { EmulatorSnapshot, FromWorker, ToWorker, WireRecord } from './protocol.ts'
+
+/** Data bytes per batch posted to a worker. */
+const BATCH_BYTES = 256 * 1024
+/** The pump's wait between checks when the journal is idle (it is woken on every append). */
+const IDLE_WAIT_MS = 60_000
+
+const WORKER_URL = new URL('./worker.ts', import.meta.url)
+
+/**
+ * Workers run TypeScript through tsx. `execArgv: ['--import', 'tsx']` does not reach a worker's
+ * entry module on Node 20, so a tiny bootstrap registers tsx's loader first, then imports it.
+ */
+function startWorker(): Worker {
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href
+  const code = `import(${JSON.stringify(tsx)}).then((m) => m.register()).then(() => import(${JSON.stringify(WORKER_URL.href)}))`
+  return new Worker(code, { eval: true, execArgv: [] })
+}
+
+type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void }
+
+class WorkerSlot {
+  readonly worker: Worker
+  readonly emulators = new Map<string, Emulator>()
+  readonly pending = new Map<number, Pending>()
+  failure: Error | undefined
+
+  constructor() {
+    this.worker = startWorker()
+    this.worker.unref()
+    this.worker.on('message', (message: FromWorker) => this.#receive(message))
+    this.worker.on('error', (error) => this.#fail(error))
+    this.worker.on('exit', (code) => this.#fail(new Error(`emulator worker exited with ${code}`)))
+  }
+
+  post(message: ToWorker, transfer: ArrayBuffer[] = []): void {
+    if (!this.failure) this.worker.postMessage(message, transfer)
+  }
+
+  #receive(message: FromWorker): void {
+    if (message.type === 'applied') {
+      this.emulators.get(message.key)?.applied(message.sequence, message.bytes)
+      return
+    }
+    const pending = this.pending.get(message.id)
+    if (!pending) return
+    this.pending.delete(message.id)
+    if (message.ok) pending.resolve(message.value)
+    else pending.reject(new Error(message.error))
+  }
+
+  #fail(error: Error): void {
+    if (this.failure) return
+    this.failure = error
+    for (const { reject } of this.pending.values()) reject(error)
+    this.pending.clear()
+  }
+}
+
+export class EmulatorPool {
+  readonly #slots: WorkerSlot[] = []
+  readonly #size: number
+  #nextRequest = 1
+
+  constructor(size = EMULATOR_WORKERS) {
+    this.#size = size
+  }
+
+  /** A screen for one terminal, fed from its journal from sequence 0. */
+  open(key: string, journal: Journal): Emulator {
+    const slot = this.#pick()
+    const emulator = new Emulator(this, slot, key, journal)
+    slot.emulators.set(key, emulator)
+    slot.post({ type: 'open', key, cols: journal.initialSize.cols, rows: journal.initialSize.rows })
+    return emulator
+  }
+
+  nextRequestId(): number {
+    return this.#nextRequest++
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#slots.map((slot) => slot.worker.terminate()))
+    this.#slots.length = 0
+  }
+
+  #pick(): WorkerSlot {
+    for (let i = this.#slots.length - 1; i >= 0; i--) if (this.#slots[i].failure) this.#slots.splice(i, 1)
+    if (this.#slots.length < this.#size) {
+      const slot = new WorkerSlot()
+      this.#slots.push(slot)
+      return slot
+    }
+    return this.#slots.reduce((a, b) => (b.emulators.size < a.emulators.size ? b : a))
+  }
+}
+
+export class Emulator {
+  readonly key: string
+  readonly #pool: EmulatorPool
+  readonly #slot: WorkerSlot
+  readonly #journal: Journal
+  readonly #release: () => void
+  readonly #stop = new AbortController()
+  readonly #listeners = new Set<(sequence: number) => void>()
+  #sent = 0
+  #applied = 0
+  #inflight = 0
+  #wake: (() => void) | undefined
+
+  constructor(pool: EmulatorPool, slot: WorkerSlot, key: string, journal: Journal) {
+    this.#pool = pool
+    this.#slot = slot
+    this.key = key
+    this.#journal = journal
+    this.#release = journal.attach()
+    void this.#pump().catch((error: unknown) => {
+      if (!this.#stop.signal.aborted) console.error(`termkeep emulator ${key}: feed stopped`, error)
+    })
+  }
+
+  /** The last journal sequence the screen reflects. */
+  get appliedSequence(): number {
+    return this.#applied
+  }
+
+  /** True when the screen reflects every record journaled so far. */
+  get caughtUp(): boolean {
+    return this.#applied === this.#journal.lastSequence
+  }
+
+  /** Called with each newly applied sequence; returns an unsubscribe function. */
+  onApplied(listener: (sequence: number) => void): () => void {
+    this.#listeners.add(listener)
+    return () => this.#listeners.delete(listener)
+  }
+
+  /** The screen as ANSI at a known sequence, with explicit cursor position and visibility. */
+  snapshot(): Promise<EmulatorSnapshot> {
+    return this.request<EmulatorSnapshot>('snapshot')
+  }
+
+  /** Runs a worker-side handler (see handlers.ts) after every record sent so far is applied. */
+  request<T>(kind: string, payload?: unknown): Promise<T> {
+    if (this.#slot.failure) return Promise.reject(this.#slot.failure)
+    if (this.#stop.signal.aborted) return Promise.reject(new Error('emulator disposed'))
+    const id = this.#pool.nextRequestId()
+    return new Promise<T>((resolve, reject) => {
+      this.#slot.pending.set(id, { resolve: resolve as (value: unknown) => void, reject })
+      this.#slot.post({ type: 'request', key: this.key, id, kind, payload })
+    })
+  }
+
+  dispose(): void {
+    if (this.#stop.signal.aborted) return
+    this.#stop.abort()
+    this.#wake?.()
+    this.#slot.emulators.delete(this.key)
+    this.#slot.post({ type: 'close', key: this.key })
+    this.#release()
+  }
+
+  /** @internal the worker applied records up to `sequence`. */
+  applied(sequence: number, bytes: number): void {
+    this.#applied = sequence
+    this.#inflight -= bytes
+    this.#wake?.()
+    for (const listener of this.#listeners) listener(sequence)
+  }
+
+  async #pump(): Promise<void> {
+    const signal = this.#stop.signal
+    while (!signal.aborted && !this.#slot.failure) {
+      if (this.#inflight >= EMULATOR_MAX_INFLIGHT_BYTES) {
+        await new Promise<void>((resolve) => (this.#wake = resolve))
+        continue
+      }
+      if (this.#sent >= this.#journal.lastSequence) {
+        if (this.#journal.ended || this.#journal.retired) return
+        await this.#journal.wait(this.#sent, IDLE_WAIT_MS, signal)
+        continue
+      }
+      const records = await this.#journal.readRecords(this.#sent, BATCH_BYTES)
+      if (signal.aborted) return
+      this.#post(records)
+    }
+  }
+
+  #post(records: Awaited<ReturnType<Journal['readRecords']>>): void {
+    let total = 0
+    for (const r of records) if (r.kind === 'data') total += r.bytes.length
+    const bytes = new Uint8Array(total)
+    const wire: WireRecord[] = []
+    let at = 0
+    for (const r of records) {
+      if (r.kind === 'resize') {
+        wire.push(r)
+        continue
+      }
+      bytes.set(r.bytes, at)
+      wire.push({ kind: 'data', sequence: r.sequence, start: at, end: at + r.bytes.length })
+      at += r.bytes.length
+    }
+    this.#sent = records.at(-1)!.sequence
+    this.#inflight += total
+    this.#slot.post({ type: 'records', key: this.key, bytes, records: wire }, [bytes.buffer])
+  }
+}

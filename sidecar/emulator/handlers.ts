@@ -1,0 +1,35 @@
+/**
+ * The worker-side request registry. A handler runs inside the emulator worker with the screen of
+ * one terminal, after every record sent before the request has been applied. It may be async;
+ * the screen receives no new records until it settles, so what it reads is consistent with
+ * `context.sequence`.
+ *
+ * To add a kind (display issue): create a module that calls `registerRequestHandler('kind', fn)`
+ * and import it from `worker.ts` (see the marked line there). Then, on the main thread,
+ * `emulator.request<Result>('kind', payload)`.
+ */
+import type { SerializeAddon } from '@xterm/addon-serialize'
+import type { Terminal } from '@xterm/headless'
+
+export interface EmulatorContext {
+  /** The headless terminal (xterm.js API; buffer.active/normal/alternate, modes, options). */
+  terminal: Terminal
+  serializer: SerializeAddon
+  /** The last journal sequence applied to `terminal`. */
+  sequence: number
+  /** The screen's key (sessionId/terminalId), for logs or persistence. */
+  key: string
+}
+
+export type RequestHandler = (context: EmulatorContext, payload: unknown) => unknown | Promise<unknown>
+
+const handlers = new Map<string, RequestHandler>()
+
+export function registerRequestHandler(kind: string, handler: RequestHandler): void {
+  if (handlers.has(kind)) throw new Error(`emulator request kind "${kind}" is already registered`)
+  handlers.set(kind, handler)
+}
+
+export function requestHandler(kind: string): RequestHandler | undefined {
+  return handlers.get(kind)
+}

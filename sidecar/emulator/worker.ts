@@ -1,0 +1,113 @@
+/**
+ * The emulator worker: headless xterm.js screens fed from the journal, off the byte path. The main
+ * thread (`emulator.ts`) sends records in sequence order; this thread parses them and reports the
+ * sequence it has applied. Requests (snapshot, and kinds registered by other modules) run in order
+ * with the records of their screen.
+ */
+import { parentPort } from 'node:worker_threads'
+import serializeModule from '@xterm/addon-serialize'
+import headless from '@xterm/headless'
+import { cursorRestoreSuffix } from './cursor.ts'
+import { registerRequestHandler, requestHandler, type EmulatorContext } from './handlers.ts'
+import { historyRows, type EmulatorSnapshot, type FromWorker, type ToWorker, type WireRecord } from './protocol.ts'
+// Request handlers of other areas register themselves here (display issue: import its module).
+
+// Both packages are CommonJS: named ESM imports fail under Node and tsx.
+const { Terminal } = headless
+const { SerializeAddon } = serializeModule
+
+const port = parentPort
+if (!port) throw new Error('emulator worker started outside a worker thread')
+
+class Screen implements EmulatorContext {
+  readonly terminal: InstanceType<typeof Terminal>
+  readonly serializer: InstanceType<typeof SerializeAddon>
+  sequence = 0
+  /** Everything for this screen runs on this chain, in arrival order. */
+  chain: Promise<void> = Promise.resolve()
+
+  constructor(readonly key: string, cols: number, rows: number) {
+    this.terminal = new Terminal({ cols, rows, scrollback: historyRows(cols), allowProposedApi: true })
+    this.serializer = new SerializeAddon()
+    this.terminal.loadAddon(this.serializer)
+  }
+
+  async apply(bytes: Uint8Array, records: WireRecord[]): Promise<void> {
+    let written = 0
+    for (const record of records) {
+      if (record.kind === 'data') {
+        this.terminal.write(bytes.subarray(record.start, record.end))
+        written += record.end - record.start
+      } else {
+        await this.#flush()
+        // The allowance follows the width, set before the reflow so the reflow keeps it.
+        this.terminal.options.scrollback = historyRows(record.cols)
+        this.terminal.resize(record.cols, record.rows)
+      }
+    }
+    await this.#flush()
+    this.sequence = records.at(-1)?.sequence ?? this.sequence
+    post({ type: 'applied', key: this.key, sequence: this.sequence, bytes: written })
+  }
+
+  #flush(): Promise<void> {
+    return new Promise((resolve) => this.terminal.write('', resolve))
+  }
+}
+
+registerRequestHandler('snapshot', (context): EmulatorSnapshot => {
+  const { terminal, serializer, sequence } = context
+  return {
+    sequence,
+    cols: terminal.cols,
+    rows: terminal.rows,
+    screen: serializer.serialize() + cursorRestoreSuffix(terminal),
+  }
+})
+
+const screens = new Map<string, Screen>()
+
+function post(message: FromWorker): void {
+  port!.postMessage(message)
+}
+
+function enqueue(screen: Screen, step: () => Promise<void>): void {
+  screen.chain = screen.chain.then(step).catch((error: unknown) => {
+    console.error(`termkeep emulator ${screen.key}:`, error)
+  })
+}
+
+port.on('message', (message: ToWorker) => {
+  if (message.type === 'open') {
+    screens.set(message.key, new Screen(message.key, message.cols, message.rows))
+    return
+  }
+  const screen = screens.get(message.key)
+  if (!screen) {
+    if (message.type === 'request') {
+      post({ type: 'response', key: message.key, id: message.id, ok: false, error: 'no such screen' })
+    }
+    return
+  }
+  switch (message.type) {
+    case 'records':
+      enqueue(screen, () => screen.apply(message.bytes, message.records))
+      return
+    case 'request':
+      enqueue(screen, async () => {
+        const handler = requestHandler(message.kind)
+        try {
+          if (!handler) throw new Error(`unknown emulator request kind "${message.kind}"`)
+          const value = await handler(screen, message.payload)
+          post({ type: 'response', key: screen.key, id: message.id, ok: true, value })
+        } catch (error) {
+          post({ type: 'response', key: screen.key, id: message.id, ok: false, error: String(error) })
+        }
+      })
+      return
+    case 'close':
+      screens.delete(message.key)
+      enqueue(screen, async () => screen.terminal.dispose())
+      return
+  }
+})

@@ -1,0 +1,157 @@
+/**
+ * The output journal of one terminal: every PTY read as native Data records (split at
+ * MAX_RECORD_RAW_BYTES), every resize as a Resize record, sequences 1, 2, 3… Bytes live in an
+ * append-only spool file; memory holds only the index. Nothing is evicted while the terminal lives.
+ *
+ * Readers pull by sequence at their own pace (there is no per-reader queue and the PTY is never
+ * paused for a reader). Because a reader asks for "records after N" from the one index and then
+ * waits for the index to grow, replay and live delivery are the same loop: no gap, no duplicate.
+ */
+import { MAX_RECORD_RAW_BYTES } from '../../schema/limits.ts'
+import type { Geometry } from '../../schema/wire/common.ts'
+import type { OutputItem } from '../../schema/wire/output.ts'
+import { planItems, type ItemPlan, type NativeRecord, type RecordMeta } from './coalesce.ts'
+import { Notifier, type WaitResult } from './notifier.ts'
+import { RecordIndex } from './record-index.ts'
+import { Spool } from './spool.ts'
+
+/** Upper bound of bytes one read call fetches from the spool (bounds a reader's transient memory). */
+const READ_WINDOW_BYTES = 1024 * 1024
+/** Upper bound of records one read call looks at (Resize records carry no bytes). */
+const READ_WINDOW_RECORDS = 4096
+
+export class Journal {
+  readonly initialSize: Geometry
+  readonly #index = new RecordIndex()
+  readonly #spool: Spool
+  readonly #changes = new Notifier()
+  #ended = false
+  #retired = false
+
+  constructor(spoolPath: string, initialSize: Geometry) {
+    this.initialSize = initialSize
+    this.#spool = new Spool(spoolPath)
+  }
+
+  /** The last native sequence (0 before the first record). */
+  get lastSequence(): number {
+    return this.#index.last
+  }
+
+  /** The byte source reached EOF; no record follows. */
+  get ended(): boolean {
+    return this.#ended
+  }
+
+  /** Retired: new attachments are refused; attached readers drain. */
+  get retired(): boolean {
+    return this.#retired
+  }
+
+  get indexBytes(): number {
+    return this.#index.byteSize
+  }
+
+  /** Journals one PTY read. Returns the last sequence it produced. */
+  appendData(bytes: Uint8Array): number {
+    if (this.#ended) throw new Error('journal: data after EOF')
+    for (let start = 0; start < bytes.length; start += MAX_RECORD_RAW_BYTES) {
+      const part = bytes.subarray(start, Math.min(bytes.length, start + MAX_RECORD_RAW_BYTES))
+      this.#index.addData(this.#spool.append(part), part.length)
+    }
+    this.#changes.notify()
+    return this.#index.last
+  }
+
+  appendResize(cols: number, rows: number): number {
+    if (this.#ended) throw new Error('journal: resize after EOF')
+    const sequence = this.#index.addResize(this.#spool.size, cols, rows)
+    this.#changes.notify()
+    return sequence
+  }
+
+  /** The byte source closed (EOF). */
+  end(): void {
+    if (this.#ended) return
+    this.#ended = true
+    this.#changes.notify()
+  }
+
+  /** Closed and released: the spool goes away once every attached reader has let go. */
+  retire(): void {
+    if (this.#retired) return
+    this.#retired = true
+    this.#spool.release()
+    this.#changes.notify()
+  }
+
+  /** A reader keeps the spool readable until it releases, even across retirement. */
+  attach(): () => void {
+    return this.#spool.hold()
+  }
+
+  /** Waits until a record after `after` exists, the journal ends or retires, or the time passes. */
+  wait(after: number, timeoutMs: number, signal?: AbortSignal): Promise<WaitResult> {
+    if (this.#index.last > after || this.#ended || this.#retired) return Promise.resolve('changed')
+    return this.#changes.wait(timeoutMs, signal)
+  }
+
+  /** Native records after `after`, up to about `maxBytes` of data (at least one record if any). */
+  async readRecords(after: number, maxBytes = READ_WINDOW_BYTES): Promise<NativeRecord[]> {
+    const { metas } = this.#metasAfter(after, maxBytes)
+    if (metas.length === 0) return []
+    const data = metas.filter((m) => m.kind === 'data')
+    const start = data.length > 0 ? this.#index.offset(data[0].sequence) : 0
+    const total = data.reduce((sum, m) => sum + m.length, 0)
+    const bytes = total > 0 ? await this.#spool.readAt(start, total) : Buffer.alloc(0)
+    let at = 0
+    return metas.map((m): NativeRecord => {
+      if (m.kind === 'resize') return m
+      const record = { kind: 'data' as const, sequence: m.sequence, bytes: bytes.subarray(at, at + m.length) }
+      at += m.length
+      return record
+    })
+  }
+
+  /** Delivery items after `after`: adjacent Data coalesced within the item budget. */
+  async readItems(after: number, maxItems: number): Promise<OutputItem[]> {
+    const { metas, cut } = this.#metasAfter(after, READ_WINDOW_BYTES)
+    const plans = planItems(metas, maxItems)
+    // The window may have cut the last item short; leave it for the next read so items come out
+    // the same however a reader pages (only the live edge can produce a short item).
+    const tail = plans.at(-1)
+    if (cut && plans.length > 1 && tail?.kind === 'data' && tail.last === metas.at(-1)?.sequence) plans.pop()
+    if (plans.length === 0) return []
+    const dataPlans = plans.filter((p): p is Extract<ItemPlan, { kind: 'data' }> => p.kind === 'data')
+    const start = dataPlans.length > 0 ? this.#index.offset(dataPlans[0].first) : 0
+    const total = dataPlans.reduce((sum, p) => sum + p.length, 0)
+    const bytes = total > 0 ? await this.#spool.readAt(start, total) : Buffer.alloc(0)
+    let at = 0
+    return plans.map((p): OutputItem => {
+      if (p.kind === 'resize') return { kind: 'resize', sequence: p.last, cols: p.cols, rows: p.rows }
+      const data = bytes.subarray(at, at + p.length).toString('base64')
+      at += p.length
+      return { kind: 'data', sequence: p.last, data }
+    })
+  }
+
+  /** Consecutive record metas after `after` whose data adds up to about `maxBytes`; `cut` when
+   * more records follow. */
+  #metasAfter(after: number, maxBytes: number): { metas: RecordMeta[]; cut: boolean } {
+    const metas: RecordMeta[] = []
+    let bytes = 0
+    const last = this.#index.last
+    for (let s = after + 1; s <= last; s++) {
+      if (metas.length === READ_WINDOW_RECORDS) return { metas, cut: true }
+      if (this.#index.isData(s)) {
+        const length = this.#index.length(s)
+        if (metas.length > 0 && bytes + length > maxBytes) return { metas, cut: true }
+        bytes += length
+        metas.push({ kind: 'data', sequence: s, length })
+      } else {
+        metas.push({ kind: 'resize', sequence: s, ...this.#index.geometry(s) })
+      }
+    }
+    return { metas, cut: false }
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * The append-only spool file behind one journal. Appends are synchronous writes to the page
+ * cache (so a record is readable by every reader the moment it is indexed, with no in-memory copy
+ * kept); reads are positioned and asynchronous, one per reader, each at its own pace.
+ *
+ * The file stays open while any reader holds it, so retiring a journal never cuts off a reader that
+ * is draining; it is unlinked when the last holder lets go.
+ */
+import { closeSync, mkdirSync, openSync, read, rmSync, writeSync } from 'node:fs'
+import { dirname } from 'node:path'
+
+export class Spool {
+  readonly path: string
+  #fd: number
+  #size = 0
+  #holders = 1 // the journal itself
+  #released = false
+
+  constructor(path: string) {
+    this.path = path
+    mkdirSync(dirname(path), { recursive: true })
+    this.#fd = openSync(path, 'w+', 0o600)
+  }
+
+  /** Bytes written so far; the offset the next append starts at. */
+  get size(): number {
+    return this.#size
+  }
+
+  /** Appends bytes; returns the offset they start at. Throws on a real write failure. */
+  append(bytes: Uint8Array): number {
+    const offset = this.#size
+    let written = 0
+    while (written < bytes.length) {
+      written += writeSync(this.#fd, bytes, written, bytes.length - written, offset + written)
+    }
+    this.#size += bytes.length
+    return offset
+  }
+
+  /** Reads exactly `length` bytes at `offset`; a short read or an I/O error rejects. */
+  async readAt(offset: number, length: number): Promise<Buffer> {
+    const buffer = Buffer.allocUnsafe(length)
+    let done = 0
+    while (done < length) {
+      const n = await new Promise<number>((resolve, reject) =>
+        read(this.#fd, buffer, done, length - done, offset + done, (error, bytes) => (error ? reject(error) : resolve(bytes))),
+      )
+      if (n === 0) throw new Error(`spool ${this.path}: short read at ${offset + done} (wanted ${length - done} more bytes)`)
+      done += n
+    }
+    return buffer
+  }
+
+  /** A reader keeps the file open until it calls the returned release. */
+  hold(): () => void {
+    if (this.#released) throw new Error('spool already released')
+    this.#holders++
+    let once = false
+    return () => {
+      if (once) return
+      once = true
+      this.#drop()
+    }
+  }
+
+  /** The journal's own release: the file goes away once no reader holds it. */
+  release(): void {
+    if (this.#released) return
+    this.#released = true
+    this.#drop()
+  }
+
+  #drop(): void {
+    if (--this.#holders > 0) return
+    closeSync(this.#fd)
+    rmSync(this.path, { force: true })
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * One PTY and its child, over node-pty 1.1.0, with the tail-loss hazard fixed.
+ *
+ * Why node-pty loses the tail (microsoft/node-pty#72): the master is read through a
+ * `tty.ReadStream`, i.e. a libuv stream. When the child exits, the kernel reports POLLHUP on the
+ * master. libuv's `uv__stream_io` treats "POLLHUP after a partial read" as EOF (a PTY read never
+ * fills libuv's 64 KiB buffer, so every read is partial) even though the kernel still holds up to
+ * ~70 KB of output in the PTY buffers. The stream emits 'end', Node auto-destroys it and closes
+ * the master fd: the rest is gone. (A read that returns EIO is a real end: Linux's n_tty only
+ * returns EIO once the buffers are empty.)
+ *
+ * The fix: just before the master fd can be closed (on 'end' and in `destroy`, which node-pty
+ * also calls 200 ms after exit), read the master synchronously until EIO (everything read) or
+ * EAGAIN (another process still holds the slave). The fd is non-blocking, so this never blocks.
+ * Proven by the 30 × 1 MB `cat` test in sidecar/terminals.
+ */
+import { readSync } from 'node:fs'
+import * as pty from 'node-pty'
+
+export interface PtySpawnOptions {
+  file: string
+  args: string[]
+  cwd: string
+  env: Record<string, string>
+  cols: number
+  rows: number
+}
+
+export interface PtyExit {
+  exitCode: number | null
+  signal: number | null
+}
+
+interface NodePtyInternals {
+  _socket: import('node:net').Socket
+  _fd: number
+}
+
+const DRAIN_CHUNK_BYTES = 64 * 1024
+
+export class PtyProcess {
+  readonly pid: number
+  readonly #pty: pty.IPty
+  readonly #socket: import('node:net').Socket
+  readonly #fd: number
+  #onData: (bytes: Buffer) => void = () => {}
+  #onEnd: () => void = () => {}
+  #onExit: (exit: PtyExit) => void = () => {}
+  #ended = false
+
+  constructor(options: PtySpawnOptions) {
+    this.#pty = pty.spawn(options.file, options.args, {
+      name: options.env.TERM ?? 'xterm-256color',
+      cwd: options.cwd,
+      env: options.env,
+      cols: options.cols,
+      rows: options.rows,
+      encoding: null,
+    })
+    const internals = this.#pty as unknown as Partial<NodePtyInternals>
+    if (!internals._socket || typeof internals._fd !== 'number') {
+      throw new Error('node-pty internals changed (_socket/_fd): the tail-loss fix needs review')
+    }
+    this.pid = this.#pty.pid
+    this.#socket = internals._socket
+    this.#fd = internals._fd
+    this.#socket.on('data', (chunk: Buffer) => this.#onData(chunk))
+    // node-pty rethrows stream errors when it is the only listener; its own handler still closes.
+    this.#socket.on('error', () => {})
+    // Registered before Node's own 'end' handling destroys the stream.
+    this.#socket.prependListener('end', () => this.#drainSync())
+    const destroy = this.#socket.destroy.bind(this.#socket)
+    this.#socket.destroy = (error?: Error) => {
+      this.#drainSync()
+      return destroy(error)
+    }
+    this.#socket.once('close', () => this.#end())
+    this.#pty.onExit(({ exitCode, signal }) => {
+      this.#end()
+      this.#onExit({ exitCode: signal ? null : exitCode, signal: signal || null })
+    })
+  }
+
+  /** Every byte read from the master, in order (a Buffer the callee may keep). */
+  onData(listener: (bytes: Buffer) => void): void {
+    this.#onData = listener
+  }
+
+  /** The byte source closed: no data follows. Fires before onExit. */
+  onEnd(listener: () => void): void {
+    this.#onEnd = listener
+  }
+
+  onExit(listener: (exit: PtyExit) => void): void {
+    this.#onExit = listener
+  }
+
+  write(bytes: Uint8Array): void {
+    this.#pty.write(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  }
+
+  resize(cols: number, rows: number): void {
+    this.#pty.resize(cols, rows)
+  }
+
+  /** Closes the master after reading whatever the kernel still holds (used when a close cannot
+   * wait for EOF any longer, e.g. a process outside the session keeps the slave open). */
+  forceClose(): void {
+    if (this.#ended) return
+    this.#socket.destroy()
+  }
+
+  #drainSync(): void {
+    if (this.#ended) return
+    const buffer = Buffer.allocUnsafe(DRAIN_CHUNK_BYTES)
+    for (;;) {
+      let n: number
+      try {
+        n = readSync(this.#fd, buffer, 0, buffer.length, null)
+      } catch {
+        return // EIO: all read; EAGAIN: nothing buffered now; EBADF: already closed
+      }
+      if (n <= 0) return
+      this.#onData(Buffer.from(buffer.subarray(0, n)))
+    }
+  }
+
+  #end(): void {
+    if (this.#ended) return
+    this.#drainSync()
+    this.#ended = true
+    this.#onEnd()
+  }
+}
