@@ -8,6 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { arch, platform, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { openStorage } from '../../storage/client.ts'
 import { freePort, waitFor } from '../support/ports.ts'
@@ -115,6 +116,16 @@ export function denoCheck(): { status: number | null; output: string } {
 }
 
 // ── Workers ─────────────────────────────────────────────────────────────────
+
+/** The workerd binary Miniflare runs (from the platform package `workerd` picks), if installed. */
+export function workerdBinary(): string | undefined {
+  try {
+    const path = (createRequire(import.meta.url)('workerd') as { default: string }).default
+    return existsSync(path) ? path : undefined
+  } catch {
+    return undefined // an unsupported platform: the workerd package throws on import
+  }
+}
 
 export interface WorkerBundle {
   dir: string

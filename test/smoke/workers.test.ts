@@ -6,7 +6,7 @@
 import { readFileSync, statSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { describeSmoke } from './routes.ts'
-import { buildWorker, startWorkersTarget, type WorkerBundle } from './targets.ts'
+import { buildWorker, startWorkersTarget, workerdBinary, type WorkerBundle } from './targets.ts'
 
 /**
  * Budget for everything except the bundled web page (web/, served by the API on every runtime).
@@ -56,11 +56,36 @@ describe('Workers bundle (wrangler deploy --dry-run)', () => {
   })
 })
 
-describeSmoke('Workers API (workerd) on a remote libSQL server', 'workerd', (backend) =>
-  startWorkersTarget(built(), {
-    DATABASE_URL: backend.databaseUrl,
-    SIDECAR_URL: backend.sidecar.url,
-    SIDECAR_SECRET: backend.sidecar.secret,
-    AUTO_MIGRATE: '1',
-  }),
-)
+if (workerdBinary()) {
+  describe('Workers entry configuration', () => {
+    it('answers a clear 500 when a binding is missing or names a file: database, naming the variable', async () => {
+      for (const [bindings, variable] of [
+        [{ SIDECAR_URL: 'http://127.0.0.1:9', SIDECAR_SECRET: 'a-secret-of-16-chars-or-more' }, 'DATABASE_URL'],
+        [{ DATABASE_URL: 'file:./data/x.db', SIDECAR_SECRET: 'a-secret-of-16-chars-or-more' }, 'DATABASE_URL'],
+        [{ DATABASE_URL: 'http://127.0.0.1:9' }, 'SIDECAR_SECRET'],
+      ] as const) {
+        const target = await startWorkersTarget(built(), bindings)
+        try {
+          const response = await fetch(`${target.url}/v1/health`)
+          expect(response.status).toBe(500)
+          expect((await response.json()).error.message).toContain(variable)
+        } finally {
+          await target.stop()
+        }
+      }
+    }, 120_000)
+  })
+
+  describeSmoke('Workers API (workerd) on a remote libSQL server', 'workerd', (backend) =>
+    startWorkersTarget(built(), {
+      DATABASE_URL: backend.databaseUrl,
+      SIDECAR_URL: backend.sidecar.url,
+      SIDECAR_SECRET: backend.sidecar.secret,
+      AUTO_MIGRATE: '1',
+    }),
+  )
+} else {
+  describe.skip('Workers API (skipped: no workerd binary for this platform; @cloudflare/workerd-* covers linux/darwin x64 and arm64)', () => {
+    it('needs workerd', () => {})
+  })
+}
