@@ -5,7 +5,6 @@
  * a style is only rebuilt when a cell's raw attribute words differ from the previous cell's.
  */
 import type { IBufferCell, IBufferLine } from '@xterm/headless'
-import { HISTORY_CELLS } from '../../schema/limits.ts'
 import { ATTR, ROW_WRAPPED, type CellStyle, type Color, type EncodedRow } from '../../schema/wire/display.ts'
 
 // xterm colour-mode bits (getFgColorMode / getBgColorMode).
@@ -168,9 +167,4 @@ export class RowEncoder {
     flush()
     return row
   }
-}
-
-/** History allowance: HISTORY_CELLS worth of rows at this width (10,000 at 80 columns). */
-export function historyRowsFor(cols: number, historyCells = HISTORY_CELLS): number {
-  return Math.floor(historyCells / cols)
 }

@@ -6,7 +6,7 @@ import xterm, { type IBuffer, type IBufferCell, type Terminal as TerminalType } 
 import { decodeDisplay, type DecodedDisplay } from '../../../api/display/decode.ts'
 import { replayAnsi } from '../../../api/display/replay.ts'
 import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../../schema/wire/display.ts'
-import { historyRowsFor } from '../encode.ts'
+import { historyRowsFor } from '../allowance.ts'
 import { encodeRevision, type EncodedRevision, type EncodeOptions } from '../revision.ts'
 import { DisplayTracker } from '../tracker.ts'
 
