@@ -66,6 +66,10 @@ export const MAX_DISPLAY_BYTES = 64 * MiB
 export const MAX_DISPLAY_EVENT_BYTES = 64 * KiB
 /** Quiet time after output before the screen counts as settled and is persisted. */
 export const SETTLE_WINDOW_MS = 250
+/** Display revisions kept per terminal besides the newest, and how long an older one survives
+ * pruning at least: a readDisplay that began on it can finish streaming. */
+export const DISPLAY_KEEP_REVISIONS = 3
+export const DISPLAY_KEEP_MS = 2 * 60_000
 /** Legacy text-only records: the old whole-record limits they were written under. */
 export const LEGACY_MAX_ROWS = 500
 export const LEGACY_MAX_BYTES = 4 * MiB
