@@ -49,6 +49,15 @@ export interface SessionRecord {
   id: string
   cwd: string
   title: string | null
+  createdAt?: number
+}
+
+/** A session's name for people: its title, else when it started. */
+export function sessionLabel(session: SessionRecord): string {
+  if (session.title) return session.title
+  if (!session.createdAt) return session.id
+  const at = new Date(session.createdAt)
+  return `Session ${at.toLocaleDateString(undefined, { month: 'short', day: 'numeric' })} ${at.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })}`
 }
 
 /** Accepts the registry's workspace shape whether it names the id `id` or `workspaceId`. */

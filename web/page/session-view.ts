@@ -4,7 +4,7 @@
  */
 import { DEFAULT_COLS, DEFAULT_ROWS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
-import { ApiError, type TermkeepClient } from '../client/api.ts'
+import { ApiError, sessionLabel, type TermkeepClient } from '../client/api.ts'
 import { fill, h, randomId } from './dom.ts'
 import { TerminalView } from './terminal-view.ts'
 
@@ -44,7 +44,7 @@ export class SessionView {
     )
     client.session(sessionId).then(
       (s) => {
-        title.textContent = s.title || sessionId
+        title.textContent = sessionLabel(s)
         cwd.textContent = s.cwd
       },
       () => {},

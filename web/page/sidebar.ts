@@ -2,7 +2,7 @@
  * The navigation column: workspaces and their sessions in the user's order, live from the registry
  * watch; a form to add a workspace by directory path; a button per workspace to start a session.
  */
-import { ApiError, type Registry, type TermkeepClient, type WorkspaceView } from '../client/api.ts'
+import { ApiError, sessionLabel, type Registry, type TermkeepClient, type WorkspaceView } from '../client/api.ts'
 import { fill, h } from './dom.ts'
 
 export interface SidebarActions {
@@ -81,7 +81,7 @@ export class Sidebar {
     if (known !== undefined) return known
     this.#titles.set(sessionId, sessionId)
     this.client.session(sessionId).then(
-      (s) => s.title && this.setTitle(sessionId, s.title),
+      (s) => this.setTitle(sessionId, sessionLabel(s)),
       () => {},
     )
     return sessionId
@@ -124,6 +124,7 @@ export class Sidebar {
                     type: 'button',
                     class: 'session',
                     'data-session-id': id,
+                    title: id,
                     'aria-current': id === this.#selected ? 'page' : undefined,
                     onclick: () => this.actions.openSession(id),
                   },

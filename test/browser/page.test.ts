@@ -1,0 +1,147 @@
+/**
+ * The bundled page in real Chromium against the real Node API and a real sidecar process: sign in,
+ * add a workspace, start a session (which opens a shell), type a coloured `printf`, see it, resize
+ * the window, reload and see the same screen, stop the sidecar and see the persisted display.
+ * Screenshots land in test-artifacts/.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { TermkeepClient } from '../../web/client/api.ts'
+import { readDisplay } from '../../web/client/display.ts'
+import { waitFor } from '../support/ports.ts'
+import { launch, type Browser } from './chromium.ts'
+import { startStack, type Stack } from './stack.ts'
+
+/** Typed into the shell; the output line it prints appears nowhere in the command line itself. */
+const COLOUR_COMMAND = String.raw`printf '\033[31mRED\033[0m \033[44m BLUE-BG \033[0m %s\n' "$((6*7))"`
+const COLOUR_OUTPUT = 'RED  BLUE-BG  42'
+
+interface CellFacts {
+  text: string
+  fg: number
+  fgPalette: boolean
+  bg: number
+  bgPalette: boolean
+}
+
+describe('web page (Chromium, full stack)', () => {
+  let stack: Stack
+  let browser: Browser
+  let client: TermkeepClient
+  let sessionId = ''
+  let terminalId = ''
+
+  const screenText = () => browser.page.evaluate(() => (globalThis as any).__termkeep.screenText() as string)
+  const waitForScreen = (needle: string, timeout = 20_000) =>
+    browser.page.waitForFunction((n) => ((globalThis as any).__termkeep?.screenText() ?? '').includes(n), needle, { timeout })
+  /** The first cell of `needle` on the open terminal's screen, as xterm.js holds it. */
+  const cellOf = (needle: string) =>
+    browser.page.evaluate((n): CellFacts | undefined => {
+      const term = (globalThis as any).__termkeep.view().term
+      const buffer = term.buffer.active
+      for (let y = 0; y < term.rows; y++) {
+        const line = buffer.getLine(buffer.viewportY + y)
+        const x = line?.translateToString(false).indexOf(n) ?? -1
+        if (x === -1) continue
+        const cell = line.getCell(x)
+        return { text: cell.getChars(), fg: cell.getFgColor(), fgPalette: cell.isFgPalette(), bg: cell.getBgColor(), bgPalette: cell.isBgPalette() }
+      }
+      return undefined
+    }, needle)
+  const info = () => client.terminal(sessionId, terminalId)
+
+  beforeAll(async () => {
+    stack = await startStack('browser')
+    client = new TermkeepClient({ url: stack.api.url, token: stack.token })
+    browser = await launch()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await stack?.stop()
+  })
+
+  it('signs in with a token that never appears in the address', async () => {
+    const { page } = browser
+    await page.goto(stack.api.url)
+    await page.fill('#token', 'not-a-token')
+    await page.click('form.sign-in button[type=submit]')
+    await page.getByText('That token was not accepted.').waitFor()
+    await page.fill('#token', stack.token)
+    await page.click('form.sign-in button[type=submit]')
+    await page.getByText('No workspaces yet').waitFor()
+    expect(page.url()).not.toContain(stack.token)
+  })
+
+  it('adds a workspace and starts a session that opens a live shell', async () => {
+    const { page } = browser
+    await page.fill('#workspace-path', stack.workspaceDir)
+    await page.keyboard.press('Enter')
+    const workspace = page.locator('.workspace', { hasText: stack.workspaceDir })
+    await workspace.waitFor()
+    await workspace.getByRole('button', { name: '+ Session' }).click()
+    await page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 30_000 })
+    const route = /#\/s\/([\w-]+)\/t\/([\w-]+)$/.exec(page.url())
+    expect(route).not.toBeNull()
+    ;[, sessionId, terminalId] = route!
+    expect(page.url()).not.toContain(stack.token)
+    // The session is listed under its workspace, live from the registry watch.
+    await workspace.locator(`[data-session-id="${sessionId}"]`).waitFor()
+    expect((await info()).state).toBe('running')
+  })
+
+  it('types a coloured printf and shows its output in colour', async () => {
+    const { page } = browser
+    await page.locator('.xterm').click()
+    await page.keyboard.type(COLOUR_COMMAND)
+    await page.keyboard.press('Enter')
+    await waitForScreen(COLOUR_OUTPUT)
+    expect(await cellOf(`RED  BLUE`)).toMatchObject({ text: 'R', fg: 1, fgPalette: true })
+    expect(await cellOf(` BLUE-BG `)).toMatchObject({ text: ' ', bg: 4, bgPalette: true })
+    await browser.screenshot('page-1-colours')
+  })
+
+  it('resizes the remote terminal with the window', async () => {
+    const before = await info()
+    await browser.page.setViewportSize({ width: 900, height: 560 })
+    const after = await waitFor(async () => {
+      const now = await info()
+      return now.cols < before.cols && now.rows < before.rows ? now : undefined
+    }, 20_000, 'the terminal to shrink with the window')
+    const local = await browser.page.evaluate(() => {
+      const term = (globalThis as any).__termkeep.view().term
+      return { cols: term.cols as number, rows: term.rows as number }
+    })
+    expect(local).toEqual({ cols: after.cols, rows: after.rows })
+    // The shell itself sees the new size.
+    await browser.page.keyboard.type('stty size')
+    await browser.page.keyboard.press('Enter')
+    await waitForScreen(`\n${after.rows} ${after.cols}`)
+    await browser.screenshot('page-2-resized')
+  })
+
+  it('shows the same screen after a reload', async () => {
+    const { page } = browser
+    const before = (await screenText()).trimEnd()
+    await page.reload()
+    await page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 30_000 })
+    await waitFor(async () => (await screenText()).trimEnd() === before, 20_000, 'the same screen after reload')
+    expect(await cellOf(`RED  BLUE`)).toMatchObject({ fg: 1, fgPalette: true })
+    await browser.screenshot('page-3-reloaded')
+  })
+
+  it('shows the persisted display, read-only, once the sidecar is stopped', async () => {
+    // The settled revision includes the coloured line before the sidecar goes away.
+    await waitFor(async () => {
+      const display = await readDisplay(client, sessionId, terminalId).catch(() => undefined)
+      return display && JSON.stringify(display.viewport).includes('BLUE-BG') ? display : undefined
+    }, 20_000, 'a settled display with the output')
+    await stack.sidecar.stop()
+    const { page } = browser
+    await page.locator('.terminal-view[data-mode="display"]').waitFor({ timeout: 30_000 })
+    await page.getByText('last saved screen').waitFor()
+    expect(await screenText()).toContain(COLOUR_OUTPUT)
+    expect(await cellOf(`RED  BLUE`)).toMatchObject({ text: 'R', fg: 1, fgPalette: true })
+    expect(await cellOf(` BLUE-BG `)).toMatchObject({ bg: 4, bgPalette: true })
+    await browser.screenshot('page-4-persisted-display')
+    expect(browser.errors).toEqual([])
+  })
+})

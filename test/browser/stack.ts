@@ -1,0 +1,49 @@
+/**
+ * The full stack for client tests: a real sidecar process, the real Node API on the same libSQL
+ * file, a token with every grant, and a scratch directory to register as a workspace. Stopped by
+ * pid through the helpers it uses.
+ */
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createToken } from '../../api/auth/tokens.ts'
+import { startNodeApi, type RunningApi } from '../../api/runtime/node.ts'
+import { GRANTS } from '../../schema/grants.ts'
+import { openStorage, type Storage } from '../../storage/client.ts'
+import { migrate } from '../../storage/migrate.ts'
+import { startSidecar, type RunningSidecar } from '../support/sidecar.ts'
+
+export interface Stack {
+  api: RunningApi
+  sidecar: RunningSidecar
+  storage: Storage
+  token: string
+  /** A real directory to add as a workspace. */
+  workspaceDir: string
+  /** Stops everything that is still running and removes the scratch directories. */
+  stop(): Promise<void>
+}
+
+export async function startStack(name: string): Promise<Stack> {
+  const root = mkdtempSync(join(tmpdir(), `termkeep-${name}-`))
+  mkdirSync(join(root, 'project'))
+  const workspaceDir = realpathSync(join(root, 'project'))
+  const sidecar = await startSidecar({ dataDir: join(root, 'data') })
+  const storage = await openStorage({ url: sidecar.databaseUrl })
+  await migrate(storage.client)
+  const api = await startNodeApi({ storage, sidecarUrl: sidecar.url, sidecarSecret: sidecar.secret, host: '127.0.0.1', port: 0 })
+  const { secret } = await createToken(storage.db, { name: `${name}-test`, grants: GRANTS, sessions: 'all' })
+  return {
+    api,
+    sidecar,
+    storage,
+    token: secret,
+    workspaceDir,
+    stop: async () => {
+      await api.close()
+      await sidecar.stop()
+      storage.close()
+      rmSync(root, { recursive: true, force: true })
+    },
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * `termkeep attach` driven through a real PTY (node-pty runs `node cli/bin.js attach …`) against
+ * the real Node API and a real sidecar: the remote screen appears, keystrokes reach the remote
+ * shell, a local window-size change resizes the remote terminal, Ctrl-\ detaches, the local
+ * terminal is restored and the remote terminal keeps running.
+ */
+import { spawn as spawnPty, type IPty } from 'node-pty'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { TermkeepClient } from '../../web/client/api.ts'
+import { startStack, type Stack } from '../browser/stack.ts'
+import { waitFor } from '../support/ports.ts'
+
+const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
+
+/** A CLI process in a real PTY, with everything it printed collected. */
+function runInPty(args: string[], env: Record<string, string>, cols = 100, rows = 30) {
+  const pty: IPty = spawnPty(process.execPath, [BIN, ...args], {
+    name: 'xterm-256color',
+    cols,
+    rows,
+    cwd: process.cwd(),
+    env: { ...process.env, ...env } as Record<string, string>,
+  })
+  let output = ''
+  pty.onData((data) => (output += data))
+  const exited = new Promise<number>((resolve) => pty.onExit(({ exitCode }) => resolve(exitCode)))
+  return { pty, exited, output: () => output }
+}
+
+describe('termkeep attach (real PTY, full stack)', () => {
+  let stack: Stack
+  let client: TermkeepClient
+  let sessionId: string
+  const terminalId = 'cli-term'
+  let env: Record<string, string>
+  const running: IPty[] = []
+
+  beforeAll(async () => {
+    stack = await startStack('cli')
+    client = new TermkeepClient({ url: stack.api.url, token: stack.token })
+    await client.createWorkspace(stack.workspaceDir)
+    sessionId = (await client.createSession(stack.workspaceDir)).id
+    await client.createTerminal(sessionId, terminalId, { cols: 80, rows: 24 })
+    env = { TERMKEEP_URL: stack.api.url, TERMKEEP_TOKEN: stack.token }
+  })
+  afterAll(async () => {
+    for (const pty of running) {
+      try {
+        process.kill(pty.pid, 'SIGKILL')
+      } catch {}
+    }
+    await stack?.stop()
+  })
+
+  it('attaches, types, resizes, detaches with Ctrl-\\ and leaves the terminal running', async () => {
+    const cli = runInPty(['attach', sessionId, terminalId], env, 100, 30)
+    running.push(cli.pty)
+    // Attaching takes control and sizes the remote terminal to this PTY.
+    await waitFor(async () => {
+      const info = await client.terminal(sessionId, terminalId)
+      return info.cols === 100 && info.rows === 30 && info.controllerId?.startsWith('cli-')
+    }, 30_000, 'attach to take control at 100x30')
+    cli.pty.write('echo attached-$((20+22))\r')
+    await waitFor(async () => cli.output().includes('attached-42'), 20_000, 'the echo through attach')
+    // A local window-size change (SIGWINCH) reaches the remote terminal and its shell.
+    cli.pty.resize(120, 40)
+    await waitFor(async () => {
+      const info = await client.terminal(sessionId, terminalId)
+      return info.cols === 120 && info.rows === 40
+    }, 20_000, 'the resize to reach the remote terminal')
+    cli.pty.write('stty size\r')
+    await waitFor(async () => cli.output().includes('40 120'), 20_000, 'stty size inside the attached shell')
+    // Ctrl-\ detaches: the CLI exits 0, restores the local screen and says so.
+    cli.pty.write('\x1c')
+    expect(await cli.exited).toBe(0)
+    expect(cli.output()).toContain('\x1b[?1049l')
+    expect(cli.output()).toContain(`[detached from ${sessionId}/${terminalId}; it keeps running]`)
+    // The remote terminal is still running and control was released.
+    const info = await waitFor(async () => {
+      const now = await client.terminal(sessionId, terminalId)
+      return now.controllerId === null ? now : undefined
+    }, 10_000, 'control to be released')
+    expect(info.state).toBe('running')
+  })
+
+  it('re-attaches to the same shell and sees its screen again', async () => {
+    const cli = runInPty(['attach', sessionId, terminalId], env, 120, 40)
+    running.push(cli.pty)
+    await waitFor(async () => cli.output().includes('attached-42'), 20_000, 'the earlier output in the snapshot')
+    cli.pty.write('echo again-$((1+1))\r')
+    await waitFor(async () => cli.output().includes('again-2'), 20_000, 'new output after re-attaching')
+    cli.pty.write('\x1c')
+    expect(await cli.exited).toBe(0)
+  })
+})
