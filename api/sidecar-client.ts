@@ -6,6 +6,17 @@
 import { errorFromBody, TermkeepError } from '../schema/errors.ts'
 import { SIDECAR_CONNECT_TIMEOUT_MS } from '../schema/limits.ts'
 import type { Geometry } from '../schema/wire/common.ts'
+import type {
+  BytesQuery,
+  DirectoryListing,
+  FileBytes,
+  FileStat,
+  FileText,
+  ListQuery,
+  PathQuery,
+  RelatedQuery,
+  TextQuery,
+} from '../schema/wire/files.ts'
 import type { OutputPage } from '../schema/wire/output.ts'
 import type { CanonicalPath } from '../schema/wire/paths.ts'
 import {
@@ -34,6 +45,7 @@ export class SidecarClient {
   readonly #url: string
   readonly #secret: string
   readonly #fetch: typeof fetch
+  readonly #keys = new Map<string, Promise<CryptoKey>>()
 
   constructor({ url, secret, fetch: fetchImpl }: SidecarClientOptions) {
     this.#url = url.replace(/\/+$/, '')
@@ -147,6 +159,60 @@ export class SidecarClient {
     return this.request(`${terminal(sid, tid)}/output/watch?${params}`, streamInit(signal, query.lastEventId))
   }
 
+  // ── Workspace files (schema/wire/files.ts) ───────────────────────────────
+
+  readFileText(sid: string, query: TextQuery): Promise<FileText> {
+    return this.json(files(sid, 'text', query))
+  }
+
+  readFileBytes(sid: string, query: BytesQuery): Promise<FileBytes> {
+    return this.json(files(sid, 'bytes', query))
+  }
+
+  readFileAll(sid: string, query: PathQuery): Promise<FileBytes> {
+    return this.json(files(sid, 'all', query))
+  }
+
+  readFileRelated(sid: string, query: RelatedQuery): Promise<FileBytes> {
+    return this.json(files(sid, 'related', query))
+  }
+
+  statFile(sid: string, query: PathQuery): Promise<FileStat> {
+    return this.json(files(sid, 'stat', query))
+  }
+
+  listFiles(sid: string, query: ListQuery): Promise<DirectoryListing> {
+    return this.json(files(sid, 'list', query))
+  }
+
+  fileChanges(sid: string, signal: AbortSignal): Promise<Response> {
+    return this.request(files(sid, 'changes', {}), streamInit(signal))
+  }
+
+  /**
+   * An HMAC-SHA-256 key derived (HKDF) from the shared secret for one purpose, e.g. signing
+   * readText continuations. Every API instance of a deployment derives the same key.
+   */
+  signingKey(purpose: string): Promise<CryptoKey> {
+    let key = this.#keys.get(purpose)
+    if (!key) {
+      const encode = (s: string) => new TextEncoder().encode(s)
+      key = crypto.subtle
+        .importKey('raw', encode(this.#secret), 'HKDF', false, ['deriveKey'])
+        .then((material) =>
+          crypto.subtle.deriveKey(
+            { name: 'HKDF', hash: 'SHA-256', salt: encode('termkeep'), info: encode(purpose) },
+            material,
+            { name: 'HMAC', hash: 'SHA-256', length: 256 },
+            false,
+            ['sign', 'verify'],
+          ),
+        )
+      this.#keys.set(purpose, key)
+    }
+    return key
+  }
+
   async #errorOf(response: Response): Promise<TermkeepError> {
     const body: unknown = await response.json().catch(() => undefined)
     const error = errorFromBody(body)
@@ -166,6 +232,13 @@ function session(sid: string): string {
 
 function terminal(sid: string, tid: string): string {
   return `${session(sid)}/terminals/${encodeURIComponent(tid)}`
+}
+
+function files(sid: string, operation: string, query: Record<string, string | number | undefined>): string {
+  const params = new URLSearchParams()
+  for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value))
+  const search = params.size > 0 ? `?${params}` : ''
+  return `${session(sid)}/files/${operation}${search}`
 }
 
 function jsonInit(method: string, body: unknown): RequestInit {

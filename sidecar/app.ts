@@ -6,12 +6,15 @@ import { Hono } from 'hono'
 import { bearerAuth } from 'hono/bearer-auth'
 import { TermkeepError } from '../schema/errors.ts'
 import type { Storage } from '../storage/client.ts'
+import { fileRoutes } from './files/routes.ts'
 import { paths } from './paths.ts'
 
 export interface SidecarDeps {
   storage: Storage
   secret: string
   generation: number
+  /** TERMKEEP_FILES_ALLOW_OUTSIDE: file reads may leave the session's workspace (off by default). */
+  filesAllowOutside?: boolean
 }
 
 export function createSidecarApp(deps: SidecarDeps): Hono {
@@ -28,5 +31,6 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.use(bearerAuth({ token: deps.secret }))
   app.get('/v1/health', (c) => c.json({ ok: true, generation: deps.generation, pid: process.pid }))
   app.route('/', paths)
+  app.route('/', fileRoutes(deps))
   return app
 }

@@ -28,7 +28,7 @@ async function main(): Promise<void> {
     .insert(hostGenerations)
     .values({ pid: process.pid, startedAt: Date.now() })
     .returning({ generation: hostGenerations.generation })
-  const app = createSidecarApp({ storage, secret: config.sidecarSecret, generation })
+  const app = createSidecarApp({ storage, secret: config.sidecarSecret, generation, filesAllowOutside: config.filesAllowOutside })
   const port = Number(listen.port || 80)
   const server = serve({ fetch: app.fetch, hostname: listen.hostname.replace(/^\[|\]$/g, ''), port }, (info) => {
     console.log(`termkeep sidecar: generation ${generation} listening on ${listen.hostname}:${info.port}`)

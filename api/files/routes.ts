@@ -1,0 +1,168 @@
+/**
+ * Workspace files, Files.readText and the session resources it reads. The file routes check the
+ * token and session here, then ask the sidecar, which re-derives the session's bound workspace
+ * itself and confines every path to it (schema/wire/files.ts has the contract).
+ */
+import { Hono, type Context } from 'hono'
+import { describeRoute } from 'hono-openapi'
+import * as v from 'valibot'
+import { SessionId } from '../../schema/wire/common.ts'
+import {
+  BytesQuery,
+  DirectoryListing,
+  EmptyQuery,
+  FileBytes,
+  FileStat,
+  FileText,
+  ListQuery,
+  MAX_RESOURCE_BODY_BYTES,
+  PathQuery,
+  ReadTextPage,
+  ReadTextRequest,
+  RelatedQuery,
+  StoreAttachment,
+  StoredResource,
+  StoreToolResult,
+  TextQuery,
+} from '../../schema/wire/files.ts'
+import { guard } from '../auth/guard.ts'
+import type { AppEnv } from '../deps.ts'
+import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
+import { relaySSE } from '../sse.ts'
+import { validate } from '../validate.ts'
+import { readText } from './read-text.ts'
+import { storeAttachment, storeToolResult } from './resources.ts'
+
+const tags = ['files']
+const SessionOnly = v.object({ sid: SessionId })
+const badQuery = { code: 'files/bad-request' as const }
+
+const FILE_ERRORS = {
+  400: error('`files/bad-request`, `files/not-regular-file` {kind}, `files/not-directory` {kind}, `files/not-text`'),
+  403: error('the path leaves the workspace (`files/outside-workspace`), or the token lacks `files:read`'),
+  404: error('unknown session or not yours (`session/not-found`), session bound to no workspace (`workspace/not-found`), `files/not-found`'),
+  413: error('`files/too-large` {limit}: ask for fewer lines, or use a byte window'),
+  ...SIDECAR_DOWN,
+}
+
+function sid(c: Context<AppEnv>): string {
+  return c.req.param('sid')!
+}
+
+export const fileRoutes = new Hono<AppEnv>()
+  .get(
+    '/v1/sessions/:sid/files/text',
+    describeRoute({ tags, summary: 'A page of UTF-8 lines (1-based offset, at most 5,000 lines and 2 MiB)', responses: { 200: json(FileText), ...FILE_ERRORS } }),
+    guard('files:read'),
+    validate('param', SessionOnly),
+    validate('query', TextQuery, badQuery),
+    async (c) => c.json(await c.var.deps.sidecar.readFileText(sid(c), c.req.valid('query'))),
+  )
+  .get(
+    '/v1/sessions/:sid/files/bytes',
+    describeRoute({ tags, summary: 'A base64 byte window (0-based offset, at most 2 MiB)', responses: { 200: json(FileBytes), ...FILE_ERRORS } }),
+    guard('files:read'),
+    validate('param', SessionOnly),
+    validate('query', BytesQuery, badQuery),
+    async (c) => c.json(await c.var.deps.sidecar.readFileBytes(sid(c), c.req.valid('query'))),
+  )
+  .get(
+    '/v1/sessions/:sid/files/all',
+    describeRoute({ tags, summary: 'The whole file, base64, at most 32 MiB', responses: { 200: json(FileBytes), ...FILE_ERRORS } }),
+    guard('files:read'),
+    validate('param', SessionOnly),
+    validate('query', PathQuery, badQuery),
+    async (c) => c.json(await c.var.deps.sidecar.readFileAll(sid(c), c.req.valid('query'))),
+  )
+  .get(
+    '/v1/sessions/:sid/files/related',
+    describeRoute({
+      tags,
+      summary: "A whole file at a path relative to another file's directory (no absolute paths, URLs or NUL)",
+      responses: { 200: json(FileBytes), ...FILE_ERRORS },
+    }),
+    guard('files:read'),
+    validate('param', SessionOnly),
+    validate('query', RelatedQuery, badQuery),
+    async (c) => c.json(await c.var.deps.sidecar.readFileRelated(sid(c), c.req.valid('query'))),
+  )
+  .get(
+    '/v1/sessions/:sid/files/stat',
+    describeRoute({ tags, summary: 'Kind, opaque version and size', responses: { 200: json(FileStat), ...FILE_ERRORS } }),
+    guard('files:read'),
+    validate('param', SessionOnly),
+    validate('query', PathQuery, badQuery),
+    async (c) => c.json(await c.var.deps.sidecar.statFile(sid(c), c.req.valid('query'))),
+  )
+  .get(
+    '/v1/sessions/:sid/files/list',
+    describeRoute({
+      tags,
+      summary: 'Direct children in stable name order, at most 2,000 (`truncated`)',
+      responses: { 200: json(DirectoryListing), ...FILE_ERRORS },
+    }),
+    guard('files:read'),
+    validate('param', SessionOnly),
+    validate('query', ListQuery, badQuery),
+    async (c) => c.json(await c.var.deps.sidecar.listFiles(sid(c), c.req.valid('query'))),
+  )
+  .get(
+    '/v1/sessions/:sid/files/changes',
+    describeRoute({
+      tags,
+      summary: 'SSE: `ready` once observing, then `change` {path, version | absent, source: termkeep | os} in order',
+      responses: { 200: sse('File changes in the workspace', ['ready', 'change']), ...FILE_ERRORS },
+    }),
+    guard('files:read'),
+    validate('param', SessionOnly),
+    validate('query', EmptyQuery, badQuery),
+    async (c) => {
+      const upstream = new AbortController()
+      const response = await c.var.deps.sidecar.fileChanges(sid(c), upstream.signal)
+      return relaySSE(response, () => upstream.abort(), {
+        heartbeatMs: c.var.deps.tuning?.heartbeatMs,
+        requestSignal: c.req.raw.signal,
+      })
+    },
+  )
+  .post(
+    '/v1/sessions/:sid/read-text',
+    describeRoute({
+      tags,
+      summary: 'Files.readText: a page of a workspace file, `attachment:ID` or `tool-result:ID`; send `next` back whole to continue',
+      description:
+        'A `next` is bound to this session and the token that received it; an altered or foreign one is answered like a missing resource (404 `resource/not-found`).',
+      responses: { 200: json(ReadTextPage), ...FILE_ERRORS, 404: error('`resource/not-found`, `files/not-found`, `workspace/not-found`, `session/not-found`') },
+    }),
+    guard('files:read'),
+    validate('param', SessionOnly),
+    validate('json', ReadTextRequest),
+    async (c) => {
+      const binding = { sessionId: sid(c), tokenId: c.var.auth.tokenId }
+      return c.json(await readText(c.var.deps, binding, c.req.valid('json')))
+    },
+  )
+  .post(
+    '/v1/sessions/:sid/attachments',
+    describeRoute({
+      tags,
+      summary: 'Store an attachment (UTF-8 or base64 content, at most 32 MiB); read it as `attachment:ID`',
+      responses: { 201: json(StoredResource, 'stored'), 413: error('`request/too-large`') },
+    }),
+    guard('sessions:write'),
+    validate('param', SessionOnly),
+    validate('json', StoreAttachment, { maxBytes: MAX_RESOURCE_BODY_BYTES }),
+    async (c) => c.json(await storeAttachment(c.var.deps.db, sid(c), c.req.valid('json')), 201),
+  )
+  .post(
+    '/v1/sessions/:sid/tool-results',
+    describeRoute({
+      tags,
+      summary: 'Archive a tool result (text, at most 32 MiB); read it as `tool-result:ID`',
+      responses: { 201: json(StoredResource, 'stored'), 413: error('`request/too-large`') },
+    }),
+    guard('sessions:write'),
+    validate('param', SessionOnly),
+    validate('json', StoreToolResult, { maxBytes: MAX_RESOURCE_BODY_BYTES }),
+    async (c) => c.json(await storeToolResult(c.var.deps.db, sid(c), c.req.valid('json')), 201),
+  )
