@@ -1,0 +1,224 @@
+/**
+ * The authorization matrix: every mounted route of the design table × {no token, bad token,
+ * missing grant, other session's resource}. Each is refused with the right status and code,
+ * a foreign session answers exactly like a missing one, and no refused request changes state.
+ * Plus: token management and EventSource tickets.
+ */
+import { mkdirSync, realpathSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createToken } from '../../api/auth/tokens.ts'
+import { GRANTS, type Grant } from '../../schema/grants.ts'
+import { readEvents, startHarness, type Harness } from './harness.ts'
+import { ROUTES, type RouteRow } from './route-table.ts'
+
+let h: Harness
+let dir: string
+let wid: string
+let tokenId: string
+
+const TABLES = [
+  'workspaces',
+  'sessions',
+  'workspace_sessions',
+  'archived_sessions',
+  'registry_events',
+  'tokens',
+  'token_grants',
+  'token_sessions',
+  'stream_tickets',
+  'terminals',
+  'attachments',
+  'tool_results',
+]
+
+async function snapshot(): Promise<string> {
+  const parts: unknown[] = []
+  for (const table of TABLES) parts.push((await h.storage.client.execute(`SELECT * FROM ${table} ORDER BY rowid`)).rows)
+  return JSON.stringify(parts)
+}
+
+beforeAll(async () => {
+  h = await startHarness()
+  dir = join(h.dir, 'ws', 'mine')
+  mkdirSync(dir, { recursive: true })
+  dir = realpathSync(dir)
+  const admin = await h.token(GRANTS)
+  const created = (await (await h.request('POST', '/v1/workspaces', { token: admin, body: { path: dir } })).json()) as any
+  wid = created.workspace.id
+  for (const id of ['mine', 'theirs']) await h.request('POST', '/v1/sessions', { token: admin, body: { id, cwd: dir } })
+  tokenId = (await createToken(h.storage.db, { name: 'victim', grants: ['workspaces:read'], sessions: 'all' })).token.id
+})
+afterAll(async () => {
+  await h?.close()
+})
+
+function concrete(path: string, sid: string): string {
+  return path.replace(':sid', sid).replace(':tid', 't1').replace(':wid', wid).replace(':id', tokenId)
+}
+
+/** A body that would succeed (and change state) if the guard let it through. */
+function bodyFor(row: RouteRow): unknown {
+  if (row.method === 'GET' || row.method === 'DELETE') return undefined
+  if (row.path === '/v1/workspaces') return { path: join(h.dir) }
+  if (row.path === '/v1/sessions') return { id: 'theirs', cwd: dir }
+  if (row.path.endsWith('/input')) return 'ls\r'
+  if (row.path.endsWith('/resize')) return { cols: 100, rows: 30 }
+  if (row.method === 'PUT') return { cols: 80, rows: 24 }
+  if (row.method === 'PATCH') return { title: 'changed' }
+  if (row.path === '/v1/tokens') return { name: 'x', grants: ['admin'], sessions: 'all' }
+  if (row.path === '/v1/tickets') return { path: '/v1/workspaces/watch' }
+  return {}
+}
+
+function lacking(grant: RouteRow['grant']): Grant[][] {
+  if (grant === null) return []
+  if (typeof grant === 'string') return [[grant]]
+  if ('anyOf' in grant) return [[...grant.anyOf]]
+  return grant.allOf.map((g) => [g])
+}
+
+const mounted = (row: RouteRow) => h.app.routes.some((r) => r.method === row.method && r.path === row.path)
+
+async function refused(row: RouteRow, sid: string, token: string | undefined, headers: Record<string, string> = {}) {
+  const before = await snapshot()
+  const response = await h.request(row.method, concrete(row.path, sid), { token, body: bodyFor(row), headers: { ...headers, 'termkeep-attachment': 'a1' } })
+  const body = (await response.json()) as any
+  expect(await snapshot(), `${row.method} ${row.path} changed state`).toBe(before)
+  return { status: response.status, body }
+}
+
+describe.each(ROUTES.filter((r) => r.grant !== null))('$method $path', (row) => {
+  it('is refused without a token (401), with a bad token (401), and without its grant (403)', async (ctx) => {
+    if (!mounted(row)) ctx.skip(`not mounted yet (${row.home})`)
+    const none = await refused(row, 'mine', undefined)
+    expect(none.status).toBe(401)
+    expect(none.body.error.code).toBe('auth/missing-token')
+    const bad = await refused(row, 'mine', 'tk_not-a-real-token')
+    expect(bad.status).toBe(401)
+    expect(bad.body.error.code).toBe('auth/invalid-token')
+    const malformed = await refused(row, 'mine', undefined, { authorization: 'Basic abc' })
+    expect(malformed.status).toBe(401)
+    for (const missing of lacking(row.grant)) {
+      const token = await h.token(GRANTS.filter((g) => !missing.includes(g)))
+      const forbidden = await refused(row, 'mine', token)
+      expect(forbidden.status, `without ${missing.join(',')}`).toBe(403)
+      expect(forbidden.body.error.code).toBe('auth/forbidden')
+    }
+  })
+
+  it.runIf(row.path.includes(':sid') || row.path === '/v1/sessions')(
+    "answers another session's resource exactly like a missing one (404), changing nothing",
+    async (ctx) => {
+      if (!mounted(row)) ctx.skip(`not mounted yet (${row.home})`)
+      const scoped = await h.token(GRANTS, ['mine'])
+      if (row.path === '/v1/sessions') {
+        const other = await refused(row, 'mine', scoped)
+        expect(other.status).toBe(404)
+        expect(other.body.error.code).toBe('session/not-found')
+        return
+      }
+      const foreign = await refused(row, 'theirs', scoped)
+      const missing = await refused(row, 'ghost', scoped)
+      expect(foreign.status).toBe(404)
+      expect(foreign.body.error.code).toBe('session/not-found')
+      expect(JSON.stringify(foreign.body).replaceAll('theirs', 'X')).toBe(JSON.stringify(missing.body).replaceAll('ghost', 'X'))
+    },
+  )
+})
+
+describe('token management', () => {
+  it('mints a token whose secret is shown once, lists without secrets, and revokes', async () => {
+    const admin = await h.token(['admin'])
+    const created = await h.request('POST', '/v1/tokens', {
+      token: admin,
+      body: { name: 'reader', grants: ['workspaces:read'], sessions: ['mine'] },
+    })
+    expect(created.status).toBe(201)
+    const { token, secret } = (await created.json()) as any
+    expect(token).toMatchObject({ name: 'reader', grants: ['workspaces:read'], sessions: ['mine'] })
+    expect((await h.request('GET', '/v1/workspaces', { token: secret })).status).toBe(200)
+    const listed = await (await h.request('GET', '/v1/tokens', { token: admin })).text()
+    expect(listed).toContain(token.id)
+    expect(listed).not.toContain(secret)
+    expect(listed).not.toMatch(/secret|hash/i)
+    expect((await h.request('DELETE', `/v1/tokens/${token.id}`, { token: admin })).status).toBe(200)
+    expect((await h.request('GET', '/v1/workspaces', { token: secret })).status).toBe(401)
+    expect((await h.request('DELETE', `/v1/tokens/${token.id}`, { token: admin })).status).toBe(404)
+    expect(await (await h.request('GET', '/v1/tokens', { token: admin })).text()).not.toContain(token.id)
+  })
+
+  it('refuses bad token specs with a 400 and stores nothing', async () => {
+    const admin = await h.token(['admin'])
+    const before = await snapshot()
+    for (const body of [
+      { name: 'x', grants: ['root'], sessions: 'all' },
+      { name: 'x', grants: [], sessions: 'all' },
+      { name: ' ', grants: ['admin'], sessions: 'all' },
+      { name: 'x', grants: ['admin'], sessions: ['bad id!'] },
+      { name: 'x', grants: ['admin'], sessions: 'all', expiresAt: 1 },
+    ]) {
+      const r = await h.request('POST', '/v1/tokens', { token: admin, body })
+      expect(r.status, JSON.stringify(body)).toBe(400)
+    }
+    expect(await snapshot()).toBe(before)
+  })
+
+  it('treats an expired token as invalid', async () => {
+    const { secret } = await createToken(h.storage.db, { name: 'old', grants: ['workspaces:read'], sessions: 'all', expiresAt: Date.now() - 1 })
+    expect((await h.request('GET', '/v1/workspaces', { token: secret })).status).toBe(401)
+  })
+})
+
+describe('EventSource tickets', () => {
+  async function mint(token: string, path: string) {
+    const r = await h.request('POST', '/v1/tickets', { token, body: { path } })
+    return { status: r.status, body: (await r.json()) as any }
+  }
+
+  it('opens exactly one stream, once, on the path it was minted for', async () => {
+    const reader = await h.token(['workspaces:read'])
+    const { status, body } = await mint(reader, '/v1/workspaces/watch')
+    expect(status).toBe(201)
+    const url = `/v1/workspaces/watch?ticket=${encodeURIComponent(body.ticket)}`
+    const stream = await h.request('GET', url)
+    expect(stream.status).toBe(200)
+    const events = await readEvents(stream, (e) => e.some((x) => x.event === 'baseline'))
+    expect(events.some((e) => e.event === 'baseline')).toBe(true)
+    const reused = await h.request('GET', url)
+    expect(reused.status).toBe(401)
+    expect(((await reused.json()) as any).error.code).toBe('auth/invalid-token')
+
+    const other = await mint(reader, '/v1/workspaces/watch')
+    expect((await h.request('GET', `/v1/workspaces?ticket=${other.body.ticket}`)).status).toBe(401)
+    // A failed use on another path does not spend it… and it still works where it belongs.
+    const rightful = await h.request('GET', `/v1/workspaces/watch?ticket=${other.body.ticket}`)
+    expect(rightful.status).toBe(200)
+    await rightful.body?.cancel()
+  })
+
+  it('carries only the minting token\'s authority, dies with it, and expires', async () => {
+    const weak = await h.token(['terminals:control'])
+    const t = await mint(weak, '/v1/workspaces/watch')
+    expect((await h.request('GET', `/v1/workspaces/watch?ticket=${t.body.ticket}`)).status).toBe(403)
+
+    const { token, secret } = await createToken(h.storage.db, { name: 'short', grants: ['workspaces:read'], sessions: 'all' })
+    const revokedTicket = await mint(secret, '/v1/workspaces/watch')
+    await h.request('DELETE', `/v1/tokens/${token.id}`, { token: await h.token(['admin']) })
+    expect((await h.request('GET', `/v1/workspaces/watch?ticket=${revokedTicket.body.ticket}`)).status).toBe(401)
+
+    const reader = await h.token(['workspaces:read'])
+    const expiring = await mint(reader, '/v1/workspaces/watch')
+    await h.storage.client.execute('UPDATE stream_tickets SET expires_at = 0 WHERE used_at IS NULL')
+    expect((await h.request('GET', `/v1/workspaces/watch?ticket=${expiring.body.ticket}`)).status).toBe(401)
+  })
+
+  it('is minted only for stream paths, and a long-lived token in the URL is never accepted', async () => {
+    const reader = await h.token(['workspaces:read'])
+    expect((await mint(reader, '/v1/workspaces')).status).toBe(400)
+    expect((await mint(reader, '/v1/workspaces/watch?x=1')).status).toBe(400)
+    expect((await h.request('GET', `/v1/workspaces/watch?ticket=${encodeURIComponent(reader)}`)).status).toBe(401)
+    expect((await h.request('GET', `/v1/workspaces/watch?token=${encodeURIComponent(reader)}`)).status).toBe(401)
+    expect((await h.request('POST', '/v1/tickets', { body: { path: '/v1/workspaces/watch' } })).status).toBe(401)
+  })
+})

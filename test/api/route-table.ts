@@ -1,0 +1,69 @@
+/**
+ * The public route table of ../shared/DESIGN.md as data: method, path template, required grant,
+ * and the home that serves it. The authorization matrix and the OpenAPI coverage test iterate it.
+ */
+import type { Requirement } from '../../api/auth/guard.ts'
+
+export interface RouteRow {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+  path: string
+  /** null: no token needed. */
+  grant: Requirement | null
+  home: 'api' | 'display' | 'files'
+}
+
+const T = '/v1/sessions/:sid/terminals/:tid'
+const F = '/v1/sessions/:sid/files'
+
+export const ROUTES: RouteRow[] = [
+  { method: 'GET', path: '/v1/health', grant: null, home: 'api' },
+  { method: 'GET', path: '/openapi.json', grant: null, home: 'api' },
+  { method: 'GET', path: '/v1/workspaces', grant: 'workspaces:read', home: 'api' },
+  { method: 'POST', path: '/v1/workspaces', grant: 'workspaces:write', home: 'api' },
+  { method: 'GET', path: '/v1/workspaces/resolve', grant: 'workspaces:read', home: 'api' },
+  { method: 'PATCH', path: '/v1/workspaces/:wid', grant: 'workspaces:write', home: 'api' },
+  { method: 'DELETE', path: '/v1/workspaces/:wid', grant: 'workspaces:write', home: 'api' },
+  { method: 'POST', path: '/v1/workspaces/:wid/move', grant: 'workspaces:write', home: 'api' },
+  { method: 'GET', path: '/v1/workspaces/watch', grant: 'workspaces:read', home: 'api' },
+  { method: 'POST', path: '/v1/sessions', grant: 'sessions:write', home: 'api' },
+  { method: 'GET', path: '/v1/sessions/:sid', grant: 'workspaces:read', home: 'api' },
+  { method: 'POST', path: '/v1/workspaces/:wid/sessions/:sid/move', grant: 'workspaces:write', home: 'api' },
+  { method: 'POST', path: '/v1/sessions/:sid/archive', grant: 'workspaces:write', home: 'api' },
+  { method: 'DELETE', path: '/v1/sessions/:sid/archive', grant: 'workspaces:write', home: 'api' },
+  { method: 'GET', path: '/v1/sessions/:sid/terminal-environment', grant: 'terminals:control', home: 'api' },
+  { method: 'GET', path: '/v1/sessions/:sid/shells', grant: 'terminals:control', home: 'api' },
+  { method: 'GET', path: '/v1/sessions/:sid/terminals', grant: { anyOf: ['terminals:control', 'terminals:display'] }, home: 'api' },
+  { method: 'PUT', path: T, grant: 'terminals:control', home: 'api' },
+  { method: 'GET', path: T, grant: { anyOf: ['terminals:control', 'terminals:display'] }, home: 'api' },
+  { method: 'PATCH', path: T, grant: 'terminals:control', home: 'api' },
+  { method: 'DELETE', path: T, grant: 'terminals:control', home: 'api' },
+  { method: 'POST', path: `${T}/input`, grant: 'terminals:control', home: 'api' },
+  { method: 'POST', path: `${T}/resize`, grant: 'terminals:control', home: 'api' },
+  { method: 'GET', path: `${T}/follow`, grant: { allOf: ['terminals:control', 'terminals:output'] }, home: 'api' },
+  { method: 'GET', path: `${T}/retain`, grant: 'terminals:control', home: 'api' },
+  { method: 'GET', path: `${T}/output`, grant: 'terminals:output', home: 'api' },
+  { method: 'GET', path: `${T}/output/watch`, grant: 'terminals:output', home: 'api' },
+  { method: 'GET', path: `${T}/display`, grant: 'terminals:display', home: 'display' },
+  { method: 'GET', path: `${T}/screen`, grant: 'terminals:screen', home: 'display' },
+  { method: 'GET', path: `${T}/screen/watch`, grant: 'terminals:screen', home: 'display' },
+  { method: 'GET', path: `${F}/text`, grant: 'files:read', home: 'files' },
+  { method: 'GET', path: `${F}/bytes`, grant: 'files:read', home: 'files' },
+  { method: 'GET', path: `${F}/all`, grant: 'files:read', home: 'files' },
+  { method: 'GET', path: `${F}/related`, grant: 'files:read', home: 'files' },
+  { method: 'GET', path: `${F}/stat`, grant: 'files:read', home: 'files' },
+  { method: 'GET', path: `${F}/list`, grant: 'files:read', home: 'files' },
+  { method: 'GET', path: `${F}/changes`, grant: 'files:read', home: 'files' },
+  { method: 'POST', path: '/v1/sessions/:sid/read-text', grant: 'files:read', home: 'files' },
+  { method: 'POST', path: '/v1/sessions/:sid/attachments', grant: 'sessions:write', home: 'files' },
+  { method: 'POST', path: '/v1/sessions/:sid/tool-results', grant: 'sessions:write', home: 'files' },
+  { method: 'POST', path: '/v1/tokens', grant: 'admin', home: 'api' },
+  { method: 'GET', path: '/v1/tokens', grant: 'admin', home: 'api' },
+  { method: 'DELETE', path: '/v1/tokens/:id', grant: 'admin', home: 'api' },
+  // Not in the design table: EventSource tickets (any valid token).
+  { method: 'POST', path: '/v1/tickets', grant: { allOf: [] }, home: 'api' },
+]
+
+/** `/v1/a/:sid/b` → `/v1/a/{sid}/b`, as OpenAPI spells it. */
+export function openApiPath(path: string): string {
+  return path.replace(/:(\w+)/g, '{$1}')
+}
