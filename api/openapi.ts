@@ -34,6 +34,8 @@ export const SIDECAR_DOWN = { 503: error('the sidecar is unreachable (`sidecar/u
 
 export function openApiDocument(app: Hono<AppEnv>) {
   return openAPIRouteHandler(app, {
+    // `/openapi.json` itself ends in an extension; document it like any route.
+    excludeStaticFile: false,
     documentation: {
       openapi: '3.1.0',
       info: {
