@@ -9,6 +9,7 @@ import { TermkeepClient } from '../../web/client/api.ts'
 import { readDisplay } from '../../web/client/display.ts'
 import { waitFor } from '../support/ports.ts'
 import { launch, type Browser } from './chromium.ts'
+import { startProxy, type Proxy } from './proxy.ts'
 import { startStack, type Stack } from './stack.ts'
 
 /** Typed into the shell; the output line it prints appears nowhere in the command line itself. */
@@ -26,10 +27,17 @@ interface CellFacts {
 describe('web page (Chromium, full stack)', () => {
   let stack: Stack
   let browser: Browser
+  let proxy: Proxy
   let client: TermkeepClient
   let sessionId = ''
   let terminalId = ''
 
+  const bufferText = () => browser.page.evaluate(() => (globalThis as any).__termkeep.bufferText() as string)
+  const count = (text: string, needle: string) => text.split(needle).length - 1
+  const type = async (line: string) => {
+    await browser.page.keyboard.type(line)
+    await browser.page.keyboard.press('Enter')
+  }
   const screenText = () => browser.page.evaluate(() => (globalThis as any).__termkeep.screenText() as string)
   const waitForScreen = (needle: string, timeout = 20_000) =>
     browser.page.waitForFunction((n) => ((globalThis as any).__termkeep?.screenText() ?? '').includes(n), needle, { timeout })
@@ -52,16 +60,19 @@ describe('web page (Chromium, full stack)', () => {
   beforeAll(async () => {
     stack = await startStack('browser')
     client = new TermkeepClient({ url: stack.api.url, token: stack.token })
+    // The browser reaches the API through a proxy the test can cut (network loss).
+    proxy = await startProxy(stack.api.url)
     browser = await launch()
   })
   afterAll(async () => {
     await browser?.close()
+    await proxy?.close()
     await stack?.stop()
   })
 
   it('signs in with a token that never appears in the address', async () => {
     const { page } = browser
-    await page.goto(stack.api.url)
+    await page.goto(proxy.url)
     await page.fill('#token', 'not-a-token')
     await page.click('form.sign-in button[type=submit]')
     await page.getByText('That token was not accepted.').waitFor()
@@ -128,6 +139,42 @@ describe('web page (Chromium, full stack)', () => {
     await browser.screenshot('page-3-reloaded')
   })
 
+  it('answers a live terminal query (the control for the next test)', async () => {
+    // `cat -v` under canonical echo shows any reply xterm.js sends as input, e.g. ^[[?1;2c.
+    await type(String.raw`printf 'LIVE-%s\033[c\n' $((2*4)); cat -v`)
+    await waitForScreen('LIVE-8')
+    await waitForScreen('^[[?')
+    await browser.page.keyboard.press('Control+C')
+  })
+
+  it('resumes after a network loss without losing, repeating or answering replayed output', async () => {
+    // Output that happens while the page is cut off: three lines, then two queries (DA, CPR).
+    await type(String.raw`sleep 3; for i in 1 2 3; do echo "L$i-$((i*11))"; done; printf 'AFTER-LOSS-%s\033[c\033[6n\n' $((3*3)); cat -v`)
+    await waitFor(async () => (await bufferText()).includes('sleep 3; for i'), 10_000, 'the command echo')
+    proxy.cut()
+    await browser.page.locator('.terminal-view[data-mode="reconnecting"]').waitFor({ timeout: 10_000 })
+    // Wait (through the API directly, not the proxy) until the output exists, then reconnect.
+    await waitFor(async () => {
+      const page = await fetch(`${stack.api.url}/v1/sessions/${sessionId}/terminals/${terminalId}/output?after=0&limit=256`, {
+        headers: { authorization: `Bearer ${stack.token}` },
+      }).then((r) => r.json() as Promise<{ items: { kind: string; data?: string }[] }>)
+      return page.items.some((item) => item.data && Buffer.from(item.data, 'base64').toString().includes('AFTER-LOSS-9'))
+    }, 20_000, 'the output printed during the outage')
+    proxy.restore()
+    await waitForScreen('AFTER-LOSS-9', 30_000)
+    await browser.page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 10_000 })
+    // Input after the replay is delivered in order behind anything the page sent before it, so
+    // once this marker is echoed a reply to the replayed queries would already be visible.
+    await browser.page.keyboard.press('Control+C')
+    await type('echo done-$((5+5))')
+    await waitForScreen('\ndone-10')
+    const text = await bufferText()
+    for (const line of ['L1-11', 'L2-22', 'L3-33', 'AFTER-LOSS-9']) expect(count(text, line), line).toBe(1)
+    const afterLoss = text.slice(text.indexOf('AFTER-LOSS-9'))
+    expect(afterLoss).not.toContain('^[[')
+    await browser.screenshot('page-4-after-network-loss')
+  })
+
   it('shows the persisted display, read-only, once the sidecar is stopped', async () => {
     // The settled revision includes the coloured line before the sidecar goes away.
     await waitFor(async () => {
@@ -141,7 +188,7 @@ describe('web page (Chromium, full stack)', () => {
     expect(await screenText()).toContain(COLOUR_OUTPUT)
     expect(await cellOf(`RED  BLUE`)).toMatchObject({ text: 'R', fg: 1, fgPalette: true })
     expect(await cellOf(` BLUE-BG `)).toMatchObject({ bg: 4, bgPalette: true })
-    await browser.screenshot('page-4-persisted-display')
+    await browser.screenshot('page-5-persisted-display')
     expect(browser.errors).toEqual([])
   })
 })

@@ -5,6 +5,7 @@
  * terminal is restored and the remote terminal keeps running.
  */
 import { spawn as spawnPty, type IPty } from 'node-pty'
+import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TermkeepClient } from '../../web/client/api.ts'
@@ -12,6 +13,14 @@ import { startStack, type Stack } from '../browser/stack.ts'
 import { waitFor } from '../support/ports.ts'
 
 const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
+
+function execCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    )
+  })
+}
 
 /** A CLI process in a real PTY, with everything it printed collected. */
 function runInPty(args: string[], env: Record<string, string>, cols = 100, rows = 30) {
@@ -63,6 +72,8 @@ describe('termkeep attach (real PTY, full stack)', () => {
     }, 30_000, 'attach to take control at 100x30')
     cli.pty.write('echo attached-$((20+22))\r')
     await waitFor(async () => cli.output().includes('attached-42'), 20_000, 'the echo through attach')
+    cli.pty.write("printf '\\033[32mGREEN\\033[0m-%s\\n' ok\r")
+    await waitFor(async () => cli.output().includes('GREEN\x1b[0m-ok') || /GREEN(\x1b\[[0-9;]*m)+-ok/.test(cli.output()), 20_000, 'coloured output through attach')
     // A local window-size change (SIGWINCH) reaches the remote terminal and its shell.
     cli.pty.resize(120, 40)
     await waitFor(async () => {
@@ -82,6 +93,18 @@ describe('termkeep attach (real PTY, full stack)', () => {
       return now.controllerId === null ? now : undefined
     }, 10_000, 'control to be released')
     expect(info.state).toBe('running')
+  })
+
+  it('prints the persisted display in colour with `termkeep display`', async () => {
+    const result = await waitFor(async () => {
+      const r = await execCli(['display', sessionId, terminalId], env)
+      return r.code === 0 && r.stdout.includes('-ok') ? r : undefined
+    }, 30_000, 'a settled display with the coloured line')
+    expect(result.stdout).toMatch(/\x1b\[0;32mGREEN/)
+    expect(result.stdout).toContain('attached-42')
+    const plain = await execCli(['display', sessionId, terminalId, '--plain'], env)
+    expect(plain.stdout).toContain('GREEN-ok')
+    expect(plain.stdout).not.toContain('\x1b[')
   })
 
   it('re-attaches to the same shell and sees its screen again', async () => {

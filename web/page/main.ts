@@ -138,6 +138,13 @@ function shell(client: TermkeepClient): void {
       for (let y = 0; y < term.rows; y++) lines.push(buffer.getLine(buffer.viewportY + y)?.translateToString(true) ?? '')
       return lines.join('\n')
     },
+    bufferText: () => {
+      const buffer = session?.view?.term.buffer.active
+      if (!buffer) return ''
+      const lines: string[] = []
+      for (let y = 0; y < buffer.length; y++) lines.push(buffer.getLine(y)?.translateToString(true) ?? '')
+      return lines.join('\n')
+    },
   }
 }
 
