@@ -8,6 +8,7 @@
 import { Hono } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import type { AppDeps, AppEnv } from './deps.ts'
+import { displayRoutes } from './display/routes.ts'
 import { notFound, onError } from './errors.ts'
 import { fileRoutes } from './files/routes.ts'
 import { openApiDocument } from './openapi.ts'
@@ -30,6 +31,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', tokenRoutes)
   app.route('/', registryRoutes)
   app.route('/', terminalRoutes)
+  app.route('/', displayRoutes)
   app.route('/', fileRoutes)
   app.get('/openapi.json', describeRoute({ tags: ['health'], summary: 'This OpenAPI 3.1 document (no token)' }), openApiDocument(app))
   return app
