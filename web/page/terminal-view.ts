@@ -14,7 +14,8 @@ import { Terminal, type ITheme } from '@xterm/xterm'
 import { MAX_COLS, MAX_INPUT_BYTES, MAX_ROWS, MAX_VISIBLE_CELLS, MIN_COLS, MIN_ROWS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { ApiError, type TermkeepClient } from '../client/api.ts'
-import { displayToAnsi, readDisplay } from '../client/display.ts'
+import { replayAnsi } from '../../api/display/replay.ts'
+import { readDisplay } from '../client/display.ts'
 import { follow, type FollowEnd } from '../client/follow.ts'
 import { h, randomId } from './dom.ts'
 
@@ -194,7 +195,7 @@ export class TerminalView {
       const staged = newTerminal(true)
       const host = h('div', { class: 'xterm-host' })
       staged.resize(display.begin.cols, display.begin.rows)
-      staged.write(displayToAnsi(display, { palette: true }))
+      staged.write(replayAnsi(display))
       // Swap: the old live view stays on screen until the new one is complete.
       this.#observer.disconnect()
       this.#host.replaceWith(host)
