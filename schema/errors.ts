@@ -30,6 +30,7 @@ export const ERROR_STATUS = {
   'terminal/limit-reached': 409,
   'terminal/input-too-large': 413,
   'terminal/spawn-failed': 500,
+  'terminal/cleanup-failed': 500,
   'terminal/shell-not-allowed': 400,
   'output/invalid-cursor': 400,
   'display/not-found': 404,

@@ -8,11 +8,15 @@ import { TermkeepError } from '../schema/errors.ts'
 import type { Storage } from '../storage/client.ts'
 import { fileRoutes } from './files/routes.ts'
 import { paths } from './paths.ts'
+import { terminalRoutes } from './routes/terminals.ts'
+import type { TerminalHost } from './terminals/host.ts'
 
 export interface SidecarDeps {
   storage: Storage
   secret: string
   generation: number
+  /** Live terminals and their output journals. */
+  terminals: TerminalHost
   /** TERMKEEP_FILES_ALLOW_OUTSIDE: file reads may leave the session's workspace (off by default). */
   filesAllowOutside?: boolean
 }
@@ -31,6 +35,7 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.use(bearerAuth({ token: deps.secret }))
   app.get('/v1/health', (c) => c.json({ ok: true, generation: deps.generation, pid: process.pid }))
   app.route('/', paths)
+  app.route('/', terminalRoutes(deps.terminals))
   app.route('/', fileRoutes(deps))
   return app
 }

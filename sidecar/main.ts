@@ -9,6 +9,10 @@ import { hostGenerations } from '../schema/tables.ts'
 import { openStorage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
+import { EmulatorPool } from './emulator/emulator.ts'
+import { DEFAULT_SHELLS_FILE } from './pty/shells.ts'
+import { TerminalHost } from './terminals/host.ts'
+import { TerminalStore } from './terminals/store.ts'
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
 
@@ -28,20 +32,49 @@ async function main(): Promise<void> {
     .insert(hostGenerations)
     .values({ pid: process.pid, startedAt: Date.now() })
     .returning({ generation: hostGenerations.generation })
-  const app = createSidecarApp({ storage, secret: config.sidecarSecret, generation, filesAllowOutside: config.filesAllowOutside })
+  const emulators = new EmulatorPool()
+  const terminals = new TerminalHost({
+    store: new TerminalStore(storage.db),
+    emulators,
+    generation,
+    dataDir: config.dataDir,
+    shellsFile: process.env.TERMKEEP_SHELLS_FILE || DEFAULT_SHELLS_FILE,
+    idleReclaimMs: idleReclaimMs(process.env.TERMKEEP_TERMINAL_IDLE_MS),
+  })
+  await terminals.start()
+  const app = createSidecarApp({
+    storage,
+    secret: config.sidecarSecret,
+    generation,
+    terminals,
+    filesAllowOutside: config.filesAllowOutside,
+  })
   const port = Number(listen.port || 80)
   const server = serve({ fetch: app.fetch, hostname: listen.hostname.replace(/^\[|\]$/g, ''), port }, (info) => {
     console.log(`termkeep sidecar: generation ${generation} listening on ${listen.hostname}:${info.port}`)
     process.send?.({ type: 'ready', port: info.port, generation })
   })
-  const stop = () => {
+  let stopping = false
+  const stop = async () => {
+    if (stopping) return
+    stopping = true
     server.close()
     if ('closeAllConnections' in server) server.closeAllConnections()
+    // Kill every terminal's processes, release journals and mark rows retired before the db closes.
+    await terminals.shutdown().catch((error: unknown) => console.error('termkeep sidecar: shutdown', error))
+    await emulators.close()
     storage.close()
     process.exit(0)
   }
   process.once('SIGTERM', stop)
   process.once('SIGINT', stop)
+}
+
+/** TERMKEEP_TERMINAL_IDLE_MS (sidecar only): idle reclamation delay; unset = the default. */
+function idleReclaimMs(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw === '') return undefined
+  if (!/^\d{1,10}$/.test(raw)) throw new ConfigError('TERMKEEP_TERMINAL_IDLE_MS', 'milliseconds, a non-negative integer', raw)
+  return Number(raw)
 }
 
 main().catch((error: unknown) => {

@@ -7,6 +7,7 @@
  * paused for a reader). Because a reader asks for "records after N" from the one index and then
  * waits for the index to grow, replay and live delivery are the same loop: no gap, no duplicate.
  */
+import { TermkeepError } from '../../schema/errors.ts'
 import { MAX_RECORD_RAW_BYTES } from '../../schema/limits.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { OutputItem } from '../../schema/wire/output.ts'
@@ -85,9 +86,19 @@ export class Journal {
     this.#changes.notify()
   }
 
-  /** A reader keeps the spool readable until it releases, even across retirement. */
+  /** A reader keeps the spool readable until it releases, even across retirement. A new reader
+   * of a retired journal is refused. */
   attach(): () => void {
+    if (this.#retired) throw new TermkeepError('terminal/unavailable', 'the terminal was retired; its output is gone')
     return this.#spool.hold()
+  }
+
+  /** The geometry in force right after record `sequence` (scans back to the last Resize). */
+  geometryAt(sequence: number): Geometry {
+    for (let s = Math.min(sequence, this.#index.last); s >= 1; s--) {
+      if (!this.#index.isData(s)) return this.#index.geometry(s)
+    }
+    return this.initialSize
   }
 
   /** Waits until a record after `after` exists, the journal ends or retires, or the time passes. */

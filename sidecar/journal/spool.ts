@@ -15,6 +15,7 @@ export class Spool {
   #size = 0
   #holders = 1 // the journal itself
   #released = false
+  #closed = false
 
   constructor(path: string) {
     this.path = path
@@ -40,6 +41,8 @@ export class Spool {
 
   /** Reads exactly `length` bytes at `offset`; a short read or an I/O error rejects. */
   async readAt(offset: number, length: number): Promise<Buffer> {
+    // Never touch a closed fd number: the OS may already have given it to another file.
+    if (this.#closed) throw new Error(`spool ${this.path} is closed`)
     const buffer = Buffer.allocUnsafe(length)
     let done = 0
     while (done < length) {
@@ -73,6 +76,7 @@ export class Spool {
 
   #drop(): void {
     if (--this.#holders > 0) return
+    this.#closed = true
     closeSync(this.#fd)
     rmSync(this.path, { force: true })
   }

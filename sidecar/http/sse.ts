@@ -1,0 +1,69 @@
+/**
+ * Server-sent events, pulled. A stream is an async generator of events; the HTTP body asks it for
+ * the next event only when the client has taken the previous one (the socket drained), so a slow
+ * or stalled client holds at most one event here, never a growing queue.
+ */
+export type SseEvent = { event: string; data: unknown; id?: number } | { comment: string }
+
+/** One event in SSE framing. Data is one line of JSON, so it needs no splitting. */
+export function formatSse(event: SseEvent): string {
+  if ('comment' in event) return `: ${event.comment}\n\n`
+  const id = event.id === undefined ? '' : `id: ${event.id}\n`
+  return `event: ${event.event}\n${id}data: ${JSON.stringify(event.data)}\n\n`
+}
+
+export type SseSource = (signal: AbortSignal) => AsyncGenerator<SseEvent, void, void>
+
+/**
+ * Starts the generator and waits for its first event before answering, so a failure at the start
+ * (a typed error, a replay I/O error) fails the call with a proper status instead of a broken
+ * stream. The generator gets a signal that aborts when the client goes away.
+ */
+export async function sseResponse(source: SseSource, requestSignal?: AbortSignal): Promise<Response> {
+  const abort = new AbortController()
+  const onRequestAbort = () => abort.abort()
+  requestSignal?.addEventListener('abort', onRequestAbort, { once: true })
+  const events = source(abort.signal)
+  const encoder = new TextEncoder()
+  let first: IteratorResult<SseEvent, void>
+  try {
+    first = await events.next()
+  } catch (error) {
+    requestSignal?.removeEventListener('abort', onRequestAbort)
+    throw error
+  }
+  let pending: IteratorResult<SseEvent, void> | undefined = first
+  const finish = () => {
+    requestSignal?.removeEventListener('abort', onRequestAbort)
+    abort.abort()
+    void events.return(undefined).catch(() => {})
+  }
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const next = pending ?? (await events.next())
+          pending = undefined
+          if (next.done) {
+            controller.close()
+            finish()
+          } else {
+            controller.enqueue(encoder.encode(formatSse(next.value)))
+          }
+        } catch (error) {
+          finish()
+          controller.error(error)
+        }
+      },
+      cancel: finish,
+    },
+    { highWaterMark: 0 },
+  )
+  return new Response(body, {
+    headers: {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      'x-accel-buffering': 'no',
+    },
+  })
+}

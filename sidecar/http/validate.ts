@@ -1,0 +1,45 @@
+/** Valibot at the sidecar's edge: a failed parse becomes the typed error the route names. */
+import * as v from 'valibot'
+import { TermkeepError, type ErrorCode } from '../../schema/errors.ts'
+
+export function parse<TSchema extends v.GenericSchema>(
+  schema: TSchema,
+  value: unknown,
+  code: ErrorCode = 'request/invalid',
+): v.InferOutput<TSchema> {
+  const result = v.safeParse(schema, value)
+  if (result.success) return result.output
+  const message = result.issues.map((i) => (i.path?.length ? `${i.path.map((p) => p.key).join('.')}: ${i.message}` : i.message))
+  throw new TermkeepError(code, message.join('; '))
+}
+
+/** A JSON body, or `request/invalid` when it is not JSON. */
+export async function jsonBody(request: Request): Promise<unknown> {
+  try {
+    return await request.json()
+  } catch {
+    throw new TermkeepError('request/invalid', 'the body is not JSON')
+  }
+}
+
+/** A raw body of at most `limit` bytes; more is refused with `code` (413) without reading it all. */
+export async function rawBody(request: Request, limit: number, code: ErrorCode): Promise<Uint8Array> {
+  const tooLarge = () => new TermkeepError(code, `at most ${limit} bytes per request`, { limit })
+  const declared = Number(request.headers.get('content-length') ?? 'NaN')
+  if (declared > limit) throw tooLarge()
+  if (!request.body) return new Uint8Array(0)
+  const reader = request.body.getReader()
+  const parts: Uint8Array[] = []
+  let total = 0
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) break
+    total += value.byteLength
+    if (total > limit) {
+      await reader.cancel().catch(() => {})
+      throw tooLarge()
+    }
+    parts.push(value)
+  }
+  return Buffer.concat(parts)
+}

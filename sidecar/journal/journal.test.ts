@@ -1,0 +1,110 @@
+/** The journal against a real spool file: records, exact cursors, waiting, retirement, I/O errors. */
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { MAX_OUTPUT_ITEM_BYTES, MAX_RECORD_RAW_BYTES } from '../../schema/limits.ts'
+import type { OutputItem } from '../../schema/wire/output.ts'
+import { Journal } from './journal.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'termkeep-journal-'))
+let n = 0
+const journal = () => new Journal(join(dir, `j${++n}`, 'spool'), { cols: 80, rows: 24 })
+
+/** Reads everything after `after` as a token list: bytes (per byte) and resizes. */
+async function suffix(j: Journal, after: number): Promise<string[]> {
+  const tokens: string[] = []
+  for (let cursor = after; ; ) {
+    const items = await j.readItems(cursor, 7)
+    if (items.length === 0) return tokens
+    for (const item of items) {
+      expect(item.sequence).toBeGreaterThan(cursor)
+      expect(JSON.stringify(item).length).toBeLessThanOrEqual(MAX_OUTPUT_ITEM_BYTES)
+      tokens.push(...tokensOf(item))
+      cursor = item.sequence
+    }
+  }
+}
+
+function tokensOf(item: OutputItem): string[] {
+  return item.kind === 'resize' ? [`R${item.cols}x${item.rows}`] : [...Buffer.from(item.data, 'base64').toString('latin1')]
+}
+
+describe('Journal', () => {
+  it('splits a large read into native records and gives every cursor its exact suffix', async () => {
+    const j = journal()
+    const big = Buffer.alloc(MAX_RECORD_RAW_BYTES * 2 + 5, 'x')
+    expect(j.appendData(Buffer.from('ab'))).toBe(1)
+    expect(j.appendData(big)).toBe(4) // 48,000 + 48,000 + 5
+    expect(j.appendResize(100, 30)).toBe(5)
+    j.appendData(Buffer.from('c'))
+    j.appendData(Buffer.from('de'))
+    const native: string[][] = [['a', 'b'], [...'x'.repeat(MAX_RECORD_RAW_BYTES)], [...'x'.repeat(MAX_RECORD_RAW_BYTES)], [...'xxxxx'], ['R100x30'], ['c'], ['d', 'e']]
+    for (let after = 0; after <= j.lastSequence; after++) {
+      expect(await suffix(j, after)).toEqual(native.slice(after).flat())
+    }
+  })
+
+  it('coalesces small reads into items and keeps mid-batch cursors exact', async () => {
+    const j = journal()
+    for (let i = 0; i < 50; i++) j.appendData(Buffer.from(String.fromCharCode(65 + (i % 26)).repeat(100)))
+    const items = await j.readItems(0, 100)
+    expect(items).toHaveLength(1)
+    expect(items[0].sequence).toBe(50)
+    const mid = await j.readItems(17, 100)
+    expect(Buffer.from((mid[0] as { data: string }).data, 'base64').length).toBe(33 * 100)
+    expect(Buffer.from((mid[0] as { data: string }).data, 'base64').subarray(0, 1).toString()).toBe(String.fromCharCode(65 + 17))
+  })
+
+  it('produces the same items however a reader pages', async () => {
+    const j = journal()
+    for (let i = 0; i < 400; i++) j.appendData(Buffer.alloc(4000 + (i % 7) * 100, i))
+    const whole: number[] = []
+    for (let c = 0; ; ) {
+      const items = await j.readItems(c, 1000)
+      if (!items.length) break
+      whole.push(...items.map((i) => i.sequence))
+      c = items.at(-1)!.sequence
+    }
+    const small: number[] = []
+    for (let c = 0; ; ) {
+      const items = await j.readItems(c, 1)
+      if (!items.length) break
+      small.push(items[0].sequence)
+      c = items[0].sequence
+    }
+    expect(small).toEqual(whole)
+  })
+
+  it('wakes a waiter on append and on end, and times out otherwise', async () => {
+    const j = journal()
+    expect(await j.wait(0, 20)).toBe('timeout')
+    const woke = j.wait(0, 5_000)
+    j.appendData(Buffer.from('x'))
+    expect(await woke).toBe('changed')
+    const ended = j.wait(1, 5_000)
+    j.end()
+    expect(await ended).toBe('changed')
+    expect(() => j.appendData(Buffer.from('y'))).toThrow(/after EOF/)
+  })
+
+  it('lets an attached reader drain after retirement and refuses new ones', async () => {
+    const j = journal()
+    j.appendData(Buffer.from('kept'))
+    j.end()
+    const release = j.attach()
+    j.retire()
+    expect(() => j.attach()).toThrow(expect.objectContaining({ code: 'terminal/unavailable' }))
+    expect(await suffix(j, 0)).toEqual([...'kept'])
+    release()
+    // The spool is gone now: a read is a real I/O error, never an empty answer.
+    await expect(j.readItems(0, 1)).rejects.toThrow()
+  })
+
+  it('keeps memory to the index: 13 bytes per record, whatever the records hold', () => {
+    const j = journal()
+    const chunk = Buffer.alloc(MAX_RECORD_RAW_BYTES, 1)
+    for (let i = 0; i < 2048; i++) j.appendData(chunk) // ~98 MB to the spool
+    expect(j.indexBytes).toBeLessThanOrEqual(2048 * 13)
+  })
+})

@@ -1,0 +1,305 @@
+/**
+ * The terminal host of one sidecar generation: every live terminal, keyed by session and id.
+ * Every per-terminal call goes through `live()`, which tells an unknown id (404) from one that is
+ * no longer live here (410). A terminal row from any earlier generation is history: its id can
+ * never be created again.
+ */
+import { existsSync, rmSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import {
+  CLOSE_RETRY_MS,
+  HISTORY_CELLS,
+  MAX_COLS,
+  MAX_INPUT_BYTES,
+  MAX_ROWS,
+  MAX_TERMINALS_PER_SESSION,
+  MAX_VISIBLE_CELLS,
+  MIN_COLS,
+  MIN_ROWS,
+  TERMINAL_IDLE_RECLAIM_MS,
+} from '../../schema/limits.ts'
+import { TermkeepError } from '../../schema/errors.ts'
+import type { CreateTerminal, TerminalEnvironment, TerminalInfo, TerminalShell } from '../../schema/wire/terminals.ts'
+import type { EmulatorPool } from '../emulator/emulator.ts'
+import { Journal } from '../journal/journal.ts'
+import { listShells } from '../pty/shells.ts'
+import { LiveTerminal } from './terminal.ts'
+import type { TerminalRow, TerminalStore } from './store.ts'
+
+export interface TerminalHostOptions {
+  store: TerminalStore
+  emulators: EmulatorPool
+  generation: number
+  dataDir: string
+  /** Where installed shells are listed (default /etc/shells). */
+  shellsFile?: string
+  idleReclaimMs?: number
+}
+
+/** Variables of the sidecar that a shell must not inherit (secrets, or confusing to a terminal). */
+const WITHHELD_ENV = [
+  'SIDECAR_SECRET',
+  'TERMKEEP_ADMIN_TOKEN',
+  'DATABASE_AUTH_TOKEN',
+  'TMUX',
+  'TMUX_PANE',
+  'STY',
+  'WINDOW',
+  'WINDOWID',
+  'TERMCAP',
+  'COLUMNS',
+  'LINES',
+]
+
+const keyOf = (sessionId: string, id: string) => `${sessionId}/${id}`
+
+export class TerminalHost {
+  readonly generation: number
+  readonly #options: TerminalHostOptions
+  readonly #live = new Map<string, LiveTerminal>()
+  readonly #creating = new Map<string, Promise<LiveTerminal>>()
+  readonly #idleTimer: NodeJS.Timeout
+
+  constructor(options: TerminalHostOptions) {
+    this.#options = options
+    this.generation = options.generation
+    const idle = options.idleReclaimMs ?? TERMINAL_IDLE_RECLAIM_MS
+    // 0 turns reclamation off.
+    this.#idleTimer = setInterval(() => idle > 0 && this.#reclaimIdle(idle), Math.min(60_000, Math.max(50, idle / 4)))
+    this.#idleTimer.unref()
+  }
+
+  /** At start: rows of earlier generations are retired and their spool files removed. */
+  async start(): Promise<void> {
+    await this.#options.store.retireEarlierGenerations(this.generation)
+    rmSync(join(this.#options.dataDir, 'spool'), { recursive: true, force: true })
+  }
+
+  async environment(sessionId: string): Promise<TerminalEnvironment> {
+    return {
+      cwd: await this.#sessionCwd(sessionId),
+      limits: {
+        maxInputBytes: MAX_INPUT_BYTES,
+        minCols: MIN_COLS,
+        maxCols: MAX_COLS,
+        minRows: MIN_ROWS,
+        maxRows: MAX_ROWS,
+        maxVisibleCells: MAX_VISIBLE_CELLS,
+        historyCells: HISTORY_CELLS,
+        maxTerminals: MAX_TERMINALS_PER_SESSION,
+      },
+    }
+  }
+
+  async shells(sessionId: string): Promise<TerminalShell[]> {
+    await this.#sessionCwd(sessionId)
+    return listShells(this.#options.shellsFile)
+  }
+
+  async list(sessionId: string): Promise<TerminalInfo[]> {
+    await this.#sessionCwd(sessionId)
+    const rows = await this.#options.store.list(sessionId)
+    return rows.map((row) => this.#live.get(keyOf(sessionId, row.id))?.info() ?? infoOfRow(row))
+  }
+
+  async info(sessionId: string, id: string): Promise<TerminalInfo> {
+    const live = this.#live.get(keyOf(sessionId, id))
+    if (live) return live.info()
+    const row = await this.#options.store.get(sessionId, id)
+    if (!row) throw notFound(sessionId, id)
+    return infoOfRow(row)
+  }
+
+  /** The live terminal, or 404 (never existed) / 410 (retired or from an earlier generation). */
+  async live(sessionId: string, id: string): Promise<LiveTerminal> {
+    const live = this.#live.get(keyOf(sessionId, id)) ?? (await this.#creating.get(keyOf(sessionId, id))?.catch(() => undefined))
+    if (live && live.state !== 'retired') return live
+    if (live || (await this.#options.store.get(sessionId, id))) throw unavailable(id)
+    throw notFound(sessionId, id)
+  }
+
+  /** Idempotent create: an existing id returns it, a pending create is joined, a closed id is refused. */
+  async create(sessionId: string, id: string, request: CreateTerminal): Promise<{ info: TerminalInfo; created: boolean }> {
+    const key = keyOf(sessionId, id)
+    const existing = this.#live.get(key)
+    if (existing) {
+      if (existing.closeRequested) throw closed(id)
+      return { info: existing.info(), created: false }
+    }
+    const pending = this.#creating.get(key)
+    if (pending) return { info: (await pending).info(), created: false }
+    const creation = this.#create(sessionId, id, request)
+    this.#creating.set(key, creation)
+    try {
+      const terminal = await creation
+      return { info: terminal.info(), created: true }
+    } finally {
+      this.#creating.delete(key)
+    }
+  }
+
+  async rename(sessionId: string, id: string, title: string): Promise<TerminalInfo> {
+    const live = this.#live.get(keyOf(sessionId, id))
+    if (live) {
+      live.rename(title)
+      await live.persisted()
+      return live.info()
+    }
+    if (!(await this.#options.store.update(sessionId, id, { title }))) throw notFound(sessionId, id)
+    return this.info(sessionId, id)
+  }
+
+  /** Close: repeatable; a closed or retired terminal answers with its final info. */
+  async close(sessionId: string, id: string): Promise<TerminalInfo> {
+    const key = keyOf(sessionId, id)
+    const live = this.#live.get(key) ?? (await this.#creating.get(key)?.catch(() => undefined))
+    if (live) {
+      try {
+        await live.close()
+      } catch (error) {
+        const retry = setTimeout(() => void this.close(sessionId, id).catch(() => {}), CLOSE_RETRY_MS)
+        retry.unref()
+        throw error
+      }
+      this.#live.delete(key)
+      return live.info()
+    }
+    return this.info(sessionId, id)
+  }
+
+  /** Sidecar shutdown: kill every session, retire every journal and row; no drain. */
+  async shutdown(): Promise<void> {
+    clearInterval(this.#idleTimer)
+    const terminals = [...this.#live.values()]
+    this.#live.clear()
+    for (const terminal of terminals) terminal.kill()
+    await Promise.all(
+      terminals.map(async (terminal) => {
+        terminal.emulator.dispose()
+        terminal.journal.retire()
+        await terminal.persisted()
+        await this.#options.store.update(terminal.sessionId, terminal.id, { state: 'retired' }).catch(() => false)
+      }),
+    )
+  }
+
+  async #create(sessionId: string, id: string, request: CreateTerminal): Promise<LiveTerminal> {
+    const { store, emulators } = this.#options
+    if (await store.get(sessionId, id)) throw closed(id)
+    const cwd = await this.#sessionCwd(sessionId)
+    const count = [...this.#live.values()].filter((t) => t.sessionId === sessionId).length + this.#pendingIn(sessionId) - 1
+    if (count >= MAX_TERMINALS_PER_SESSION) {
+      throw new TermkeepError('terminal/limit-reached', `at most ${MAX_TERMINALS_PER_SESSION} live terminals per session`, {
+        limit: MAX_TERMINALS_PER_SESSION,
+      })
+    }
+    const shells = listShells(this.#options.shellsFile)
+    const shell = request.shell === undefined ? shells[0] : shells.find((s) => s.path === request.shell)
+    if (!shell) {
+      throw new TermkeepError('terminal/shell-not-allowed', `not an installed shell: ${request.shell ?? '(none installed)'}`, {
+        shell: request.shell ?? null,
+      })
+    }
+    if (!isDirectory(cwd)) throw new TermkeepError('terminal/spawn-failed', `the session's directory is missing: ${cwd}`, { cwd })
+    const geometry = { cols: request.cols, rows: request.rows }
+    const createdAt = Date.now()
+    const title = request.title ?? shell.name
+    await store.insert({
+      sessionId,
+      id,
+      title,
+      shellPath: shell.path,
+      shellArgs: shell.args,
+      cwd,
+      cols: geometry.cols,
+      rows: geometry.rows,
+      state: 'starting',
+      hostGeneration: this.generation,
+      createdAt,
+      updatedAt: createdAt,
+    })
+    const spool = join(this.#options.dataDir, 'spool', `g${this.generation}`, sessionId, `${id}.journal`)
+    const journal = new Journal(spool, geometry)
+    const emulator = emulators.open(keyOf(sessionId, id), journal)
+    const terminal = new LiveTerminal({
+      sessionId,
+      id,
+      title,
+      shell,
+      cwd,
+      geometry,
+      hostGeneration: this.generation,
+      createdAt,
+      journal,
+      emulator,
+      store,
+    })
+    this.#live.set(keyOf(sessionId, id), terminal)
+    terminal.spawn(this.#env(sessionId, id))
+    await terminal.persisted()
+    return terminal
+  }
+
+  #env(sessionId: string, id: string): Record<string, string> {
+    const env: Record<string, string> = {}
+    for (const [name, value] of Object.entries(process.env)) if (value !== undefined) env[name] = value
+    for (const name of WITHHELD_ENV) delete env[name]
+    return { ...env, TERM: 'xterm-256color', COLORTERM: 'truecolor', TERMKEEP_SESSION_ID: sessionId, TERMKEEP_TERMINAL_ID: id }
+  }
+
+  #pendingIn(sessionId: string): number {
+    let n = 0
+    for (const key of this.#creating.keys()) if (key.startsWith(`${sessionId}/`)) n++
+    return n
+  }
+
+  async #sessionCwd(sessionId: string): Promise<string> {
+    const cwd = await this.#options.store.sessionCwd(sessionId)
+    if (cwd === undefined) throw new TermkeepError('session/not-found', `no session ${sessionId}`, { sessionId })
+    return cwd
+  }
+
+  #reclaimIdle(idleMs: number): void {
+    const now = Date.now()
+    for (const terminal of this.#live.values()) {
+      if (terminal.holds > 0 || terminal.followers > 0 || terminal.closeRequested) continue
+      if (now - terminal.lastActivity < idleMs) continue
+      void this.close(terminal.sessionId, terminal.id).catch((error: unknown) =>
+        console.error(`termkeep sidecar: reclaiming idle terminal ${terminal.sessionId}/${terminal.id}`, error),
+      )
+    }
+  }
+}
+
+function isDirectory(path: string): boolean {
+  return existsSync(path) && statSync(path).isDirectory()
+}
+
+function infoOfRow(row: TerminalRow): TerminalInfo {
+  return {
+    sessionId: row.sessionId,
+    id: row.id,
+    title: row.title,
+    shell: { path: row.shellPath, args: row.shellArgs, name: row.shellPath.split('/').pop() ?? row.shellPath },
+    cwd: row.cwd,
+    cols: row.cols,
+    rows: row.rows,
+    state: row.state,
+    exitCode: row.exitCode,
+    exitSignal: row.exitSignal,
+    error: row.error,
+    hostGeneration: row.hostGeneration,
+    controllerId: null,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  }
+}
+
+const notFound = (sessionId: string, id: string) =>
+  new TermkeepError('terminal/not-found', `no terminal ${id} in session ${sessionId}`, { terminalId: id })
+const unavailable = (id: string) =>
+  new TermkeepError('terminal/unavailable', `terminal ${id} is no longer live (closed, or from an earlier sidecar)`, {
+    terminalId: id,
+  })
+const closed = (id: string) =>
+  new TermkeepError('terminal/closed', `terminal id ${id} was closed and cannot be created again`, { terminalId: id })

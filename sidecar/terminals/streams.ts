@@ -1,0 +1,109 @@
+/**
+ * The two per-terminal streams: `follow` (attach as the controller: snapshot, then output and
+ * state) and `retain` (a hold that keeps the terminal from idle reclamation).
+ */
+import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
+import type { Geometry } from '../../schema/wire/common.ts'
+import type { SseEvent } from '../http/sse.ts'
+import type { WaitResult } from '../journal/notifier.ts'
+import type { LiveTerminal } from './terminal.ts'
+
+const STREAM_BATCH_ITEMS = 16
+
+const finished = (t: LiveTerminal) => t.state === 'closed' || t.state === 'retired'
+
+/**
+ * Follow. Without `resumeAfter`: a `snapshot` of the emulator at a known sequence, then `output`
+ * (id = sequence) after it. With `resumeAfter` (Last-Event-ID): a `state` frame, then output after
+ * that sequence. Resize records become `state` frames in output order (id = their sequence), and
+ * every other info change (title, controller, lifecycle) a `state` frame as it happens; the
+ * geometry in a state frame is always the one the stream has reached. Ends after the terminal
+ * closed and its output was drained.
+ */
+export async function* follow(
+  terminal: LiveTerminal,
+  attachmentId: string,
+  resumeAfter: number | undefined,
+  signal: AbortSignal,
+): AsyncGenerator<SseEvent, void, void> {
+  const journal = terminal.journal
+  const release = journal.attach()
+  const token = terminal.attach(attachmentId)
+  try {
+    let cursor: number
+    let geometry: Geometry
+    if (resumeAfter === undefined) {
+      const snapshot = await terminal.emulator.snapshot()
+      cursor = snapshot.sequence
+      geometry = { cols: snapshot.cols, rows: snapshot.rows }
+      yield { event: 'snapshot', id: cursor, data: { sequence: cursor, screen: snapshot.screen, info: terminal.info(geometry) } }
+    } else {
+      cursor = resumeAfter
+      geometry = journal.geometryAt(cursor)
+      yield { event: 'state', data: { info: terminal.info(geometry) } }
+    }
+    let version = terminal.version
+    for (;;) {
+      const items = await journal.readItems(cursor, STREAM_BATCH_ITEMS)
+      for (const item of items) {
+        cursor = item.sequence
+        if (item.kind === 'data') {
+          yield { event: 'output', id: cursor, data: { sequence: cursor, data: item.data } }
+        } else {
+          geometry = { cols: item.cols, rows: item.rows }
+          yield { event: 'state', id: cursor, data: { info: terminal.info(geometry) } }
+        }
+      }
+      if (terminal.version !== version) {
+        version = terminal.version
+        yield { event: 'state', data: { info: terminal.info(geometry) } }
+      }
+      if (signal.aborted) return
+      if (items.length > 0) continue
+      const drained = cursor >= journal.lastSequence
+      if (drained && (journal.retired || (finished(terminal) && journal.ended))) return
+      const woke = await either(
+        (s) => journal.wait(cursor, SSE_HEARTBEAT_MS, s),
+        (s) => terminal.changes.wait(SSE_HEARTBEAT_MS, s),
+        signal,
+      )
+      if (woke === 'aborted') return
+      if (woke === 'timeout') yield { comment: 'heartbeat' }
+    }
+  } finally {
+    terminal.detach(token)
+    release()
+  }
+}
+
+/** Retain: `retained`, then heartbeats until the client leaves or the terminal closes. */
+export async function* retain(terminal: LiveTerminal, signal: AbortSignal): AsyncGenerator<SseEvent, void, void> {
+  terminal.holds++
+  try {
+    yield { event: 'retained', data: {} }
+    while (!finished(terminal) && !terminal.closeRequested) {
+      const woke = await terminal.changes.wait(SSE_HEARTBEAT_MS, signal)
+      if (woke === 'aborted') return
+      if (woke === 'timeout') yield { comment: 'heartbeat' }
+    }
+  } finally {
+    terminal.holds--
+    terminal.lastActivity = Date.now()
+  }
+}
+
+/** Waits for whichever of two waits ends first and cancels the other. */
+async function either(
+  a: (signal: AbortSignal) => Promise<WaitResult>,
+  b: (signal: AbortSignal) => Promise<WaitResult>,
+  signal: AbortSignal,
+): Promise<WaitResult> {
+  const round = new AbortController()
+  const both = AbortSignal.any([signal, round.signal])
+  try {
+    const result = await Promise.race([a(both), b(both)])
+    return signal.aborted ? 'aborted' : result
+  } finally {
+    round.abort()
+  }
+}

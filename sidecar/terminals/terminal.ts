@@ -1,0 +1,257 @@
+/**
+ * One live terminal: its PTY, its journal, its emulator, its attachments and its row. The
+ * lifecycle only moves forward (starting → running → exited → closed → retired); every change is
+ * persisted in order and announced to followers through `changes`.
+ */
+import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
+import { TermkeepError } from '../../schema/errors.ts'
+import { TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
+import type { Geometry } from '../../schema/wire/common.ts'
+import type { TerminalInfo, TerminalShell } from '../../schema/wire/terminals.ts'
+import type { Emulator } from '../emulator/emulator.ts'
+import type { Journal } from '../journal/journal.ts'
+import { Notifier } from '../journal/notifier.ts'
+import { killSession } from '../pty/process-tree.ts'
+import { PtyProcess } from '../pty/pty-process.ts'
+import type { TerminalPatch, TerminalStore } from './store.ts'
+
+export interface TerminalInit {
+  sessionId: string
+  id: string
+  title: string
+  shell: TerminalShell
+  cwd: string
+  geometry: Geometry
+  hostGeneration: number
+  createdAt: number
+  journal: Journal
+  emulator: Emulator
+  store: TerminalStore
+}
+
+interface Controller {
+  id: string
+  token: symbol
+}
+
+export class LiveTerminal {
+  readonly sessionId: string
+  readonly id: string
+  readonly shell: TerminalShell
+  readonly cwd: string
+  readonly hostGeneration: number
+  readonly createdAt: number
+  readonly journal: Journal
+  readonly emulator: Emulator
+  /** Wakes followers on any info change (state, title, geometry, controller). */
+  readonly changes = new Notifier()
+  /** Bumped on every info change, so a follower can tell whether it has sent the latest. */
+  version = 0
+  title: string
+  cols: number
+  rows: number
+  state: TerminalState = 'starting'
+  exitCode: number | null = null
+  exitSignal: number | null = null
+  error: string | null = null
+  updatedAt: number
+  /** Open retain streams and follow streams: either suspends idle reclamation. */
+  holds = 0
+  followers = 0
+  lastActivity = Date.now()
+  readonly #store: TerminalStore
+  #pty: PtyProcess | undefined
+  #controller: Controller | undefined
+  #persisted: Promise<void> = Promise.resolve()
+  #closing: Promise<void> | undefined
+  #closeRequested = false
+
+  constructor(init: TerminalInit) {
+    this.sessionId = init.sessionId
+    this.id = init.id
+    this.title = init.title
+    this.shell = init.shell
+    this.cwd = init.cwd
+    this.cols = init.geometry.cols
+    this.rows = init.geometry.rows
+    this.hostGeneration = init.hostGeneration
+    this.createdAt = init.createdAt
+    this.updatedAt = init.createdAt
+    this.journal = init.journal
+    this.emulator = init.emulator
+    this.#store = init.store
+  }
+
+  get controllerId(): string | null {
+    return this.#controller?.id ?? null
+  }
+
+  /** True once close was asked for: the id is refused for creation from then on. */
+  get closeRequested(): boolean {
+    return this.#closeRequested
+  }
+
+  info(geometry: Geometry = this): TerminalInfo {
+    return {
+      sessionId: this.sessionId,
+      id: this.id,
+      title: this.title,
+      shell: this.shell,
+      cwd: this.cwd,
+      cols: geometry.cols,
+      rows: geometry.rows,
+      state: this.state,
+      exitCode: this.exitCode,
+      exitSignal: this.exitSignal,
+      error: this.error,
+      hostGeneration: this.hostGeneration,
+      controllerId: this.state === 'retired' || this.state === 'closed' ? null : this.controllerId,
+      createdAt: this.createdAt,
+      updatedAt: this.updatedAt,
+    }
+  }
+
+  /** Spawns the shell. A spawn failure is kept as an exited terminal with its error. */
+  spawn(env: Record<string, string>): void {
+    try {
+      const pty = new PtyProcess({ file: this.shell.path, args: this.shell.args, cwd: this.cwd, env, cols: this.cols, rows: this.rows })
+      this.#pty = pty
+      pty.onData((bytes) => {
+        this.journal.appendData(bytes)
+        this.lastActivity = Date.now()
+      })
+      pty.onEnd(() => this.journal.end())
+      pty.onExit(({ exitCode, signal }) => {
+        this.exitCode = exitCode
+        this.exitSignal = signal
+        this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: Date.now() })
+      })
+      this.#advance('running', {})
+    } catch (error) {
+      this.error = `spawn failed: ${(error as Error).message}`
+      this.journal.end()
+      this.#advance('exited', { error: this.error, exitedAt: Date.now() })
+      throw new TermkeepError('terminal/spawn-failed', this.error)
+    }
+  }
+
+  /** Raw input from the controlling attachment. Refused input is dropped, never queued. */
+  write(attachment: string | undefined, bytes: Uint8Array): void {
+    this.#requireControl(attachment).write(bytes)
+    this.lastActivity = Date.now()
+  }
+
+  /** Resizes the PTY and journals the Resize in output order (the emulator follows the journal). */
+  resize(attachment: string | undefined, geometry: Geometry): void {
+    const pty = this.#requireControl(attachment)
+    if (geometry.cols === this.cols && geometry.rows === this.rows) return
+    pty.resize(geometry.cols, geometry.rows)
+    this.journal.appendResize(geometry.cols, geometry.rows)
+    this.cols = geometry.cols
+    this.rows = geometry.rows
+    this.lastActivity = Date.now()
+    this.#changed({ cols: geometry.cols, rows: geometry.rows })
+  }
+
+  rename(title: string): void {
+    this.title = title
+    this.#changed({ title })
+  }
+
+  /** A follow stream attaches: it becomes the exclusive controller; the previous one is read-only. */
+  attach(attachmentId: string): symbol {
+    const token = Symbol(attachmentId)
+    this.#controller = { id: attachmentId, token }
+    this.followers++
+    this.lastActivity = Date.now()
+    this.#changed({})
+    return token
+  }
+
+  /** A follow stream ended: control is released if it still held it. */
+  detach(token: symbol): void {
+    this.followers--
+    this.lastActivity = Date.now()
+    if (this.#controller?.token === token) {
+      this.#controller = undefined
+      this.#changed({})
+    }
+  }
+
+  /** Every persisted write so far has landed (or failed and been logged). */
+  persisted(): Promise<void> {
+    return this.#persisted
+  }
+
+  /**
+   * Kills the session's processes, drains output to EOF, ends followers, releases the emulator and
+   * the journal (retirement). Concurrent and repeated calls share one attempt; a failed attempt
+   * leaves the terminal live for a retry.
+   */
+  close(): Promise<void> {
+    this.#closeRequested = true
+    this.#closing ??= this.#close().catch((error: unknown) => {
+      this.#closing = undefined
+      throw error
+    })
+    return this.#closing
+  }
+
+  async #close(): Promise<void> {
+    if (this.#pty) {
+      const survivors = await killSession(this.#pty.pid, CLOSE_KILL_GRACE_MS)
+      if (survivors.length > 0) {
+        throw new TermkeepError('terminal/cleanup-failed', `processes ${survivors.join(', ')} survived SIGKILL`, {
+          pids: survivors,
+        })
+      }
+      const deadline = Date.now() + CLOSE_DRAIN_MS
+      while (!this.journal.ended && Date.now() < deadline) await this.journal.wait(this.journal.lastSequence, deadline - Date.now())
+      // A process outside the session may still hold the slave: read what is there and stop.
+      if (!this.journal.ended) this.#pty.forceClose()
+      this.journal.end()
+    }
+    this.#advance('closed', { closedAt: Date.now() })
+    this.emulator.dispose()
+    this.journal.retire()
+    this.#advance('retired', {})
+    await this.#persisted
+  }
+
+  /** Abrupt stop at sidecar shutdown: SIGKILL the session, no drain. */
+  kill(): void {
+    if (!this.#pty) return
+    void killSession(this.#pty.pid, 0, 0)
+  }
+
+  #requireControl(attachment: string | undefined): PtyProcess {
+    if (this.state !== 'running' || !this.#pty || this.#closeRequested) {
+      throw new TermkeepError('terminal/control-unavailable', `terminal ${this.id} is not running`, { reason: 'not-running' })
+    }
+    if (!attachment || attachment !== this.#controller?.id) {
+      throw new TermkeepError('terminal/control-unavailable', 'this attachment is read-only (not the current controller)', {
+        reason: 'read-only',
+      })
+    }
+    return this.#pty
+  }
+
+  #advance(state: TerminalState, patch: TerminalPatch): void {
+    if (TERMINAL_STATES.indexOf(state) <= TERMINAL_STATES.indexOf(this.state)) return
+    this.state = state
+    this.#changed({ ...patch, state })
+  }
+
+  #changed(patch: TerminalPatch): void {
+    this.updatedAt = Date.now()
+    this.version++
+    this.changes.notify()
+    if (Object.keys(patch).length === 0) return
+    this.#persisted = this.#persisted
+      .then(() => this.#store.update(this.sessionId, this.id, patch))
+      .then(
+        () => undefined,
+        (error: unknown) => console.error(`termkeep sidecar: persisting terminal ${this.sessionId}/${this.id}`, error),
+      )
+  }
+}
