@@ -26,6 +26,7 @@ export interface LinePage {
 
 const LF = 0x0a
 const CR = 0x0d
+const SEPARATOR = Uint8Array.of(LF)
 
 /**
  * Feed it the file's bytes in order with `push` until it returns false (the page is complete and
@@ -44,7 +45,8 @@ export class LinePager {
   /** The last byte written for the current line is a CR (it may be half of a CRLF). */
   #pendingCr = false
   #taken = 0
-  #parts: Uint8Array[] = []
+  /** The page's bytes so far (grown by doubling, at most maxBytes + 2). */
+  #page = new Uint8Array(0)
   #pageBytes = 0
   #more = false
   #consumed: number
@@ -86,8 +88,8 @@ export class LinePager {
 
   finish(): LinePage {
     if (this.#started) this.#endLine(false)
-    const bytes = concat(this.#parts, this.#pageBytes)
-    if (bytes.includes(0)) throw notText('the page contains a NUL byte')
+    const bytes = this.#page.subarray(0, this.#pageBytes)
+    if (bytes.indexOf(0) !== -1) throw notText('the page contains a NUL byte')
     let text: string
     try {
       text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes)
@@ -106,7 +108,7 @@ export class LinePager {
   #take(piece: Uint8Array): void {
     if (piece.length === 0) return
     this.#openLine()
-    this.#append(piece.slice())
+    this.#append(piece)
     this.#pendingCr = piece[piece.length - 1] === CR
   }
 
@@ -114,14 +116,20 @@ export class LinePager {
   #openLine(): void {
     if (!this.#fresh) return
     this.#fresh = false
-    if (this.#taken > 0) this.#append(Uint8Array.of(LF))
+    if (this.#taken > 0) this.#append(SEPARATOR)
   }
 
   #append(piece: Uint8Array): void {
-    this.#parts.push(piece)
-    this.#pageBytes += piece.length
+    const size = this.#pageBytes + piece.length
     // One byte of slack: a trailing CR may still turn out to be half of a CRLF terminator.
-    if (this.#pageBytes > this.#maxBytes + 1) throw tooLarge(this.#maxBytes)
+    if (size > this.#maxBytes + 1) throw tooLarge(this.#maxBytes)
+    if (size > this.#page.length) {
+      const grown = new Uint8Array(Math.min(Math.max(size, this.#page.length * 2, 64 * 1024), this.#maxBytes + 2))
+      grown.set(this.#page.subarray(0, this.#pageBytes))
+      this.#page = grown
+    }
+    this.#page.set(piece, this.#pageBytes)
+    this.#pageBytes = size
   }
 
   #endLine(terminated: boolean): void {
@@ -138,8 +146,6 @@ export class LinePager {
   }
 
   #dropLastByte(): void {
-    const last = this.#parts.length - 1
-    this.#parts[last] = this.#parts[last].subarray(0, -1)
     this.#pageBytes--
   }
 }
@@ -155,16 +161,6 @@ export function pageOfBytes(
   const pager = new LinePager(offset, limit, maxBytes, resume?.line ?? 1, resume?.byte ?? 0)
   pager.push(resume ? bytes.subarray(resume.byte) : bytes)
   return pager.finish()
-}
-
-function concat(parts: Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total)
-  let at = 0
-  for (const part of parts) {
-    out.set(part, at)
-    at += part.length
-  }
-  return out
 }
 
 function notText(message: string): TermkeepError {

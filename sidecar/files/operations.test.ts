@@ -111,6 +111,18 @@ describe('read (text pages)', () => {
     expect((await failure(readText(scope, 'hello.txt/x'))).code).toBe('files/not-found')
   })
 
+  it('pages on from remembered line starts, and never from a stale one after a rewrite', async () => {
+    const make = (n: number, width: (i: number) => number) =>
+      Array.from({ length: n }, (_, i) => `${i + 1}:${'z'.repeat(width(i))}`).join('\n')
+    write('paged.txt', make(40, (i) => i % 7))
+    const pages: string[] = []
+    for (let offset = 1; offset <= 40; offset += 10) pages.push((await readText(scope, 'paged.txt', { offset, limit: 10 })).text)
+    expect(pages.join('\n')).toBe(make(40, (i) => i % 7))
+    write('paged.txt', make(40, (i) => (i * 13) % 5)) // new lengths: old positions would land mid-line
+    expect((await readText(scope, 'paged.txt', { offset: 11, limit: 1 })).text).toBe(`11:${'z'.repeat((10 * 13) % 5)}`)
+    expect((await readText(scope, 'paged.txt', { offset: 21, limit: 20 })).text).toBe(make(40, (i) => (i * 13) % 5).split('\n').slice(20).join('\n'))
+  })
+
   it('changes the version when the file is written', async () => {
     write('versioned.txt', 'v1\n')
     const first = await readText(scope, 'versioned.txt')

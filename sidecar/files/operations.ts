@@ -20,9 +20,13 @@ import {
   type OpenHooks,
   type Scope,
 } from './confine.ts'
+import { LineStarts } from './line-starts.ts'
 
 /** Read granularity: big enough for throughput, small enough to stop soon after a page ends. */
 const READ_CHUNK_BYTES = 256 * 1024
+
+/** Where pages already read ended, per file version: the next page starts there, not at byte 0. */
+const lineStarts = new LineStarts()
 
 async function withFile<T>(scope: Scope, path: string, hooks: OpenHooks | undefined, use: (f: Opened) => Promise<T>): Promise<T> {
   const opened = await openVerified(scope, path, 'file', hooks)
@@ -43,10 +47,13 @@ export function readText(
   const offset = range.offset ?? 1
   const limit = Math.min(range.limit ?? MAX_FILE_PAGE_LINES, MAX_FILE_PAGE_LINES)
   return withFile(scope, path, hooks, async ({ handle, absolutePath, stats }) => {
+    const version = versionOf(stats)
     const page = await withPath(path, async () => {
-      const pager = new LinePager(offset, limit, MAX_FILE_PAGE_BYTES)
+      // Start at the nearest known line start at or before `offset` (paging on is then linear).
+      const from = lineStarts.nearest(version, offset)
+      const pager = new LinePager(offset, limit, MAX_FILE_PAGE_BYTES, from.line, from.byte)
       const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES)
-      let position = 0
+      let position = from.byte
       for (;;) {
         const { bytesRead } = await handle.read(buffer, 0, buffer.length, position)
         if (bytesRead === 0) break
@@ -55,9 +62,10 @@ export function readText(
       }
       return pager.finish()
     })
+    if (!page.eof) lineStarts.remember(version, page.offset + page.lines, page.nextByte)
     return {
       absolutePath,
-      version: versionOf(stats),
+      version,
       bytes: Number(stats.size),
       offset: page.offset,
       text: page.text,
