@@ -307,6 +307,38 @@ describe('Files.readText', () => {
   })
 })
 
+describe('deployment and documentation', () => {
+  it('reads outside the workspace only with TERMKEEP_FILES_ALLOW_OUTSIDE=1 on the sidecar', async () => {
+    const open = await startSidecar({ dataDir: dir, databaseUrl: sidecar.databaseUrl, env: { TERMKEEP_FILES_ALLOW_OUTSIDE: '1' } })
+    try {
+      const client = new SidecarClient({ url: open.url, secret: open.secret })
+      expect((await client.readFileText('s1', { path: '../secret.txt' })).text).toBe('outside')
+      expect((await client.listFiles('s1', { path: dir })).entries.some((e) => e.name === 'secret.txt')).toBe(true)
+    } finally {
+      await open.stop()
+    }
+  })
+
+  it('refuses a stored resource over 32 MiB', async () => {
+    const big = 'a'.repeat(32 * 1024 * 1024 + 1)
+    const response = await post('/v1/sessions/s1/tool-results', { toolName: 'huge', content: big }, writer)
+    expect(response.status).toBe(413)
+    expect(response.body.error.code).toBe('request/too-large')
+  })
+
+  it('documents every files route in the OpenAPI document', async () => {
+    const document = await (await app.request('/openapi.json')).json()
+    for (const route of ['text', 'bytes', 'all', 'related', 'stat', 'list', 'changes']) {
+      expect(document.paths[`/v1/sessions/{sid}/files/${route}`]?.get, route).toBeDefined()
+    }
+    for (const route of ['read-text', 'attachments', 'tool-results']) {
+      expect(document.paths[`/v1/sessions/{sid}/${route}`]?.post, route).toBeDefined()
+    }
+    const text = document.paths['/v1/sessions/{sid}/files/text'].get
+    expect(text.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['path', 'offset', 'limit']))
+  })
+})
+
 async function readAll(address: string, limit: number): Promise<any[]> {
   const pages: any[] = []
   let response = await post('/v1/sessions/s1/read-text', { address, limit })
