@@ -5,7 +5,10 @@
 import { renderTable, type BenchRow, type BenchScenario } from './table.ts'
 
 // Each area registers its scenario module here.
-const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = []
+const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = [
+  () => import('./api.ts'),
+  () => import('./files.ts'),
+]
 
 const wanted = new Set(process.argv.slice(2))
 const rows: BenchRow[] = []

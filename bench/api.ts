@@ -1,0 +1,169 @@
+/**
+ * API benchmark (`npm run bench -- api`). One Node server holds the termkeep app and bare Hono
+ * baseline routes side by side; a real sidecar process serves files and terminals.
+ *
+ * - requests/s (autocannon) for GET /v1/workspaces and a small file page, against a bare Hono
+ *   route on the same server doing the same work without the API's middleware (token lookup,
+ *   grants, validation): target ≥ 0.5×. A constant bare route is reported for scale.
+ * - byte stream: replaying a terminal's recorded output (watchOutput from 0 to `closed`) through
+ *   the API vs straight from the sidecar: target ≥ 0.9×.
+ */
+import { serve } from '@hono/node-server'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Hono } from 'hono'
+import { createApp } from '../api/app.ts'
+import { createToken } from '../api/auth/tokens.ts'
+import { listWorkspaces } from '../api/registry/store.ts'
+import { SidecarClient } from '../api/sidecar-client.ts'
+import { GRANTS } from '../schema/grants.ts'
+import { openStorage } from '../storage/client.ts'
+import { migrate } from '../storage/migrate.ts'
+import { startSidecar } from '../test/support/sidecar.ts'
+import type { BenchRow, BenchScenario } from './table.ts'
+
+interface AutocannonResult {
+  requests: { average: number }
+  errors: number
+  non2xx: number
+}
+type Autocannon = (options: { url: string; connections: number; duration: number; headers?: Record<string, string> }) => Promise<AutocannonResult>
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
+
+const DURATION_S = 4
+const CONNECTIONS = 16
+const STREAM_BYTES = 24 * 1024 * 1024
+
+async function rps(url: string, headers: Record<string, string> = {}): Promise<number> {
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, headers })
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`)
+  return result.requests.average
+}
+
+/** Alternates the two targets twice and keeps each one's best run (the machine is shared). */
+async function compare(api: () => Promise<number>, bare: () => Promise<number>): Promise<[number, number]> {
+  let [a, b] = [0, 0]
+  for (let round = 0; round < 2; round++) {
+    b = Math.max(b, await bare())
+    a = Math.max(a, await api())
+  }
+  return [a, b]
+}
+
+/** Reads an SSE response to its `closed` event; returns body bytes per second. */
+async function drain(response: Response): Promise<{ bytes: number; seconds: number }> {
+  if (!response.ok) throw new Error(`stream answered ${response.status}: ${await response.text()}`)
+  const started = performance.now()
+  const reader = response.body!.getReader()
+  let bytes = 0
+  let tail = ''
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    bytes += value.length
+    tail = (tail + new TextDecoder().decode(value.subarray(Math.max(0, value.length - 64)))).slice(-128)
+    if (tail.includes('event: closed')) break
+  }
+  await reader.cancel().catch(() => {})
+  return { bytes, seconds: (performance.now() - started) / 1000 }
+}
+
+const scenario: BenchScenario = {
+  name: 'api',
+  async run(): Promise<BenchRow[]> {
+    const dir = mkdtempSync(join(tmpdir(), 'termkeep-bench-api-'))
+    const sidecar = await startSidecar({ dataDir: dir })
+    const storage = await openStorage({ url: sidecar.databaseUrl })
+    await migrate(storage.client)
+    const client = new SidecarClient({ url: sidecar.url, secret: sidecar.secret })
+    const server = new Hono()
+    server.get('/bare/hello', (c) => c.json({ ok: true }))
+    server.get('/bare/workspaces', async (c) => c.json(await listWorkspaces(storage.db)))
+    server.get('/bare/files/text', async (c) => {
+      const upstream = await fetch(`${sidecar.url}${c.req.path.replace('/bare/files/text', '/v1/sessions/bench/files/text')}?${new URL(c.req.url).searchParams}`, {
+        headers: { authorization: `Bearer ${sidecar.secret}` },
+      })
+      return c.json(await upstream.json())
+    })
+    server.route('/', createApp({ db: storage.db, client: storage.client, sidecar: client, runtime: 'node' }))
+    const http = await new Promise<ReturnType<typeof serve>>((resolve) => {
+      const s = serve({ fetch: server.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s))
+    })
+    const address = http.address()
+    const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+    const rows: BenchRow[] = []
+    try {
+      const { secret } = await createToken(storage.db, { name: 'bench', grants: GRANTS, sessions: 'all' })
+      const auth = { authorization: `Bearer ${secret}` }
+      const post = (path: string, body: unknown) =>
+        fetch(`${base}${path}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      for (let i = 0; i < 8; i++) {
+        const ws = join(dir, 'workspaces', `project-${i}`)
+        mkdirSync(ws, { recursive: true })
+        await post('/v1/workspaces', { path: ws })
+        for (let s = 0; s < 3; s++) await post('/v1/sessions', { id: `s${i}-${s}`, cwd: ws })
+      }
+      await post('/v1/sessions', { id: 'bench', cwd: join(dir, 'workspaces', 'project-0') })
+      writeFileSync(join(dir, 'workspaces', 'project-0', 'small.txt'), Array.from({ length: 40 }, (_, i) => `line ${i} of a small file`).join('\n'))
+
+      const hello = await rps(`${base}/bare/hello`)
+      const [list, bareList] = await compare(() => rps(`${base}/v1/workspaces`, auth), () => rps(`${base}/bare/workspaces`))
+      rows.push(row('GET /v1/workspaces vs bare route, same query', list, bareList, 'req/s', 0.5, `constant bare route: ${hello.toFixed(0)} req/s`))
+      const query = 'path=small.txt&limit=100'
+      try {
+        const [page, barePage] = await compare(
+          () => rps(`${base}/v1/sessions/bench/files/text?${query}`, auth),
+          () => rps(`${base}/bare/files/text?${query}`),
+        )
+        rows.push(row('small file page vs bare route, same sidecar call', page, barePage, 'req/s', 0.5))
+      } catch (error) {
+        rows.push(missing('small file page vs bare route', 'req/s', 0.5, error))
+      }
+      try {
+        rows.push(await streamRow(base, auth, sidecar.url, sidecar.secret))
+      } catch (error) {
+        rows.push(missing('byte stream (watchOutput replay) via API vs sidecar', 'MiB/s', 0.9, error))
+      }
+    } finally {
+      http.close()
+      if ('closeAllConnections' in http) http.closeAllConnections()
+      await sidecar.stop()
+      storage.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+    return rows
+  },
+}
+
+/** Records STREAM_BYTES of output once, then replays the journal both ways (alternating). */
+async function streamRow(base: string, auth: Record<string, string>, sidecarUrl: string, sidecarSecret: string): Promise<BenchRow> {
+  const terminal = `${base}/v1/sessions/bench/terminals/flood`
+  const created = await fetch(terminal, { method: 'PUT', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ cols: 200, rows: 50 }) })
+  if (!created.ok) throw new Error(`create answered ${created.status}: ${await created.text()}`)
+  const command = `head -c ${(STREAM_BYTES * 3) / 4} /dev/urandom | base64 -w 199; exit\r`
+  const input = await fetch(`${terminal}/input`, { method: 'POST', headers: auth, body: command })
+  if (!input.ok) throw new Error(`input answered ${input.status}: ${await input.text()}`)
+  // Wait until the whole output is recorded (the byte source closed).
+  await drain(await fetch(`${terminal}/output/watch?after=0`, { headers: auth }))
+  let [api, direct] = [0, 0]
+  for (let round = 0; round < 3; round++) {
+    const d = await drain(await fetch(`${sidecarUrl}/v1/sessions/bench/terminals/flood/output/watch?after=0`, { headers: { authorization: `Bearer ${sidecarSecret}` } }))
+    direct = Math.max(direct, d.bytes / d.seconds / 1024 / 1024)
+    const a = await drain(await fetch(`${terminal}/output/watch?after=0`, { headers: auth }))
+    api = Math.max(api, a.bytes / a.seconds / 1024 / 1024)
+  }
+  return row('byte stream (watchOutput replay) via API vs sidecar', api, direct, 'MiB/s', 0.9)
+}
+
+function row(metric: string, value: number, baseline: number, unit: string, target: number, note?: string): BenchRow {
+  const ratio = value / baseline
+  return { area: 'api', metric, value, baseline, unit, ratio, target: `≥ ${target}×`, met: ratio >= target, note }
+}
+
+function missing(metric: string, unit: string, target: number, error: unknown): BenchRow {
+  return { area: 'api', metric, value: 0, unit, target: `≥ ${target}×`, met: false, note: `not measured: ${String((error as Error).message ?? error).slice(0, 120)}` }
+}
+
+export default scenario
