@@ -2,7 +2,7 @@
  * The change feed: termkeep's own writes in order, OS-observed edits, `ready` first, one shared
  * OS watcher per root. The route is driven in-process over a real libSQL file and real directories.
  */
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Hono } from 'hono'
@@ -61,6 +61,11 @@ describe('FileChangeHub', () => {
       rmSync(join(root, 'one.txt'))
       hub.recordWrite(join(root, 'one.txt'))
       hub.recordWrite(join(dir, 'outside.txt'))
+      // Through a symlinked directory that leads out: never described.
+      mkdirSync(join(dir, 'out-dir'), { recursive: true })
+      symlinkSync(join(dir, 'out-dir'), join(root, 'escape'))
+      writeFileSync(join(dir, 'out-dir', 'secret.txt'), 'outside')
+      hub.recordWrite(join(root, 'escape', 'secret.txt'))
     } finally {
       a.close()
       b.close()
@@ -144,6 +149,12 @@ describe('GET /v1/sessions/:sid/files/changes (sidecar route)', () => {
           break
         }
       }
+      // Edits behind a symlinked directory that leads out are never described.
+      writeFileSync(join(dir, 'out-dir', 'later.txt'), 'outside edit')
+      writeFileSync(join(root, 'sentinel.txt'), 'inside edit')
+      const paths: string[] = []
+      while (!paths.includes('sentinel.txt')) paths.push((JSON.parse((await events.next(10_000)).data) as FileChange).path)
+      expect(paths.filter((p) => p.startsWith('escape/'))).toEqual([])
     } finally {
       abort.abort()
       await events.close().catch(() => undefined)

@@ -9,17 +9,25 @@
  * Observations are facts about a path now (its version, or absent), not deltas; symlinks are not
  * followed, so an observation never describes anything outside the root.
  */
-import { lstatSync, watch, type FSWatcher } from 'node:fs'
-import { join, relative } from 'node:path'
+import { lstatSync, realpathSync, watch, type FSWatcher } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
 import type { FileChange } from '../../schema/wire/files.ts'
 import { isInside, versionOf } from './confine.ts'
 
 type Source = FileChange['source']
 type Listener = (change: FileChange) => void
 
-/** The current fact about one path inside `root`. */
-export function observe(root: string, absolutePath: string, source: Source): FileChange {
+/**
+ * The current fact about one path inside `root`, or undefined when the path is reached through a
+ * symlinked directory that leads out of the root (nothing about outside files is ever reported).
+ */
+export function observe(root: string, absolutePath: string, source: Source): FileChange | undefined {
   const path = relative(root, absolutePath)
+  try {
+    if (!isInside(root, realpathSync(dirname(absolutePath)))) return undefined
+  } catch {
+    // The parent is gone too: report the path absent (it was inside by name).
+  }
   try {
     return { path, absolutePath, version: versionOf(lstatSync(absolutePath, { bigint: true })), source }
   } catch {
@@ -35,7 +43,9 @@ export class FileChangeHub {
   /** Call after a write, rename or delete through termkeep has completed. */
   recordWrite(absolutePath: string): void {
     for (const { root, listener } of this.#listeners) {
-      if (isInside(root, absolutePath)) listener(observe(root, absolutePath, 'termkeep'))
+      if (!isInside(root, absolutePath)) continue
+      const change = observe(root, absolutePath, 'termkeep')
+      if (change) listener(change)
     }
   }
 
@@ -71,7 +81,7 @@ export class FileChangeHub {
       const watcher = watch(root, { recursive: true, persistent: false }, (_event, filename) => {
         if (filename === null) return
         const change = observe(root, join(root, filename.toString()), 'os')
-        for (const l of listeners) l(change)
+        if (change) for (const l of listeners) l(change)
       })
       watcher.on('error', () => {
         // The root itself went away or the watch broke; subscribers keep the termkeep source.
