@@ -196,6 +196,8 @@ export class SidecarClient {
   signingKey(purpose: string): Promise<CryptoKey> {
     let key = this.#keys.get(purpose)
     if (!key) {
+      // Configuration guarantees ≥ 16 characters; a blank secret would make every signature forgeable.
+      if (this.#secret.length < 16) throw new Error('the sidecar secret is too short to derive a signing key')
       const encode = (s: string) => new TextEncoder().encode(s)
       key = crypto.subtle
         .importKey('raw', encode(this.#secret), 'HKDF', false, ['deriveKey'])
