@@ -70,6 +70,9 @@ export const SETTLE_WINDOW_MS = 250
  * pruning at least: a readDisplay that began on it can finish streaming. */
 export const DISPLAY_KEEP_REVISIONS = 3
 export const DISPLAY_KEEP_MS = 2 * 60_000
+/** When a terminal's emulator closes, its last settle waits at most this long for the emulator
+ * to catch up with the journal (a shutdown must not hang on a large backlog). */
+export const DISPLAY_DRAIN_MS = 5_000
 /** Legacy text-only records: the old whole-record limits they were written under. */
 export const LEGACY_MAX_ROWS = 500
 export const LEGACY_MAX_BYTES = 4 * MiB

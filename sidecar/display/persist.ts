@@ -120,6 +120,7 @@ export class RevisionWriter {
   /** Revisions handed in, and how many of them were superseded before they were written. */
   submitted = 0
   superseded = 0
+  failures = 0
   lastError: unknown
 
   constructor(db: Database, sessionId: string, terminalId: string) {
@@ -152,6 +153,7 @@ export class RevisionWriter {
         } catch (error) {
           // Keep the screen for the next settle instead of losing it; report once per failure.
           this.lastError = error
+          this.failures++
           console.error(`termkeep display ${this.#sessionId}/${this.#terminalId}: persisting a revision failed`, error)
         }
       }

@@ -7,6 +7,9 @@
  * Hook point for the display issue: `emulator.onApplied(listener)` reports every applied
  * sequence (settle timing), `emulator.caughtUp` tells whether the screen reflects the whole journal,
  * and `emulator.request(kind, payload)` runs a worker-side handler registered in `handlers.ts`.
+ * An `EmulatorObserver` given to the pool sees every emulator open; its `drain()` runs when the
+ * emulator is disposed, before the worker closes the screen (the display's last settle), and
+ * `pool.close()` waits for pending drains.
  */
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
@@ -33,6 +36,9 @@ function startWorker(): Worker {
 }
 
 type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void }
+
+/** Sees each emulator as it opens (display issue: settling); `drain` runs at dispose, first. */
+export type EmulatorObserver = (emulator: Emulator, journal: Journal) => { drain(): Promise<void> } | undefined
 
 class WorkerSlot {
   readonly worker: Worker
@@ -75,10 +81,13 @@ class WorkerSlot {
 export class EmulatorPool {
   readonly #slots: WorkerSlot[] = []
   readonly #size: number
+  readonly #observer: EmulatorObserver | undefined
+  readonly #draining = new Set<Promise<void>>()
   #nextRequest = 1
 
-  constructor(size = EMULATOR_WORKERS) {
+  constructor(size = EMULATOR_WORKERS, observer?: EmulatorObserver) {
     this.#size = size
+    this.#observer = observer
   }
 
   /** A screen for one terminal, fed from its journal from sequence 0. */
@@ -87,7 +96,14 @@ export class EmulatorPool {
     const emulator = new Emulator(this, slot, key, journal)
     slot.emulators.set(key, emulator)
     slot.post({ type: 'open', key, cols: journal.initialSize.cols, rows: journal.initialSize.rows })
+    emulator.observe(this.#observer?.(emulator, journal))
     return emulator
+  }
+
+  /** @internal keeps a dispose-time drain so close() can wait for it. */
+  track(drain: Promise<void>): void {
+    this.#draining.add(drain)
+    void drain.finally(() => this.#draining.delete(drain))
   }
 
   nextRequestId(): number {
@@ -95,6 +111,7 @@ export class EmulatorPool {
   }
 
   async close(): Promise<void> {
+    await Promise.all([...this.#draining])
     await Promise.all(this.#slots.map((slot) => slot.worker.terminate()))
     this.#slots.length = 0
   }
@@ -122,6 +139,8 @@ export class Emulator {
   #applied = 0
   #inflight = 0
   #wake: (() => void) | undefined
+  #observation: { drain(): Promise<void> } | undefined
+  #disposing = false
 
   constructor(pool: EmulatorPool, slot: WorkerSlot, key: string, journal: Journal) {
     this.#pool = pool
@@ -166,7 +185,25 @@ export class Emulator {
     })
   }
 
+  /** @internal the pool's observer for this emulator. */
+  observe(observation: { drain(): Promise<void> } | undefined): void {
+    this.#observation = observation
+  }
+
+  /** Closes the screen; an observer's drain (the display's last settle) runs first. */
   dispose(): void {
+    if (this.#disposing) return
+    this.#disposing = true
+    const drain = this.#observation?.drain()
+    if (!drain) return this.#close()
+    this.#pool.track(
+      drain
+        .catch((error: unknown) => console.error(`termkeep emulator ${this.key}: drain failed`, error))
+        .finally(() => this.#close()),
+    )
+  }
+
+  #close(): void {
     if (this.#stop.signal.aborted) return
     this.#stop.abort()
     this.#wake?.()

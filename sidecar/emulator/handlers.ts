@@ -33,3 +33,20 @@ export function registerRequestHandler(kind: string, handler: RequestHandler): v
 export function requestHandler(kind: string): RequestHandler | undefined {
   return handlers.get(kind)
 }
+
+/**
+ * Screen setups run once when a screen opens, before it sees any byte (display issue: the display
+ * tracker registers its parser hooks here, so title, palette and the alternate screen are tracked
+ * from the first byte).
+ */
+export type ScreenSetup = (context: EmulatorContext) => void
+
+const setups: ScreenSetup[] = []
+
+export function registerScreenSetup(setup: ScreenSetup): void {
+  setups.push(setup)
+}
+
+export function runScreenSetups(context: EmulatorContext): void {
+  for (const setup of setups) setup(context)
+}

@@ -8,9 +8,10 @@ import { parentPort } from 'node:worker_threads'
 import serializeModule from '@xterm/addon-serialize'
 import headless from '@xterm/headless'
 import { cursorRestoreSuffix } from './cursor.ts'
-import { registerRequestHandler, requestHandler, type EmulatorContext } from './handlers.ts'
+import { registerRequestHandler, requestHandler, runScreenSetups, type EmulatorContext } from './handlers.ts'
 import { historyRows, type EmulatorSnapshot, type FromWorker, type ToWorker, type WireRecord } from './protocol.ts'
 // Request handlers of other areas register themselves here (display issue: import its module).
+import '../display/worker.ts'
 
 // Both packages are CommonJS: named ESM imports fail under Node and tsx.
 const { Terminal } = headless
@@ -30,6 +31,7 @@ class Screen implements EmulatorContext {
     this.terminal = new Terminal({ cols, rows, scrollback: historyRows(cols), allowProposedApi: true })
     this.serializer = new SerializeAddon()
     this.terminal.loadAddon(this.serializer)
+    runScreenSetups(this)
   }
 
   async apply(bytes: Uint8Array, records: WireRecord[]): Promise<void> {

@@ -1,0 +1,145 @@
+/**
+ * Settling, on the main thread, per terminal. The emulator reports every applied sequence; when
+ * none arrives for SETTLE_WINDOW_MS (or the byte source closed and the emulator caught up), the
+ * keeper asks the worker to encode (`display-encode`) and hands a changed revision to the
+ * RevisionWriter. Nothing here is on the byte path: the PTY and the journal never wait for it,
+ * and the emulator only pauses for the encode itself.
+ *
+ * Bursts coalesce: at most one encode runs; settles that come due meanwhile collapse into one
+ * more, and the writer keeps only the newest waiting revision. `drain()` (before the emulator is
+ * closed) waits for the emulator to catch up, settles a last time and waits for the write.
+ */
+import { SETTLE_WINDOW_MS } from '../../schema/limits.ts'
+import type { EncodedRevision } from './revision.ts'
+import { DISPLAY_ENCODE, type DisplayEncodeRequest, type DisplayEncodeResult } from './worker.ts'
+
+/** The part of the emulator (sidecar/emulator/emulator.ts) the keeper uses. */
+export interface SettleSource {
+  readonly caughtUp: boolean
+  onApplied(listener: (sequence: number) => void): () => void
+  request<T>(kind: string, payload?: unknown): Promise<T>
+}
+
+/** The part of the journal the keeper uses. */
+export interface ByteSource {
+  readonly ended: boolean
+}
+
+export interface RevisionSink {
+  submit(revision: EncodedRevision): void
+  idle(): Promise<void>
+  /** Failed writes so far; a new failure makes the next settle re-send an unchanged screen. */
+  readonly failures: number
+}
+
+export interface KeeperOptions {
+  settleMs?: number
+  /** Counts settles that ran an encode (tests). */
+  onSettle?: (result: DisplayEncodeResult) => void
+}
+
+export class DisplayKeeper {
+  readonly #source: SettleSource
+  readonly #bytes: ByteSource
+  readonly #sink: RevisionSink
+  readonly #settleMs: number
+  readonly #onSettle?: (result: DisplayEncodeResult) => void
+  readonly #unsubscribe: () => void
+  #timer: ReturnType<typeof setTimeout> | undefined
+  #running: Promise<void> | undefined
+  #again = false
+  #failuresSeen = 0
+  #stopped = false
+  /** Encodes run and revisions handed to the writer (observability and tests). */
+  encodes = 0
+  revisions = 0
+
+  constructor(source: SettleSource, bytes: ByteSource, sink: RevisionSink, options: KeeperOptions = {}) {
+    this.#source = source
+    this.#bytes = bytes
+    this.#sink = sink
+    this.#settleMs = options.settleMs ?? SETTLE_WINDOW_MS
+    this.#onSettle = options.onSettle
+    this.#unsubscribe = source.onApplied(() => this.#applied())
+  }
+
+  #applied(): void {
+    if (this.#stopped) return
+    clearTimeout(this.#timer)
+    if (this.#bytes.ended && this.#source.caughtUp) {
+      this.#timer = undefined
+      this.settle()
+      return
+    }
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined
+      // Still behind the journal: more `applied` reports are coming, and they re-arm the timer.
+      if (this.#source.caughtUp) this.settle()
+    }, this.#settleMs)
+  }
+
+  /** Encodes and persists now if the display changed; joins (and repeats once) a running settle. */
+  settle(): Promise<void> {
+    if (this.#running) {
+      this.#again = true
+      return this.#running
+    }
+    this.#running = this.#run().finally(() => (this.#running = undefined))
+    return this.#running
+  }
+
+  async #run(): Promise<void> {
+    do {
+      this.#again = false
+      const force = this.#sink.failures > this.#failuresSeen
+      this.#failuresSeen = this.#sink.failures
+      let result: DisplayEncodeResult
+      try {
+        result = await this.#source.request<DisplayEncodeResult>(DISPLAY_ENCODE, { force } satisfies DisplayEncodeRequest)
+      } catch {
+        return // the emulator went away; its last settled revision stays
+      }
+      this.encodes++
+      this.#onSettle?.(result)
+      if (result.changed) {
+        this.revisions++
+        this.#sink.submit(result.revision)
+      }
+    } while (this.#again)
+  }
+
+  /**
+   * The last settle before the emulator closes: wait (at most `timeoutMs`) for the emulator to
+   * apply everything journaled, encode once more, and wait for the write.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    while (!this.#source.caughtUp && Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, Math.max(1, deadline - Date.now()))
+        const off = this.#source.onApplied(done)
+        function done() {
+          clearTimeout(timer)
+          off()
+          resolve()
+        }
+      })
+    }
+    this.#stop()
+    await this.#running
+    this.#running = this.#run().finally(() => (this.#running = undefined))
+    await this.#running
+    await this.#sink.idle()
+  }
+
+  #stop(): void {
+    this.#stopped = true
+    clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#unsubscribe()
+  }
+
+  dispose(): void {
+    this.#stop()
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * Wires settling to every emulator: the EmulatorPool observer creates, per terminal, a
+ * RevisionWriter (libSQL) and a DisplayKeeper (settle timing), and gives the pool the keeper's
+ * drain so the last screen is settled and written before the emulator closes.
+ *
+ *   const displays = new DisplayService(storage.db)
+ *   const emulators = new EmulatorPool(EMULATOR_WORKERS, displays.observer)
+ */
+import { DISPLAY_DRAIN_MS } from '../../schema/limits.ts'
+import type { Database } from '../../storage/client.ts'
+import type { EmulatorObserver } from '../emulator/emulator.ts'
+import { DisplayKeeper, type KeeperOptions } from './keeper.ts'
+import { RevisionWriter } from './persist.ts'
+
+export interface DisplayServiceOptions extends KeeperOptions {
+  drainMs?: number
+}
+
+export class DisplayService {
+  readonly #db: Database
+  readonly #options: DisplayServiceOptions
+  readonly keepers = new Map<string, DisplayKeeper>()
+
+  constructor(db: Database, options: DisplayServiceOptions = {}) {
+    this.#db = db
+    this.#options = options
+  }
+
+  /** Emulator keys are `${sessionId}/${terminalId}` (ids never contain '/'). */
+  readonly observer: EmulatorObserver = (emulator, journal) => {
+    const slash = emulator.key.indexOf('/')
+    const writer = new RevisionWriter(this.#db, emulator.key.slice(0, slash), emulator.key.slice(slash + 1))
+    const keeper = new DisplayKeeper(emulator, journal, writer, this.#options)
+    this.keepers.set(emulator.key, keeper)
+    return {
+      drain: async () => {
+        try {
+          await keeper.drain(this.#options.drainMs ?? DISPLAY_DRAIN_MS)
+        } finally {
+          if (this.keepers.get(emulator.key) === keeper) this.keepers.delete(emulator.key)
+        }
+      },
+    }
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The display layer's part of the emulator worker (imported by sidecar/emulator/worker.ts). Every
+ * screen gets a DisplayTracker when it opens, so parser hooks see its output from the first byte.
+ * Request kinds, answered in order with the screen's records:
+ *   `display-encode` {force?, budget?} → DisplayEncodeResult: the revision when the display changed
+ *                    since the last one this screen returned (or `force`), else {changed:false}.
+ *   `screen-text`    {} → ScreenProjection (the plain projection).
+ */
+import type { Terminal } from '@xterm/headless'
+import { registerRequestHandler, registerScreenSetup, type EmulatorContext } from '../emulator/handlers.ts'
+import { plainProjection } from './plain.ts'
+import { encodeRevision, sameDisplay, type EncodedRevision } from './revision.ts'
+import { DisplayTracker } from './tracker.ts'
+
+export const DISPLAY_ENCODE = 'display-encode'
+export const SCREEN_TEXT = 'screen-text'
+
+export interface DisplayEncodeRequest {
+  force?: boolean
+  budget?: number
+}
+
+export type DisplayEncodeResult = { changed: false; sequence: number } | { changed: true; revision: EncodedRevision }
+
+interface ScreenDisplay {
+  tracker: DisplayTracker
+  last?: EncodedRevision
+  /** Sequence and tracker generation when `last` was encoded: unchanged means nothing to encode. */
+  lastSequence: number
+  lastGeneration: number
+  lastGeometry: string
+}
+
+const displays = new WeakMap<Terminal, ScreenDisplay>()
+
+function displayOf(context: EmulatorContext): ScreenDisplay {
+  let display = displays.get(context.terminal)
+  if (!display) {
+    display = { tracker: new DisplayTracker(context.terminal), lastSequence: -1, lastGeneration: -1, lastGeometry: '' }
+    displays.set(context.terminal, display)
+  }
+  return display
+}
+
+registerScreenSetup((context) => {
+  displayOf(context)
+})
+
+registerRequestHandler(DISPLAY_ENCODE, (context, payload): DisplayEncodeResult => {
+  const request = (payload ?? {}) as DisplayEncodeRequest
+  const display = displayOf(context)
+  const { terminal, sequence } = context
+  const geometry = `${terminal.cols}x${terminal.rows}`
+  const untouched =
+    sequence === display.lastSequence && display.tracker.generation === display.lastGeneration && geometry === display.lastGeometry
+  if (untouched && !request.force) return { changed: false, sequence }
+  const revision = encodeRevision(display.tracker, { sequence, budget: request.budget })
+  display.lastSequence = sequence
+  display.lastGeneration = display.tracker.generation
+  display.lastGeometry = geometry
+  if (!request.force && display.last && sameDisplay(display.last, revision)) return { changed: false, sequence }
+  display.last = revision
+  return { changed: true, revision }
+})
+
+registerRequestHandler(SCREEN_TEXT, (context) => plainProjection(context.terminal, displayOf(context).tracker, context.sequence))
