@@ -44,8 +44,8 @@ export async function storeAttachment(db: Database, sessionId: string, input: St
     sessionId,
     name: input.name,
     mediaType: input.mediaType,
-    // drizzle types blob columns as Buffer; libSQL takes any Uint8Array.
-    content: content as Buffer,
+    // drizzle types blob columns as Node's Buffer; libSQL takes any Uint8Array.
+    content: content as (typeof attachments.$inferInsert)['content'],
     bytes: content.length,
     createdAt: Date.now(),
   })
