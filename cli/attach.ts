@@ -8,9 +8,9 @@
  */
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
-import { MAX_INPUT_BYTES } from '../schema/limits.ts'
 import { ApiError, type TermkeepClient } from '../web/client/api.ts'
 import { follow, type FollowEnd } from '../web/client/follow.ts'
+import { InputQueue } from '../web/client/input.ts'
 import { describeRemoteError, REMOTE_OPTIONS, remoteClient } from './remote.ts'
 import { UsageError } from './token.ts'
 
@@ -38,7 +38,16 @@ class Attachment {
   readonly #abort = new AbortController()
   readonly #stdin = process.stdin
   readonly #stdout = process.stdout
-  #inputs: Promise<void> = Promise.resolve()
+  readonly #inputs = new InputQueue(
+    (bytes) => this.client.input(this.sessionId, this.terminalId, this.#attachment, bytes),
+    (error) => {
+      if (error instanceof ApiError && error.code === 'terminal/control-unavailable') {
+        this.#inputError = 'termkeep: another client took control of this terminal; input is no longer sent'
+      } else if (!this.#abort.signal.aborted) {
+        this.#inputError = describeRemoteError(error) ?? String(error)
+      }
+    },
+  )
   #controller = false
   #detached = false
   #inputError: string | undefined
@@ -108,26 +117,11 @@ class Attachment {
   #onInput(chunk: Buffer): void {
     const at = chunk.indexOf(DETACH_BYTE)
     const bytes = at === -1 ? chunk : chunk.subarray(0, at)
-    if (bytes.length > 0) this.#send(bytes)
+    this.#inputs.push(bytes)
     if (at !== -1) {
       this.#detached = true
       // Input already queued is delivered before the follow (and so control) is released.
-      void this.#inputs.then(() => this.#abort.abort())
-    }
-  }
-
-  #send(bytes: Uint8Array): void {
-    for (let offset = 0; offset < bytes.length; offset += MAX_INPUT_BYTES) {
-      const part = bytes.slice(offset, offset + MAX_INPUT_BYTES)
-      this.#inputs = this.#inputs.then(() =>
-        this.client.input(this.sessionId, this.terminalId, this.#attachment, part).catch((error: unknown) => {
-          if (error instanceof ApiError && error.code === 'terminal/control-unavailable') {
-            this.#inputError = 'termkeep: another client took control of this terminal; input is no longer sent'
-          } else if (!this.#abort.signal.aborted) {
-            this.#inputError = describeRemoteError(error) ?? String(error)
-          }
-        }),
-      )
+      void this.#inputs.drained().then(() => this.#abort.abort())
     }
   }
 

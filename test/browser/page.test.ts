@@ -4,9 +4,9 @@
  * the window, reload and see the same screen, stop the sidecar and see the persisted display.
  * Screenshots land in test-artifacts/.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { TermkeepClient } from '../../web/client/api.ts'
-import { readDisplay } from '../../web/client/display.ts'
+import { displayToLines, readDisplay } from '../../web/client/display.ts'
 import { waitFor } from '../support/ports.ts'
 import { launch, type Browser } from './chromium.ts'
 import { startProxy, type Proxy } from './proxy.ts'
@@ -41,20 +41,38 @@ describe('web page (Chromium, full stack)', () => {
   const screenText = () => browser.page.evaluate(() => (globalThis as any).__termkeep.screenText() as string)
   const waitForScreen = (needle: string, timeout = 20_000) =>
     browser.page.waitForFunction((n) => ((globalThis as any).__termkeep?.screenText() ?? '').includes(n), needle, { timeout })
-  /** The first cell of `needle` on the open terminal's screen, as xterm.js holds it. */
-  const cellOf = (needle: string) =>
-    browser.page.evaluate((n): CellFacts | undefined => {
-      const term = (globalThis as any).__termkeep.view().term
-      const buffer = term.buffer.active
-      for (let y = 0; y < term.rows; y++) {
-        const line = buffer.getLine(buffer.viewportY + y)
-        const x = line?.translateToString(false).indexOf(n) ?? -1
-        if (x === -1) continue
-        const cell = line.getCell(x)
-        return { text: cell.getChars(), fg: cell.getFgColor(), fgPalette: cell.isFgPalette(), bg: cell.getBgColor(), bgPalette: cell.isBgPalette() }
+  /** The cell `offset` columns into the first screen line that contains `needle`, as xterm.js holds it. */
+  const cellOf = (needle: string, offset = 0) =>
+    browser.page.evaluate(
+      ([n, dx]): CellFacts | undefined => {
+        const term = (globalThis as any).__termkeep.view().term
+        const buffer = term.buffer.active
+        for (let y = 0; y < term.rows; y++) {
+          const line = buffer.getLine(buffer.viewportY + y)
+          const x = line?.translateToString(false).indexOf(n) ?? -1
+          if (x === -1) continue
+          const cell = line.getCell(x + dx)
+          return { text: cell.getChars(), fg: cell.getFgColor(), fgPalette: cell.isFgPalette(), bg: cell.getBgColor(), bgPalette: cell.isBgPalette() }
+        }
+        return undefined
+      },
+      [needle, offset] as const,
+    )
+  /** Everything the terminal printed so far, read through the API (not the proxy). */
+  const journalText = async () => {
+    let after = 0
+    let text = ''
+    for (;;) {
+      const url = `${stack.api.url}/v1/sessions/${sessionId}/terminals/${terminalId}/output?after=${after}&limit=256`
+      const page = (await (await fetch(url, { headers: { authorization: `Bearer ${stack.token}` } })).json()) as {
+        items: { kind: string; data?: string }[]
+        next: number
       }
-      return undefined
-    }, needle)
+      for (const item of page.items) if (item.data) text += Buffer.from(item.data, 'base64').toString('latin1')
+      if (page.items.length === 0 || page.next === after) return text
+      after = page.next
+    }
+  }
   const info = () => client.terminal(sessionId, terminalId)
 
   beforeAll(async () => {
@@ -63,6 +81,9 @@ describe('web page (Chromium, full stack)', () => {
     // The browser reaches the API through a proxy the test can cut (network loss).
     proxy = await startProxy(stack.api.url)
     browser = await launch()
+  })
+  afterEach(async (context) => {
+    if (context.task.result?.state === 'fail') await browser?.screenshot(`page-failed-${context.task.name.replace(/\W+/g, '-')}`).catch(() => {})
   })
   afterAll(async () => {
     await browser?.close()
@@ -105,8 +126,9 @@ describe('web page (Chromium, full stack)', () => {
     await page.keyboard.type(COLOUR_COMMAND)
     await page.keyboard.press('Enter')
     await waitForScreen(COLOUR_OUTPUT)
-    expect(await cellOf(`RED  BLUE`)).toMatchObject({ text: 'R', fg: 1, fgPalette: true })
-    expect(await cellOf(` BLUE-BG `)).toMatchObject({ text: ' ', bg: 4, bgPalette: true })
+    expect(await cellOf(COLOUR_OUTPUT)).toMatchObject({ text: 'R', fg: 1, fgPalette: true })
+    expect(await cellOf(COLOUR_OUTPUT, 4)).toMatchObject({ text: ' ', bg: 4, bgPalette: true })
+    expect(await cellOf(COLOUR_OUTPUT, 5)).toMatchObject({ text: 'B', bg: 4, bgPalette: true })
     await browser.screenshot('page-1-colours')
   })
 
@@ -135,7 +157,8 @@ describe('web page (Chromium, full stack)', () => {
     await page.reload()
     await page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 30_000 })
     await waitFor(async () => (await screenText()).trimEnd() === before, 20_000, 'the same screen after reload')
-    expect(await cellOf(`RED  BLUE`)).toMatchObject({ fg: 1, fgPalette: true })
+    expect(await cellOf(COLOUR_OUTPUT)).toMatchObject({ text: 'R', fg: 1, fgPalette: true })
+    expect(await cellOf(COLOUR_OUTPUT, 4)).toMatchObject({ bg: 4, bgPalette: true })
     await browser.screenshot('page-3-reloaded')
   })
 
@@ -150,16 +173,12 @@ describe('web page (Chromium, full stack)', () => {
   it('resumes after a network loss without losing, repeating or answering replayed output', async () => {
     // Output that happens while the page is cut off: three lines, then two queries (DA, CPR).
     await type(String.raw`sleep 3; for i in 1 2 3; do echo "L$i-$((i*11))"; done; printf 'AFTER-LOSS-%s\033[c\033[6n\n' $((3*3)); cat -v`)
-    await waitFor(async () => (await bufferText()).includes('sleep 3; for i'), 10_000, 'the command echo')
+    // Cut only once the whole command line (with its Enter) reached the shell.
+    await waitFor(async () => (await journalText()).includes('cat -v\r\n'), 10_000, 'the command to be entered')
     proxy.cut()
     await browser.page.locator('.terminal-view[data-mode="reconnecting"]').waitFor({ timeout: 10_000 })
     // Wait (through the API directly, not the proxy) until the output exists, then reconnect.
-    await waitFor(async () => {
-      const page = await fetch(`${stack.api.url}/v1/sessions/${sessionId}/terminals/${terminalId}/output?after=0&limit=256`, {
-        headers: { authorization: `Bearer ${stack.token}` },
-      }).then((r) => r.json() as Promise<{ items: { kind: string; data?: string }[] }>)
-      return page.items.some((item) => item.data && Buffer.from(item.data, 'base64').toString().includes('AFTER-LOSS-9'))
-    }, 20_000, 'the output printed during the outage')
+    await waitFor(async () => (await journalText()).includes('AFTER-LOSS-9'), 20_000, 'the output printed during the outage')
     proxy.restore()
     await waitForScreen('AFTER-LOSS-9', 30_000)
     await browser.page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 10_000 })
@@ -179,15 +198,15 @@ describe('web page (Chromium, full stack)', () => {
     // The settled revision includes the coloured line before the sidecar goes away.
     await waitFor(async () => {
       const display = await readDisplay(client, sessionId, terminalId).catch(() => undefined)
-      return display && JSON.stringify(display.viewport).includes('BLUE-BG') ? display : undefined
+      return display && displayToLines(display, { color: false }).includes(COLOUR_OUTPUT) ? display : undefined
     }, 20_000, 'a settled display with the output')
     await stack.sidecar.stop()
     const { page } = browser
     await page.locator('.terminal-view[data-mode="display"]').waitFor({ timeout: 30_000 })
     await page.getByText('last saved screen').waitFor()
     expect(await screenText()).toContain(COLOUR_OUTPUT)
-    expect(await cellOf(`RED  BLUE`)).toMatchObject({ text: 'R', fg: 1, fgPalette: true })
-    expect(await cellOf(` BLUE-BG `)).toMatchObject({ bg: 4, bgPalette: true })
+    expect(await cellOf(COLOUR_OUTPUT)).toMatchObject({ text: 'R', fg: 1, fgPalette: true })
+    expect(await cellOf(COLOUR_OUTPUT, 4)).toMatchObject({ text: ' ', bg: 4, bgPalette: true })
     await browser.screenshot('page-5-persisted-display')
     expect(browser.errors).toEqual([])
   })

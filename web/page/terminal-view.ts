@@ -11,12 +11,13 @@
  */
 import { FitAddon } from '@xterm/addon-fit'
 import { Terminal, type ITheme } from '@xterm/xterm'
-import { MAX_COLS, MAX_INPUT_BYTES, MAX_ROWS, MAX_VISIBLE_CELLS, MIN_COLS, MIN_ROWS } from '../../schema/limits.ts'
+import { MAX_COLS, MAX_ROWS, MAX_VISIBLE_CELLS, MIN_COLS, MIN_ROWS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { ApiError, type TermkeepClient } from '../client/api.ts'
 import { replayAnsi } from '../../api/display/replay.ts'
 import { readDisplay } from '../client/display.ts'
 import { follow, type FollowEnd } from '../client/follow.ts'
+import { InputQueue } from '../client/input.ts'
 import { h, randomId } from './dom.ts'
 
 /** Window resizes are sent once they settle, not for every animation frame of a drag. */
@@ -66,7 +67,10 @@ export class TerminalView {
   #info: TerminalInfo | undefined
   #replaying = 0
   #controller = false
-  #inputQueue: Promise<void> = Promise.resolve()
+  #input = new InputQueue(
+    (bytes) => this.client.input(this.sessionId, this.terminalId, this.#attachment, bytes),
+    (error) => this.#inputFailed(error),
+  )
   #resizeTimer: ReturnType<typeof setTimeout> | undefined
   #observer: ResizeObserver
   #encoder = new TextEncoder()
@@ -213,14 +217,8 @@ export class TerminalView {
 
   #send(bytes: Uint8Array): void {
     // Replies xterm.js produced while parsing replayed bytes are not input; drop them.
-    if (this.#replaying > 0 || !this.#controller || bytes.length === 0) return
-    const attachment = this.#attachment
-    for (let offset = 0; offset < bytes.length; offset += MAX_INPUT_BYTES) {
-      const chunk = bytes.subarray(offset, offset + MAX_INPUT_BYTES)
-      this.#inputQueue = this.#inputQueue.then(() =>
-        this.client.input(this.sessionId, this.terminalId, attachment, chunk).catch((error: unknown) => this.#inputFailed(error)),
-      )
-    }
+    if (this.#replaying > 0 || !this.#controller) return
+    this.#input.push(bytes)
   }
 
   #inputFailed(error: unknown): void {
