@@ -6,6 +6,7 @@ import { Hono } from 'hono'
 import { bearerAuth } from 'hono/bearer-auth'
 import { TermkeepError } from '../schema/errors.ts'
 import type { Storage } from '../storage/client.ts'
+import { screenRoutes } from './display/routes.ts'
 import { fileRoutes } from './files/routes.ts'
 import { paths } from './paths.ts'
 import { terminalRoutes } from './routes/terminals.ts'
@@ -36,6 +37,7 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.get('/v1/health', (c) => c.json({ ok: true, generation: deps.generation, pid: process.pid }))
   app.route('/', paths)
   app.route('/', terminalRoutes(deps.terminals))
+  app.route('/', screenRoutes(deps.terminals))
   app.route('/', fileRoutes(deps))
   return app
 }

@@ -9,6 +9,8 @@ import { hostGenerations } from '../schema/tables.ts'
 import { openStorage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
+import { migrateLegacyRecords } from './display/legacy.ts'
+import { DisplayService } from './display/service.ts'
 import { EmulatorPool } from './emulator/emulator.ts'
 import { DEFAULT_SHELLS_FILE } from './pty/shells.ts'
 import { TerminalHost } from './terminals/host.ts'
@@ -28,11 +30,12 @@ async function main(): Promise<void> {
   mkdirSync(config.dataDir, { recursive: true })
   const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
   await migrate(storage.client)
+  await migrateLegacyRecords(storage.db) // once per legacy text-only record (data_migrations ledger)
   const [{ generation }] = await storage.db
     .insert(hostGenerations)
     .values({ pid: process.pid, startedAt: Date.now() })
     .returning({ generation: hostGenerations.generation })
-  const emulators = new EmulatorPool()
+  const emulators = new EmulatorPool(undefined, new DisplayService(storage.db).observer) // settles display revisions
   const terminals = new TerminalHost({
     store: new TerminalStore(storage.db),
     emulators,

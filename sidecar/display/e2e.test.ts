@@ -1,0 +1,114 @@
+/**
+ * End to end with the real sidecar process, a real PTY and the API: a program's coloured screen
+ * settles into libSQL; the plain projection answers while it runs; readDisplay serves the same
+ * colours with the sidecar stopped, and again after a restart on the same database.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createApp } from '../../api/app.ts'
+import { createToken } from '../../api/auth/tokens.ts'
+import { decodeDisplay, type DecodedDisplay } from '../../api/display/decode.ts'
+import { SidecarClient } from '../../api/sidecar-client.ts'
+import type { DisplayBegin, DisplayEnd, RowsEvent, ScreenProjection } from '../../schema/wire/display.ts'
+import { openStorage, type Storage } from '../../storage/client.ts'
+import { migrate } from '../../storage/migrate.ts'
+import { waitFor } from '../../test/support/ports.ts'
+import { startSidecar, type RunningSidecar } from '../../test/support/sidecar.ts'
+import { insertSession, shellsFixture, SidecarHttp } from '../../test/support/terminals.ts'
+import { readAllEvents } from './testing/sse.ts'
+
+const PROGRAM = String.raw`printf '\033]2;e2e title\007\033[1;31mred bold\033[0m \033[38;2;10;200;30mrgb\033[0m\r\n\033[44m   \033[0m spaces\r\n\033[45mtail\033[K\033[0m\r\n'
+exec sleep 120`
+
+let dir: string
+let storage: Storage
+let sidecar: RunningSidecar | undefined
+let token: string
+let fixture: ReturnType<typeof shellsFixture>
+
+function app(url: string, secret: string) {
+  return createApp({ db: storage.db, client: storage.client, sidecar: new SidecarClient({ url, secret }), runtime: 'node' })
+}
+
+async function readDisplay(a: ReturnType<typeof app>): Promise<DecodedDisplay | undefined> {
+  const response = await a.request('/v1/sessions/s/terminals/t/display', { headers: { authorization: `Bearer ${token}` } })
+  if (response.status === 404) return undefined
+  const events = await readAllEvents(response)
+  const begin = JSON.parse(events[0].data) as DisplayBegin
+  const end = JSON.parse(events.at(-1)!.data) as DisplayEnd
+  const parts = events.filter((e) => e.event === 'rows').map((e) => JSON.parse(e.data) as RowsEvent)
+  return decodeDisplay(begin, parts, end)
+}
+
+const text = (row: { cells: { chars: string }[] }) => row.cells.map((c) => c.chars || ' ').join('').trimEnd()
+
+function colours(display: DecodedDisplay) {
+  const [r0, r1, r2] = display.viewport
+  const style = (row: typeof r0, x: number) => display.styles[row.cells[x].style]
+  return {
+    red: style(r0, 0),
+    rgb: style(r0, 9),
+    spaces: style(r1, 0),
+    tail: style(r2, 0),
+    erased: { ...style(r2, 10), blank: r2.cells[10]?.blank },
+    title: display.begin.title,
+  }
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'termkeep-display-e2e-'))
+  fixture = shellsFixture({ colours: PROGRAM })
+  sidecar = await startSidecar({ dataDir: dir, env: { TERMKEEP_SHELLS_FILE: fixture.shellsFile } })
+  await insertSession(sidecar.databaseUrl, 's', dir)
+  storage = await openStorage({ url: sidecar.databaseUrl })
+  await migrate(storage.client)
+  token = (await createToken(storage.db, { name: 'd', grants: ['terminals:display', 'terminals:screen'], sessions: 'all' })).secret
+})
+afterAll(async () => {
+  await sidecar?.stop()
+  storage?.close()
+  rmSync(dir, { recursive: true, force: true })
+  rmSync(fixture.dir, { recursive: true, force: true })
+})
+
+describe('display end to end', () => {
+  it('keeps the colours across a sidecar stop and restart', async () => {
+    const http = new SidecarHttp(sidecar!)
+    const created = await http.json('PUT', '/v1/sessions/s/terminals/t', { json: { cols: 60, rows: 10, shell: fixture.path('colours') } })
+    expect(created.status).toBe(201)
+    const live = app(sidecar!.url, sidecar!.secret)
+
+    const settled = await waitFor(async () => {
+      const d = await readDisplay(live)
+      return d && text(d.viewport[2]) === 'tail' ? d : undefined
+    }, 30_000, 'a settled display')
+    const expected = {
+      red: { fg: 1, a: 1 },
+      rgb: { fg: '#0ac81e' },
+      spaces: { bg: 4 },
+      tail: { bg: 5 },
+      erased: { bg: 5, blank: true },
+      title: 'e2e title',
+    }
+    expect(colours(settled)).toEqual(expected)
+    expect(settled.viewport.slice(0, 3).map(text)).toEqual(['red bold rgb', '    spaces', 'tail'])
+
+    const screen = await live.request('/v1/sessions/s/terminals/t/screen', { headers: { authorization: `Bearer ${token}` } })
+    expect(screen.status).toBe(200)
+    const projection = (await screen.json()) as ScreenProjection
+    expect(projection.lines.slice(projection.viewportStart, projection.viewportStart + 3)).toEqual(['red bold rgb', '    spaces', 'tail'])
+    expect(projection.title).toBe('e2e title')
+
+    await sidecar!.stop()
+    const stopped = await readDisplay(live)
+    expect(colours(stopped!)).toEqual(expected)
+    expect(stopped!.begin.revision).toBeGreaterThanOrEqual(settled.begin.revision)
+
+    sidecar = await startSidecar({ dataDir: dir, databaseUrl: sidecar!.databaseUrl, env: { TERMKEEP_SHELLS_FILE: fixture.shellsFile } })
+    const restarted = await readDisplay(app(sidecar.url, sidecar.secret))
+    expect(colours(restarted!)).toEqual(expected)
+    expect(restarted!.viewport.slice(0, 3).map(text)).toEqual(['red bold rgb', '    spaces', 'tail'])
+  })
+})

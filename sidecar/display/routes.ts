@@ -1,0 +1,108 @@
+/**
+ * The sidecar's plain-projection routes (schema/wire/display.ts), same paths as the public API:
+ *   GET /v1/sessions/:sid/terminals/:tid/screen        → ScreenProjection of the live emulator
+ *   GET /v1/sessions/:sid/terminals/:tid/screen/watch  SSE `screen` (id = sequence) now and on each
+ *       change, at most one per SCREEN_WATCH_INTERVAL_MS; `closed` {sequence} once the byte source
+ *       ended and everything was shown, or the emulator went away.
+ * Answered from the emulator worker (`screen-text`), after every record sent so far.
+ */
+import { Hono, type Context } from 'hono'
+import { streamSSE } from 'hono/streaming'
+import { TermkeepError } from '../../schema/errors.ts'
+import { SCREEN_WATCH_INTERVAL_MS, SSE_HEARTBEAT_MS, TERMINAL_ID_PATTERN, SESSION_ID_PATTERN } from '../../schema/limits.ts'
+import type { ScreenProjection } from '../../schema/wire/display.ts'
+import type { SettleSource } from './keeper.ts'
+import { SCREEN_TEXT } from './worker.ts'
+
+/** What the routes need of the terminal host (sidecar/terminals/host.ts satisfies it). */
+export interface ScreenHost {
+  /** The live terminal, or a typed 404 / 410. */
+  live(sessionId: string, terminalId: string): Promise<{ emulator: SettleSource; journal: { readonly ended: boolean } }>
+}
+
+export interface ScreenRouteOptions {
+  intervalMs?: number
+  heartbeatMs?: number
+}
+
+function ids(c: Context): { sid: string; tid: string } {
+  const sid = c.req.param('sid') ?? ''
+  const tid = c.req.param('tid') ?? ''
+  if (!SESSION_ID_PATTERN.test(sid)) throw new TermkeepError('request/invalid', 'session ids are 1–128 of [A-Za-z0-9_-]')
+  if (!TERMINAL_ID_PATTERN.test(tid)) throw new TermkeepError('terminal/invalid-id', 'terminal ids are 1–128 of [A-Za-z0-9_-]')
+  return { sid, tid }
+}
+
+const sameText = (a: ScreenProjection, b: ScreenProjection) => JSON.stringify({ ...a, sequence: 0 }) === JSON.stringify({ ...b, sequence: 0 })
+
+export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {}): Hono {
+  const interval = options.intervalMs ?? SCREEN_WATCH_INTERVAL_MS
+  const heartbeat = options.heartbeatMs ?? SSE_HEARTBEAT_MS
+  const app = new Hono()
+  const one = '/v1/sessions/:sid/terminals/:tid'
+
+  app.get(`${one}/screen`, async (c) => {
+    const { sid, tid } = ids(c)
+    const { emulator } = await host.live(sid, tid)
+    return c.json(await emulator.request<ScreenProjection>(SCREEN_TEXT))
+  })
+
+  app.get(`${one}/screen/watch`, async (c) => {
+    const { sid, tid } = ids(c)
+    const { emulator, journal } = await host.live(sid, tid)
+    const first = await emulator.request<ScreenProjection>(SCREEN_TEXT)
+    return streamSSE(c, async (stream) => {
+      let aborted = false
+      stream.onAbort(() => {
+        aborted = true
+      })
+      let dirty = false
+      let wake: (() => void) | undefined
+      const off = emulator.onApplied(() => {
+        dirty = true
+        wake?.()
+      })
+      try {
+        let last = first
+        await stream.writeSSE({ event: 'screen', id: String(first.sequence), data: JSON.stringify(first) })
+        let sentAt = Date.now()
+        while (!aborted) {
+          if (!dirty) {
+            const woke = await new Promise<boolean>((resolve) => {
+              const timer = setTimeout(() => resolve(false), heartbeat)
+              wake = () => {
+                clearTimeout(timer)
+                resolve(true)
+              }
+            })
+            wake = undefined
+            if (!woke && !aborted) await stream.write(': heartbeat\n\n')
+          }
+          const wait = sentAt + interval - Date.now()
+          if (wait > 0) await stream.sleep(wait)
+          if (aborted) break
+          dirty = false
+          let next: ScreenProjection
+          try {
+            next = await emulator.request<ScreenProjection>(SCREEN_TEXT)
+          } catch {
+            await stream.writeSSE({ event: 'closed', data: JSON.stringify({ sequence: last.sequence }) })
+            return
+          }
+          if (!sameText(next, last)) {
+            last = next
+            sentAt = Date.now()
+            await stream.writeSSE({ event: 'screen', id: String(next.sequence), data: JSON.stringify(next) })
+          }
+          if (journal.ended && emulator.caughtUp && !dirty) {
+            await stream.writeSSE({ event: 'closed', data: JSON.stringify({ sequence: next.sequence }) })
+            return
+          }
+        }
+      } finally {
+        off()
+      }
+    })
+  })
+  return app
+}
