@@ -49,6 +49,11 @@ function sid(c: Context<AppEnv>): string {
   return c.req.param('sid')!
 }
 
+/** The sidecar's JSON as it came (its shape is the contract in schema/wire/files.ts). */
+function passOn(upstream: Response): Response {
+  return new Response(upstream.body, { status: upstream.status, headers: { 'content-type': 'application/json' } })
+}
+
 export const fileRoutes = new Hono<AppEnv>()
   .get(
     '/v1/sessions/:sid/files/text',
@@ -56,7 +61,7 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', TextQuery, badQuery),
-    async (c) => c.json(await c.var.deps.sidecar.readFileText(sid(c), c.req.valid('query'))),
+    async (c) => passOn(await c.var.deps.sidecar.fileResponse(sid(c), 'text', c.req.valid('query'))),
   )
   .get(
     '/v1/sessions/:sid/files/bytes',
@@ -64,7 +69,7 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', BytesQuery, badQuery),
-    async (c) => c.json(await c.var.deps.sidecar.readFileBytes(sid(c), c.req.valid('query'))),
+    async (c) => passOn(await c.var.deps.sidecar.fileResponse(sid(c), 'bytes', c.req.valid('query'))),
   )
   .get(
     '/v1/sessions/:sid/files/all',
@@ -72,7 +77,7 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', PathQuery, badQuery),
-    async (c) => c.json(await c.var.deps.sidecar.readFileAll(sid(c), c.req.valid('query'))),
+    async (c) => passOn(await c.var.deps.sidecar.fileResponse(sid(c), 'all', c.req.valid('query'))),
   )
   .get(
     '/v1/sessions/:sid/files/related',
@@ -84,7 +89,7 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', RelatedQuery, badQuery),
-    async (c) => c.json(await c.var.deps.sidecar.readFileRelated(sid(c), c.req.valid('query'))),
+    async (c) => passOn(await c.var.deps.sidecar.fileResponse(sid(c), 'related', c.req.valid('query'))),
   )
   .get(
     '/v1/sessions/:sid/files/stat',
@@ -92,7 +97,7 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', PathQuery, badQuery),
-    async (c) => c.json(await c.var.deps.sidecar.statFile(sid(c), c.req.valid('query'))),
+    async (c) => passOn(await c.var.deps.sidecar.fileResponse(sid(c), 'stat', c.req.valid('query'))),
   )
   .get(
     '/v1/sessions/:sid/files/list',
@@ -104,7 +109,7 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', ListQuery, badQuery),
-    async (c) => c.json(await c.var.deps.sidecar.listFiles(sid(c), c.req.valid('query'))),
+    async (c) => passOn(await c.var.deps.sidecar.fileResponse(sid(c), 'list', c.req.valid('query'))),
   )
   .get(
     '/v1/sessions/:sid/files/changes',
