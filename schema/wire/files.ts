@@ -129,7 +129,8 @@ export const FilesReady = v.object({ root: v.string(), os: v.boolean(), reason: 
 export type FilesReady = v.InferOutput<typeof FilesReady>
 
 /**
- * `change`: an observation, not a delta. `source` is `termkeep` for changes made through
+ * `change`: an observation, not a delta. Not resumable (no event ids): after a reconnect, re-read
+ * what matters. A subscriber that falls 10,000 changes behind is disconnected rather than buffered. `source` is `termkeep` for changes made through
  * termkeep's own operations and `os` for changes the OS watcher saw (editors, shells, builds).
  */
 export const FileChange = v.union([
