@@ -92,6 +92,8 @@ export const MAX_FILE_PAGE_LINES = 5_000
 export const MAX_FILE_BYTES = 32 * MiB
 /** Directory listing entries; more are reported as `truncated`. */
 export const MAX_LIST_ENTRIES = 2_000
+/** Changes queued for one slow `files/changes` subscriber before it is disconnected. */
+export const MAX_FILE_CHANGES_QUEUED = 10_000
 
 // ── Registry ────────────────────────────────────────────────────────────────
 /** Workspace titles after trimming. */

@@ -7,7 +7,7 @@ import { Hono, type Context } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
-import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
+import { MAX_FILE_CHANGES_QUEUED, SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import {
   BytesQuery,
   EmptyQuery,
@@ -31,9 +31,6 @@ export interface FileRoutesDeps {
   /** Where termkeep's own writers report changes; one per sidecar. */
   fileChanges?: FileChangeHub
 }
-
-/** A subscriber that falls this far behind is disconnected rather than buffered without end. */
-const MAX_QUEUED_CHANGES = 10_000
 
 const canonical = (path: string) => realpath(path).catch(() => undefined)
 
@@ -96,7 +93,7 @@ export function fileRoutes(deps: FileRoutesDeps): Hono {
         const fresh = dedupe()
         const subscription = hub.subscribe(root, (change) => {
           if (!fresh(change)) return
-          if (queue.length >= MAX_QUEUED_CHANGES) overflow = true
+          if (queue.length >= MAX_FILE_CHANGES_QUEUED) overflow = true
           else queue.push(change)
           wake?.()
         })
