@@ -2,7 +2,7 @@
  * The file operations against a real filesystem: every error kind, page boundaries, versions,
  * traversal attempts and the check-then-open races (driven through the OpenHooks seams).
  */
-import { appendFileSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs'
+import { appendFileSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -217,6 +217,26 @@ describe('confinement', () => {
       expect(swapped).toBe(true)
       expect(error.code, hook).toBe('files/outside-workspace')
     }
+  })
+})
+
+describe('a file that keeps changing identity while it is opened', () => {
+  it('gives up after a few attempts instead of reading a file it did not check', async () => {
+    write('flapping.txt', 'v0\n')
+    let swaps = 0
+    const error = await failure(
+      readText(scope, 'flapping.txt', {}, {
+        beforeOpen(path) {
+          // A new inode at the same name every time: the checked entry is never the opened one.
+          swaps++
+          writeFileSync(`${path}.new`, `v${swaps}\n`)
+          renameSync(`${path}.new`, path)
+        },
+      }),
+    )
+    expect(swaps).toBe(3)
+    expect(error).toMatchObject({ code: 'files/not-found', details: { reason: 'changed-while-opening' } })
+    expect((await readText(scope, 'flapping.txt')).text).toBe('v3')
   })
 })
 
