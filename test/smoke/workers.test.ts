@@ -58,20 +58,14 @@ describe('Workers bundle (wrangler deploy --dry-run)', () => {
 
 if (workerdBinary()) {
   describe('Workers entry configuration', () => {
-    it('answers a clear 500 when a binding is missing or names a file: database, naming the variable', async () => {
-      for (const [bindings, variable] of [
-        [{ SIDECAR_URL: 'http://127.0.0.1:9', SIDECAR_SECRET: 'a-secret-of-16-chars-or-more' }, 'DATABASE_URL'],
-        [{ DATABASE_URL: 'file:./data/x.db', SIDECAR_SECRET: 'a-secret-of-16-chars-or-more' }, 'DATABASE_URL'],
-        [{ DATABASE_URL: 'http://127.0.0.1:9' }, 'SIDECAR_SECRET'],
-      ] as const) {
-        const target = await startWorkersTarget(built(), bindings)
-        try {
-          const response = await fetch(`${target.url}/v1/health`)
-          expect(response.status).toBe(500)
-          expect((await response.json()).error.message).toContain(variable)
-        } finally {
-          await target.stop()
-        }
+    it('answers a clear 500 naming the variable when DATABASE_URL is not remote (Workers have no filesystem)', async () => {
+      const target = await startWorkersTarget(built(), { DATABASE_URL: 'file:./data/x.db', SIDECAR_SECRET: 'a-secret-of-16-chars-or-more' })
+      try {
+        const response = await fetch(`${target.url}/v1/health`)
+        expect(response.status).toBe(500)
+        expect((await response.json()).error.message).toMatch(/DATABASE_URL.*no filesystem/)
+      } finally {
+        await target.stop()
       }
     }, 120_000)
   })
