@@ -2,8 +2,8 @@
  * Deno entry for the API, for `deno serve` (see deno.json: `deno task start`). Builds the
  * dependencies from the environment and exports createApp's fetch; nothing else.
  *
- * A `file:` database uses the native libSQL client (the `deno` export condition), which needs
- * `--allow-ffi` and `--allow-sys`; a remote URL (`libsql:`, `http(s):`, `ws(s):`) needs neither.
+ * `@libsql/client` resolves to its native build here (the `deno` export condition), which loads a
+ * Node-API addon on import, remote URLs included: serve with `--allow-ffi --allow-sys`.
  */
 import { ConfigError, parseConfig } from '../../schema/config.ts'
 import { createApp } from '../app.ts'
