@@ -94,6 +94,8 @@ export const MAX_FILE_BYTES = 32 * MiB
 export const MAX_LIST_ENTRIES = 2_000
 /** Changes queued for one slow `files/changes` subscriber before it is disconnected. */
 export const MAX_FILE_CHANGES_QUEUED = 10_000
+/** Directories the OS watcher of one workspace watches (one inotify watch each), shallowest first. */
+export const MAX_WATCHED_DIRECTORIES = 8_192
 
 // ── Registry ────────────────────────────────────────────────────────────────
 /** Workspace titles after trimming. */
@@ -116,6 +118,10 @@ export const SSE_HEARTBEAT_MS = 15_000
 export const MAX_JSON_BODY_BYTES = 1 * MiB
 /** How long the API waits for the sidecar before answering 503. */
 export const SIDECAR_CONNECT_TIMEOUT_MS = 2_000
+/** Sidecar calls that do real work before answering (create spawns a shell; follow waits for the
+ * emulator's snapshot; the other streams replay before their first event): a loaded host can take
+ * seconds, which is not "unreachable". Close has its own budget: kill grace + drain + this. */
+export const SIDECAR_SLOW_CALL_TIMEOUT_MS = 15_000
 /** EventSource tickets live this long and open exactly one stream. */
 export const TICKET_TTL_MS = 60_000
 

@@ -15,6 +15,7 @@ import { migrate } from '../../storage/migrate.ts'
 import { readSse } from '../../test/smoke/sse.ts'
 import { waitFor } from '../../test/support/ports.ts'
 import { dedupe, FileChangeHub } from './changes.ts'
+import { TreeWatch } from './tree-watch.ts'
 import { fileRoutes } from './routes.ts'
 
 let dir: string
@@ -47,12 +48,12 @@ afterAll(() => {
 })
 
 describe('FileChangeHub', () => {
-  it('reports termkeep writes in order, only to subscribers whose root holds the path', () => {
+  it('reports termkeep writes in order, only to subscribers whose root holds the path', async () => {
     const hub = new FileChangeHub()
     const seen: FileChange[] = []
     const other: FileChange[] = []
-    const a = hub.subscribe(root, (c) => c.source === 'termkeep' && seen.push(c))
-    const b = hub.subscribe(join(dir, 'elsewhere'), (c) => other.push(c))
+    const a = await hub.subscribe(root, (c) => c.source === 'termkeep' && seen.push(c))
+    const b = await hub.subscribe(join(dir, 'elsewhere'), (c) => other.push(c))
     try {
       writeFileSync(join(root, 'one.txt'), '1')
       hub.recordWrite(join(root, 'one.txt'))
@@ -78,10 +79,9 @@ describe('FileChangeHub', () => {
     expect(other).toEqual([])
   })
 
-  it('shares one OS watcher per root and releases it with the last subscriber', () => {
+  it('shares one OS watcher per root and releases it with the last subscriber', async () => {
     const hub = new FileChangeHub()
-    const first = hub.subscribe(root, () => undefined)
-    const second = hub.subscribe(root, () => undefined)
+    const [first, second] = await Promise.all([hub.subscribe(root, () => undefined), hub.subscribe(root, () => undefined)])
     expect(first.os && second.os).toBe(true)
     expect(hub.watchedRoots).toBe(1)
     first.close()
@@ -90,12 +90,13 @@ describe('FileChangeHub', () => {
     expect(hub.watchedRoots).toBe(0)
   })
 
-  it('reports a root the OS cannot watch as os:false, keeping the termkeep source', () => {
+  it('reports a root the OS cannot watch as os:false, keeping the termkeep source', async () => {
     const hub = new FileChangeHub()
     const seen: FileChange[] = []
-    const subscription = hub.subscribe(join(dir, 'missing-root'), (c) => seen.push(c))
+    const subscription = await hub.subscribe(join(dir, 'missing-root'), (c) => seen.push(c))
     expect(subscription.os).toBe(false)
     expect(subscription.reason).toMatch(/OS watcher/)
+    expect(hub.watchedRoots).toBe(0)
     hub.recordWrite(join(dir, 'missing-root', 'x'))
     subscription.close()
     expect(seen).toEqual([{ path: 'x', absolutePath: join(dir, 'missing-root', 'x'), absent: true, source: 'termkeep' }])
@@ -111,6 +112,51 @@ describe('FileChangeHub', () => {
       true,
       true,
     ])
+  })
+})
+
+describe('TreeWatch', () => {
+  it('watches new directories, forgets removed ones, skips .git and never follows a symlinked directory', async () => {
+    const tree = join(dir, 'tree')
+    mkdirSync(join(tree, 'a', 'b'), { recursive: true })
+    mkdirSync(join(tree, '.git', 'objects'), { recursive: true })
+    mkdirSync(join(dir, 'tree-outside'))
+    symlinkSync(join(dir, 'tree-outside'), join(tree, 'link'))
+    const seen: string[] = []
+    const watch = await TreeWatch.start(tree, (path) => seen.push(path))
+    try {
+      expect(watch.directories).toBe(3) // tree, a, a/b
+      expect(watch.truncated).toBe(false)
+      writeFileSync(join(tree, 'a', 'b', 'deep.txt'), 'x')
+      await waitFor(async () => seen.includes(join(tree, 'a', 'b', 'deep.txt')), 10_000, 'deep edit')
+      mkdirSync(join(tree, 'fresh'))
+      await waitFor(async () => watch.directories === 4, 10_000, 'new directory watched')
+      writeFileSync(join(tree, 'fresh', 'new.txt'), 'x')
+      await waitFor(async () => seen.includes(join(tree, 'fresh', 'new.txt')), 10_000, 'edit in a new directory')
+      rmSync(join(tree, 'a'), { recursive: true })
+      await waitFor(async () => watch.directories === 2, 10_000, 'removed directories forgotten')
+      writeFileSync(join(dir, 'tree-outside', 'out.txt'), 'x')
+      writeFileSync(join(tree, '.git', 'index'), 'x')
+      writeFileSync(join(tree, 'sentinel'), 'x')
+      await waitFor(async () => seen.includes(join(tree, 'sentinel')), 10_000, 'sentinel')
+      expect(seen.filter((p) => p.includes('out.txt') || p.includes(`${join(tree, '.git')}/`))).toEqual([])
+    } finally {
+      watch.close()
+    }
+  })
+
+  it('stops at the directory cap, shallowest first, and says so', async () => {
+    const wide = join(dir, 'wide')
+    for (const name of ['d1', 'd2', 'd3']) mkdirSync(join(wide, name, 'deeper'), { recursive: true })
+    const watch = await TreeWatch.start(wide, () => undefined, 4)
+    try {
+      expect(watch.directories).toBe(4) // wide, d1, d2, d3 — not the deeper ones
+      expect(watch.truncated).toBe(true)
+    } finally {
+      watch.close()
+    }
+    const hub = new FileChangeHub()
+    expect(await hub.subscribe(wide, () => undefined).then((s) => (s.close(), s.reason))).toBeUndefined()
   })
 })
 

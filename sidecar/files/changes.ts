@@ -4,15 +4,16 @@
  * Two sources, one ordered feed per subscriber:
  * - `termkeep`: writes made through termkeep's own operations, reported by the writer through
  *   `FileChangeHub.recordWrite` right after the write completes (synchronously, so in order).
- * - `os`: what the OS watcher sees (editors, shells, builds). One recursive `fs.watch` per
- *   workspace root, shared by every subscriber of that root, because setting it up walks the tree.
+ * - `os`: what the OS watcher sees (editors, shells, builds). One TreeWatch per workspace root
+ *   (tree-watch.ts), shared by every subscriber of that root, because setting it up walks the tree.
  * Observations are facts about a path now (its version, or absent), not deltas; symlinks are not
  * followed, so an observation never describes anything outside the root.
  */
-import { lstatSync, realpathSync, watch, type FSWatcher } from 'node:fs'
-import { dirname, join, relative } from 'node:path'
+import { lstatSync, realpathSync } from 'node:fs'
+import { dirname, relative } from 'node:path'
 import type { FileChange } from '../../schema/wire/files.ts'
 import { isInside, versionOf } from './confine.ts'
+import { TreeWatch } from './tree-watch.ts'
 
 type Source = FileChange['source']
 type Listener = (change: FileChange) => void
@@ -35,10 +36,23 @@ export function observe(root: string, absolutePath: string, source: Source): Fil
   }
 }
 
-/** Where termkeep's own writers announce what they changed. One per sidecar. */
+export interface Subscription {
+  /** Whether the OS watcher runs for this root. */
+  os: boolean
+  /** Why the OS watcher is missing or partial. */
+  reason?: string
+  close(): void
+}
+
+interface SharedWatch {
+  tree: Promise<TreeWatch>
+  listeners: Set<Listener>
+}
+
+/** Where termkeep's own writers announce what they changed, and where OS watches are shared. One per sidecar. */
 export class FileChangeHub {
   readonly #listeners = new Set<{ root: string; listener: Listener }>()
-  readonly #watchers = new Map<string, { watcher: FSWatcher; listeners: Set<Listener> }>()
+  readonly #watches = new Map<string, SharedWatch>()
 
   /** Call after a write, rename or delete through termkeep has completed. */
   recordWrite(absolutePath: string): void {
@@ -50,63 +64,55 @@ export class FileChangeHub {
   }
 
   /**
-   * Starts observing `root`. When this returns, both sources are active (`os` says whether the
-   * OS watcher could be started; inotify limits can refuse it). `close` stops this subscriber.
+   * Starts observing `root`. When the promise resolves, both sources are active (`os` says
+   * whether the OS watcher could be started; inotify limits or a vanished root can refuse it).
    */
-  subscribe(root: string, listener: Listener): { os: boolean; reason?: string; close(): void } {
+  async subscribe(root: string, listener: Listener): Promise<Subscription> {
     const own = { root, listener }
     this.#listeners.add(own)
-    let os = true
-    let reason: string | undefined
+    const shared = this.#shareWatch(root)
+    shared.listeners.add(listener)
     try {
-      this.#acquireWatcher(root, listener)
+      const tree = await shared.tree
+      const reason = tree.truncated ? `only the first ${tree.directories} directories are watched` : undefined
+      return { os: true, reason, close: () => this.#release(root, shared, own) }
     } catch (error) {
-      os = false
-      reason = `the OS watcher is unavailable: ${(error as Error).message}`
-    }
-    return {
-      os,
-      reason,
-      close: () => {
-        this.#listeners.delete(own)
-        if (os) this.#releaseWatcher(root, listener)
-      },
+      shared.listeners.delete(listener)
+      return {
+        os: false,
+        reason: `the OS watcher is unavailable: ${(error as Error).message}`,
+        close: () => this.#listeners.delete(own),
+      }
     }
   }
 
-  #acquireWatcher(root: string, listener: Listener): void {
-    let entry = this.#watchers.get(root)
-    if (!entry) {
-      const listeners = new Set<Listener>()
-      const watcher = watch(root, { recursive: true, persistent: false }, (_event, filename) => {
-        if (filename === null) return
-        const change = observe(root, join(root, filename.toString()), 'os')
-        if (change) for (const l of listeners) l(change)
-      })
-      watcher.on('error', () => {
-        // The root itself went away or the watch broke; subscribers keep the termkeep source.
-        watcher.close()
-        this.#watchers.delete(root)
-      })
-      entry = { watcher, listeners }
-      this.#watchers.set(root, entry)
-    }
-    entry.listeners.add(listener)
+  #shareWatch(root: string): SharedWatch {
+    const existing = this.#watches.get(root)
+    if (existing) return existing
+    const listeners = new Set<Listener>()
+    const tree = TreeWatch.start(root, (path) => {
+      const change = observe(root, path, 'os')
+      if (change) for (const l of listeners) l(change)
+    })
+    const shared = { tree, listeners }
+    this.#watches.set(root, shared)
+    tree.catch(() => {
+      if (this.#watches.get(root) === shared) this.#watches.delete(root)
+    })
+    return shared
   }
 
-  #releaseWatcher(root: string, listener: Listener): void {
-    const entry = this.#watchers.get(root)
-    if (!entry) return
-    entry.listeners.delete(listener)
-    if (entry.listeners.size === 0) {
-      entry.watcher.close()
-      this.#watchers.delete(root)
-    }
+  #release(root: string, shared: SharedWatch, own: { root: string; listener: Listener }): void {
+    this.#listeners.delete(own)
+    shared.listeners.delete(own.listener)
+    if (shared.listeners.size > 0 || this.#watches.get(root) !== shared) return
+    this.#watches.delete(root)
+    void shared.tree.then((tree) => tree.close(), () => undefined)
   }
 
-  /** Open OS watchers (for tests and health). */
+  /** Roots with a running OS watch (for tests and health). */
   get watchedRoots(): number {
-    return this.#watchers.size
+    return this.#watches.size
   }
 }
 

@@ -91,7 +91,7 @@ export function fileRoutes(deps: FileRoutesDeps): Hono {
         let wake: (() => void) | undefined
         let overflow = false
         const fresh = dedupe()
-        const subscription = hub.subscribe(root, (change) => {
+        const subscription = await hub.subscribe(root, (change) => {
           if (!fresh(change)) return
           if (queue.length >= MAX_FILE_CHANGES_QUEUED) overflow = true
           else queue.push(change)
