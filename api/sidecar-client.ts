@@ -4,7 +4,7 @@
  * rebuilt as the same TermkeepError on this side of the wire.
  */
 import { errorFromBody, TermkeepError } from '../schema/errors.ts'
-import { SIDECAR_CONNECT_TIMEOUT_MS } from '../schema/limits.ts'
+import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS, SIDECAR_CONNECT_TIMEOUT_MS, SIDECAR_SLOW_CALL_TIMEOUT_MS } from '../schema/limits.ts'
 import type { Geometry } from '../schema/wire/common.ts'
 import type {
   BytesQuery,
@@ -54,13 +54,14 @@ export class SidecarClient {
   }
 
   /**
-   * Sends one request. The connect timeout covers only the time to response headers; a
-   * streaming body afterwards is bounded by `signal` (the client's own disconnect).
+   * Sends one request. `timeoutMs` (default SIDECAR_CONNECT_TIMEOUT_MS) covers only the time to
+   * response headers; a streaming body afterwards is bounded by `signal` (the client's own
+   * disconnect). A refused connection fails at once, whatever the budget.
    */
-  async request(path: string, init: RequestInit = {}): Promise<Response> {
+  async request(path: string, init: RequestInit = {}, timeoutMs = SIDECAR_CONNECT_TIMEOUT_MS): Promise<Response> {
     const headers = new Headers(init.headers)
     headers.set('authorization', `Bearer ${this.#secret}`)
-    const timeout = AbortSignal.timeout(SIDECAR_CONNECT_TIMEOUT_MS)
+    const timeout = AbortSignal.timeout(timeoutMs)
     const connect = new AbortController()
     const onTimeout = () => connect.abort(timeout.reason)
     timeout.addEventListener('abort', onTimeout)
@@ -78,8 +79,8 @@ export class SidecarClient {
     return response
   }
 
-  async json<T>(path: string, init: RequestInit = {}): Promise<T> {
-    const response = await this.request(path, init)
+  async json<T>(path: string, init: RequestInit = {}, timeoutMs?: number): Promise<T> {
+    const response = await this.request(path, init, timeoutMs)
     return (await response.json()) as T
   }
 
@@ -100,7 +101,7 @@ export class SidecarClient {
   }
 
   shells(sid: string): Promise<ShellList> {
-    return this.json(`${session(sid)}/shells`)
+    return this.json(`${session(sid)}/shells`, {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   list(sid: string): Promise<TerminalList> {
@@ -109,7 +110,7 @@ export class SidecarClient {
 
   /** Idempotent create; `created` is false when the id already existed (sidecar answered 200). */
   async create(sid: string, tid: string, body: CreateTerminal): Promise<{ info: TerminalInfo; created: boolean }> {
-    const response = await this.request(terminal(sid, tid), jsonInit('PUT', body))
+    const response = await this.request(terminal(sid, tid), jsonInit('PUT', body), SIDECAR_SLOW_CALL_TIMEOUT_MS)
     return { info: (await response.json()) as TerminalInfo, created: response.status === 201 }
   }
 
@@ -122,7 +123,7 @@ export class SidecarClient {
   }
 
   close(sid: string, tid: string): Promise<CloseResult> {
-    return this.json(terminal(sid, tid), { method: 'DELETE' })
+    return this.json(terminal(sid, tid), { method: 'DELETE' }, CLOSE_BUDGET_MS)
   }
 
   async input(sid: string, tid: string, attachment: string | undefined, bytes: Uint8Array<ArrayBuffer>): Promise<void> {
@@ -135,28 +136,28 @@ export class SidecarClient {
   resize(sid: string, tid: string, attachment: string | undefined, geometry: Geometry): Promise<TerminalInfo> {
     const init = jsonInit('POST', geometry)
     if (attachment !== undefined) (init.headers as Headers).set(ATTACHMENT_HEADER, attachment)
-    return this.json(`${terminal(sid, tid)}/resize`, init)
+    return this.json(`${terminal(sid, tid)}/resize`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   readOutput(sid: string, tid: string, query: { after: number; limit?: number }): Promise<OutputPage> {
     const params = new URLSearchParams({ after: String(query.after) })
     if (query.limit !== undefined) params.set('limit', String(query.limit))
-    return this.json(`${terminal(sid, tid)}/output?${params}`)
+    return this.json(`${terminal(sid, tid)}/output?${params}`, {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   /** SSE streams: the open upstream response, to relay as it arrives. `signal` tears it down. */
   follow(sid: string, tid: string, query: { attachment: string; lastEventId?: string }, signal: AbortSignal): Promise<Response> {
     const params = new URLSearchParams({ attachment: query.attachment })
-    return this.request(`${terminal(sid, tid)}/follow?${params}`, streamInit(signal, query.lastEventId))
+    return this.request(`${terminal(sid, tid)}/follow?${params}`, streamInit(signal, query.lastEventId), SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   retain(sid: string, tid: string, signal: AbortSignal): Promise<Response> {
-    return this.request(`${terminal(sid, tid)}/retain`, streamInit(signal))
+    return this.request(`${terminal(sid, tid)}/retain`, streamInit(signal), SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   watchOutput(sid: string, tid: string, query: { after: number; lastEventId?: string }, signal: AbortSignal): Promise<Response> {
     const params = new URLSearchParams({ after: String(query.after) })
-    return this.request(`${terminal(sid, tid)}/output/watch?${params}`, streamInit(signal, query.lastEventId))
+    return this.request(`${terminal(sid, tid)}/output/watch?${params}`, streamInit(signal, query.lastEventId), SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   // ── Workspace files (schema/wire/files.ts) ───────────────────────────────
@@ -235,6 +236,9 @@ export class SidecarClient {
     return error
   }
 }
+
+/** Close kills (with a grace period), drains, then answers. */
+const CLOSE_BUDGET_MS = CLOSE_KILL_GRACE_MS + CLOSE_DRAIN_MS + SIDECAR_CONNECT_TIMEOUT_MS
 
 function session(sid: string): string {
   return `/v1/sessions/${encodeURIComponent(sid)}`

@@ -34,7 +34,7 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 
 const DURATION_S = 4
 const CONNECTIONS = 16
-const STREAM_BYTES = 24 * 1024 * 1024
+const STREAM_BYTES = Number(process.env.BENCH_STREAM_BYTES ?? 24 * 1024 * 1024)
 
 async function rps(url: string, headers: Record<string, string> = {}): Promise<number> {
   const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, headers })
@@ -143,7 +143,16 @@ async function streamRow(base: string, auth: Record<string, string>, sidecarUrl:
   const created = await fetch(terminal, { method: 'PUT', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ cols: 200, rows: 50 }) })
   if (!created.ok) throw new Error(`create answered ${created.status}: ${await created.text()}`)
   const command = `head -c ${(STREAM_BYTES * 3) / 4} /dev/urandom | base64 -w 199; exit\r`
-  const input = await fetch(`${terminal}/input`, { method: 'POST', headers: auth, body: command })
+  // Input is for the controlling attachment: follow first (and keep reading so it never stalls).
+  const follow = await fetch(`${terminal}/follow?attachment=bench`, { headers: auth })
+  if (!follow.ok) throw new Error(`follow answered ${follow.status}: ${await follow.text()}`)
+  void follow.body!.pipeTo(new WritableStream()).catch(() => {})
+  let input: Response
+  for (;;) {
+    input = await fetch(`${terminal}/input`, { method: 'POST', headers: { ...auth, 'termkeep-attachment': 'bench' }, body: command })
+    if (input.status !== 409) break
+    await new Promise((r) => setTimeout(r, 50))
+  }
   if (!input.ok) throw new Error(`input answered ${input.status}: ${await input.text()}`)
   // Wait until the whole output is recorded (the byte source closed).
   await drain(await fetch(`${terminal}/output/watch?after=0`, { headers: auth }))

@@ -73,8 +73,8 @@ describe('sidecar unreachable', () => {
     try {
       const port = (silent.address() as AddressInfo).port
       const app = createApp({ ...h.deps, sidecar: new SidecarClient({ url: `http://127.0.0.1:${port}`, secret: 'x' }) })
-      for (const path of [`${T}/output?after=0`, `${T}/output/watch?after=0`]) {
-        const response = await send(app, 'GET', path, { token: admin })
+      for (const [method, path] of [['GET', '/v1/sessions/s1/terminal-environment'], ['POST', `${T}/input`]] as const) {
+        const response = await send(app, method, path, { token: admin, body: method === 'POST' ? 'x' : undefined })
         expect(response.status).toBe(503)
       }
     } finally {
