@@ -122,10 +122,6 @@ export const SIDECAR_CONNECT_TIMEOUT_MS = 2_000
  * emulator's snapshot; the other streams replay before their first event): a loaded host can take
  * seconds, which is not "unreachable". Close has its own budget: kill grace + drain + this. */
 export const SIDECAR_SLOW_CALL_TIMEOUT_MS = 15_000
-/** Sidecar calls that do real work before answering (create spawns a shell; follow waits for the
- * emulator's snapshot; the other streams replay before their first event): a loaded host can take
- * seconds, which is not "unreachable". Close has its own budget: kill grace + drain + this. */
-export const SIDECAR_SLOW_CALL_TIMEOUT_MS = 15_000
 /** EventSource tickets live this long and open exactly one stream. */
 export const TICKET_TTL_MS = 60_000
 
