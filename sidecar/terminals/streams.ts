@@ -62,11 +62,14 @@ export async function* follow(
       if (items.length > 0) continue
       const drained = cursor >= journal.lastSequence
       if (drained && (journal.retired || (finished(terminal) && journal.ended))) return
-      const woke = await either(
-        (s) => journal.wait(cursor, SSE_HEARTBEAT_MS, s),
-        (s) => terminal.changes.wait(SSE_HEARTBEAT_MS, s),
-        signal,
-      )
+      // After EOF only info changes can come (journal.wait would return at once, forever).
+      const woke = journal.ended
+        ? await terminal.changes.wait(SSE_HEARTBEAT_MS, signal)
+        : await either(
+            (s) => journal.wait(cursor, SSE_HEARTBEAT_MS, s),
+            (s) => terminal.changes.wait(SSE_HEARTBEAT_MS, s),
+            signal,
+          )
       if (woke === 'aborted') return
       if (woke === 'timeout') yield { comment: 'heartbeat' }
     }

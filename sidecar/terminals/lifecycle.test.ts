@@ -1,0 +1,305 @@
+/**
+ * Live terminals through the real sidecar process over HTTP: create/list/info, exclusive control,
+ * bad input, close with process-session kill, retirement and restart.
+ */
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MAX_INPUT_BYTES } from '../../schema/limits.ts'
+import { openStorage } from '../../storage/client.ts'
+import { waitFor } from '../../test/support/ports.ts'
+import { startSidecar, type RunningSidecar } from '../../test/support/sidecar.ts'
+import { insertSession, shellsFixture, SidecarHttp, type SseStream } from '../../test/support/terminals.ts'
+
+const work = mkdtempSync(join(tmpdir(), 'termkeep-lifecycle-'))
+const shells = shellsFixture({
+  // Prints a marker and waits for input lines; "q" ends it.
+  echoer: `stty -echo; echo ready; while read line; do [ "$line" = q ] && exit 3; echo "got:$line"; done`,
+})
+let sidecar: RunningSidecar
+let http: SidecarHttp
+const SID = 'sess-life'
+const T = (tid: string) => `/v1/sessions/${SID}/terminals/${tid}`
+const streams: SseStream[] = []
+
+async function follow(tid: string, attachment: string, headers: Record<string, string> = {}): Promise<SseStream> {
+  const stream = await http.sse(`${T(tid)}/follow?attachment=${attachment}`, headers)
+  streams.push(stream)
+  return stream
+}
+
+async function outputText(tid: string): Promise<string> {
+  let text = ''
+  for (let after = 0; ; ) {
+    const { body } = await http.json('GET', `${T(tid)}/output?after=${after}&limit=256`)
+    for (const item of body.items) if (item.kind === 'data') text += Buffer.from(item.data, 'base64').toString()
+    if (body.next === after) return text
+    after = body.next
+  }
+}
+
+const input = (tid: string, attachment: string | undefined, text: string | Uint8Array<ArrayBuffer>) =>
+  http.fetch('POST', `${T(tid)}/input`, { body: text, headers: attachment ? { 'termkeep-attachment': attachment } : {} })
+
+const gone = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].startsWith('Z')
+  } catch {
+    return true
+  }
+}
+
+beforeAll(async () => {
+  sidecar = await startSidecar({ env: { TERMKEEP_SHELLS_FILE: shells.shellsFile, SHELL: '/bin/sh' } })
+  http = new SidecarHttp(sidecar)
+  await insertSession(sidecar.databaseUrl, SID, work)
+})
+afterAll(async () => {
+  for (const s of streams) s.close()
+  await sidecar?.stop()
+})
+
+describe('session-level routes', () => {
+  it('environment gives the session cwd and the limits; shells lists verified shells, default first', async () => {
+    const env = await http.json('GET', `/v1/sessions/${SID}/terminal-environment`)
+    expect(env.status).toBe(200)
+    expect(env.body.cwd).toBe(work)
+    expect(env.body.limits).toMatchObject({ maxInputBytes: MAX_INPUT_BYTES, minCols: 2, maxCols: 1024, maxVisibleCells: 65536 })
+    const { body } = await http.json('GET', `/v1/sessions/${SID}/shells`)
+    expect(body.shells[0]).toEqual({ path: '/bin/sh', args: [], name: 'sh' })
+    expect(body.shells.map((s: { path: string }) => s.path)).toContain(shells.path('echoer'))
+  })
+
+  it('answers an unknown session with session/not-found and creates nothing', async () => {
+    for (const path of ['/v1/sessions/nope/terminal-environment', '/v1/sessions/nope/shells', '/v1/sessions/nope/terminals']) {
+      const r = await http.json('GET', path)
+      expect([r.status, r.body.error.code]).toEqual([404, 'session/not-found'])
+    }
+    const r = await http.json('PUT', '/v1/sessions/nope/terminals/t1', { json: { cols: 80, rows: 24 } })
+    expect([r.status, r.body.error.code]).toEqual([404, 'session/not-found'])
+  })
+})
+
+describe('create', () => {
+  it('is idempotent on the caller id and joins a pending create', async () => {
+    const results = await Promise.all(
+      [1, 2, 3].map(() => http.json('PUT', T('idem'), { json: { cols: 90, rows: 30, shell: shells.path('echoer') } })),
+    )
+    expect(results.map((r) => r.status).sort()).toEqual([200, 200, 201])
+    const info = results[0].body
+    expect(info).toMatchObject({ id: 'idem', sessionId: SID, cols: 90, rows: 30, cwd: work, state: 'running', hostGeneration: sidecar.generation })
+    for (const r of results) expect(r.body.createdAt).toBe(info.createdAt)
+    const again = await http.json('PUT', T('idem'), { json: { cols: 20, rows: 5 } })
+    expect([again.status, again.body.cols]).toEqual([200, 90])
+    const list = await http.json('GET', `/v1/sessions/${SID}/terminals`)
+    expect(list.body.terminals.filter((t: { id: string }) => t.id === 'idem')).toHaveLength(1)
+    // The row is in libSQL, where the API reads it.
+    const storage = await openStorage({ url: sidecar.databaseUrl })
+    const rows = await storage.client.execute({ sql: 'SELECT state, cols FROM terminals WHERE session_id = ? AND id = ?', args: [SID, 'idem'] })
+    storage.close()
+    expect(rows.rows[0]).toMatchObject({ state: 'running', cols: 90 })
+  })
+
+  it.each([
+    ['a bad id', 'bad.id!', { cols: 80, rows: 24 }, 400, 'terminal/invalid-id'],
+    ['too few columns', 'g1', { cols: 1, rows: 24 }, 400, 'terminal/invalid-geometry'],
+    ['too many rows', 'g2', { cols: 80, rows: 1025 }, 400, 'terminal/invalid-geometry'],
+    ['too many cells', 'g3', { cols: 300, rows: 300 }, 400, 'terminal/invalid-geometry'],
+    ['fractional geometry', 'g4', { cols: 80.5, rows: 24 }, 400, 'terminal/invalid-geometry'],
+    ['an uninstalled shell', 'g5', { cols: 80, rows: 24, shell: '/usr/bin/python3' }, 400, 'terminal/shell-not-allowed'],
+    ['a blank title', 'g6', { cols: 80, rows: 24, title: '   ' }, 400, 'request/invalid'],
+  ])('refuses %s with a typed error and creates nothing', async (_what, tid, body, status, code) => {
+    const r = await http.json('PUT', `/v1/sessions/${SID}/terminals/${encodeURIComponent(tid)}`, { json: body })
+    expect([r.status, r.body.error.code]).toEqual([status, code])
+    const list = await http.json('GET', `/v1/sessions/${SID}/terminals`)
+    expect(list.body.terminals.map((t: { id: string }) => t.id)).not.toContain(tid)
+  })
+
+  it('answers unknown terminals with terminal/not-found everywhere', async () => {
+    for (const [method, path] of [
+      ['GET', T('ghost')],
+      ['GET', `${T('ghost')}/output`],
+      ['GET', `${T('ghost')}/output/watch`],
+      ['GET', `${T('ghost')}/follow?attachment=a`],
+      ['POST', `${T('ghost')}/input`],
+      ['DELETE', T('ghost')],
+    ]) {
+      const r = await http.json(method, path)
+      expect([path, r.status, r.body.error.code]).toEqual([path, 404, 'terminal/not-found'])
+    }
+  })
+})
+
+describe('control', () => {
+  it('gives exclusive control to the newest attachment; earlier ones become read-only and are told', async () => {
+    await http.json('PUT', T('ctl'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
+    const first = await follow('ctl', 'first')
+    const snapshot = await first.until((m) => m.event === 'snapshot')
+    expect(snapshot.data.info.controllerId).toBe('first')
+    await waitFor(async () => (await outputText('ctl')).includes('ready'), 10_000, 'ready')
+    expect((await input('ctl', 'first', 'one\n')).status).toBe(204)
+    await first.until((m) => m.event === 'output' && Buffer.from(m.data.data, 'base64').toString().includes('got:one'))
+
+    const second = await follow('ctl', 'second')
+    await second.until((m) => m.event === 'snapshot')
+    const told = await first.until((m) => m.event === 'state')
+    expect(told.data.info.controllerId).toBe('second')
+
+    const refused = await input('ctl', 'first', 'two\n')
+    expect(refused.status).toBe(409)
+    expect((await refused.json()).error).toMatchObject({ code: 'terminal/control-unavailable', reason: 'read-only' })
+    const noHeader = await input('ctl', undefined, 'three\n')
+    expect(noHeader.status).toBe(409)
+    const resize = await http.json('POST', `${T('ctl')}/resize`, { json: { cols: 100, rows: 30 }, headers: { 'termkeep-attachment': 'first' } })
+    expect([resize.status, resize.body.error.code]).toEqual([409, 'terminal/control-unavailable'])
+
+    expect((await input('ctl', 'second', 'four\n')).status).toBe(204)
+    await second.until((m) => m.event === 'output' && Buffer.from(m.data.data, 'base64').toString().includes('got:four'))
+    const text = await outputText('ctl')
+    expect(text).toContain('got:one')
+    expect(text).toContain('got:four')
+    expect(text).not.toContain('two') // refused input is never replayed
+    expect(text).not.toContain('three')
+
+    // The controller's stream ends: control is released, nobody controls.
+    second.close()
+    await waitFor(async () => (await http.json('GET', T('ctl'))).body.controllerId === null, 10_000, 'release')
+  })
+
+  it('refuses bad input without changing anything', async () => {
+    const ctl = await follow('ctl', 'third')
+    await ctl.until((m) => m.event === 'snapshot')
+    const before = await http.json('GET', `${T('ctl')}/output?after=0&limit=256`)
+    const big = await input('ctl', 'third', new Uint8Array(MAX_INPUT_BYTES + 1).fill(0x61))
+    expect(big.status).toBe(413)
+    expect((await big.json()).error.code).toBe('terminal/input-too-large')
+    for (const geometry of [{ cols: 1, rows: 10 }, { cols: 10, rows: 0 }, { cols: 1024, rows: 65 }, { cols: '80', rows: 24 }]) {
+      const r = await http.json('POST', `${T('ctl')}/resize`, { json: geometry, headers: { 'termkeep-attachment': 'third' } })
+      expect([r.status, r.body.error.code]).toEqual([400, 'terminal/invalid-geometry'])
+    }
+    const bad = await http.json('POST', `${T('ctl')}/input`, { body: 'x', headers: { 'termkeep-attachment': 'no good!' } })
+    expect([bad.status, bad.body.error.code]).toEqual([400, 'request/invalid'])
+    for (const query of ['after=-1', 'after=x', 'after=999999', 'limit=0', 'limit=100000']) {
+      const r = await http.json('GET', `${T('ctl')}/output?${query}`)
+      expect([query, r.status, r.body.error.code]).toEqual([query, 400, 'output/invalid-cursor'])
+    }
+    const after = await http.json('GET', `${T('ctl')}/output?after=0&limit=256`)
+    expect(after.body).toEqual(before.body)
+    expect((await http.json('GET', T('ctl'))).body).toMatchObject({ cols: 80, rows: 24 })
+    // A valid resize then lands, journaled as a Resize record.
+    const ok = await http.json('POST', `${T('ctl')}/resize`, { json: { cols: 100, rows: 30 }, headers: { 'termkeep-attachment': 'third' } })
+    expect([ok.status, ok.body.cols, ok.body.rows]).toEqual([200, 100, 30])
+    const page = await http.json('GET', `${T('ctl')}/output?after=${before.body.next}`)
+    expect(page.body.items).toEqual([{ kind: 'resize', sequence: before.body.next + 1, cols: 100, rows: 30 }])
+    const state = await ctl.until((m) => m.event === 'state' && m.data.info.cols === 100)
+    expect(state.id).toBe(String(before.body.next + 1))
+  })
+
+  it('resumes a follow from Last-Event-ID without a snapshot', async () => {
+    const { body } = await http.json('GET', `${T('ctl')}/output?after=0&limit=256`)
+    const stream = await follow('ctl', 'resumer', { 'last-event-id': '1' })
+    const first = await stream.next()
+    expect(first?.event).toBe('state')
+    const output = await stream.until((m) => m.event === 'output')
+    expect(Number(output.id)).toBeGreaterThan(1)
+    expect(body.items.length).toBeGreaterThan(0)
+  })
+
+  it('renames (trimmed) and refuses blank or overlong titles', async () => {
+    const r = await http.json('PATCH', T('ctl'), { json: { title: '  build  ' } })
+    expect([r.status, r.body.title]).toEqual([200, 'build'])
+    for (const title of ['', '   ', 'x'.repeat(121)]) {
+      const bad = await http.json('PATCH', T('ctl'), { json: { title } })
+      expect([bad.status, bad.body.error.code]).toEqual([400, 'request/invalid'])
+    }
+    expect((await http.json('GET', T('ctl'))).body.title).toBe('build')
+  })
+})
+
+describe('close', () => {
+  it('kills every process of the terminal, even ones that ignore SIGHUP, drains readers, and is repeatable', async () => {
+    await http.json('PUT', T('victim'), { json: { cols: 80, rows: 24, shell: '/bin/bash' } })
+    const ctl = await follow('victim', 'v')
+    await ctl.until((m) => m.event === 'snapshot')
+    const bg = join(work, 'bg.pid')
+    const fg = join(work, 'fg.pid')
+    await input('victim', 'v', `sh -c 'trap "" HUP; echo $$ > ${bg}; exec sleep 1000' &\n`)
+    await input('victim', 'v', `sh -c 'trap "" HUP; echo $$ > ${fg}; exec sleep 1000'\n`)
+    await waitFor(async () => existsSync(bg) && existsSync(fg) && readFileSync(fg, 'utf8').trim().length > 0, 10_000, 'pid files')
+    const pids = [bg, fg].map((f) => Number(readFileSync(f, 'utf8').trim()))
+    expect(pids.every((pid) => !gone(pid))).toBe(true)
+    const watcher = await http.sse(`${T('victim')}/output/watch?after=0`)
+    streams.push(watcher)
+
+    const closes = await Promise.all([http.json('DELETE', T('victim')), http.json('DELETE', T('victim'))])
+    for (const c of closes) expect([c.status, c.body.closed, c.body.info.state]).toEqual([200, true, 'retired'])
+    expect(pids.filter((pid) => !gone(pid))).toEqual([])
+
+    // The attached reader drains to the end; the follower ends after the final state.
+    const closed = await watcher.until((m) => m.event === 'closed')
+    expect(Number(closed.data.sequence)).toBeGreaterThan(0)
+    expect(await watcher.next()).toBeUndefined()
+    const seen: string[] = []
+    for (let m = await ctl.next(); m; m = await ctl.next()) seen.push(m.event)
+    expect(seen.at(-1)).toBe('state')
+
+    // Retired: new attachments get 410, the id can never be created again, close stays repeatable.
+    for (const path of [`${T('victim')}/output`, `${T('victim')}/output/watch`, `${T('victim')}/follow?attachment=z`, `${T('victim')}/retain`]) {
+      const r = await http.json('GET', path)
+      expect([path, r.status, r.body.error.code]).toEqual([path, 410, 'terminal/unavailable'])
+    }
+    const recreate = await http.json('PUT', T('victim'), { json: { cols: 80, rows: 24 } })
+    expect([recreate.status, recreate.body.error.code]).toEqual([409, 'terminal/closed'])
+    const again = await http.json('DELETE', T('victim'))
+    expect([again.status, again.body.info.state]).toEqual([200, 'retired'])
+    expect((await http.json('GET', T('victim'))).body.state).toBe('retired')
+  })
+
+  it('ends a retain hold when the terminal closes', async () => {
+    await http.json('PUT', T('held'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
+    const hold = await http.sse(`${T('held')}/retain`)
+    streams.push(hold)
+    expect((await hold.next())?.event).toBe('retained')
+    await http.json('DELETE', T('held'))
+    expect(await hold.next()).toBeUndefined()
+  })
+
+  it('records a process that exits on its own as exited, with its code, and keeps its output readable', async () => {
+    await http.json('PUT', T('quits'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
+    const ctl = await follow('quits', 'q')
+    await ctl.until((m) => m.event === 'snapshot')
+    await waitFor(async () => (await outputText('quits')).includes('ready'), 10_000, 'ready')
+    await input('quits', 'q', 'q\n')
+    const exited = await ctl.until((m) => m.event === 'state' && m.data.info.state === 'exited')
+    expect(exited.data.info.exitCode).toBe(3)
+    const page = await http.json('GET', `${T('quits')}/output?after=0&limit=256`)
+    expect(page.body.end).toBe('closed')
+    const refused = await input('quits', 'q', 'x')
+    expect((await refused.json()).error).toMatchObject({ code: 'terminal/control-unavailable', reason: 'not-running' })
+  })
+})
+
+describe('restart', () => {
+  it('retires the terminals of the previous generation: new readers get 410, the id stays closed', async () => {
+    await http.json('PUT', T('survivor'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
+    await waitFor(async () => (await outputText('survivor')).includes('ready'), 10_000, 'ready')
+    const old = sidecar
+    await old.kill() // a crash: nothing was cleaned up
+    sidecar = await startSidecar({ dataDir: old.dataDir, env: { TERMKEEP_SHELLS_FILE: shells.shellsFile } })
+    http = new SidecarHttp(sidecar)
+    expect(sidecar.generation).toBeGreaterThan(old.generation)
+    const info = await http.json('GET', T('survivor'))
+    expect([info.status, info.body.state, info.body.hostGeneration]).toEqual([200, 'retired', old.generation])
+    for (const path of [`${T('survivor')}/output?after=0`, `${T('survivor')}/output/watch`, `${T('survivor')}/follow?attachment=a`]) {
+      const r = await http.json('GET', path)
+      expect([path, r.status, r.body.error.code]).toEqual([path, 410, 'terminal/unavailable'])
+    }
+    const input410 = await http.json('POST', `${T('survivor')}/input`, { body: 'x', headers: { 'termkeep-attachment': 'a' } })
+    expect(input410.status).toBe(410)
+    const recreate = await http.json('PUT', T('survivor'), { json: { cols: 80, rows: 24 } })
+    expect([recreate.status, recreate.body.error.code]).toEqual([409, 'terminal/closed'])
+    const list = await http.json('GET', `/v1/sessions/${SID}/terminals`)
+    expect(list.body.terminals.every((t: { state: string }) => t.state === 'retired')).toBe(true)
+  })
+})
