@@ -10,6 +10,8 @@ import { ApiError, terminalPath, type TermkeepClient } from './api.ts'
 
 /** Backoff between reconnection attempts after a network loss. */
 const RECONNECT_DELAYS_MS = [250, 500, 1000, 2000, 4000]
+/** 503 answers retried (with the backoff) before the follow counts as refused. */
+const MAX_UNAVAILABLE_RETRIES = 2
 /** A stream that ends cleanly this many times in a row without an event is treated as over. */
 const MAX_EMPTY_STREAMS = 3
 
@@ -69,6 +71,7 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
   let lastInfo: TerminalInfo | undefined
   let failures = 0
   let emptyStreams = 0
+  let unavailable = 0
   while (!signal.aborted) {
     handlers.status?.(lastSequence === undefined && failures === 0 ? 'connecting' : 'reconnecting')
     let sawEvent = false
@@ -77,6 +80,7 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
       const events = await client.stream(path, { lastEventId: resumed ? String(lastSequence) : undefined, signal })
       handlers.status?.('live')
       failures = 0
+      unavailable = 0
       let backlogUntil = resumed ? Date.now() + quietMs : 0
       for await (const event of events) {
         sawEvent = true
@@ -107,12 +111,15 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
       if (emptyStreams >= MAX_EMPTY_STREAMS) return { kind: 'ended', info: lastInfo }
     } catch (error) {
       if (signal.aborted) break
-      if (error instanceof ApiError) return { kind: 'refused', error }
+      // A sidecar that does not answer may be only slow or restarting: a few quick retries first.
+      if (error instanceof ApiError && !(error.status === 503 && unavailable++ < MAX_UNAVAILABLE_RETRIES)) {
+        return { kind: 'refused', error }
+      }
       // Network loss (fetch failed, or the body errored mid-stream): retry with Last-Event-ID.
-      failures++
+      if (!(error instanceof ApiError)) failures++
     }
     handlers.status?.('reconnecting')
-    await sleep(RECONNECT_DELAYS_MS[Math.min(failures, RECONNECT_DELAYS_MS.length - 1)], signal)
+    await sleep(RECONNECT_DELAYS_MS[Math.min(failures + unavailable, RECONNECT_DELAYS_MS.length - 1)], signal)
   }
   return { kind: 'aborted' }
 }
