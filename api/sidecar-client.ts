@@ -163,27 +163,27 @@ export class SidecarClient {
   // ── Workspace files (schema/wire/files.ts) ───────────────────────────────
 
   readFileText(sid: string, query: TextQuery): Promise<FileText> {
-    return this.json(files(sid, 'text', query))
+    return this.json(files(sid, 'text', query), {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   readFileBytes(sid: string, query: BytesQuery): Promise<FileBytes> {
-    return this.json(files(sid, 'bytes', query))
+    return this.json(files(sid, 'bytes', query), {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   readFileAll(sid: string, query: PathQuery): Promise<FileBytes> {
-    return this.json(files(sid, 'all', query))
+    return this.json(files(sid, 'all', query), {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   readFileRelated(sid: string, query: RelatedQuery): Promise<FileBytes> {
-    return this.json(files(sid, 'related', query))
+    return this.json(files(sid, 'related', query), {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   statFile(sid: string, query: PathQuery): Promise<FileStat> {
-    return this.json(files(sid, 'stat', query))
+    return this.json(files(sid, 'stat', query), {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   listFiles(sid: string, query: ListQuery): Promise<DirectoryListing> {
-    return this.json(files(sid, 'list', query))
+    return this.json(files(sid, 'list', query), {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   /**
@@ -191,7 +191,8 @@ export class SidecarClient {
    * readAll would otherwise be parsed and re-encoded (~3× its size in memory on an edge runtime).
    */
   fileResponse(sid: string, operation: 'text' | 'bytes' | 'all' | 'related' | 'stat' | 'list', query: FileQuery): Promise<Response> {
-    return this.request(files(sid, operation, query))
+    // The sidecar reads (up to 32 MiB) before its headers go out: a loaded disk is not "unreachable".
+    return this.request(files(sid, operation, query), {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   fileChanges(sid: string, signal: AbortSignal): Promise<Response> {
