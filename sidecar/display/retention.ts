@@ -27,6 +27,7 @@ export interface ChunkPlan {
 }
 
 const bytes = (s: string) => Buffer.byteLength(s)
+const NO_STYLES: string[] = []
 
 /** A row too large for one event on its own keeps only its text, cut to fit (never happens at sane sizes). */
 function degrade(row: EncodedRow, room: number): string {
@@ -65,12 +66,13 @@ export function planChunks(rows: Iterable<PlannedRow>, budget: number, eventLimi
   }
 
   for (const planned of rows) {
-    const styleJson = planned.styles.map((s) => JSON.stringify(s))
-    const styleBytes = styleJson.reduce((n, s) => n + bytes(s) + 1, 0)
+    const styleJson = planned.styles.length === 0 ? NO_STYLES : planned.styles.map((s) => JSON.stringify(s))
+    let styleBytes = 0
+    for (const s of styleJson) styleBytes += bytes(s) + 1
     let rowJson = JSON.stringify(planned.row)
     let rowBytes = bytes(rowJson) + 1
     const sameChunk = region === planned.region && openBytes + styleBytes + rowBytes <= eventLimit
-    const freshBytes = bytes(envelope(planned.region, counts[planned.region], styleCount)) + styleBytes
+    const freshBytes = sameChunk ? 0 : bytes(envelope(planned.region, counts[planned.region], styleCount)) + styleBytes
     if (!sameChunk && freshBytes + rowBytes > eventLimit) {
       rowJson = degrade(planned.row, eventLimit - freshBytes - 1)
       rowBytes = bytes(rowJson) + 1

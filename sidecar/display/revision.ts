@@ -38,20 +38,34 @@ function* regionRows(tracker: DisplayTracker, encoder: RowEncoder): Generator<Pl
   const { cols, rows } = terminal
   const normal = terminal.buffer.normal
   const table = encoder.styles
-  function* emit(region: PlannedRow['region'], encode: () => EncodedRow): Generator<PlannedRow> {
-    const before = table.size
-    const row = encode()
-    yield { region, row, styles: table.styles.slice(before) }
+  const NONE: PlannedRow['styles'] = []
+  const planned = (region: PlannedRow['region'], before: number, row: EncodedRow): PlannedRow => ({
+    region,
+    row,
+    styles: table.size === before ? NONE : table.styles.slice(before),
+  })
+  let before = 0
+  for (let y = 0; y < rows; y++) {
+    before = table.size
+    yield planned('viewport', before, encoder.encode(normal.getLine(normal.baseY + y), cols))
   }
-  for (let y = 0; y < rows; y++) yield* emit('viewport', () => encoder.encode(normal.getLine(normal.baseY + y), cols))
   if (terminal.buffer.active.type === 'alternate') {
     const alt = terminal.buffer.alternate
-    for (let y = 0; y < rows; y++) yield* emit('alternate', () => encoder.encode(alt.getLine(alt.baseY + y), cols))
+    for (let y = 0; y < rows; y++) {
+      before = table.size
+      yield planned('alternate', before, encoder.encode(alt.getLine(alt.baseY + y), cols))
+    }
   } else if (tracker.lastAlternate) {
     const captured = tracker.lastAlternate
-    for (const row of captured.rows) yield* emit('alternate', () => remap(row, captured, encoder))
+    for (const row of captured.rows) {
+      before = table.size
+      yield planned('alternate', before, remap(row, captured, encoder))
+    }
   }
-  for (let y = normal.baseY - 1; y >= 0; y--) yield* emit('history', () => encoder.encode(normal.getLine(y), cols))
+  for (let y = normal.baseY - 1; y >= 0; y--) {
+    before = table.size
+    yield planned('history', before, encoder.encode(normal.getLine(y), cols))
+  }
 }
 
 /** Rewrites a captured row's style ids into this revision's table. */

@@ -4,6 +4,7 @@
  * and re-encoding the copy gives the identical revision.
  */
 import { describe, expect, it } from 'vitest'
+import { RowEncoder } from './encode.ts'
 import { bufferDiff, emulator, roundTrip } from './testing/harness.ts'
 
 type Step = string | { resize: [number, number] }
@@ -131,6 +132,16 @@ describe('display round trip', () => {
       expect(copy.tracker.title).toBe(source.tracker.title)
       if (!source.tracker.lastAlternate) expect(reencoded.chunks).toEqual(encoded.chunks)
       expect(reencoded.meta).toEqual(encoded.meta)
+      // The storage-word walk and the public-API walk read every line identically.
+      for (const buffer of [t.buffer.normal, t.buffer.alternate]) {
+        const fast = new RowEncoder(buffer.getNullCell())
+        const slow = new RowEncoder(buffer.getNullCell(), undefined, { publicApiOnly: true })
+        for (let y = 0; y < buffer.length; y++) {
+          const a = fast.encode(buffer.getLine(y), t.cols).map((v, i) => (i % 2 === 1 ? fast.styles.styles[v as number] : v))
+          const b = slow.encode(buffer.getLine(y), t.cols).map((v, i) => (i % 2 === 1 ? slow.styles.styles[v as number] : v))
+          expect(a).toEqual(b)
+        }
+      }
     })
   }
 })
