@@ -44,6 +44,14 @@ describe('pageOfBytes', () => {
     expect(pageOfBytes(bytes('01234\n5678\nmore'), 1, 2, 10).text).toBe('01234\n5678') // separator counts
     expect(codeOf(() => pageOfBytes(bytes('0123456789A'), 1, 1, 10))).toBe('files/too-large')
     expect(codeOf(() => pageOfBytes(bytes('01234\n56789\n'), 1, 2, 10))).toBe('files/too-large')
+    const refusal = (() => {
+      try {
+        pageOfBytes(bytes('012\n345\n678\n9AB\n'), 1, 4, 10)
+      } catch (error) {
+        return error as TermkeepError
+      }
+    })()
+    expect(refusal?.details).toEqual({ limit: 10, fittingLines: 2 }) // '012\n345' fits, a third line would not
     // The oversized line is not on this page: fine.
     expect(pageOfBytes(bytes('ok\n0123456789ABCDEF'), 1, 1, 10)).toMatchObject({ text: 'ok', eof: false })
   })

@@ -122,7 +122,7 @@ export class LinePager {
   #append(piece: Uint8Array): void {
     const size = this.#pageBytes + piece.length
     // One byte of slack: a trailing CR may still turn out to be half of a CRLF terminator.
-    if (size > this.#maxBytes + 1) throw tooLarge(this.#maxBytes)
+    if (size > this.#maxBytes + 1) throw tooLarge(this.#maxBytes, this.#taken)
     if (size > this.#page.length) {
       const grown = new Uint8Array(Math.min(Math.max(size, this.#page.length * 2, 64 * 1024), this.#maxBytes + 2))
       grown.set(this.#page.subarray(0, this.#pageBytes))
@@ -136,7 +136,7 @@ export class LinePager {
     if (this.#line >= this.#offset) {
       this.#openLine() // an empty line still takes its separator
       if (terminated && this.#pendingCr) this.#dropLastByte()
-      if (this.#pageBytes > this.#maxBytes) throw tooLarge(this.#maxBytes)
+      if (this.#pageBytes > this.#maxBytes) throw tooLarge(this.#maxBytes, this.#taken)
       this.#taken++
     }
     this.#line++
@@ -167,6 +167,8 @@ function notText(message: string): TermkeepError {
   return new TermkeepError('files/not-text', message)
 }
 
-function tooLarge(limit: number): TermkeepError {
-  return new TermkeepError('files/too-large', `the page is larger than ${limit} bytes; ask for fewer lines`, { limit })
+/** `fittingLines`: how many lines from `offset` do fit (0: the first line alone is too big). */
+function tooLarge(limit: number, fittingLines: number): TermkeepError {
+  const hint = fittingLines > 0 ? `ask for at most ${fittingLines} lines` : 'the first line alone is larger; read it with a byte window'
+  return new TermkeepError('files/too-large', `the page is larger than ${limit} bytes; ${hint}`, { limit, fittingLines })
 }
