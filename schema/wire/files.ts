@@ -18,8 +18,8 @@
  *   POST /v1/sessions/:sid/tool-results StoreToolResult → StoredResource (201)
  *
  * Errors (`files/…`, details in brackets): not-found {path}, not-regular-file {path, kind},
- * not-directory {path, kind}, not-text {path}, too-large {path?, limit}, outside-workspace {path},
- * bad-request {reason}. `version` is opaque: compare it for equality, never parse it.
+ * not-directory {path, kind}, not-text {path}, too-large {path?, limit, fittingLines (text pages)},
+ * outside-workspace {path}, bad-request {reason}. `version` is opaque: compare it for equality, never parse it.
  */
 import * as v from 'valibot'
 import { MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES, MAX_PATH_CHARS, MAX_RESOURCE_BYTES, TERMINAL_ID_PATTERN } from '../limits.ts'
