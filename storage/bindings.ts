@@ -1,6 +1,7 @@
 /**
  * Which workspace a session is bound to. A session belongs to a workspace only if the workspace
- * lists it (workspace_sessions) **and** the session's cwd canonicalizes to the workspace's path.
+ * lists it (workspace_sessions) **and** the session's cwd canonicalizes to the workspace's path
+ * (which must itself still be canonical).
  * The caller supplies the canonicalization: the sidecar passes realpath (it holds the filesystem),
  * the API compares the stored canonical strings. Runtime-neutral: no Node built-ins here.
  */
@@ -40,8 +41,10 @@ export async function sessionWorkspace(
   const cwd = await canonicalize(session.cwd)
   if (cwd === undefined) return { session, workspace: null }
   for (const { workspace } of listed) {
+    // The registered directory must still be itself: a root since replaced by a symlink (or
+    // moved away) binds nothing, whatever it points to now.
     const root = await canonicalize(workspace.path)
-    if (root === cwd) return { session, workspace: { ...workspace, root } }
+    if (root === workspace.path && root === cwd) return { session, workspace: { ...workspace, root } }
   }
   return { session, workspace: null }
 }

@@ -115,6 +115,14 @@ describe('binding', () => {
     expect((await sessionWorkspace(storage.db, 'mismatch', real))?.workspace).toBeNull()
     expect((await sessionWorkspace(storage.db, 'unbound', real))?.workspace).toBeNull()
     expect(await sessionWorkspace(storage.db, 'ghost', real)).toBeUndefined()
+    // A registered root later swapped for a symlink (here: to the other workspace) binds nothing.
+    const swapped = join(dir, 'swapped')
+    symlinkSync(root2, swapped)
+    await storage.db.insert(workspaces).values({ id: 'w-swapped', path: swapped, title: 'swapped', position: 9 })
+    await storage.db.insert(sessions).values({ id: 'in-swapped', cwd: swapped })
+    await storage.db.insert(workspaceSessions).values({ workspaceId: 'w-swapped', sessionId: 'in-swapped', position: 1 })
+    expect((await sessionWorkspace(storage.db, 'in-swapped', real))?.workspace).toBeNull()
+    expect((await get('/v1/sessions/in-swapped/files/list')).body.error.code).toBe('workspace/not-found')
   })
 
   it('answers a session without a bound workspace with workspace/not-found', async () => {
