@@ -29,9 +29,10 @@ export async function readText(deps: ReadTextDeps, binding: Binding, request: Re
 
   if (target.kind === 'file') {
     const page = await deps.sidecar.readFileText(binding.sessionId, { path: target.path, offset: at.offset, limit })
-    const base = { address: at.address, kind: 'file' as const, text: page.text, offset: page.offset, lines: page.lines, eof: page.eof, version: page.version }
-    if (page.eof) return base
-    return { ...base, next: await signContinuation(key, binding, { address: at.address, offset: page.offset + page.lines, limit }) }
+    const { text, offset, lines, eof, version } = page
+    const base = { address: at.address, kind: 'file' as const, text, offset, lines, eof, version }
+    if (eof) return base
+    return { ...base, next: await signContinuation(key, binding, { address: at.address, offset: offset + lines, limit }) }
   }
 
   const bytes = await resourceBytes(deps.db, binding.sessionId, target.kind, target.id)
