@@ -236,6 +236,25 @@ describe('changes', () => {
   })
 })
 
+describe('changes for EventSource', () => {
+  it('opens with a single-use ticket instead of the Authorization header', async () => {
+    const path = '/v1/sessions/s1/files/changes'
+    const minted = await post('/v1/tickets', { path })
+    expect(minted.status).toBe(201)
+    const abort = new AbortController()
+    const response = await app.request(`${path}?ticket=${encodeURIComponent(minted.body.ticket)}`, { signal: abort.signal })
+    expect(response.status).toBe(200)
+    const events = readSse(response)
+    try {
+      expect((await events.next(15_000)).event).toBe('ready')
+    } finally {
+      abort.abort()
+      await events.close().catch(() => undefined)
+    }
+    expect((await app.request(`${path}?ticket=${encodeURIComponent(minted.body.ticket)}`)).status).toBe(401)
+  })
+})
+
 /** The next `change` for `path` (skipping other paths and intermediate observations). */
 async function nextChange(events: SseReader, path: string, accept: (c: any) => boolean = () => true): Promise<any> {
   for (;;) {
