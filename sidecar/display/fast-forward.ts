@@ -1,0 +1,310 @@
+/**
+ * Fast-forward for the emulator feed. When a terminal prints far more than the history
+ * allowance holds (a 200 MB `cat`), most of that text provably scrolls out of the emulator before
+ * anyone could see it; parsing it is the emulator's whole cost. This planner rewrites a window of
+ * journal records so the emulator skips such text, keeping every state it could leave behind.
+ *
+ * The proof, for a skipped range [S, P) of one "stretch" (bytes the parser reads in its ground
+ * state as plain text, CR, LF, TAB, BS, BEL and SGR sequences only, on the normal screen with a
+ * full-screen scroll region):
+ *   - P ends a CR LF, so the real cursor is at column 0 there; the replacement ends with CR.
+ *   - After P the same stretch has ≥ K = history + 2·rows + 2 more LFs. Each LF moves the cursor
+ *     down or scrolls one line into history; after `rows` of them the cursor sits on the bottom
+ *     row in both versions, and the rest scroll every line that existed at P out of the allowance.
+ *     So the buffer, the cursor and the wrap state after the stretch do not depend on [S, P).
+ *   - SGR sequences in [S, P) change the current attributes; they are kept, in order, as the
+ *     replacement (with the CR). Nothing else in a stretch changes state.
+ * Anything the planner does not understand ends a stretch, so it only ever skips less.
+ */
+import { HISTORY_CELLS } from '../../schema/limits.ts'
+import { historyRowsFor } from './allowance.ts'
+
+export type FeedRecord =
+  | { kind: 'data'; sequence: number; bytes: Uint8Array }
+  | { kind: 'resize'; sequence: number; cols: number; rows: number }
+
+const enum S {
+  Ground,
+  Esc,
+  EscInter,
+  Csi,
+  Str,
+  StrEsc,
+}
+
+const CR = 0x0d
+const LF = 0x0a
+const ESC = 0x1b
+
+/** Global byte position in a window: record index and offset. */
+interface Stretch {
+  start: number
+  /** Ends of CR LF pairs (position after the LF) and the LF count up to each. */
+  crlfEnds: number[]
+  crlfLfCount: number[]
+  lfs: number
+  /** SGR sequences as [start, end) positions. */
+  sgr: number[]
+}
+
+export class FastForward {
+  #cols: number
+  #rows: number
+  readonly #historyCells: number
+  #state = S.Ground
+  #csiSimple = true
+  #csiParams = ''
+  #csiStart = 0
+  #c2 = false
+  #prev = 0
+  #alt = false
+  #regionFull = true
+  /** Bytes skipped so far (observability, benchmarks). */
+  skipped = 0
+
+  constructor(geometry: { cols: number; rows: number }, historyCells = HISTORY_CELLS) {
+    this.#cols = geometry.cols
+    this.#rows = geometry.rows
+    this.#historyCells = historyCells
+  }
+
+  get #k(): number {
+    return historyRowsFor(this.#cols, this.#historyCells) + 2 * this.#rows + 2
+  }
+
+  /** Rewrites one window of records (every record exactly once, in order). */
+  plan(records: FeedRecord[]): FeedRecord[] {
+    // Positions are global over the window: offsets[i] is where record i's bytes start.
+    const offsets: number[] = []
+    let total = 0
+    for (const r of records) {
+      offsets.push(total)
+      if (r.kind === 'data') total += r.bytes.length
+    }
+    const skips: Array<{ from: number; to: number; replacement: number[] }> = []
+    let stretch: Stretch | undefined
+    const end = (at: number) => {
+      if (stretch) this.#close(stretch, at, records, offsets, skips)
+      stretch = undefined
+    }
+    const eligible = () => this.#state === S.Ground && !this.#alt && this.#regionFull && !this.#c2
+    records.forEach((record, index) => {
+      if (record.kind === 'resize') {
+        end(offsets[index])
+        this.#cols = record.cols
+        this.#rows = record.rows
+        return
+      }
+      const bytes = record.bytes
+      const base = offsets[index]
+      for (let i = 0; i < bytes.length; i++) {
+        const at = base + i
+        const b = bytes[i]
+        if (this.#state === S.Ground && !this.#c2) {
+          if (b >= 0x20 && b < 0x7f) {
+            if (!stretch && eligible()) stretch = { start: at, crlfEnds: [], crlfLfCount: [], lfs: 0, sgr: [] }
+          } else if (b === LF) {
+            if (stretch) {
+              stretch.lfs++
+              if (this.#prev === CR) {
+                stretch.crlfEnds.push(at + 1)
+                stretch.crlfLfCount.push(stretch.lfs)
+              }
+            } else if (eligible()) stretch = { start: at, crlfEnds: [], crlfLfCount: [], lfs: 1, sgr: [] }
+          } else if (b === CR || b === 0x09 || b === 0x08 || b === 0x07) {
+            if (!stretch && eligible()) stretch = { start: at, crlfEnds: [], crlfLfCount: [], lfs: 0, sgr: [] }
+          } else if (b === ESC) {
+            this.#state = S.Esc
+            this.#csiStart = at
+          } else if (b === 0xc2) {
+            this.#c2 = true
+          } else if (b >= 0x80) {
+            if (!stretch && eligible()) stretch = { start: at, crlfEnds: [], crlfLfCount: [], lfs: 0, sgr: [] }
+          } else {
+            end(at) // another C0 control (or DEL): not plain text
+          }
+          this.#prev = b
+          continue
+        }
+        if (this.#c2) {
+          this.#c2 = false
+          if (b >= 0x80 && b <= 0x9f) {
+            end(at - 1)
+            this.#c1(b)
+            this.#prev = b
+            continue
+          }
+          if (this.#state === S.Ground) {
+            if (!stretch && eligible()) stretch = { start: at - 1, crlfEnds: [], crlfLfCount: [], lfs: 0, sgr: [] }
+            this.#prev = b
+            continue
+          }
+        }
+        this.#step(b, at, stretch, end)
+        this.#prev = b
+      }
+    })
+    end(total)
+    return skips.length === 0 ? records : this.#rewrite(records, offsets, skips)
+  }
+
+  /** The parser outside plain ground text. */
+  #step(b: number, at: number, stretch: Stretch | undefined, end: (at: number) => void): void {
+    if (b === 0x18 || b === 0x1a) {
+      end(at)
+      this.#state = S.Ground
+      return
+    }
+    switch (this.#state) {
+      case S.Esc:
+        if (b === 0x5b) {
+          this.#state = S.Csi
+          this.#csiSimple = true
+          this.#csiParams = ''
+        } else if (b === 0x5d || b === 0x50 || b === 0x58 || b === 0x5e || b === 0x5f) {
+          end(this.#csiStart)
+          this.#state = S.Str
+        } else if (b >= 0x20 && b <= 0x2f) {
+          end(this.#csiStart)
+          this.#state = S.EscInter
+        } else if (b >= 0x30 && b <= 0x7e) {
+          end(this.#csiStart)
+          if (b === 0x63) this.#reset() // RIS
+          this.#state = S.Ground
+        } else if (b !== ESC) end(this.#csiStart) // C0 executes inside; stay
+        return
+      case S.EscInter:
+        if (b >= 0x30 && b <= 0x7e) this.#state = S.Ground
+        else if (b === ESC) this.#state = S.Esc
+        return
+      case S.Csi:
+        if (b >= 0x40 && b <= 0x7e) {
+          this.#state = S.Ground
+          if (this.#csiSimple && b === 0x6d && /^[0-9;:]*$/.test(this.#csiParams)) {
+            stretch?.sgr.push(this.#csiStart, at + 1)
+          } else {
+            end(this.#csiStart)
+            this.#csi(String.fromCharCode(b))
+          }
+        } else if (b === ESC) {
+          end(this.#csiStart)
+          this.#state = S.Esc
+          this.#csiStart = at
+        } else {
+          if (b < 0x20 || b >= 0x80) this.#csiSimple = false
+          else this.#csiParams += String.fromCharCode(b)
+        }
+        return
+      case S.Str:
+        if (b === 0x07) this.#state = S.Ground
+        else if (b === ESC) this.#state = S.StrEsc
+        return
+      case S.StrEsc:
+        this.#state = b === 0x5c ? S.Ground : b === ESC ? S.StrEsc : S.Esc
+        if (this.#state === S.Esc) {
+          this.#csiStart = at - 1
+          this.#step(b, at, undefined, end)
+        }
+        return
+      default:
+        return
+    }
+  }
+
+  /** An 8-bit C1 control (UTF-8 C2 80–9F), as xterm reads it. */
+  #c1(b: number): void {
+    if (b === 0x9b) {
+      this.#state = S.Csi
+      this.#csiSimple = false
+      this.#csiParams = ''
+    } else if (b === 0x9d || b === 0x90 || b === 0x98 || b === 0x9e || b === 0x9f) this.#state = S.Str
+    else this.#state = S.Ground
+  }
+
+  /** Tracks the state a stretch depends on: the alternate screen and the scroll region. */
+  #csi(final: string): void {
+    const params = this.#csiParams
+    if ((final === 'h' || final === 'l') && params.startsWith('?')) {
+      for (const p of params.slice(1).split(';')) if (p === '47' || p === '1047' || p === '1049') this.#alt = final === 'h'
+    } else if (final === 'r' && !/[?<>=]/.test(params)) {
+      const [top = '', bottom = ''] = params.split(';')
+      const t = Number(top || 1)
+      const b = Number(bottom || this.#rows)
+      this.#regionFull = t <= 1 && (b >= this.#rows || b === 0)
+    } else if (final === 'p' && params === '!') {
+      this.#regionFull = true // DECSTR
+    }
+    if (!this.#csiSimple) this.#regionFull = this.#regionFull && final !== 'r'
+  }
+
+  #reset(): void {
+    this.#alt = false
+    this.#regionFull = true
+  }
+
+  #close(stretch: Stretch, end: number, records: FeedRecord[], offsets: number[], skips: Array<{ from: number; to: number; replacement: number[] }>): void {
+    const k = this.#k
+    if (stretch.lfs <= k) return
+    // The last CR LF that still has ≥ k LFs after it.
+    let pick = -1
+    for (let i = stretch.crlfEnds.length - 1; i >= 0; i--) {
+      if (stretch.lfs - stretch.crlfLfCount[i] >= k && stretch.crlfEnds[i] <= end) {
+        pick = i
+        break
+      }
+    }
+    if (pick < 0) return
+    const to = stretch.crlfEnds[pick]
+    const replacement: number[] = []
+    for (let i = 0; i < stretch.sgr.length; i += 2) {
+      if (stretch.sgr[i + 1] > to) break
+      for (let at = stretch.sgr[i]; at < stretch.sgr[i + 1]; at++) replacement.push(byteAt(records, offsets, at))
+    }
+    replacement.push(CR)
+    skips.push({ from: stretch.start, to, replacement })
+    this.skipped += to - stretch.start
+  }
+
+  /** Applies skips: bytes in a skipped range are dropped; its replacement goes where it ends. */
+  #rewrite(records: FeedRecord[], offsets: number[], skips: Array<{ from: number; to: number; replacement: number[] }>): FeedRecord[] {
+    let s = 0
+    return records.map((record, index) => {
+      if (record.kind === 'resize') return record
+      const base = offsets[index]
+      const stop = base + record.bytes.length
+      if (s >= skips.length || skips[s].from >= stop) return record
+      const out: number[] = []
+      let at = base
+      while (at < stop) {
+        const skip = skips[s]
+        if (!skip || skip.from >= stop) {
+          for (; at < stop; at++) out.push(record.bytes[at - base])
+          break
+        }
+        for (; at < Math.max(skip.from, base) && at < stop; at++) out.push(record.bytes[at - base])
+        const to = Math.min(skip.to, stop)
+        at = Math.max(at, to)
+        if (skip.to <= stop) {
+          out.push(...skip.replacement)
+          s++
+        }
+      }
+      return { kind: 'data', sequence: record.sequence, bytes: Uint8Array.from(out) }
+    })
+  }
+}
+
+function byteAt(records: FeedRecord[], offsets: number[], at: number): number {
+  let lo = 0
+  let hi = records.length - 1
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1
+    if (offsets[mid] <= at) lo = mid
+    else hi = mid - 1
+  }
+  for (let i = lo; i >= 0; i--) {
+    const r = records[i]
+    if (r.kind === 'data' && at - offsets[i] < r.bytes.length && at >= offsets[i]) return r.bytes[at - offsets[i]]
+  }
+  throw new Error(`fast-forward: no byte at ${at}`)
+}
