@@ -38,17 +38,22 @@ describe('web page (Chromium, full stack)', () => {
     await browser.page.keyboard.type(line)
     await browser.page.keyboard.press('Enter')
   }
+  /** Ctrl-C, then wait for the shell's prompt, so what is typed next reaches the shell, not `cat`. */
+  const interrupt = async () => {
+    await browser.page.keyboard.press('Control+C')
+    await browser.page.waitForFunction(() => /\^C\n.*[#$]$/.test(((globalThis as any).__termkeep.screenText() as string).trimEnd()), undefined, { timeout: 10_000 })
+  }
   const screenText = () => browser.page.evaluate(() => (globalThis as any).__termkeep.screenText() as string)
   const waitForScreen = (needle: string, timeout = 20_000) =>
     browser.page.waitForFunction((n) => ((globalThis as any).__termkeep?.screenText() ?? '').includes(n), needle, { timeout })
-  /** The cell `offset` columns into the first screen line that contains `needle`, as xterm.js holds it. */
+  /** The cell `offset` columns into the first buffer line (scrollback included) that contains `needle`, as xterm.js holds it. */
   const cellOf = (needle: string, offset = 0) =>
     browser.page.evaluate(
       ([n, dx]): CellFacts | undefined => {
         const term = (globalThis as any).__termkeep.view().term
         const buffer = term.buffer.active
-        for (let y = 0; y < term.rows; y++) {
-          const line = buffer.getLine(buffer.viewportY + y)
+        for (let y = 0; y < buffer.length; y++) {
+          const line = buffer.getLine(y)
           const x = line?.translateToString(false).indexOf(n) ?? -1
           if (x === -1) continue
           const cell = line.getCell(x + dx)
@@ -167,7 +172,7 @@ describe('web page (Chromium, full stack)', () => {
     await type(String.raw`printf 'LIVE-%s\033[c\n' $((2*4)); cat -v`)
     await waitForScreen('LIVE-8')
     await waitForScreen('^[[?')
-    await browser.page.keyboard.press('Control+C')
+    await interrupt()
   })
 
   it('resumes after a network loss without losing, repeating or answering replayed output', async () => {
@@ -184,7 +189,7 @@ describe('web page (Chromium, full stack)', () => {
     await browser.page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 10_000 })
     // Input after the replay is delivered in order behind anything the page sent before it, so
     // once this marker is echoed a reply to the replayed queries would already be visible.
-    await browser.page.keyboard.press('Control+C')
+    await interrupt()
     await type('echo done-$((5+5))')
     await waitForScreen('\ndone-10')
     const text = await bufferText()
@@ -192,6 +197,29 @@ describe('web page (Chromium, full stack)', () => {
     const afterLoss = text.slice(text.indexOf('AFTER-LOSS-9'))
     expect(afterLoss).not.toContain('^[[')
     await browser.screenshot('page-4-after-network-loss')
+  })
+
+  it('creates, renames and closes a second terminal, then returns to the first', async () => {
+    const { page } = browser
+    await page.getByRole('button', { name: 'New terminal' }).click()
+    await waitFor(async () => !page.url().endsWith(`/t/${terminalId}`), 10_000, 'the new terminal to open')
+    const second = /\/t\/([\w-]+)$/.exec(page.url())![1]
+    await page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 30_000 })
+    const tab = page.locator(`.terminal-tab[data-terminal-id="${second}"]`)
+    page.once('dialog', (dialog) => void dialog.accept('  build shell  '))
+    await tab.getByRole('button', { name: /^Rename/ }).click()
+    await tab.locator('button.open', { hasText: 'build shell' }).waitFor()
+    expect((await client.terminal(sessionId, second)).title).toBe('build shell')
+    page.once('dialog', (dialog) => void dialog.accept())
+    await tab.getByRole('button', { name: /^Close/ }).click()
+    await waitFor(async () => ['closed', 'retired'].includes((await client.terminal(sessionId, second)).state), 20_000, 'the close')
+    await page.locator(`.terminal-tab[data-terminal-id="${second}"][data-state="closed"], .terminal-tab[data-terminal-id="${second}"][data-state="retired"]`).waitFor()
+    // Keyboard only: focus the first terminal's tab and press Enter.
+    await page.locator(`.terminal-tab[data-terminal-id="${terminalId}"] button.open`).focus()
+    await page.keyboard.press('Enter')
+    await page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 30_000 })
+    await waitForScreen('done-10')
+    expect(page.url()).toMatch(new RegExp(`/t/${terminalId}$`))
   })
 
   it('shows the persisted display, read-only, once the sidecar is stopped', async () => {
@@ -204,9 +232,19 @@ describe('web page (Chromium, full stack)', () => {
     const { page } = browser
     await page.locator('.terminal-view[data-mode="display"]').waitFor({ timeout: 30_000 })
     await page.getByText('last saved screen').waitFor()
-    expect(await screenText()).toContain(COLOUR_OUTPUT)
+    const text = await bufferText()
+    for (const line of [COLOUR_OUTPUT, 'AFTER-LOSS-9', 'done-10']) expect(count(text, line), line).toBe(1)
     expect(await cellOf(COLOUR_OUTPUT)).toMatchObject({ text: 'R', fg: 1, fgPalette: true })
     expect(await cellOf(COLOUR_OUTPUT, 4)).toMatchObject({ text: ' ', bg: 4, bgPalette: true })
+    // Read-only: typing into the persisted display sends no input request.
+    const inputs: string[] = []
+    browser.page.on('request', (request) => void (request.url().includes('/input') && inputs.push(request.url())))
+    await browser.page.locator('.xterm').click()
+    await browser.page.keyboard.type('echo should-not-arrive')
+    await browser.page.keyboard.press('Enter')
+    // Absence can only be checked after a grace period: a live view sends each key at once.
+    await browser.page.evaluate(() => new Promise((r) => setTimeout(r, 300)))
+    expect(inputs).toEqual([])
     await browser.screenshot('page-5-persisted-display')
     expect(browser.errors).toEqual([])
   })
