@@ -6,6 +6,7 @@
 import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startNodeApi } from '../../api/runtime/node.ts'
 import { GRANTS } from '../../schema/grants.ts'
 import { waitFor } from '../support/ports.ts'
 import { json, readEvents, startHarness, type Harness, type SseMessage } from './harness.ts'
@@ -122,6 +123,20 @@ describe('terminal delegation through the API', () => {
     await waitFor(async () => (await h.deps.sidecar.info(SID, 't1')).controllerId === 'a3', 10_000, 'a3 in control')
     await follower.close()
     await waitFor(async () => (await h.deps.sidecar.info(SID, 't1')).controllerId === null, 10_000, 'control released upstream')
+  })
+
+  it('cancels the upstream too when a client disconnects from the real Node server', async () => {
+    const server = await startNodeApi({ storage: h.storage, sidecarUrl: h.sidecar.url, sidecarSecret: h.sidecar.secret, host: '127.0.0.1', port: 0 })
+    try {
+      const abort = new AbortController()
+      const response = await fetch(`${server.url}${T}/t1/follow?attachment=a4`, { headers: { authorization: `Bearer ${token}` }, signal: abort.signal })
+      expect(response.status).toBe(200)
+      await waitFor(async () => (await h.deps.sidecar.info(SID, 't1')).controllerId === 'a4', 10_000, 'a4 in control')
+      abort.abort()
+      await waitFor(async () => (await h.deps.sidecar.info(SID, 't1')).controllerId === null, 10_000, 'control released upstream')
+    } finally {
+      await server.close()
+    }
   })
 
   it('relays retain, renames, and closes (repeatably); the output ends with closed', async () => {
