@@ -48,6 +48,9 @@ export const DEFAULT_OUTPUT_PAGE_ITEMS = 64
 export const EMULATOR_MAX_INFLIGHT_BYTES = 1 * MiB
 /** Emulator worker threads per sidecar; terminals share them (each boot costs ~0.5 s of CPU). */
 export const EMULATOR_WORKERS = 2
+/** Journal bytes an emulator feed reads ahead when it lags, so plain text that provably scrolls
+ * out of the history allowance is skipped rather than parsed (sidecar/display/fast-forward.ts). */
+export const EMULATOR_FAST_FORWARD_WINDOW_BYTES = 16 * MiB
 /** Close: time between SIGHUP and SIGKILL for the terminal's processes. */
 export const CLOSE_KILL_GRACE_MS = 500
 /** Close: after the kill, how long to wait for EOF before the master is closed by force. */

@@ -285,13 +285,38 @@ export class FastForward {
         const to = Math.min(skip.to, stop)
         at = Math.max(at, to)
         if (skip.to <= stop) {
-          out.push(...skip.replacement)
+          for (const byte of skip.replacement) out.push(byte)
           s++
         }
       }
       return { kind: 'data', sequence: record.sequence, bytes: Uint8Array.from(out) }
     })
   }
+}
+
+/**
+ * One read window as emulator batches: a window the planner rewrote goes as one batch (so no
+ * sequence inside a skipped range is ever reported applied on its own); otherwise the records are
+ * split into batches of at most `batchBytes`.
+ */
+export function planBatches(planner: FastForward, window: FeedRecord[], batchBytes: number): FeedRecord[][] {
+  const planned = planner.plan(window)
+  if (planned !== window) return [planned]
+  const batches: FeedRecord[][] = []
+  let batch: FeedRecord[] = []
+  let bytes = 0
+  for (const record of window) {
+    const size = record.kind === 'data' ? record.bytes.length : 0
+    if (batch.length > 0 && bytes + size > batchBytes) {
+      batches.push(batch)
+      batch = []
+      bytes = 0
+    }
+    batch.push(record)
+    bytes += size
+  }
+  if (batch.length > 0) batches.push(batch)
+  return batches
 }
 
 function byteAt(records: FeedRecord[], offsets: number[], at: number): number {

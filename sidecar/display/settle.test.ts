@@ -105,6 +105,27 @@ describe('settling through the emulator worker', () => {
     expect(last.begin.sequence).toBe(journal.lastSequence)
   })
 
+  it('fast-forwards a flood yet settles exactly the screen a full parse gives', async () => {
+    const journal = new Journal(join(dir, 't3.spool'), { cols: 80, rows: 24 })
+    const emulator = pool.open('s/t3', journal)
+    let all = ''
+    for (let part = 0; part < 6; part++) {
+      let chunk = ''
+      for (let i = part * 10_000; i < (part + 1) * 10_000; i++) chunk += `\x1b[3${i % 8}m${i}\x1b[0m ${'flood '.repeat(i % 12)}\r\n`
+      all += chunk
+      journal.appendData(Buffer.from(chunk))
+    }
+    all += '\x1b]2;flooded\x07$ '
+    journal.appendData(Buffer.from('\x1b]2;flooded\x07$ '))
+    await waitFor(async () => (await revisions('t3')).some((r) => r.title === 'flooded' && r.sequence === journal.lastSequence), 60_000, 'the flood to settle')
+    expect(emulator.fastForwarded).toBeGreaterThan(1_000_000)
+    const display = await read('t3')
+    const copy = await replay(display)
+    const expected = await direct(all, 80, 24)
+    expect(bufferDiff(expected.buffer.normal, copy.terminal.buffer.normal, 80)).toEqual([])
+    expect(copy.tracker.cursor()).toEqual({ ...display.begin.cursor })
+  })
+
   it('applies the history allowance before reflow when the journal records a resize', async () => {
     const journal = new Journal(join(dir, 't2.spool'), { cols: 80, rows: 5 })
     pool.open('s/t2', journal)

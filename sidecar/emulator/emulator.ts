@@ -14,7 +14,8 @@
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import { EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_WORKERS } from '../../schema/limits.ts'
+import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_WORKERS } from '../../schema/limits.ts'
+import { FastForward, planBatches, type FeedRecord } from '../display/fast-forward.ts'
 import type { Journal } from '../journal/journal.ts'
 import type { EmulatorSnapshot, FromWorker, ToWorker, WireRecord } from './protocol.ts'
 
@@ -140,6 +141,10 @@ export class Emulator {
   #inflight = 0
   #wake: (() => void) | undefined
   #observation: { drain(): Promise<void> } | undefined
+  /** Read-ahead: plain text that provably scrolls out of the allowance is skipped (display issue). */
+  readonly #fastForward: FastForward
+  /** Batches read and planned but not yet posted. */
+  #queue: FeedRecord[][] = []
   #disposing = false
 
   constructor(pool: EmulatorPool, slot: WorkerSlot, key: string, journal: Journal) {
@@ -148,6 +153,7 @@ export class Emulator {
     this.key = key
     this.#journal = journal
     this.#release = journal.attach()
+    this.#fastForward = new FastForward(journal.initialSize)
     void this.#pump().catch((error: unknown) => {
       if (!this.#stop.signal.aborted) console.error(`termkeep emulator ${key}: feed stopped`, error)
     })
@@ -156,6 +162,11 @@ export class Emulator {
   /** The last journal sequence the screen reflects. */
   get appliedSequence(): number {
     return this.#applied
+  }
+
+  /** Journal bytes the feed skipped because they provably scrolled out (display fast-forward). */
+  get fastForwarded(): number {
+    return this.#fastForward.skipped
   }
 
   /** True when the screen reflects every record journaled so far. */
@@ -227,14 +238,19 @@ export class Emulator {
         await new Promise<void>((resolve) => (this.#wake = resolve))
         continue
       }
+      const batch = this.#queue.shift()
+      if (batch) {
+        this.#post(batch)
+        continue
+      }
       if (this.#sent >= this.#journal.lastSequence) {
         if (this.#journal.ended || this.#journal.retired) return
         await this.#journal.wait(this.#sent, IDLE_WAIT_MS, signal)
         continue
       }
-      const records = await this.#journal.readRecords(this.#sent, BATCH_BYTES)
+      const window = await this.#journal.readRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES)
       if (signal.aborted) return
-      this.#post(records)
+      this.#queue = planBatches(this.#fastForward, window, BATCH_BYTES)
     }
   }
 
