@@ -112,4 +112,14 @@ describe('termkeep attach (real PTY, full stack)', () => {
     cli.pty.write('\x1c')
     expect(await cli.exited).toBe(0)
   })
+
+  it('ends when the remote shell exits, and says so', async () => {
+    const cli = runInPty(['attach', sessionId, terminalId], env, 120, 40)
+    running.push(cli.pty)
+    await waitFor(async () => cli.output().includes('again-2'), 20_000, 'the snapshot')
+    cli.pty.write('exit 3\r')
+    expect(await cli.exited).toBe(0)
+    expect(cli.output()).toContain('\x1b[?1049l')
+    expect(cli.output()).toMatch(new RegExp(`\\[terminal ${sessionId}/${terminalId} ended \\((exited|closed|retired), exit code 3\\)\\]`))
+  })
 })

@@ -12,6 +12,12 @@ import { ApiError, terminalPath, type TermkeepClient } from './api.ts'
 const RECONNECT_DELAYS_MS = [250, 500, 1000, 2000, 4000]
 /** 503 answers retried (with the backoff) before the follow counts as refused. */
 const MAX_UNAVAILABLE_RETRIES = 2
+/**
+ * Once the terminal reports that its process exited, output still in flight is drained until the
+ * stream has been quiet this long, then the follow ends (the server may keep an exited terminal's
+ * stream open until it is closed).
+ */
+const EXIT_DRAIN_MS = 300
 /** A stream that ends cleanly this many times in a row without an event is treated as over. */
 const MAX_EMPTY_STREAMS = 3
 
@@ -29,7 +35,7 @@ export interface FollowHandlers {
 }
 
 export type FollowEnd =
-  /** The server ended the follow (terminal closed, or no more output will come). */
+  /** The process exited or the terminal closed (its output drained), or the server stopped sending. */
   | { kind: 'ended'; info?: TerminalInfo }
   /** Refused: retired terminal (410), sidecar down (503), unknown terminal (404), … */
   | { kind: 'refused'; error: ApiError }
@@ -75,9 +81,15 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
   while (!signal.aborted) {
     handlers.status?.(lastSequence === undefined && failures === 0 ? 'connecting' : 'reconnecting')
     let sawEvent = false
+    // Aborted by the caller, or by this loop once an exited terminal's output has drained.
+    const stream = new AbortController()
+    const stopStream = () => stream.abort()
+    signal.addEventListener('abort', stopStream, { once: true })
+    let drain: ReturnType<typeof setTimeout> | undefined
+    const exited = () => lastInfo !== undefined && lastInfo.state !== 'starting' && lastInfo.state !== 'running'
     try {
       const resumed = lastSequence !== undefined
-      const events = await client.stream(path, { lastEventId: resumed ? String(lastSequence) : undefined, signal })
+      const events = await client.stream(path, { lastEventId: resumed ? String(lastSequence) : undefined, signal: stream.signal })
       handlers.status?.('live')
       failures = 0
       unavailable = 0
@@ -102,21 +114,27 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
           lastInfo = body.info as TerminalInfo
           handlers.state(lastInfo)
         }
+        clearTimeout(drain)
+        if (exited()) drain = setTimeout(stopStream, EXIT_DRAIN_MS)
       }
       if (signal.aborted) break
-      // A clean end: the terminal closed, or the relay went away. Ask again; a closed or retired
-      // terminal answers with a refusal, a live one resumes after lastSequence.
-      if (lastInfo && (lastInfo.state === 'closed' || lastInfo.state === 'retired')) return { kind: 'ended', info: lastInfo }
+      if (exited()) return { kind: 'ended', info: lastInfo }
+      // A clean end while the process runs: the relay went away. Ask again; a live terminal
+      // resumes after lastSequence, a gone one answers with a refusal.
       emptyStreams = sawEvent ? 0 : emptyStreams + 1
       if (emptyStreams >= MAX_EMPTY_STREAMS) return { kind: 'ended', info: lastInfo }
     } catch (error) {
       if (signal.aborted) break
+      if (stream.signal.aborted && exited()) return { kind: 'ended', info: lastInfo }
       // A sidecar that does not answer may be only slow or restarting: a few quick retries first.
       if (error instanceof ApiError && !(error.status === 503 && unavailable++ < MAX_UNAVAILABLE_RETRIES)) {
         return { kind: 'refused', error }
       }
       // Network loss (fetch failed, or the body errored mid-stream): retry with Last-Event-ID.
       if (!(error instanceof ApiError)) failures++
+    } finally {
+      clearTimeout(drain)
+      signal.removeEventListener('abort', stopStream)
     }
     handlers.status?.('reconnecting')
     await sleep(RECONNECT_DELAYS_MS[Math.min(failures + unavailable, RECONNECT_DELAYS_MS.length - 1)], signal)

@@ -187,7 +187,13 @@ export class TerminalView {
       }
       return
     }
-    await this.#showDisplay('This terminal has ended')
+    // Every byte up to the end is already on screen: keep it, read-only.
+    this.#controller = false
+    this.term.options.disableStdin = true
+    this.term.options.cursorBlink = false
+    const info = end.info
+    const how = info?.exitCode !== null && info?.exitCode !== undefined ? ` with code ${info.exitCode}` : info?.exitSignal ? ` on signal ${info.exitSignal}` : ''
+    this.#setMode('ended', `The shell ${info?.state === 'exited' ? 'exited' : 'ended'}${how}. This view is read-only; start a new terminal to continue.`)
   }
 
   /** Reads the persisted display and swaps it in only once the whole revision has arrived. */
