@@ -3,8 +3,12 @@
  * through Miniflare on a loopback port, configured only through bindings, against sqld and the
  * sidecar. Also keeps the bundle lean: no zod, no effect, no dangling bare imports, web libSQL only.
  */
-import { readFileSync, statSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { migrations } from '../../migrations/bundled.ts'
+import { openStorage } from '../../storage/client.ts'
+import { freePort } from '../support/ports.ts'
+import { SQLD_BIN, startSqld } from '../support/sqld.ts'
 import { describeSmoke } from './routes.ts'
 import { buildWorker, startWorkersTarget, workerdBinary, type WorkerBundle } from './targets.ts'
 
@@ -66,6 +70,27 @@ if (workerdBinary()) {
         expect((await response.json()).error.message).toMatch(/DATABASE_URL.*no filesystem/)
       } finally {
         await target.stop()
+      }
+    }, 120_000)
+
+    it.runIf(existsSync(SQLD_BIN))('AUTO_MIGRATE=1 applies the bundled migrations to an empty remote database', async () => {
+      const sqld = await startSqld()
+      const target = await startWorkersTarget(built(), {
+        DATABASE_URL: sqld.url,
+        SIDECAR_SECRET: 'a-secret-of-16-chars-or-more',
+        SIDECAR_URL: `http://127.0.0.1:${await freePort()}`,
+        AUTO_MIGRATE: '1',
+      })
+      const storage = await openStorage({ url: sqld.url })
+      try {
+        const health = await (await fetch(`${target.url}/v1/health`)).json()
+        expect(health).toMatchObject({ runtime: 'workerd', database: { reachable: true } })
+        const ledger = await storage.client.execute('SELECT hash FROM __drizzle_migrations ORDER BY created_at')
+        expect(ledger.rows.map((row) => row[0])).toEqual(migrations.map((m) => m.hash))
+      } finally {
+        storage.close()
+        await target.stop()
+        await sqld.stop()
       }
     }, 120_000)
   })
