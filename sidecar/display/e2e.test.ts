@@ -101,6 +101,16 @@ describe('display end to end', () => {
     expect(projection.lines.slice(projection.viewportStart, projection.viewportStart + 3)).toEqual(['red bold rgb', '    spaces', 'tail'])
     expect(projection.title).toBe('e2e title')
 
+    // screen/watch: the current projection at once (relayed through the API), as an SSE event.
+    const watch = await live.request('/v1/sessions/s/terminals/t/screen/watch', { headers: { authorization: `Bearer ${token}` } })
+    expect(watch.status).toBe(200)
+    const reader = watch.body!.getReader()
+    let received = ''
+    while (!/event: screen[\s\S]*data: \{.*\}\n/.test(received)) received += new TextDecoder().decode((await reader.read()).value)
+    await reader.cancel()
+    const data = received.split('\n').find((l) => l.startsWith('data: {'))!.slice(6)
+    expect((JSON.parse(data) as ScreenProjection).lines).toContain('red bold rgb')
+
     await sidecar!.stop()
     const stopped = await readDisplay(live)
     expect(colours(stopped!)).toEqual(expected)

@@ -158,7 +158,7 @@ export class RowEncoder {
     }
     let runStyle = -1
     let runKind = -1 // 0 simple code points, 1 blanks, 2 clusters
-    let codes: number[] = []
+    let text = ''
     let blanks = 0
     let cluster: string[] = []
     let rawFg = -1
@@ -179,22 +179,25 @@ export class RowEncoder {
       if ((content & HAS_CONTENT) === 0) kind = width === 1 ? 1 : 2
       else kind = width === 1 && !(content & IS_COMBINED) ? 0 : 2
       if (style !== runStyle || kind !== runKind) {
-        if (runKind === 0) row.push(runStyle, String.fromCodePoint(...codes))
+        if (runKind === 0) row.push(runStyle, text)
         else if (runKind === 1) row.push(runStyle, blanks)
         else if (runKind === 2) row.push(runStyle, cluster)
         runStyle = style
         runKind = kind
-        codes = []
+        text = ''
         blanks = 0
         cluster = []
       }
-      if (kind === 0) codes.push(content & CODEPOINT)
+      if (kind === 0) {
+        const code = content & CODEPOINT
+        text += code < 0x10000 ? String.fromCharCode(code) : String.fromCodePoint(code)
+      }
       else if (kind === 1) blanks++
       else if ((content & HAS_CONTENT) === 0) cluster.push('')
       else if (content & IS_COMBINED) cluster.push(internal._combined?.[x] ?? (line.getCell(x, this.#cell), this.#cell.getChars()))
       else cluster.push(String.fromCodePoint(content & CODEPOINT))
     }
-    if (runKind === 0) row.push(runStyle, String.fromCodePoint(...codes))
+    if (runKind === 0) row.push(runStyle, text)
     else if (runKind === 1) row.push(runStyle, blanks)
     else if (runKind === 2) row.push(runStyle, cluster)
     return row
