@@ -13,6 +13,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import { Hono } from 'hono'
 import { createApp } from '../api/app.ts'
 import { createToken } from '../api/auth/tokens.ts'
@@ -29,7 +30,13 @@ interface AutocannonResult {
   errors: number
   non2xx: number
 }
-type Autocannon = (options: { url: string; connections: number; duration: number; headers?: Record<string, string> }) => Promise<AutocannonResult>
+type Autocannon = (options: {
+  url: string
+  connections: number
+  duration: number
+  workers?: number
+  headers?: Record<string, string>
+}) => Promise<AutocannonResult>
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 
 const DURATION_S = 4
@@ -37,7 +44,8 @@ const CONNECTIONS = 16
 const STREAM_BYTES = Number(process.env.BENCH_STREAM_BYTES ?? 24 * 1024 * 1024)
 
 async function rps(url: string, headers: Record<string, string> = {}): Promise<number> {
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, headers })
+  // The load generator runs in its own thread, off the measured server's event loop.
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, workers: 1, headers })
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`)
   return result.requests.average
 }
@@ -52,22 +60,42 @@ async function compare(api: () => Promise<number>, bare: () => Promise<number>):
   return [a, b]
 }
 
-/** Reads an SSE response to its `closed` event; returns body bytes per second. */
-async function drain(response: Response): Promise<{ bytes: number; seconds: number }> {
-  if (!response.ok) throw new Error(`stream answered ${response.status}: ${await response.text()}`)
+/**
+ * Reads an SSE stream from `url` to its `closed` event in a worker thread (so the reading client
+ * never shares an event loop with the server it measures); returns bytes and seconds.
+ */
+const DRAIN_WORKER = `
+const { parentPort, workerData } = require('node:worker_threads')
+;(async () => {
+  const response = await fetch(workerData.url, { headers: workerData.headers })
+  if (!response.ok) throw new Error('stream answered ' + response.status + ': ' + (await response.text()))
   const started = performance.now()
-  const reader = response.body!.getReader()
+  const reader = response.body.getReader()
+  const decoder = new TextDecoder()
   let bytes = 0
   let tail = ''
   for (;;) {
     const { done, value } = await reader.read()
     if (done) break
     bytes += value.length
-    tail = (tail + new TextDecoder().decode(value.subarray(Math.max(0, value.length - 64)))).slice(-128)
+    tail = (tail + decoder.decode(value.subarray(Math.max(0, value.length - 64)))).slice(-128)
     if (tail.includes('event: closed')) break
   }
   await reader.cancel().catch(() => {})
-  return { bytes, seconds: (performance.now() - started) / 1000 }
+  parentPort.postMessage({ bytes, seconds: (performance.now() - started) / 1000 })
+})().catch((error) => parentPort.postMessage({ error: String(error && error.message || error) }))
+`
+
+function drain(url: string, headers: Record<string, string>): Promise<{ bytes: number; seconds: number }> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(DRAIN_WORKER, { eval: true, workerData: { url, headers } })
+    worker.once('message', (m: { bytes: number; seconds: number; error?: string }) => {
+      void worker.terminate()
+      if (m.error) reject(new Error(m.error))
+      else resolve(m)
+    })
+    worker.once('error', reject)
+  })
 }
 
 const scenario: BenchScenario = {
@@ -155,12 +183,12 @@ async function streamRow(base: string, auth: Record<string, string>, sidecarUrl:
   }
   if (!input.ok) throw new Error(`input answered ${input.status}: ${await input.text()}`)
   // Wait until the whole output is recorded (the byte source closed).
-  await drain(await fetch(`${terminal}/output/watch?after=0`, { headers: auth }))
+  await drain(`${terminal}/output/watch?after=0`, auth)
   let [api, direct] = [0, 0]
   for (let round = 0; round < 3; round++) {
-    const d = await drain(await fetch(`${sidecarUrl}/v1/sessions/bench/terminals/flood/output/watch?after=0`, { headers: { authorization: `Bearer ${sidecarSecret}` } }))
+    const d = await drain(`${sidecarUrl}/v1/sessions/bench/terminals/flood/output/watch?after=0`, { authorization: `Bearer ${sidecarSecret}` })
     direct = Math.max(direct, d.bytes / d.seconds / 1024 / 1024)
-    const a = await drain(await fetch(`${terminal}/output/watch?after=0`, { headers: auth }))
+    const a = await drain(`${terminal}/output/watch?after=0`, auth)
     api = Math.max(api, a.bytes / a.seconds / 1024 / 1024)
   }
   return row('byte stream (watchOutput replay) via API vs sidecar', api, direct, 'MiB/s', 0.9)

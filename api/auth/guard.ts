@@ -64,21 +64,20 @@ export function authenticateTokenId(db: Database, tokenId: string, now = Date.no
 }
 
 async function authorityOf(db: Database, which: SQL, now: number): Promise<Authority | undefined> {
-  const [token] = await db
-    .select({ id: tokens.id, allSessions: tokens.allSessions, expiresAt: tokens.expiresAt })
+  // One round trip for the token and its grants (every request pays it); sessions only if scoped.
+  const rows = await db
+    .select({ id: tokens.id, allSessions: tokens.allSessions, expiresAt: tokens.expiresAt, grant: tokenGrants.grant })
     .from(tokens)
+    .leftJoin(tokenGrants, eq(tokenGrants.tokenId, tokens.id))
     .where(and(which, isNull(tokens.revokedAt)))
-    .limit(1)
+  const token = rows[0]
   if (!token || (token.expiresAt !== null && token.expiresAt <= now)) return undefined
-  const [grantRows, sessionRows] = await Promise.all([
-    db.select({ grant: tokenGrants.grant }).from(tokenGrants).where(eq(tokenGrants.tokenId, token.id)),
-    token.allSessions
-      ? Promise.resolve([])
-      : db.select({ sessionId: tokenSessions.sessionId }).from(tokenSessions).where(eq(tokenSessions.tokenId, token.id)),
-  ])
+  const sessionRows = token.allSessions
+    ? []
+    : await db.select({ sessionId: tokenSessions.sessionId }).from(tokenSessions).where(eq(tokenSessions.tokenId, token.id))
   return {
     tokenId: token.id,
-    grants: new Set(grantRows.map((r) => r.grant as Grant)),
+    grants: new Set(rows.flatMap((r) => (r.grant === null ? [] : [r.grant as Grant]))),
     sessions: token.allSessions ? 'all' : new Set(sessionRows.map((r) => r.sessionId)),
   }
 }
