@@ -155,6 +155,25 @@ export const ROUTE_CHECKS: RouteCheck[] = [
       expect(await response.json()).toMatchObject({ absolutePath: join(dir, 'notes.txt'), offset: 2, text: 'two\nthree', lines: 2, eof: false })
     },
   },
+  {
+    name: 'session resources: an attachment stored as a libSQL blob reads back page by page through read-text',
+    async run({ url, runtime, backend }) {
+      const secret = await backend.token(['sessions:write', 'files:read'])
+      const sid = await createSession(url, secret, scratch(backend, `resources-${runtime}`))
+      const content = `grüße ${runtime}\nzwei\ndrei\n`
+      const stored = await post(`${url}/v1/sessions/${sid}/attachments`, secret, { name: 'notes.txt', content })
+      expect(stored.status).toBe(201)
+      const { address, bytes } = (await stored.json()) as { address: string; bytes: number }
+      expect(bytes).toBe(new TextEncoder().encode(content).length)
+      const first = await post(`${url}/v1/sessions/${sid}/read-text`, secret, { address, limit: 2 })
+      expect(first.status).toBe(200)
+      const page = (await first.json()) as { text: string; eof: boolean; next?: unknown }
+      expect(page).toMatchObject({ kind: 'attachment', text: `grüße ${runtime}\nzwei`, eof: false })
+      const second = await post(`${url}/v1/sessions/${sid}/read-text`, secret, { next: page.next })
+      expect(second.status).toBe(200)
+      expect(await second.json()).toMatchObject({ text: 'drei', eof: true })
+    },
+  },
 ]
 
 /**
