@@ -3,11 +3,14 @@
  * through Miniflare on a loopback port, configured only through bindings, against sqld and the
  * sidecar. Also keeps the bundle lean: no zod, no effect, no dangling bare imports, web libSQL only.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migrations } from '../../migrations/bundled.ts'
 import { openStorage } from '../../storage/client.ts'
-import { freePort } from '../support/ports.ts'
+import { freePort, waitFor } from '../support/ports.ts'
 import { SQLD_BIN, startSqld } from '../support/sqld.ts'
 import { describeSmoke } from './routes.ts'
 import { buildWorker, startWorkersTarget, workerdBinary, type WorkerBundle } from './targets.ts'
@@ -91,6 +94,38 @@ if (workerdBinary()) {
         storage.close()
         await target.stop()
         await sqld.stop()
+      }
+    }, 120_000)
+
+    it.runIf(existsSync(SQLD_BIN))('a database down at the first request answers 503; the isolate starts once it is up', async () => {
+      const port = await freePort()
+      const target = await startWorkersTarget(built(), {
+        DATABASE_URL: `http://127.0.0.1:${port}`,
+        SIDECAR_SECRET: 'a-secret-of-16-chars-or-more',
+        SIDECAR_URL: `http://127.0.0.1:${await freePort()}`,
+        AUTO_MIGRATE: '1',
+      })
+      const dir = mkdtempSync(join(tmpdir(), 'termkeep-late-sqld-'))
+      let sqld: ChildProcess | undefined
+      try {
+        const down = await fetch(`${target.url}/v1/health`)
+        expect(down.status).toBe(503)
+        expect((await down.json()).error.code).toBe('database/unavailable')
+        sqld = spawn(SQLD_BIN, ['--db-path', join(dir, 'db'), '--http-listen-addr', `127.0.0.1:${port}`, '--no-welcome'], {
+          stdio: 'ignore',
+        })
+        await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok, 20_000, 'sqld')
+        const up = await fetch(`${target.url}/v1/health`)
+        expect(up.status).toBe(200)
+        expect(await up.json()).toMatchObject({ runtime: 'workerd', database: { reachable: true } })
+      } finally {
+        await target.stop()
+        if (sqld && sqld.exitCode === null) {
+          const exited = new Promise((resolve) => sqld!.once('exit', resolve))
+          sqld.kill('SIGKILL')
+          await exited
+        }
+        rmSync(dir, { recursive: true, force: true })
       }
     }, 120_000)
   })
