@@ -13,6 +13,7 @@
  */
 import { TermkeepError } from '../schema/errors.ts'
 import { SSE_HEARTBEAT_MS } from '../schema/limits.ts'
+import { isDatabaseUnavailable } from './errors.ts'
 
 export interface SseEvent {
   event?: string
@@ -115,8 +116,13 @@ export function sseResponse(run: (sink: SseSink) => Promise<void>, options: SseO
   void run(sink)
     .catch((error: unknown) => {
       if (signal.aborted) return
-      const known = error instanceof TermkeepError ? error : new TermkeepError('internal/error', 'internal error')
-      if (!(error instanceof TermkeepError)) console.error('termkeep api: stream failed', error)
+      const known =
+        error instanceof TermkeepError
+          ? error
+          : isDatabaseUnavailable(error)
+            ? new TermkeepError('database/unavailable', 'the database stopped answering')
+            : new TermkeepError('internal/error', 'internal error')
+      if (known.code === 'internal/error') console.error('termkeep api: stream failed', error)
       push(sseFrame({ event: 'error', data: known.toBody() }))
     })
     .finally(() => {
