@@ -50,6 +50,7 @@ describe('emulator snapshot', () => {
   it.each(cases)('%s: restores text, cursor position and visibility exactly', async (_name, input, cols, rows) => {
     const { journal, emulator } = screenOf(cols, rows)
     journal.appendData(Buffer.from(input))
+    journal.flush()
     await caughtUp(emulator, journal)
     const snapshot = await emulator.snapshot()
     expect(snapshot.sequence).toBe(journal.lastSequence)
@@ -70,6 +71,7 @@ describe('emulator snapshot', () => {
     journal.appendData(Buffer.from('before\r\n'))
     journal.appendResize(40, 10)
     journal.appendData(Buffer.from('after'))
+    journal.flush()
     await caughtUp(emulator, journal)
     const snapshot = await emulator.snapshot()
     expect(snapshot).toMatchObject({ sequence: 3, cols: 40, rows: 10 })

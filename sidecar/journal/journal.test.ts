@@ -34,11 +34,18 @@ describe('Journal', () => {
   it('splits a large read into native records and gives every cursor its exact suffix', async () => {
     const j = journal()
     const big = Buffer.alloc(MAX_RECORD_RAW_BYTES * 2 + 5, 'x')
-    expect(j.appendData(Buffer.from('ab'))).toBe(1)
-    expect(j.appendData(big)).toBe(4) // 48,000 + 48,000 + 5
+    j.appendData(Buffer.from('ab'))
+    j.flush()
+    expect(j.lastSequence).toBe(1)
+    j.appendData(big)
+    expect(j.lastSequence).toBe(1) // taken, journaled at the end of the turn
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(j.lastSequence).toBe(4) // 48,000 + 48,000 + 5
     expect(j.appendResize(100, 30)).toBe(5)
     j.appendData(Buffer.from('c'))
+    j.flush()
     j.appendData(Buffer.from('de'))
+    j.flush()
     const native: string[][] = [['a', 'b'], [...'x'.repeat(MAX_RECORD_RAW_BYTES)], [...'x'.repeat(MAX_RECORD_RAW_BYTES)], [...'xxxxx'], ['R100x30'], ['c'], ['d', 'e']]
     for (let after = 0; after <= j.lastSequence; after++) {
       expect(await suffix(j, after)).toEqual(native.slice(after).flat())
@@ -47,7 +54,10 @@ describe('Journal', () => {
 
   it('coalesces small reads into items and keeps mid-batch cursors exact', async () => {
     const j = journal()
-    for (let i = 0; i < 50; i++) j.appendData(Buffer.from(String.fromCharCode(65 + (i % 26)).repeat(100)))
+    for (let i = 0; i < 50; i++) {
+      j.appendData(Buffer.from(String.fromCharCode(65 + (i % 26)).repeat(100)))
+      j.flush()
+    }
     const items = await j.readItems(0, 100)
     expect(items).toHaveLength(1)
     expect(items[0].sequence).toBe(50)
@@ -58,7 +68,10 @@ describe('Journal', () => {
 
   it('produces the same items however a reader pages', async () => {
     const j = journal()
-    for (let i = 0; i < 400; i++) j.appendData(Buffer.alloc(4000 + (i % 7) * 100, i))
+    for (let i = 0; i < 400; i++) {
+      j.appendData(Buffer.alloc(4000 + (i % 7) * 100, i))
+      j.flush()
+    }
     const whole: number[] = []
     for (let c = 0; ; ) {
       const items = await j.readItems(c, 1000)
@@ -82,6 +95,7 @@ describe('Journal', () => {
     const woke = j.wait(0, 5_000)
     j.appendData(Buffer.from('x'))
     expect(await woke).toBe('changed')
+    expect(j.lastSequence).toBe(1)
     const ended = j.wait(1, 5_000)
     j.end()
     expect(await ended).toBe('changed')
@@ -91,7 +105,7 @@ describe('Journal', () => {
   it('lets an attached reader drain after retirement and refuses new ones', async () => {
     const j = journal()
     j.appendData(Buffer.from('kept'))
-    j.end()
+    j.end() // flushes what was taken
     const release = j.attach()
     j.retire()
     expect(() => j.attach()).toThrow(expect.objectContaining({ code: 'terminal/unavailable' }))
@@ -104,7 +118,9 @@ describe('Journal', () => {
   it('keeps memory to the index: 13 bytes per record, whatever the records hold', () => {
     const j = journal()
     const chunk = Buffer.alloc(MAX_RECORD_RAW_BYTES, 1)
-    for (let i = 0; i < 2048; i++) j.appendData(chunk) // ~98 MB to the spool
+    for (let i = 0; i < 2048; i++) j.appendData(chunk) // ~98 MB to the spool, flushed every 1 MiB
+    j.flush()
+    expect(j.lastSequence).toBe(2048)
     expect(j.indexBytes).toBeLessThanOrEqual(2048 * 13)
   })
 })

@@ -3,6 +3,12 @@
  * MAX_RECORD_RAW_BYTES), every resize as a Resize record, sequences 1, 2, 3… Bytes live in an
  * append-only spool file; memory holds only the index. Nothing is evicted while the terminal lives.
  *
+ * "One PTY read" is what libuv read from the master in one event-loop turn (it calls read(2) up to
+ * 32 times per readiness event): appends are gathered and written to the spool with one write at
+ * the end of the turn (setImmediate). A flood of tiny writes (line-buffered `seq`) would otherwise
+ * cost one record, one write(2) and one wake-up of every reader per line; clients cannot observe
+ * read boundaries, and latency grows by one turn at most.
+ *
  * Readers pull by sequence at their own pace (there is no per-reader queue and the PTY is never
  * paused for a reader). Because a reader asks for "records after N" from the one index and then
  * waits for the index to grow, replay and live delivery are the same loop: no gap, no duplicate.
@@ -18,6 +24,8 @@ import { Spool } from './spool.ts'
 
 /** Upper bound of bytes one read call fetches from the spool (bounds a reader's transient memory). */
 const READ_WINDOW_BYTES = 1024 * 1024
+/** Bytes gathered within one turn before they are written out early. */
+const FLUSH_BYTES = 1024 * 1024
 /** Upper bound of records one read call looks at (Resize records carry no bytes). */
 const READ_WINDOW_RECORDS = 4096
 
@@ -28,6 +36,9 @@ export class Journal {
   readonly #changes = new Notifier()
   #ended = false
   #retired = false
+  #pending: Uint8Array[] = []
+  #pendingBytes = 0
+  #flushSoon: NodeJS.Immediate | undefined
 
   constructor(spoolPath: string, initialSize: Geometry) {
     this.initialSize = initialSize
@@ -53,19 +64,37 @@ export class Journal {
     return this.#index.byteSize
   }
 
-  /** Journals one PTY read. Returns the last sequence it produced. */
-  appendData(bytes: Uint8Array): number {
+  /** Takes PTY bytes; they become records at the end of this event-loop turn (or now, via flush). */
+  appendData(bytes: Uint8Array): void {
     if (this.#ended) throw new Error('journal: data after EOF')
-    for (let start = 0; start < bytes.length; start += MAX_RECORD_RAW_BYTES) {
-      const part = bytes.subarray(start, Math.min(bytes.length, start + MAX_RECORD_RAW_BYTES))
-      this.#index.addData(this.#spool.append(part), part.length)
-    }
-    this.#changes.notify()
-    return this.#index.last
+    if (bytes.length === 0) return
+    this.#pending.push(bytes)
+    this.#pendingBytes += bytes.length
+    if (this.#pendingBytes >= FLUSH_BYTES) this.flush()
+    else this.#flushSoon ??= setImmediate(() => this.flush())
   }
 
+  /** Journals the bytes taken so far as Data records (split at MAX_RECORD_RAW_BYTES). */
+  flush(): void {
+    if (this.#flushSoon) clearImmediate(this.#flushSoon)
+    this.#flushSoon = undefined
+    if (this.#pendingBytes === 0) return
+    const total = this.#pendingBytes
+    let offset = this.#spool.append(this.#pending)
+    this.#pending = []
+    this.#pendingBytes = 0
+    for (let start = 0; start < total; start += MAX_RECORD_RAW_BYTES) {
+      const length = Math.min(MAX_RECORD_RAW_BYTES, total - start)
+      this.#index.addData(offset, length)
+      offset += length
+    }
+    this.#changes.notify()
+  }
+
+  /** Journals a Resize after every byte taken before it. Returns its sequence. */
   appendResize(cols: number, rows: number): number {
     if (this.#ended) throw new Error('journal: resize after EOF')
+    this.flush()
     const sequence = this.#index.addResize(this.#spool.size, cols, rows)
     this.#changes.notify()
     return sequence
@@ -74,6 +103,7 @@ export class Journal {
   /** The byte source closed (EOF). */
   end(): void {
     if (this.#ended) return
+    this.flush()
     this.#ended = true
     this.#changes.notify()
   }
@@ -81,6 +111,7 @@ export class Journal {
   /** Closed and released: the spool goes away once every attached reader has let go. */
   retire(): void {
     if (this.#retired) return
+    this.flush()
     this.#retired = true
     this.#spool.release()
     this.#changes.notify()

@@ -6,7 +6,7 @@
  * The file stays open while any reader holds it, so retiring a journal never cuts off a reader that
  * is draining; it is unlinked when the last holder lets go.
  */
-import { closeSync, mkdirSync, openSync, read, rmSync, writeSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, read, rmSync, writeSync, writevSync } from 'node:fs'
 import { dirname } from 'node:path'
 
 export class Spool {
@@ -28,14 +28,23 @@ export class Spool {
     return this.#size
   }
 
-  /** Appends bytes; returns the offset they start at. Throws on a real write failure. */
-  append(bytes: Uint8Array): number {
+  /** Appends buffers in order with one write where possible; returns the offset they start at.
+   * Throws on a real write failure. */
+  append(parts: readonly Uint8Array[]): number {
     const offset = this.#size
-    let written = 0
-    while (written < bytes.length) {
-      written += writeSync(this.#fd, bytes, written, bytes.length - written, offset + written)
+    const total = parts.reduce((sum, p) => sum + p.length, 0)
+    let written = writevSync(this.#fd, parts as Uint8Array[], offset)
+    // A short writev (rare, e.g. a signal): finish part by part.
+    for (let at = 0, i = 0; written < total && i < parts.length; at += parts[i].length, i++) {
+      const part = parts[i]
+      let done = Math.max(0, written - at)
+      while (done < part.length) {
+        const n = writeSync(this.#fd, part, done, part.length - done, offset + at + done)
+        done += n
+        written += n
+      }
     }
-    this.#size += bytes.length
+    this.#size += total
     return offset
   }
 

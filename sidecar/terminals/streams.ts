@@ -54,7 +54,10 @@ export async function* follow(
           yield { event: 'state', id: cursor, data: { info: terminal.info(geometry) } }
         }
       }
-      if (terminal.version !== version) {
+      // Lifecycle changes (exited, closed) wait until the output before them is delivered; title
+      // and controller changes go out at once, even mid-flood.
+      const caughtUp = cursor >= journal.lastSequence
+      if (terminal.version !== version && (caughtUp || terminal.state === 'running')) {
         version = terminal.version
         yield { event: 'state', data: { info: terminal.info(geometry) } }
       }
