@@ -16,6 +16,7 @@ import { UsageError } from './token.ts'
 
 /** Ctrl-\ (FS): the detach key. It is never sent to the remote terminal. */
 export const DETACH_BYTE = 0x1c
+const DETACH_SIGNALS = ['SIGTERM', 'SIGHUP'] as const
 const ENTER_SCREEN = '\x1b[?1049h\x1b[H\x1b[2J'
 const LEAVE_SCREEN = '\x1b[0m\x1b[?25h\x1b[?1049l'
 
@@ -66,6 +67,9 @@ class Attachment {
     this.#stdin.on('data', onData)
     this.#stdin.resume()
     process.on('SIGWINCH', onResize)
+    // Signals that would end this process detach first, so the local terminal is restored.
+    const onSignal = () => this.#abort.abort()
+    for (const signal of DETACH_SIGNALS) process.on(signal, onSignal)
     this.#stdout.write(ENTER_SCREEN)
     let end: FollowEnd
     try {
@@ -90,6 +94,7 @@ class Attachment {
       })
     } finally {
       process.off('SIGWINCH', onResize)
+      for (const signal of DETACH_SIGNALS) process.off(signal, onSignal)
       this.#stdin.off('data', onData)
       if (tty) this.#stdin.setRawMode(false)
       this.#stdin.pause()

@@ -6,7 +6,7 @@
  */
 import { ApiError, TermkeepClient, type WorkspaceView } from '../client/api.ts'
 import { watchRegistry } from '../client/registry.ts'
-import { fill, h, randomId } from './dom.ts'
+import { fill, h } from './dom.ts'
 import { SessionView } from './session-view.ts'
 import { Sidebar } from './sidebar.ts'
 
@@ -86,7 +86,7 @@ function shell(client: TermkeepClient): void {
     startSession: async (workspace: WorkspaceView) => {
       try {
         const record = await client.createSession(workspace.path)
-        openSession(record.id ?? randomId('s'), undefined, true)
+        openSession(record.id, undefined, true)
       } catch (error) {
         status.textContent = error instanceof ApiError ? `Could not start a session: ${error.message}` : String(error)
       }

@@ -87,7 +87,17 @@ export class Sidebar {
     return sessionId
   }
 
+  /** Re-renders, keeping keyboard focus on the same control when it still exists. */
   #render(): void {
+    const focused = document.activeElement instanceof HTMLElement && this.#list.contains(document.activeElement) ? document.activeElement : undefined
+    const key = focused?.dataset.sessionId ?? focused?.dataset.startWorkspace
+    this.#draw()
+    if (key === undefined) return
+    const again = this.#list.querySelector<HTMLElement>(`[data-session-id="${CSS.escape(key)}"], [data-start-workspace="${CSS.escape(key)}"]`)
+    again?.focus()
+  }
+
+  #draw(): void {
     if (!this.#registry) {
       fill(this.#list, h('li', { class: 'muted' }, 'Loading…'))
       return
@@ -101,7 +111,11 @@ export class Sidebar {
       this.#list,
       ...this.#registry.workspaces.map((workspace) => {
         const sessions = workspace.sessionIds.filter((id) => !archived.has(id))
-        const start = h('button', { type: 'button', class: 'small', title: `Start a session in ${workspace.path}` }, '+ Session')
+        const start = h(
+          'button',
+          { type: 'button', class: 'small', title: `Start a session in ${workspace.path}`, 'data-start-workspace': workspace.id },
+          '+ Session',
+        )
         start.addEventListener('click', () => {
           start.disabled = true
           void this.actions.startSession(workspace).finally(() => (start.disabled = false))
