@@ -14,7 +14,7 @@
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_WORKERS } from '../../schema/limits.ts'
+import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_FLOOD_GATHER_MS, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_WORKERS } from '../../schema/limits.ts'
 import { FastForward, planBatches, type FeedRecord } from '../display/fast-forward.ts'
 import type { Journal } from '../journal/journal.ts'
 import type { EmulatorSnapshot, FromWorker, ToWorker, WireRecord } from './protocol.ts'
@@ -145,6 +145,8 @@ export class Emulator {
   readonly #fastForward: FastForward
   /** Batches read and planned but not yet posted. */
   #queue: FeedRecord[][] = []
+  /** The last window skipped text: output is flooding. */
+  #flooding = false
   #disposing = false
 
   constructor(pool: EmulatorPool, slot: WorkerSlot, key: string, journal: Journal) {
@@ -248,9 +250,21 @@ export class Emulator {
         await this.#journal.wait(this.#sent, IDLE_WAIT_MS, signal)
         continue
       }
+      if (this.#flooding) await this.#gather(signal)
       const window = await this.#journal.readRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES)
       if (signal.aborted) return
+      const skippedBefore = this.#fastForward.skipped
       this.#queue = planBatches(this.#fastForward, window, BATCH_BYTES)
+      this.#flooding = this.#fastForward.skipped > skippedBefore
+    }
+  }
+
+  /** Lets a flooding journal grow for up to EMULATOR_FLOOD_GATHER_MS; stops when it goes quiet. */
+  async #gather(signal: AbortSignal): Promise<void> {
+    const deadline = Date.now() + EMULATOR_FLOOD_GATHER_MS
+    for (let last = this.#journal.lastSequence; Date.now() < deadline && !this.#journal.ended; last = this.#journal.lastSequence) {
+      await this.#journal.wait(last, deadline - Date.now(), signal)
+      if (signal.aborted || this.#journal.lastSequence === last) return
     }
   }
 
