@@ -134,4 +134,16 @@ describe('sseResponse', () => {
     await new Promise((r) => setTimeout(r, 10))
     expect(signal.aborted).toBe(true)
   })
+
+  it('ends with auth/invalid-token once the re-check at a heartbeat fails', async () => {
+    let allowed = true
+    const response = sseResponse((sink) => new Promise<void>((resolve) => sink.signal.addEventListener('abort', () => resolve())), {
+      heartbeatMs: 20,
+      stillAuthorized: async () => allowed,
+    })
+    setTimeout(() => (allowed = false), 60)
+    const text = await response.text()
+    expect(text.startsWith(HEARTBEAT)).toBe(true)
+    expect(text.endsWith('event: error\ndata: {"error":{"code":"auth/invalid-token","message":"the token was revoked or expired while the stream was open"}}\n\n')).toBe(true)
+  })
 })

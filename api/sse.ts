@@ -62,7 +62,20 @@ export interface SseOptions {
   heartbeatMs?: number
   /** The incoming request's signal, if the runtime aborts it on disconnect. */
   requestSignal?: AbortSignal
+  /**
+   * Asked at every heartbeat; false ends the stream (a token revoked or expired while it was
+   * open). Use `streamOptions(c)` from auth/guard.ts, which fills all three.
+   */
+  stillAuthorized?: () => Promise<boolean>
 }
+
+/** Runs the authorization re-check; a failing check (database away) keeps the stream. */
+async function revoked(options: SseOptions): Promise<boolean> {
+  if (!options.stillAuthorized) return false
+  return !(await options.stillAuthorized().catch(() => true))
+}
+
+const REVOKED = new TermkeepError('auth/invalid-token', 'the token was revoked or expired while the stream was open')
 
 const encoder = new TextEncoder()
 
@@ -98,7 +111,13 @@ export function sseResponse(run: (sink: SseSink) => Promise<void>, options: SseO
   )
   const every = options.heartbeatMs ?? SSE_HEARTBEAT_MS
   const heartbeat = setInterval(() => {
-    if (Date.now() - lastWrite >= every / 2) push(HEARTBEAT)
+    void revoked(options).then((gone) => {
+      if (gone) {
+        push(sseFrame({ event: 'error', data: REVOKED.toBody() }))
+        if (!signal.aborted) controller.close()
+        finish()
+      } else if (Date.now() - lastWrite >= every / 2) push(HEARTBEAT)
+    })
   }, every)
   signal.addEventListener('abort', () => wake?.(), { once: true })
   const sink: SseSink = {
@@ -130,6 +149,7 @@ export function sseResponse(run: (sink: SseSink) => Promise<void>, options: SseO
       finish()
       if (open) controller.close()
     })
+    .catch(() => {})
   return new Response(stream, { status: 200, headers: SSE_HEADERS })
 }
 
@@ -160,9 +180,21 @@ export function relaySSE(upstream: Response, abortUpstream: () => void, options:
     {
       start(controller) {
         heartbeat = setInterval(() => {
-          if (closed || !atBoundary || Date.now() - lastWrite < every / 2) return
-          controller.enqueue(encoder.encode(HEARTBEAT))
-          lastWrite = Date.now()
+          void revoked(options).then((gone) => {
+            if (closed) return
+            if (gone) {
+              stop()
+              abortUpstream()
+              void reader.cancel().catch(() => {})
+              // Only between events can an error event be appended cleanly.
+              if (atBoundary) controller.enqueue(encoder.encode(sseFrame({ event: 'error', data: REVOKED.toBody() })))
+              controller.close()
+              return
+            }
+            if (!atBoundary || Date.now() - lastWrite < every / 2) return
+            controller.enqueue(encoder.encode(HEARTBEAT))
+            lastWrite = Date.now()
+          })
         }, every)
       },
       async pull(controller) {

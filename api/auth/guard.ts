@@ -9,12 +9,13 @@
  * from a URL.
  */
 import { and, eq, isNull, type SQL } from 'drizzle-orm'
-import type { MiddlewareHandler } from 'hono'
+import type { Context, MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Grant } from '../../schema/grants.ts'
 import { sessions, tokenGrants, tokens, tokenSessions } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
 import type { AppEnv } from '../deps.ts'
+import type { SseOptions } from '../sse.ts'
 import { documented } from '../validate.ts'
 import { hashSecret } from './secrets.ts'
 import { redeemTicket } from './tickets.ts'
@@ -128,4 +129,20 @@ export function guard(required: Requirement): MiddlewareHandler<AppEnv> {
     'x-termkeep-grant': describe(required),
     responses: UNAUTHORIZED,
   })
+}
+
+/**
+ * Options for every SSE response of a guarded route: the heartbeat, the client's disconnect, and
+ * a re-check of the token at each heartbeat so a revoked or expired token loses its open streams.
+ *
+ *   return relaySSE(upstream, () => abort.abort(), streamOptions(c))
+ */
+export function streamOptions(c: Context<AppEnv>): SseOptions {
+  const { db, tuning } = c.var.deps
+  const tokenId = c.var.auth.tokenId
+  return {
+    heartbeatMs: tuning?.heartbeatMs,
+    requestSignal: c.req.raw.signal,
+    stillAuthorized: async () => (await authenticateTokenId(db, tokenId)) !== undefined,
+  }
 }

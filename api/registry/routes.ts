@@ -21,7 +21,7 @@ import {
   WorkspaceParams,
   WorkspaceSessionParams,
 } from '../../schema/wire/registry.ts'
-import { coversSession, guard } from '../auth/guard.ts'
+import { coversSession, guard, streamOptions } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { lastEventId, sseResponse } from '../sse.ts'
@@ -96,10 +96,7 @@ export const registryRoutes = new Hono<AppEnv>()
     async (c) => {
       const { deps, auth } = c.var
       const resume = lastEventId(c.req.header('last-event-id'))
-      return sseResponse((sink) => watchRegistry(deps.db, auth, sink, resume, deps.tuning?.registryPollMs), {
-        heartbeatMs: deps.tuning?.heartbeatMs,
-        requestSignal: c.req.raw.signal,
-      })
+      return sseResponse((sink) => watchRegistry(deps.db, auth, sink, resume, deps.tuning?.registryPollMs), streamOptions(c))
     },
   )
   .patch(

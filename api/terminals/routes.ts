@@ -24,7 +24,7 @@ import {
   TerminalList,
   TerminalParams,
 } from '../../schema/wire/terminals.ts'
-import { guard } from '../auth/guard.ts'
+import { guard, streamOptions } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { lastEventId, relaySSE } from '../sse.ts'
@@ -46,10 +46,7 @@ const LIVE = { ...NOT_FOUND, ...SIDECAR_DOWN }
 async function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
   const upstream = new AbortController()
   const response = await open(upstream.signal)
-  return relaySSE(response, () => upstream.abort(), {
-    heartbeatMs: c.var.deps.tuning?.heartbeatMs,
-    requestSignal: c.req.raw.signal,
-  })
+  return relaySSE(response, () => upstream.abort(), streamOptions(c))
 }
 
 /** The Last-Event-ID header, checked, passed on verbatim. */

@@ -6,6 +6,7 @@
 import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createToken, revokeToken } from '../../api/auth/tokens.ts'
 import { startNodeApi } from '../../api/runtime/node.ts'
 import { GRANTS } from '../../schema/grants.ts'
 import { waitFor } from '../support/ports.ts'
@@ -140,6 +141,17 @@ describe('terminal delegation through the API', () => {
     } finally {
       await server.close()
     }
+  })
+
+  it('ends a relayed stream when its token is revoked, and releases the upstream', async () => {
+    const { token: record, secret } = await createToken(h.storage.db, { name: 'brief', grants: ['terminals:control', 'terminals:output'], sessions: [SID] })
+    const response = await h.request('GET', `${T}/t1/follow?attachment=a5`, { token: secret })
+    expect(response.status).toBe(200)
+    await waitFor(async () => (await h.deps.sidecar.info(SID, 't1')).controllerId === 'a5', 10_000, 'a5 in control')
+    const ended = readEvents(response, () => false)
+    await revokeToken(h.storage.db, record.id)
+    await ended // the stream ends by itself
+    await waitFor(async () => (await h.deps.sidecar.info(SID, 't1')).controllerId === null, 10_000, 'control released upstream')
   })
 
   it('relays retain, renames, and closes (repeatably); the output ends with closed', async () => {

@@ -7,6 +7,7 @@ import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createToken, revokeToken } from '../../api/auth/tokens.ts'
 import type { AppEnv } from '../../api/deps.ts'
 import { startSqld, type RunningSqld } from '../support/sqld.ts'
 import { json, readEvents, send, startHarness, type Harness, type SseMessage } from './harness.ts'
@@ -145,6 +146,16 @@ function suite(label: string, open: () => Promise<{ h: Harness; stop?: () => Pro
       } finally {
         second.close()
       }
+    })
+
+    it('ends an open watch when its token is revoked', async () => {
+      const { token: record, secret } = await createToken(h.storage.db, { name: 'short-lived', grants: ['workspaces:read'], sessions: 'all' })
+      const stream = await watch(h.app, secret)
+      const events = readEvents(stream, (e) => e.some((x) => x.event === 'error'))
+      await new Promise((r) => setTimeout(r, 100))
+      await revokeToken(h.storage.db, record.id)
+      const error = (await events).find((e) => e.event === 'error')
+      expect(json(error!).error.code).toBe('auth/invalid-token')
     })
 
     it('refuses a malformed Last-Event-ID with a 400', async () => {
