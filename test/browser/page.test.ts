@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { displayToLines, readDisplay } from '../../web/client/display.ts'
 import { waitFor } from '../support/ports.ts'
+import { startSidecar } from '../support/sidecar.ts'
 import { launch, type Browser } from './chromium.ts'
 import { startProxy, type Proxy } from './proxy.ts'
 import { startStack, type Stack } from './stack.ts'
@@ -137,6 +138,26 @@ describe('web page (Chromium, full stack)', () => {
     await browser.screenshot('page-1-colours')
   })
 
+  it('pastes with bracketed paste when the shell asked for it', async () => {
+    const { page } = browser
+    const sent: Buffer[] = []
+    const onRequest = (request: import('playwright-core').Request) => {
+      if (request.url().includes('/input')) sent.push(request.postDataBuffer() ?? Buffer.alloc(0))
+    }
+    page.on('request', onRequest)
+    await page.evaluate((text) => {
+      const data = new DataTransfer()
+      data.setData('text/plain', text)
+      const target = document.querySelector('.xterm-helper-textarea')!
+      target.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }))
+    }, 'echo pasted-$((3+4))')
+    await page.keyboard.press('Enter')
+    await waitForScreen('\npasted-7')
+    page.off('request', onRequest)
+    // bash turns bracketed paste on (CSI ? 2004 h); xterm.js then wraps the paste in 200~/201~.
+    expect(Buffer.concat(sent).toString()).toContain('\x1b[200~echo pasted-$((3+4))\x1b[201~')
+  })
+
   it('resizes the remote terminal with the window', async () => {
     const before = await info()
     await browser.page.setViewportSize({ width: 900, height: 560 })
@@ -246,6 +267,23 @@ describe('web page (Chromium, full stack)', () => {
     await browser.page.evaluate(() => new Promise((r) => setTimeout(r, 300)))
     expect(inputs).toEqual([])
     await browser.screenshot('page-5-persisted-display')
+  })
+
+  it('shows the persisted display of a terminal retired by a sidecar restart (410)', async () => {
+    const restarted = await startSidecar({
+      dataDir: stack.sidecar.dataDir,
+      databaseUrl: stack.sidecar.databaseUrl,
+      secret: stack.sidecar.secret,
+      port: Number(new URL(stack.sidecar.url).port),
+    })
+    stack.sidecar = restarted
+    await expect(client.stream(`/v1/sessions/${sessionId}/terminals/${terminalId}/follow?attachment=probe`)).rejects.toMatchObject({ status: 410 })
+    await browser.page.reload()
+    await browser.page.locator('.terminal-view[data-mode="display"]').waitFor({ timeout: 30_000 })
+    await browser.page.getByText('no longer live').waitFor()
+    expect(count(await bufferText(), COLOUR_OUTPUT)).toBe(1)
+    expect(await cellOf(COLOUR_OUTPUT)).toMatchObject({ text: 'R', fg: 1, fgPalette: true })
+    await browser.screenshot('page-6-retired-display')
     expect(browser.errors).toEqual([])
   })
 })

@@ -15,6 +15,7 @@ import { startSidecar, type RunningSidecar } from '../support/sidecar.ts'
 
 export interface Stack {
   api: RunningApi
+  /** Replaceable: a test that restarts the sidecar stores the new one here. */
   sidecar: RunningSidecar
   storage: Storage
   token: string
@@ -33,17 +34,18 @@ export async function startStack(name: string): Promise<Stack> {
   await migrate(storage.client)
   const api = await startNodeApi({ storage, sidecarUrl: sidecar.url, sidecarSecret: sidecar.secret, host: '127.0.0.1', port: 0 })
   const { secret } = await createToken(storage.db, { name: `${name}-test`, grants: GRANTS, sessions: 'all' })
-  return {
+  const stack: Stack = {
     api,
     sidecar,
     storage,
     token: secret,
     workspaceDir,
     stop: async () => {
-      await api.close()
-      await sidecar.stop()
-      storage.close()
+      await stack.api.close()
+      await stack.sidecar.stop() // the current one: a test may have restarted it
+      stack.storage.close()
       rmSync(root, { recursive: true, force: true })
     },
   }
+  return stack
 }
