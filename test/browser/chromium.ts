@@ -24,7 +24,7 @@ export const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url).pathn
 export interface Browser {
   context: BrowserContext
   page: Page
-  /** Page errors and failed console messages, for assertions and diagnostics. */
+  /** Uncaught page errors and Content-Security-Policy refusals. */
   errors: string[]
   screenshot(name: string): Promise<void>
   close(): Promise<void>
@@ -43,6 +43,10 @@ export async function launch(viewport = { width: 1200, height: 760 }): Promise<B
   const page = context.pages()[0] ?? (await context.newPage())
   const errors: string[] = []
   page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`))
+  // Content-Security-Policy refusals only show up as console errors.
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content Security Policy|Refused to/i.test(message.text())) errors.push(`csp: ${message.text()}`)
+  })
   return {
     context,
     page,
