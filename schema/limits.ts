@@ -48,8 +48,9 @@ export const DEFAULT_OUTPUT_PAGE_ITEMS = 64
 export const EMULATOR_MAX_INFLIGHT_BYTES = 1 * MiB
 /** Emulator worker threads per sidecar; terminals share them (each boot costs ~0.5 s of CPU). */
 export const EMULATOR_WORKERS = 2
-/** Journal bytes an emulator feed reads ahead when it lags, so plain text that provably scrolls
- * out of the history allowance is skipped rather than parsed (sidecar/display/fast-forward.ts). */
+/** Journal bytes an emulator feed reads ahead (one batch) when it lags, so the worker can skip
+ * plain text that provably scrolls out of the history allowance instead of parsing it
+ * (sidecar/display/fast-forward.ts); with EMULATOR_MAX_INFLIGHT_BYTES it bounds the feed's memory. */
 export const EMULATOR_FAST_FORWARD_WINDOW_BYTES = 16 * MiB
 /** During a flood (the last window skipped text), the feed lets the journal grow this long before
  * reading the next window: bigger windows skip a larger share, and a flood's screen is stale anyway. */

@@ -103,6 +103,10 @@ export class FastForward {
         if (this.#state === S.Ground && !this.#c2) {
           if (b >= 0x20 && b < 0x7f) {
             if (!stretch && eligible()) stretch = { start: at, crlfEnds: [], crlfLfCount: [], lfs: 0, sgr: [] }
+            // Hot path: the rest of a run of printable ASCII changes nothing the planner tracks.
+            while (i + 1 < bytes.length && bytes[i + 1] >= 0x20 && bytes[i + 1] < 0x7f) i++
+            this.#prev = bytes[i]
+            continue
           } else if (b === LF) {
             if (stretch) {
               stretch.lfs++
@@ -292,31 +296,6 @@ export class FastForward {
       return { kind: 'data', sequence: record.sequence, bytes: Uint8Array.from(out) }
     })
   }
-}
-
-/**
- * One read window as emulator batches: a window the planner rewrote goes as one batch (so no
- * sequence inside a skipped range is ever reported applied on its own); otherwise the records are
- * split into batches of at most `batchBytes`.
- */
-export function planBatches(planner: FastForward, window: FeedRecord[], batchBytes: number): FeedRecord[][] {
-  const planned = planner.plan(window)
-  if (planned !== window) return [planned]
-  const batches: FeedRecord[][] = []
-  let batch: FeedRecord[] = []
-  let bytes = 0
-  for (const record of window) {
-    const size = record.kind === 'data' ? record.bytes.length : 0
-    if (batch.length > 0 && bytes + size > batchBytes) {
-      batches.push(batch)
-      batch = []
-      bytes = 0
-    }
-    batch.push(record)
-    bytes += size
-  }
-  if (batch.length > 0) batches.push(batch)
-  return batches
 }
 
 function byteAt(records: FeedRecord[], offsets: number[], at: number): number {

@@ -15,12 +15,9 @@ import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_FLOOD_GATHER_MS, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_WORKERS } from '../../schema/limits.ts'
-import { FastForward, planBatches, type FeedRecord } from '../display/fast-forward.ts'
 import type { Journal } from '../journal/journal.ts'
 import type { EmulatorSnapshot, FromWorker, ToWorker, WireRecord } from './protocol.ts'
 
-/** Data bytes per batch posted to a worker. */
-const BATCH_BYTES = 256 * 1024
 /** The pump's wait between checks when the journal is idle (it is woken on every append). */
 const IDLE_WAIT_MS = 60_000
 
@@ -61,7 +58,7 @@ class WorkerSlot {
 
   #receive(message: FromWorker): void {
     if (message.type === 'applied') {
-      this.emulators.get(message.key)?.applied(message.sequence, message.bytes)
+      this.emulators.get(message.key)?.applied(message.sequence, message.bytes, message.skipped)
       return
     }
     const pending = this.pending.get(message.id)
@@ -141,11 +138,9 @@ export class Emulator {
   #inflight = 0
   #wake: (() => void) | undefined
   #observation: { drain(): Promise<void> } | undefined
-  /** Read-ahead: plain text that provably scrolls out of the allowance is skipped (display issue). */
-  readonly #fastForward: FastForward
-  /** Batches read and planned but not yet posted. */
-  #queue: FeedRecord[][] = []
-  /** The last window skipped text: output is flooding. */
+  /** Journal bytes the worker fast-forwarded (skipped as provably scrolled out). */
+  #skipped = 0
+  /** The last batch skipped text: output is flooding. */
   #flooding = false
   #disposing = false
 
@@ -155,7 +150,6 @@ export class Emulator {
     this.key = key
     this.#journal = journal
     this.#release = journal.attach()
-    this.#fastForward = new FastForward(journal.initialSize)
     void this.#pump().catch((error: unknown) => {
       if (!this.#stop.signal.aborted) console.error(`termkeep emulator ${key}: feed stopped`, error)
     })
@@ -168,7 +162,7 @@ export class Emulator {
 
   /** Journal bytes the feed skipped because they provably scrolled out (display fast-forward). */
   get fastForwarded(): number {
-    return this.#fastForward.skipped
+    return this.#skipped
   }
 
   /** True when the screen reflects every record journaled so far. */
@@ -226,7 +220,9 @@ export class Emulator {
   }
 
   /** @internal the worker applied records up to `sequence`. */
-  applied(sequence: number, bytes: number): void {
+  applied(sequence: number, bytes: number, skipped = this.#skipped): void {
+    this.#flooding = skipped > this.#skipped
+    this.#skipped = skipped
     this.#applied = sequence
     this.#inflight -= bytes
     this.#wake?.()
@@ -234,15 +230,11 @@ export class Emulator {
   }
 
   async #pump(): Promise<void> {
+    if (process.env.TK_EMU_OFF) return
     const signal = this.#stop.signal
     while (!signal.aborted && !this.#slot.failure) {
       if (this.#inflight >= EMULATOR_MAX_INFLIGHT_BYTES) {
         await new Promise<void>((resolve) => (this.#wake = resolve))
-        continue
-      }
-      const batch = this.#queue.shift()
-      if (batch) {
-        this.#post(batch)
         continue
       }
       if (this.#sent >= this.#journal.lastSequence) {
@@ -250,12 +242,12 @@ export class Emulator {
         await this.#journal.wait(this.#sent, IDLE_WAIT_MS, signal)
         continue
       }
+      // Behind the journal: read ahead in one window, so the worker can skip text that provably
+      // scrolls out (sidecar/display/fast-forward.ts); at the live edge windows stay small.
       if (this.#flooding) await this.#gather(signal)
-      const window = await this.#journal.readRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES)
+      const records = await this.#journal.readRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES)
       if (signal.aborted) return
-      const skippedBefore = this.#fastForward.skipped
-      this.#queue = planBatches(this.#fastForward, window, BATCH_BYTES)
-      this.#flooding = this.#fastForward.skipped > skippedBefore
+      this.#post(records)
     }
   }
 

@@ -27,8 +27,9 @@ export type ToWorker =
   | { type: 'close'; key: string }
 
 export type FromWorker =
-  /** Every record up to `sequence` is parsed into the screen; `bytes` data bytes were in the batch. */
-  | { type: 'applied'; key: string; sequence: number; bytes: number }
+  /** Every record up to `sequence` is parsed into the screen; `bytes` data bytes were in the batch;
+   * `skipped`: journal bytes this screen fast-forwarded so far (sidecar/display/fast-forward.ts). */
+  | { type: 'applied'; key: string; sequence: number; bytes: number; skipped: number }
   | { type: 'response'; key: string; id: number; ok: true; value: unknown }
   | { type: 'response'; key: string; id: number; ok: false; error: string }
 

@@ -7,6 +7,7 @@
 import { parentPort } from 'node:worker_threads'
 import serializeModule from '@xterm/addon-serialize'
 import headless from '@xterm/headless'
+import { FastForward } from '../display/fast-forward.ts'
 import { cursorRestoreSuffix } from './cursor.ts'
 import { registerRequestHandler, requestHandler, runScreenSetups, type EmulatorContext } from './handlers.ts'
 import { historyRows, type EmulatorSnapshot, type FromWorker, type ToWorker, type WireRecord } from './protocol.ts'
@@ -26,20 +27,26 @@ class Screen implements EmulatorContext {
   sequence = 0
   /** Everything for this screen runs on this chain, in arrival order. */
   chain: Promise<void> = Promise.resolve()
+  /** Skips plain text that provably scrolls out of the history allowance (display issue). */
+  readonly fastForward: FastForward
 
   constructor(readonly key: string, cols: number, rows: number) {
     this.terminal = new Terminal({ cols, rows, scrollback: historyRows(cols), allowProposedApi: true })
     this.serializer = new SerializeAddon()
     this.terminal.loadAddon(this.serializer)
+    this.fastForward = new FastForward({ cols, rows })
     runScreenSetups(this)
   }
 
   async apply(bytes: Uint8Array, records: WireRecord[]): Promise<void> {
     let written = 0
-    for (const record of records) {
+    for (const record of records) if (record.kind === 'data') written += record.end - record.start
+    const feed = this.fastForward.plan(
+      records.map((r) => (r.kind === 'data' ? { kind: 'data' as const, sequence: r.sequence, bytes: bytes.subarray(r.start, r.end) } : r)),
+    )
+    for (const record of feed) {
       if (record.kind === 'data') {
-        this.terminal.write(bytes.subarray(record.start, record.end))
-        written += record.end - record.start
+        if (record.bytes.length > 0) this.terminal.write(record.bytes)
       } else {
         await this.#flush()
         // The allowance follows the width, set before the reflow so the reflow keeps it.
@@ -49,7 +56,7 @@ class Screen implements EmulatorContext {
     }
     await this.#flush()
     this.sequence = records.at(-1)?.sequence ?? this.sequence
-    post({ type: 'applied', key: this.key, sequence: this.sequence, bytes: written })
+    post({ type: 'applied', key: this.key, sequence: this.sequence, bytes: written, skipped: this.fastForward.skipped })
   }
 
   #flush(): Promise<void> {
