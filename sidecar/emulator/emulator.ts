@@ -230,7 +230,6 @@ export class Emulator {
   }
 
   async #pump(): Promise<void> {
-    if (process.env.TK_EMU_OFF) return
     const signal = this.#stop.signal
     while (!signal.aborted && !this.#slot.failure) {
       if (this.#inflight >= EMULATOR_MAX_INFLIGHT_BYTES) {
