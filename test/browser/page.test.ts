@@ -220,6 +220,25 @@ describe('web page (Chromium, full stack)', () => {
     await browser.screenshot('page-4-after-network-loss')
   })
 
+  it('turns read-only when another client takes control, and takes it back on request', async () => {
+    const { page } = browser
+    const other = new AbortController()
+    const events = await client.stream(`/v1/sessions/${sessionId}/terminals/${terminalId}/follow?attachment=other-client`, { signal: other.signal })
+    void (async () => {
+      for await (const _ of events);
+    })().catch(() => {})
+    try {
+      await page.locator('.terminal-view[data-mode="read-only"]').waitFor({ timeout: 20_000 })
+      await page.getByRole('button', { name: 'Take control' }).click()
+      await page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 20_000 })
+      await page.locator('.xterm').click()
+      await type('echo control-$((1+2))')
+      await waitForScreen('\ncontrol-3')
+    } finally {
+      other.abort()
+    }
+  })
+
   it('creates, renames and closes a second terminal, then returns to the first', async () => {
     const { page } = browser
     await page.getByRole('button', { name: 'New terminal' }).click()
