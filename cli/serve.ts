@@ -72,6 +72,7 @@ export async function serveCommand(config: Config): Promise<void> {
   api = await startNodeApi({ storage, sidecarUrl: config.sidecarUrl, sidecarSecret: secret, host: config.host, port: config.port })
   const admin = await ensureAdminToken(storage.db, config.adminToken)
   console.log(`termkeep: API listening on ${api.url}`)
+  console.log(`termkeep: web page at ${api.url}/ (sign in with a token)`)
   if (admin.secret) {
     console.log(`termkeep: admin token (shown once, stored hashed): ${admin.secret}`)
   } else {
