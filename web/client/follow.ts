@@ -10,6 +10,8 @@ import { ApiError, terminalPath, type TermkeepClient } from './api.ts'
 
 /** Backoff between reconnection attempts after a network loss. */
 const RECONNECT_DELAYS_MS = [250, 500, 1000, 2000, 4000]
+/** After a resume, how long the first replayed event may take to arrive and still count as backlog. */
+const BACKLOG_START_MS = 1000
 /** 503 answers retried (with the backoff) before the follow counts as refused. */
 const MAX_UNAVAILABLE_RETRIES = 2
 /**
@@ -93,7 +95,9 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
       handlers.status?.('live')
       failures = 0
       unavailable = 0
-      let backlogUntil = resumed ? Date.now() + quietMs : 0
+      // The replayed backlog is the first burst after a resume: it may take a moment to start
+      // (a loaded relay), then its events follow each other closely.
+      let backlogUntil = resumed ? Date.now() + BACKLOG_START_MS : 0
       for await (const event of events) {
         sawEvent = true
         const now = Date.now()
