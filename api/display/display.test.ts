@@ -21,6 +21,7 @@ import { freePort } from '../../test/support/ports.ts'
 import { createApp } from '../app.ts'
 import { createToken } from '../auth/tokens.ts'
 import { SidecarClient } from '../sidecar-client.ts'
+import { DisplayStager, readDisplayResponse } from './client.ts'
 import { decodeDisplay } from './decode.ts'
 
 let dir: string
@@ -129,5 +130,22 @@ describe('readDisplay', () => {
     const events = await readAllEvents(await get('/v1/sessions/s1/terminals/burst/display'))
     const rows = events.filter((x) => x.event === 'rows').map((x) => JSON.parse(x.data) as RowsEvent)
     expect(JSON.stringify(rows)).toContain('burst 19')
+  })
+
+  it('the client stages a transfer and yields it only at end; a cut transfer is discarded', async () => {
+    const whole = await readDisplayResponse(await get('/v1/sessions/s1/terminals/t1/display'))
+    expect(whole.begin.revision).toBe(1)
+    expect(whole.history.length + whole.viewport.length).toBeGreaterThan(400)
+    const events = await readAllEvents(await get('/v1/sessions/s1/terminals/t1/display'))
+    const cut = new DisplayStager()
+    for (const e of events.slice(0, -2)) cut.accept(e.event, e.data)
+    expect(cut.finish()).toBeUndefined()
+    cut.accept('end', events.at(-1)!.data)
+    expect(cut.finish()).toBeUndefined() // a rows event is missing
+    const truncatedBody = events
+      .slice(0, -1)
+      .map((e) => `event: ${e.event}\ndata: ${e.data}\n\n`)
+      .join('')
+    await expect(readDisplayResponse(new Response(truncatedBody))).rejects.toThrow(/discarded/)
   })
 })
