@@ -5,9 +5,9 @@
  * staged off-screen and swapped in only when the transfer reached `end`.
  *
  * Replayed bytes (the snapshot, and the backlog replayed after a reconnect) may contain terminal
- * queries (device attributes, cursor position reports). xterm.js answers those through `onData`
- * exactly like typed input; those answers are dropped while a replay write is being parsed, so a
- * replayed query never types into the shell (VS Code's `_inReplay`).
+ * queries (device attributes, cursor position reports); the ReplayGuard keeps xterm.js from
+ * answering those, so a replayed query never types into the shell, while live queries are answered
+ * and the user's own typing is never dropped.
  */
 import { FitAddon } from '@xterm/addon-fit'
 import { Terminal, type ITheme } from '@xterm/xterm'
@@ -19,6 +19,7 @@ import { readDisplay } from '../client/display.ts'
 import { follow, type FollowEnd } from '../client/follow.ts'
 import { InputQueue } from '../client/input.ts'
 import { h, randomId } from './dom.ts'
+import { ReplayGuard } from './replay-guard.ts'
 
 /** Window resizes are sent once they settle, not for every animation frame of a drag. */
 const RESIZE_DEBOUNCE_MS = 120
@@ -65,7 +66,7 @@ export class TerminalView {
   #attachment = randomId('web')
   #abort = new AbortController()
   #info: TerminalInfo | undefined
-  #replaying = 0
+  #guard: ReplayGuard
   #controller = false
   #input = new InputQueue(
     (bytes) => this.client.input(this.sessionId, this.terminalId, this.#attachment, bytes),
@@ -86,6 +87,7 @@ export class TerminalView {
     this.element = h('div', { class: 'terminal-view' }, this.#host)
     this.term = newTerminal(false)
     this.term.loadAddon(this.#fit)
+    this.#guard = new ReplayGuard(this.term)
     this.term.onData((data) => this.#send(this.#encoder.encode(data)))
     this.term.onBinary((data) => this.#send(Uint8Array.from(data, (c) => c.charCodeAt(0) & 255)))
     this.#observer = new ResizeObserver(() => this.#scheduleResize())
@@ -118,6 +120,7 @@ export class TerminalView {
     this.#abort.abort()
     this.#observer.disconnect()
     clearTimeout(this.#resizeTimer)
+    this.#guard.dispose()
     this.term.dispose()
   }
 
@@ -125,12 +128,6 @@ export class TerminalView {
     this.#mode = mode
     this.element.dataset.mode = mode
     this.events.mode(mode, message)
-  }
-
-  /** Writes replayed bytes with xterm.js's automatic replies suppressed until they are parsed. */
-  #writeReplay(data: string | Uint8Array): void {
-    this.#replaying++
-    this.term.write(data, () => this.#replaying--)
   }
 
   async #follow(): Promise<void> {
@@ -145,13 +142,11 @@ export class TerminalView {
         snapshot: (_sequence, screen, info) => {
           this.term.reset()
           if (this.term.cols !== info.cols || this.term.rows !== info.rows) this.term.resize(info.cols, info.rows)
-          this.#writeReplay(screen)
+          this.#guard.write(screen, true, () => this.#scheduleResize(0))
           this.#onInfo(info)
-          this.term.write('', () => this.#scheduleResize(0))
         },
         output: (_sequence, bytes, backlog) => {
-          if (backlog) this.#writeReplay(bytes)
-          else this.term.write(bytes)
+          this.#guard.write(bytes, backlog)
         },
         state: (info) => this.#onInfo(info),
         status: (status) => {
@@ -222,8 +217,7 @@ export class TerminalView {
   }
 
   #send(bytes: Uint8Array): void {
-    // Replies xterm.js produced while parsing replayed bytes are not input; drop them.
-    if (this.#replaying > 0 || !this.#controller) return
+    if (!this.#controller) return
     this.#input.push(bytes)
   }
 
