@@ -16,6 +16,12 @@ export interface AppDeps {
     heartbeatMs?: number
     /** Registry watch poll interval (default REGISTRY_POLL_MS). */
     registryPollMs?: number
+    /**
+     * End a registry watch after this many polls (default: never). For runtimes that bound the
+     * subrequests of one request (Workers + remote libSQL): the client reconnects with
+     * Last-Event-ID and loses nothing.
+     */
+    registryWatchMaxPolls?: number
   }
 }
 

@@ -96,7 +96,7 @@ export const registryRoutes = new Hono<AppEnv>()
     async (c) => {
       const { deps, auth } = c.var
       const resume = lastEventId(c.req.header('last-event-id'))
-      return sseResponse((sink) => watchRegistry(deps.db, auth, sink, resume, deps.tuning?.registryPollMs), streamOptions(c))
+      return sseResponse((sink) => watchRegistry(deps.db, auth, sink, resume, { pollMs: deps.tuning?.registryPollMs, maxPolls: deps.tuning?.registryWatchMaxPolls }), streamOptions(c))
     },
   )
   .patch(

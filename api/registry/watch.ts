@@ -14,12 +14,18 @@ import { eventsAfter, latestSeq, listWorkspaces, onMutation } from './store.ts'
 
 const PAGE = 500
 
+export interface WatchTuning {
+  pollMs?: number
+  /** End the stream (cleanly) after this many polls; the client resumes with Last-Event-ID. */
+  maxPolls?: number
+}
+
 export async function watchRegistry(
   db: Database,
   authority: Authority,
   sink: SseSink,
   resumeAfter: number | undefined,
-  pollMs = REGISTRY_POLL_MS,
+  { pollMs = REGISTRY_POLL_MS, maxPolls = Infinity }: WatchTuning = {},
 ): Promise<void> {
   let cursor: number
   if (resumeAfter !== undefined && resumeAfter <= (await latestSeq(db))) {
@@ -35,7 +41,7 @@ export async function watchRegistry(
   const onAbort = () => wake?.()
   sink.signal.addEventListener('abort', onAbort)
   try {
-    while (!sink.signal.aborted) {
+    for (let polls = 0; !sink.signal.aborted && polls < maxPolls; polls++) {
       const events = await eventsAfter(db, cursor, PAGE)
       for (const { seq, increment } of events) {
         const scoped = scopeIncrement(authority, increment)

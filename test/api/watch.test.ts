@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import type { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createToken, revokeToken } from '../../api/auth/tokens.ts'
+import { createApp } from '../../api/app.ts'
 import type { AppEnv } from '../../api/deps.ts'
 import { startSqld, type RunningSqld } from '../support/sqld.ts'
 import { json, readEvents, send, startHarness, type Harness, type SseMessage } from './harness.ts'
@@ -146,6 +147,16 @@ function suite(label: string, open: () => Promise<{ h: Harness; stop?: () => Pro
       } finally {
         second.close()
       }
+    })
+
+    it('can end a watch after a bounded number of polls; the reconnect resumes without loss', async () => {
+      const bounded = createApp({ ...h.deps, tuning: { ...h.deps.tuning, registryWatchMaxPolls: 3 } })
+      const first = named(await readEvents(await watch(bounded, token), () => false))
+      expect(first[0]!.event).toBe('baseline')
+      const made = (await post('/v1/workspaces', { path: freshDir(h, 'bounded') })).workspace
+      const next = named(await readEvents(await watch(bounded, token, first.at(-1)!.id), (e) => named(e).some((x) => x.event === 'upsert')))
+      expect(next[0]!.event).toBe('upsert')
+      expect(json(next[0]!).workspace.id).toBe(made.id)
     })
 
     it('ends an open watch when its token is revoked', async () => {
