@@ -141,6 +141,15 @@ describe('GET /openapi.json', () => {
     expect(missing).toEqual([])
   })
 
+  it('names, for every guarded route, exactly the grant of the design table', () => {
+    const spell = (g: any) => (typeof g === 'string' ? g : 'anyOf' in g ? g.anyOf.join(' or ') : g.allOf.length ? g.allOf.join(' and ') : 'any valid token')
+    for (const row of ROUTES) {
+      const op = doc.paths[openApiPath(row.path)]?.[row.method.toLowerCase()]
+      if (!op) continue
+      expect(op['x-termkeep-grant'], `${row.method} ${row.path}`).toBe(row.grant === null ? undefined : spell(row.grant))
+    }
+  })
+
   it('derives request bodies and parameters from the validating schemas, and names the grant', () => {
     const create = doc.paths['/v1/workspaces'].post
     expect(create.requestBody.content['application/json'].schema.required).toContain('path')
