@@ -54,7 +54,9 @@ export const EMULATOR_WORKERS = 2
 export const EMULATOR_FAST_FORWARD_WINDOW_BYTES = 16 * MiB
 /** During a flood (the last window skipped text), the feed lets the journal grow this long before
  * reading the next window: bigger windows skip a larger share, and a flood's screen is stale anyway. */
-export const EMULATOR_FLOOD_GATHER_MS = 100
+export const EMULATOR_FLOOD_GATHER_MS = 250
+/** …but stops gathering as soon as the journal has been quiet this long (the flood paused). */
+export const EMULATOR_FLOOD_QUIET_MS = 20
 /** Close: time between SIGHUP and SIGKILL for the terminal's processes. */
 export const CLOSE_KILL_GRACE_MS = 500
 /** Close: after the kill, how long to wait for EOF before the master is closed by force. */

@@ -14,7 +14,13 @@
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_FLOOD_GATHER_MS, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_WORKERS } from '../../schema/limits.ts'
+import {
+  EMULATOR_FAST_FORWARD_WINDOW_BYTES,
+  EMULATOR_FLOOD_GATHER_MS,
+  EMULATOR_FLOOD_QUIET_MS,
+  EMULATOR_MAX_INFLIGHT_BYTES,
+  EMULATOR_WORKERS,
+} from '../../schema/limits.ts'
 import type { Journal } from '../journal/journal.ts'
 import type { EmulatorSnapshot, FromWorker, ToWorker, WireRecord } from './protocol.ts'
 
@@ -254,7 +260,7 @@ export class Emulator {
   async #gather(signal: AbortSignal): Promise<void> {
     const deadline = Date.now() + EMULATOR_FLOOD_GATHER_MS
     for (let last = this.#journal.lastSequence; Date.now() < deadline && !this.#journal.ended; last = this.#journal.lastSequence) {
-      await this.#journal.wait(last, deadline - Date.now(), signal)
+      await this.#journal.wait(last, Math.min(EMULATOR_FLOOD_QUIET_MS, deadline - Date.now()), signal)
       if (signal.aborted || this.#journal.lastSequence === last) return
     }
   }
