@@ -9,6 +9,7 @@ const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = [
   () => import('./api.ts'),
   () => import('./files.ts'),
   () => import('./display.ts'),
+  () => import('./journal.ts'),
 ]
 
 const wanted = new Set(process.argv.slice(2))

@@ -4,15 +4,28 @@
  * or stalled client holds at most one event here, never a growing queue.
  */
 export type SseEvent = { event: string; data: unknown; id?: number } | { comment: string }
+/** A source yields single events, or a batch of events that go out as one write. */
+export type SseYield = SseEvent | readonly SseEvent[]
+
+/** Event data that is already JSON text (e.g. built around a base64 payload, which needs no
+ * escaping: JSON.stringify would only spend time scanning it). */
+export class RawJson {
+  constructor(readonly json: string) {}
+}
 
 /** One event in SSE framing. Data is one line of JSON, so it needs no splitting. */
 export function formatSse(event: SseEvent): string {
   if ('comment' in event) return `: ${event.comment}\n\n`
   const id = event.id === undefined ? '' : `id: ${event.id}\n`
-  return `event: ${event.event}\n${id}data: ${JSON.stringify(event.data)}\n\n`
+  const data = event.data instanceof RawJson ? event.data.json : JSON.stringify(event.data)
+  return `event: ${event.event}\n${id}data: ${data}\n\n`
 }
 
-export type SseSource = (signal: AbortSignal) => AsyncGenerator<SseEvent, void, void>
+export type SseSource = (signal: AbortSignal) => AsyncGenerator<SseYield, void, void>
+
+function encode(value: SseYield): string {
+  return Array.isArray(value) ? value.map(formatSse).join('') : formatSse(value as SseEvent)
+}
 
 /**
  * Starts the generator and waits for its first event before answering, so a failure at the start
@@ -25,14 +38,14 @@ export async function sseResponse(source: SseSource, requestSignal?: AbortSignal
   requestSignal?.addEventListener('abort', onRequestAbort, { once: true })
   const events = source(abort.signal)
   const encoder = new TextEncoder()
-  let first: IteratorResult<SseEvent, void>
+  let first: IteratorResult<SseYield, void>
   try {
     first = await events.next()
   } catch (error) {
     requestSignal?.removeEventListener('abort', onRequestAbort)
     throw error
   }
-  let pending: IteratorResult<SseEvent, void> | undefined = first
+  let pending: IteratorResult<SseYield, void> | undefined = first
   const finish = () => {
     requestSignal?.removeEventListener('abort', onRequestAbort)
     abort.abort()
@@ -48,7 +61,7 @@ export async function sseResponse(source: SseSource, requestSignal?: AbortSignal
             controller.close()
             finish()
           } else {
-            controller.enqueue(encoder.encode(formatSse(next.value)))
+            controller.enqueue(encoder.encode(encode(next.value)))
           }
         } catch (error) {
           finish()

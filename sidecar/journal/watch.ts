@@ -6,7 +6,7 @@
  */
 import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import type { OutputItem } from '../../schema/wire/output.ts'
-import type { SseEvent } from '../http/sse.ts'
+import { RawJson, type SseEvent, type SseYield } from '../http/sse.ts'
 import type { Journal } from './journal.ts'
 
 /** Items read per spool round trip while streaming. */
@@ -14,11 +14,11 @@ const STREAM_BATCH_ITEMS = 16
 
 export function itemEvent(item: OutputItem): SseEvent {
   return item.kind === 'data'
-    ? { event: 'data', id: item.sequence, data: { sequence: item.sequence, data: item.data } }
+    ? { event: 'data', id: item.sequence, data: new RawJson(`{"sequence":${item.sequence},"data":"${item.data}"}`) }
     : { event: 'resize', id: item.sequence, data: { sequence: item.sequence, cols: item.cols, rows: item.rows } }
 }
 
-export async function* watchOutput(journal: Journal, after: number, signal: AbortSignal): AsyncGenerator<SseEvent, void, void> {
+export async function* watchOutput(journal: Journal, after: number, signal: AbortSignal): AsyncGenerator<SseYield, void, void> {
   const release = journal.attach()
   try {
     let cursor = after
@@ -26,9 +26,10 @@ export async function* watchOutput(journal: Journal, after: number, signal: Abor
     let items = await journal.readItems(cursor, STREAM_BATCH_ITEMS)
     yield { event: 'begin', data: after === 0 ? { initialSize: journal.initialSize } : {} }
     for (;;) {
-      for (const item of items) {
-        yield itemEvent(item)
-        cursor = item.sequence
+      if (items.length > 0) {
+        // One batch per spool read: one HTTP write instead of one per item.
+        yield items.map(itemEvent)
+        cursor = items.at(-1)!.sequence
       }
       if (signal.aborted) return
       if (items.length === 0) {

@@ -4,7 +4,7 @@
  */
 import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
-import type { SseEvent } from '../http/sse.ts'
+import { RawJson, type SseEvent } from '../http/sse.ts'
 import type { WaitResult } from '../journal/notifier.ts'
 import type { LiveTerminal } from './terminal.ts'
 
@@ -48,7 +48,7 @@ export async function* follow(
       for (const item of items) {
         cursor = item.sequence
         if (item.kind === 'data') {
-          yield { event: 'output', id: cursor, data: { sequence: cursor, data: item.data } }
+          yield { event: 'output', id: cursor, data: new RawJson(`{"sequence":${cursor},"data":"${item.data}"}`) }
         } else {
           geometry = { cols: item.cols, rows: item.rows }
           yield { event: 'state', id: cursor, data: { info: terminal.info(geometry) } }

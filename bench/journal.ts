@@ -1,0 +1,264 @@
+/**
+ * Journal: what recording every byte costs, side by side in one run on the same machine.
+ *
+ * 1. Throughput: a ~200 MB text file printed by `cat` in a 120×40 terminal through
+ *    (a) node-pty read directly (the baseline), (b) tmux 3 (detached pane; screen only, no byte
+ *    stream), (c) the termkeep sidecar → watchOutput over HTTP/SSE to a client that decodes and
+ *    hashes every byte. (a) and (c) are checked byte-exact against the file (with ONLCR's \r\n).
+ *    Target: (c) ≥ 0.9× (a).
+ * 2. Echo round trip (`stty raw -echo; exec cat`, one byte at a time): (a) node-pty write → read,
+ *    (c) POST input → `output` frame on a follow stream. Target: p99 (c) ≤ 2× p99 (a).
+ * 3. Sidecar RSS growth (VmRSS) from before the first 200 MB run to its peak. Target < 50 MiB.
+ *
+ * The machine is shared, so (a) and (c) alternate twice and each keeps its faster run.
+ */
+import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import * as pty from 'node-pty'
+import { startSidecar } from '../test/support/sidecar.ts'
+import { insertSession, rssKiB, shellsFixture, SidecarHttp, type SseStream } from '../test/support/terminals.ts'
+import type { BenchRow, BenchScenario } from './table.ts'
+
+const FILE_CHUNKS = 200 // × 1 MiB
+const COLS = 120
+const ROWS = 40
+const ECHO_ROUNDS = 300
+const ECHO_WARMUP = 30
+const MiB = 1024 * 1024
+
+const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e9
+
+/** Writes the file; returns the byte count and hash of what a PTY delivers (\n → \r\n). */
+function makeFile(path: string): { bytes: number; sha256: string } {
+  const lines: string[] = []
+  for (let size = 0, i = 0; size < MiB - 100; i++) {
+    const line = `${String(i).padStart(7, '0')} the quick brown fox jumps over the lazy dog ${'.'.repeat(i % 40)}\n`
+    lines.push(line)
+    size += line.length
+  }
+  const chunk = Buffer.from(lines.join(''))
+  const delivered = Buffer.from(chunk.toString('latin1').replace(/\n/g, '\r\n'), 'latin1')
+  const hash = createHash('sha256')
+  writeFileSync(path, '')
+  for (let i = 0; i < FILE_CHUNKS; i++) {
+    appendFileSync(path, chunk)
+    hash.update(delivered)
+  }
+  return { bytes: delivered.length * FILE_CHUNKS, sha256: hash.digest('hex') }
+}
+
+/** (a) node-pty, read directly. node-pty 1.1.0 may drop the tail at exit (that is reported). */
+async function rawPty(file: string): Promise<{ seconds: number; bytes: number; sha256: string }> {
+  const hash = createHash('sha256')
+  let bytes = 0
+  const start = process.hrtime.bigint()
+  await new Promise<void>((resolve) => {
+    const p = pty.spawn('/bin/cat', [file], { cols: COLS, rows: ROWS, encoding: null as unknown as string })
+    p.onData((data) => {
+      const chunk = data as unknown as Buffer
+      bytes += chunk.length
+      hash.update(chunk)
+    })
+    p.onExit(() => resolve())
+  })
+  return { seconds: seconds(start), bytes, sha256: hash.digest('hex') }
+}
+
+/** (b) tmux: a detached pane runs `cat`; done when the pane's command signals. */
+function tmux(file: string, dir: string): number {
+  const socket = `termkeep-bench-journal-${process.pid}`
+  const conf = join(dir, 'tmux.conf')
+  writeFileSync(conf, '')
+  const start = process.hrtime.bigint()
+  execFileSync('tmux', ['-L', socket, '-f', conf, 'new-session', '-d', '-x', String(COLS), '-y', String(ROWS), `cat ${file}; tmux -L ${socket} wait-for -S done`])
+  execFileSync('tmux', ['-L', socket, 'wait-for', 'done'])
+  const elapsed = seconds(start)
+  try {
+    execFileSync('tmux', ['-L', socket, 'kill-server'])
+  } catch {
+    // already gone
+  }
+  return elapsed
+}
+
+/** Reads `data` events of a watchOutput stream to `closed`, decoding and hashing every byte. */
+async function drain(stream: SseStream): Promise<{ bytes: number; sha256: string }> {
+  const hash = createHash('sha256')
+  let bytes = 0
+  for (;;) {
+    const m = await stream.next()
+    if (!m) throw new Error('watchOutput ended without closed')
+    if (m.event === 'closed') return { bytes, sha256: hash.digest('hex') }
+    if (m.event === 'data') {
+      const chunk = Buffer.from(m.data.data, 'base64')
+      bytes += chunk.length
+      hash.update(chunk)
+    }
+  }
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+}
+
+/** (a) echo: write one byte to node-pty, wait for it to come back. */
+async function rawEcho(): Promise<number[]> {
+  const p = pty.spawn('/bin/sh', ['-c', 'stty raw -echo; exec cat'], { cols: COLS, rows: ROWS, encoding: null as unknown as string })
+  let waiting: ((data: string) => void) | undefined
+  p.onData((data) => waiting?.((data as unknown as Buffer).toString('latin1')))
+  await new Promise((r) => setTimeout(r, 300))
+  const samples: number[] = []
+  try {
+    for (let i = 0; i < ECHO_ROUNDS + ECHO_WARMUP; i++) {
+      const ch = String.fromCharCode(97 + (i % 26))
+      const start = process.hrtime.bigint()
+      await new Promise<void>((resolve) => {
+        waiting = (data) => data.includes(ch) && resolve()
+        p.write(ch)
+      })
+      if (i >= ECHO_WARMUP) samples.push(seconds(start) * 1000)
+    }
+  } finally {
+    p.kill('SIGKILL')
+  }
+  return samples
+}
+
+/** (c) echo: POST one byte as input, wait for it in the follow stream's `output` frames. */
+async function sidecarEcho(http: SidecarHttp, path: string): Promise<number[]> {
+  const follow = await http.sse(`${path}/follow?attachment=bench`)
+  await follow.until((m) => m.event === 'snapshot')
+  await new Promise((r) => setTimeout(r, 300))
+  const samples: number[] = []
+  try {
+    for (let i = 0; i < ECHO_ROUNDS + ECHO_WARMUP; i++) {
+      const ch = String.fromCharCode(97 + (i % 26))
+      const start = process.hrtime.bigint()
+      const posted = http.fetch('POST', `${path}/input`, { body: ch, headers: { 'termkeep-attachment': 'bench' } })
+      await follow.until((m) => m.event === 'output' && Buffer.from(m.data.data, 'base64').toString('latin1').includes(ch))
+      if (i >= ECHO_WARMUP) samples.push(seconds(start) * 1000)
+      const response = await posted
+      if (response.status !== 204) throw new Error(`input answered ${response.status}`)
+    }
+  } finally {
+    follow.close()
+  }
+  return samples
+}
+
+async function run(): Promise<BenchRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'termkeep-bench-journal-'))
+  const file = join(dir, 'big.txt')
+  const expected = makeFile(file)
+  const shells = shellsFixture({ big: `exec cat ${file}`, echo: 'stty raw -echo; exec cat' })
+  const sidecar = await startSidecar({ env: { TERMKEEP_SHELLS_FILE: shells.shellsFile } })
+  try {
+    const http = new SidecarHttp(sidecar)
+    await insertSession(sidecar.databaseUrl, 'bench', dir)
+    const T = (tid: string) => `/v1/sessions/bench/terminals/${tid}`
+
+    // (c): the terminal starts `cat` at create; the client subscribes from sequence 0 (replay then
+    // live), so the clock runs from the create request to the last byte decoded.
+    const rssBefore = rssKiB(sidecar.pid)
+    let rssPeak = rssBefore
+    const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssKiB(sidecar.pid))), 100)
+    const viaSidecar = async (tid: string) => {
+      const start = process.hrtime.bigint()
+      const created = await http.json('PUT', T(tid), { json: { cols: COLS, rows: ROWS, shell: shells.path('big') } })
+      if (created.status !== 201) throw new Error(`create answered ${created.status}`)
+      const result = await drain(await http.sse(`${T(tid)}/output/watch?after=0`))
+      const elapsed = seconds(start)
+      await http.json('DELETE', T(tid))
+      return { ...result, seconds: elapsed }
+    }
+    const runsA = [await rawPty(file)]
+    const runsC = [await viaSidecar('big-1')]
+    runsA.push(await rawPty(file))
+    runsC.push(await viaSidecar('big-2'))
+    clearInterval(sampler)
+    rssPeak = Math.max(rssPeak, rssKiB(sidecar.pid))
+    const a = runsA.reduce((x, y) => (y.seconds < x.seconds ? y : x))
+    const c = runsC.reduce((x, y) => (y.seconds < x.seconds ? y : x))
+    const cSeconds = c.seconds
+    const b = tmux(file, dir)
+
+    const rawSamples = await rawEcho()
+    await http.json('PUT', T('echo'), { json: { cols: COLS, rows: ROWS, shell: shells.path('echo') } })
+    const sidecarSamples = await sidecarEcho(http, T('echo'))
+    await http.json('DELETE', T('echo'))
+
+    const mib = expected.bytes / MiB
+    const aRate = mib / a.seconds
+    const bRate = mib / b
+    const cRate = mib / cSeconds
+    const aComplete = runsA.every((r) => r.bytes === expected.bytes && r.sha256 === expected.sha256)
+    const cComplete = runsC.every((r) => r.bytes === expected.bytes && r.sha256 === expected.sha256)
+    const p = (samples: number[], q: number) => percentile(samples, q)
+    const growth = (rssPeak - rssBefore) / 1024
+    return [
+      {
+        area: 'journal',
+        metric: `cat ${Math.round(mib)} MiB → sidecar → SSE client, vs node-pty read`,
+        value: cRate,
+        baseline: aRate,
+        unit: 'MiB/s',
+        ratio: cRate / aRate,
+        target: '≥ 0.9×',
+        met: cComplete && cRate / aRate >= 0.9,
+        note: `best of 2; termkeep ${cComplete ? 'byte-exact 2/2' : `INCOMPLETE ${c.bytes}/${expected.bytes}`}; node-pty ${
+          aComplete ? 'byte-exact 2/2' : `short at exit: ${runsA.map((r) => expected.bytes - r.bytes).join(', ')} B`
+        }`,
+      },
+      {
+        area: 'journal',
+        metric: `cat ${Math.round(mib)} MiB in tmux 3 (screen only), vs node-pty read`,
+        value: bRate,
+        baseline: aRate,
+        unit: 'MiB/s',
+        ratio: bRate / aRate,
+        target: 'reference',
+        met: true,
+      },
+      {
+        area: 'journal',
+        metric: 'echo round trip p50 (input POST → follow output), vs node-pty',
+        value: p(sidecarSamples, 50),
+        baseline: p(rawSamples, 50),
+        unit: 'ms',
+        ratio: p(sidecarSamples, 50) / p(rawSamples, 50),
+        target: 'reference',
+        met: true,
+      },
+      {
+        area: 'journal',
+        metric: 'echo round trip p99 (input POST → follow output), vs node-pty',
+        value: p(sidecarSamples, 99),
+        baseline: p(rawSamples, 99),
+        unit: 'ms',
+        ratio: p(sidecarSamples, 99) / p(rawSamples, 99),
+        target: '≤ 2×',
+        met: p(sidecarSamples, 99) <= 2 * p(rawSamples, 99),
+      },
+      {
+        area: 'journal',
+        metric: `sidecar RSS growth during 2 × ${Math.round(mib)} MiB runs`,
+        value: growth,
+        unit: 'MiB',
+        target: '< 50 MiB',
+        met: growth < 50,
+        note: `VmRSS ${Math.round(rssBefore / 1024)} → ${Math.round(rssPeak / 1024)} MiB`,
+      },
+    ]
+  } finally {
+    await sidecar.stop()
+    rmSync(dir, { recursive: true, force: true })
+    rmSync(shells.dir, { recursive: true, force: true })
+  }
+}
+
+const scenario: BenchScenario = { name: 'journal', run }
+export default scenario
