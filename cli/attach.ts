@@ -4,13 +4,15 @@
  * output streams to stdout; keystrokes go to the input route in order; window-size changes
  * (SIGWINCH) go to the resize route. Ctrl-\ detaches: the follow is dropped, the remote terminal
  * keeps running, and the local terminal is restored exactly as it was. Network losses resume with
- * Last-Event-ID (nothing lost, nothing printed twice).
+ * Last-Event-ID (nothing lost, nothing printed twice); queries in replayed bytes are removed before
+ * they reach this terminal, so it does not answer them into the remote shell.
  */
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { ApiError, type TermkeepClient } from '../web/client/api.ts'
 import { follow, type FollowEnd } from '../web/client/follow.ts'
 import { InputQueue } from '../web/client/input.ts'
+import { stripQueries } from '../web/client/queries.ts'
 import { describeRemoteError, REMOTE_OPTIONS, remoteClient } from './remote.ts'
 import { UsageError } from './token.ts'
 
@@ -83,10 +85,11 @@ class Attachment {
           snapshot: (_sequence, screen, info) => {
             this.#controller = info.controllerId === this.#attachment
             this.#stdout.write('\x1b[H\x1b[2J\x1b[3J')
-            this.#stdout.write(screen)
+            this.#stdout.write(stripQueries(new TextEncoder().encode(screen)))
             void this.#resize()
           },
-          output: (_sequence, bytes) => void this.#stdout.write(bytes),
+          // Replayed queries would be answered by this terminal and typed into the remote shell.
+          output: (_sequence, bytes, backlog) => void this.#stdout.write(backlog ? stripQueries(bytes) : bytes),
           state: (info) => {
             this.#controller = info.controllerId === this.#attachment
           },
