@@ -115,6 +115,15 @@ describe('Journal', () => {
     await expect(j.readItems(0, 1)).rejects.toThrow()
   })
 
+  it('drops bytes that arrive after a retirement without EOF (shutdown) instead of writing a closed fd', async () => {
+    const j = journal()
+    j.appendData(Buffer.from('before'))
+    j.retire() // flushes what was taken
+    j.appendData(Buffer.from('late'))
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(j.lastSequence).toBe(1)
+  })
+
   it('keeps memory to the index: 13 bytes per record, whatever the records hold', () => {
     const j = journal()
     const chunk = Buffer.alloc(MAX_RECORD_RAW_BYTES, 1)

@@ -67,7 +67,8 @@ export class Journal {
   /** Takes PTY bytes; they become records at the end of this event-loop turn (or now, via flush). */
   appendData(bytes: Uint8Array): void {
     if (this.#ended) throw new Error('journal: data after EOF')
-    if (bytes.length === 0) return
+    // Retired without EOF (sidecar shutdown): the spool is gone; late bytes have nowhere to go.
+    if (bytes.length === 0 || this.#retired) return
     this.#pending.push(bytes)
     this.#pendingBytes += bytes.length
     if (this.#pendingBytes >= FLUSH_BYTES) this.flush()
@@ -78,7 +79,7 @@ export class Journal {
   flush(): void {
     if (this.#flushSoon) clearImmediate(this.#flushSoon)
     this.#flushSoon = undefined
-    if (this.#pendingBytes === 0) return
+    if (this.#pendingBytes === 0 || this.#retired) return
     const total = this.#pendingBytes
     let offset = this.#spool.append(this.#pending)
     this.#pending = []

@@ -31,6 +31,8 @@ export class Spool {
   /** Appends buffers in order with one write where possible; returns the offset they start at.
    * Throws on a real write failure. */
   append(parts: readonly Uint8Array[]): number {
+    // Never write to a closed fd number: the OS may already have given it to another file.
+    if (this.#closed || this.#released) throw new Error(`spool ${this.path} is released`)
     const offset = this.#size
     const total = parts.reduce((sum, p) => sum + p.length, 0)
     let written = writevSync(this.#fd, parts as Uint8Array[], offset)
