@@ -254,8 +254,16 @@ describe('web page (Chromium, full stack)', () => {
     await tab.getByRole('button', { name: /^Close/ }).click()
     await waitFor(async () => ['closed', 'retired'].includes((await client.terminal(sessionId, second)).state), 20_000, 'the close')
     await page.locator(`.terminal-tab[data-terminal-id="${second}"][data-state="closed"], .terminal-tab[data-terminal-id="${second}"][data-state="retired"]`).waitFor()
-    // Keyboard only: focus the first terminal's tab and press Enter.
-    await page.locator(`.terminal-tab[data-terminal-id="${terminalId}"] button.open`).focus()
+    // Keyboard only: Ctrl+Shift+Home leaves the terminal for its tab; Shift+Tab reaches the first
+    // terminal's tab; Enter opens it.
+    await page.locator('.xterm').click()
+    await page.keyboard.press('Control+Shift+Home')
+    expect(await page.evaluate(() => document.activeElement?.closest('.terminal-tab')?.getAttribute('data-terminal-id'))).toBe(second)
+    for (let i = 0; i < 8; i++) {
+      const focused = await page.evaluate(() => (document.activeElement?.matches('button.open') ? document.activeElement.closest('.terminal-tab')?.getAttribute('data-terminal-id') : null))
+      if (focused === terminalId) break
+      await page.keyboard.press('Shift+Tab')
+    }
     await page.keyboard.press('Enter')
     await page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 30_000 })
     await waitForScreen('done-10')

@@ -41,6 +41,7 @@ export class SessionView {
       this.#tabs,
       this.#banner,
       this.#stage,
+      h('p', { class: 'muted hint' }, h('kbd', {}, 'Ctrl'), '+', h('kbd', {}, 'Shift'), '+', h('kbd', {}, 'Home'), ' moves focus out of the terminal.'),
     )
     client.session(sessionId).then(
       (s) => {
@@ -92,6 +93,7 @@ export class SessionView {
         this.#renderTabs()
       },
       mode: (_mode, message) => this.#say(message),
+      leave: () => this.#tabs.querySelector<HTMLElement>('button.open[aria-current]')?.focus(),
     })
     this.#view = view
     fill(this.#stage, view.element)

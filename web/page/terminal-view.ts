@@ -36,7 +36,12 @@ export type ViewMode = 'connecting' | 'live' | 'read-only' | 'reconnecting' | 'd
 export interface TerminalViewEvents {
   info(info: TerminalInfo): void
   mode(mode: ViewMode, message: string): void
+  /** The user asked to move keyboard focus out of the terminal (it keeps Tab for the shell). */
+  leave(): void
 }
+
+/** Ctrl+Shift+Home leaves the terminal for keyboard users; shells do not bind it. */
+export const isLeaveKey = (e: KeyboardEvent) => e.type === 'keydown' && e.ctrlKey && e.shiftKey && !e.altKey && e.key === 'Home'
 
 function newTerminal(readOnly: boolean): Terminal {
   return new Terminal({
@@ -88,6 +93,12 @@ export class TerminalView {
     this.term = newTerminal(false)
     this.term.loadAddon(this.#fit)
     this.#guard = new ReplayGuard(this.term)
+    this.term.attachCustomKeyEventHandler((event) => {
+      if (!isLeaveKey(event)) return true
+      event.preventDefault()
+      this.events.leave()
+      return false
+    })
     this.term.onData((data) => this.#send(this.#encoder.encode(data)))
     this.term.onBinary((data) => this.#send(Uint8Array.from(data, (c) => c.charCodeAt(0) & 255)))
     this.#observer = new ResizeObserver(() => this.#scheduleResize())
