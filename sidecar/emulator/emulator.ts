@@ -14,13 +14,7 @@
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import {
-  EMULATOR_FAST_FORWARD_WINDOW_BYTES,
-  EMULATOR_FLOOD_GATHER_MS,
-  EMULATOR_FLOOD_QUIET_MS,
-  EMULATOR_MAX_INFLIGHT_BYTES,
-  EMULATOR_WORKERS,
-} from '../../schema/limits.ts'
+import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_WORKERS } from '../../schema/limits.ts'
 import type { Journal } from '../journal/journal.ts'
 import type { EmulatorSnapshot, FromWorker, ToWorker, WireRecord } from './protocol.ts'
 
@@ -146,8 +140,6 @@ export class Emulator {
   #observation: { drain(): Promise<void> } | undefined
   /** Journal bytes the worker fast-forwarded (skipped as provably scrolled out). */
   #skipped = 0
-  /** The last batch skipped text: output is flooding. */
-  #flooding = false
   #disposing = false
 
   constructor(pool: EmulatorPool, slot: WorkerSlot, key: string, journal: Journal) {
@@ -227,7 +219,6 @@ export class Emulator {
 
   /** @internal the worker applied records up to `sequence`. */
   applied(sequence: number, bytes: number, skipped = this.#skipped): void {
-    this.#flooding = skipped > this.#skipped
     this.#skipped = skipped
     this.#applied = sequence
     this.#inflight -= bytes
@@ -249,19 +240,9 @@ export class Emulator {
       }
       // Behind the journal: read ahead in one window, so the worker can skip text that provably
       // scrolls out (sidecar/display/fast-forward.ts); at the live edge windows stay small.
-      if (this.#flooding) await this.#gather(signal)
       const records = await this.#journal.readRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES)
       if (signal.aborted) return
       this.#post(records)
-    }
-  }
-
-  /** Lets a flooding journal grow for up to EMULATOR_FLOOD_GATHER_MS; stops when it goes quiet. */
-  async #gather(signal: AbortSignal): Promise<void> {
-    const deadline = Date.now() + EMULATOR_FLOOD_GATHER_MS
-    for (let last = this.#journal.lastSequence; Date.now() < deadline && !this.#journal.ended; last = this.#journal.lastSequence) {
-      await this.#journal.wait(last, Math.min(EMULATOR_FLOOD_QUIET_MS, deadline - Date.now()), signal)
-      if (signal.aborted || this.#journal.lastSequence === last) return
     }
   }
 
