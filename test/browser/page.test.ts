@@ -111,6 +111,11 @@ describe('web page (Chromium, full stack)', () => {
 
   it('adds a workspace and starts a session that opens a live shell', async () => {
     const { page } = browser
+    // A path that is not a directory is refused with the server's message, in place.
+    await page.fill('#workspace-path', `${stack.workspaceDir}/missing`)
+    await page.keyboard.press('Enter')
+    await waitFor(async () => ((await page.locator('.add-workspace [role="alert"]').textContent()) ?? '').length > 0, 10_000, 'the refusal')
+    expect(await page.locator('.workspace').count()).toBe(0)
     await page.fill('#workspace-path', stack.workspaceDir)
     await page.keyboard.press('Enter')
     const workspace = page.locator('.workspace', { hasText: stack.workspaceDir })
