@@ -8,8 +8,8 @@ import { renderTable, type BenchRow, type BenchScenario } from './table.ts'
 const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = [
   () => import('./api.ts'),
   () => import('./files.ts'),
-  () => import('./display.ts'),
   () => import('./journal.ts'),
+  () => import('./display.ts'),
 ]
 
 const wanted = new Set(process.argv.slice(2))
