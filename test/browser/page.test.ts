@@ -4,6 +4,9 @@
  * the window, reload and see the same screen, stop the sidecar and see the persisted display.
  * Screenshots land in test-artifacts/.
  */
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { displayToLines, readDisplay } from '../../web/client/display.ts'
@@ -222,6 +225,14 @@ describe('web page (Chromium, full stack)', () => {
     for (const line of ['L1-11', 'L2-22', 'L3-33', 'AFTER-LOSS-9']) expect(count(text, line), line).toBe(1)
     const afterLoss = text.slice(text.indexOf('AFTER-LOSS-9'))
     expect(afterLoss).not.toContain('^[[')
+    // The registry watch resumed too: a workspace added now appears in the list.
+    const extra = realpathSync(mkdtempSync(join(tmpdir(), 'termkeep-extra-')))
+    try {
+      await client.createWorkspace(extra)
+      await browser.page.locator('.workspace', { hasText: extra }).waitFor({ timeout: 20_000 })
+    } finally {
+      rmSync(extra, { recursive: true, force: true })
+    }
     await browser.screenshot('page-4-after-network-loss')
   })
 
