@@ -8,6 +8,9 @@ import { ApiError, sessionLabel, type TermkeepClient } from '../client/api.ts'
 import { fill, h, randomId } from './dom.ts'
 import { TerminalView } from './terminal-view.ts'
 
+/** The terminal list has no watch stream; it is re-read this often while the page is visible. */
+const TERMINAL_LIST_REFRESH_MS = 5_000
+
 export interface SessionViewActions {
   /** Called when the open terminal changes, so the address can name it (never the token). */
   opened(terminalId: string | undefined): void
@@ -21,6 +24,10 @@ export class SessionView {
   #terminals: TerminalInfo[] = []
   #view: TerminalView | undefined
   #disposed = false
+  #tabsKey = ''
+  #poll = setInterval(() => {
+    if (document.visibilityState === 'visible') void this.refresh()
+  }, TERMINAL_LIST_REFRESH_MS)
 
   constructor(
     private readonly client: TermkeepClient,
@@ -109,6 +116,7 @@ export class SessionView {
 
   dispose(): void {
     this.#disposed = true
+    clearInterval(this.#poll)
     this.#view?.dispose()
   }
 
@@ -142,7 +150,21 @@ export class SessionView {
     }
   }
 
+  /** Re-renders the tabs when they changed, keeping keyboard focus on the same control. */
   #renderTabs(): void {
+    const key = JSON.stringify([this.#view?.terminalId, this.#terminals.map((t) => [t.id, t.title, t.state])])
+    if (key === this.#tabsKey) return
+    this.#tabsKey = key
+    const focused = document.activeElement instanceof HTMLElement && this.#tabs.contains(document.activeElement) ? document.activeElement : undefined
+    const focusedTab = focused?.closest<HTMLElement>('.terminal-tab')?.dataset.terminalId
+    const focusedIndex = focused ? [...(focused.parentElement?.children ?? [])].indexOf(focused) : -1
+    this.#drawTabs()
+    if (focusedTab === undefined) return
+    const tab = this.#tabs.querySelector<HTMLElement>(`.terminal-tab[data-terminal-id="${CSS.escape(focusedTab)}"]`)
+    ;((tab?.children[focusedIndex] ?? tab?.querySelector('button')) as HTMLElement | undefined)?.focus()
+  }
+
+  #drawTabs(): void {
     if (this.#terminals.length === 0) {
       fill(this.#tabs, h('li', { class: 'muted' }, 'No terminals yet — press “New terminal”.'))
       return
