@@ -292,6 +292,12 @@ describe('web page (Chromium, full stack)', () => {
       const display = await readDisplay(client, sessionId, terminalId).catch(() => undefined)
       return display && displayToLines(display, { color: false }).includes(COLOUR_OUTPUT) ? display : undefined
     }, 20_000, 'a settled display with the output')
+    const cursor = () =>
+      browser.page.evaluate(() => {
+        const term = (globalThis as any).__termkeep.view().term
+        return { x: term.buffer.active.cursorX as number, y: term.buffer.active.cursorY as number, cols: term.cols as number, rows: term.rows as number }
+      })
+    const liveCursor = await cursor()
     await stack.sidecar.stop()
     const { page } = browser
     await page.locator('.terminal-view[data-mode="display"]').waitFor({ timeout: 30_000 })
@@ -300,6 +306,7 @@ describe('web page (Chromium, full stack)', () => {
     for (const line of [COLOUR_OUTPUT, 'AFTER-LOSS-9', 'done-10']) expect(count(text, line), line).toBe(1)
     expect(await cellOf(COLOUR_OUTPUT)).toMatchObject({ text: 'R', fg: 1, fgPalette: true })
     expect(await cellOf(COLOUR_OUTPUT, 4)).toMatchObject({ text: ' ', bg: 4, bgPalette: true })
+    expect(await cursor()).toEqual(liveCursor)
     // Read-only: typing into the persisted display sends no input request.
     const inputs: string[] = []
     browser.page.on('request', (request) => void (request.url().includes('/input') && inputs.push(request.url())))
