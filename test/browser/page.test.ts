@@ -153,6 +153,8 @@ describe('web page (Chromium, full stack)', () => {
       if (request.url().includes('/input')) sent.push(request.postDataBuffer() ?? Buffer.alloc(0))
     }
     page.on('request', onRequest)
+    // bash turns bracketed paste on just before it prints its prompt.
+    await page.waitForFunction(() => /[#$]$/.test(((globalThis as any).__termkeep.screenText() as string).trimEnd()), undefined, { timeout: 10_000 })
     await page.evaluate((text) => {
       const data = new DataTransfer()
       data.setData('text/plain', text)

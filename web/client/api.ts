@@ -1,9 +1,10 @@
 /**
- * A small typed client for the public HTTP surface, shared by the bundled page and the CLI. It uses
- * only `fetch`; the token travels in the Authorization header, never in a URL. Every non-2xx
+ * A small typed client for the public HTTP surface (shapes from schema/wire), shared by the bundled
+ * page and the CLI. It uses only `fetch`; the token travels in the Authorization header, never in a URL. Every non-2xx
  * answer becomes an `ApiError` carrying the server's `{error:{code,message}}`; a server that cannot
  * be reached at all becomes an `UnreachableError`.
  */
+import type { Session, Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { readSse, type SseEvent } from './sse.ts'
 
@@ -32,58 +33,11 @@ function describeCause(cause: unknown): string {
   return detail ? ` (${detail})` : ''
 }
 
-/** A workspace as the registry reports it (list and watch alike). */
-export interface WorkspaceView {
-  id: string
-  path: string
-  title: string
-  sessionIds: string[]
-}
-
-export interface Registry {
-  workspaces: WorkspaceView[]
-  archivedSessionIds: string[]
-}
-
-export interface SessionRecord {
-  id: string
-  cwd: string
-  title: string | null
-  createdAt?: number
-}
-
 /** A session's name for people: its title, else when it started. */
-export function sessionLabel(session: SessionRecord): string {
+export function sessionLabel(session: Session): string {
   if (session.title) return session.title
-  if (!session.createdAt) return session.id
   const at = new Date(session.createdAt)
   return `Session ${at.toLocaleDateString(undefined, { month: 'short', day: 'numeric' })} ${at.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })}`
-}
-
-/** Accepts the registry's workspace shape whether it names the id `id` or `workspaceId`. */
-export function workspaceView(raw: unknown): WorkspaceView {
-  const w = raw as Record<string, unknown>
-  return {
-    id: String(w.id ?? w.workspaceId),
-    path: String(w.path ?? ''),
-    title: String(w.title ?? w.path ?? ''),
-    sessionIds: Array.isArray(w.sessionIds) ? w.sessionIds.map(String) : [],
-  }
-}
-
-/** Accepts `{workspaces|items, archivedSessionIds}` (list answer and watch baseline). */
-export function registryOf(raw: unknown): Registry {
-  const r = (raw ?? {}) as Record<string, unknown>
-  const list = (r.workspaces ?? r.items ?? []) as unknown[]
-  return {
-    workspaces: list.map(workspaceView),
-    archivedSessionIds: Array.isArray(r.archivedSessionIds) ? r.archivedSessionIds.map(String) : [],
-  }
-}
-
-function unwrap<T>(body: unknown, key: string): T {
-  const record = body as Record<string, unknown>
-  return (record && typeof record === 'object' && key in record ? record[key] : body) as T
 }
 
 export interface ClientOptions {
@@ -147,27 +101,25 @@ export class TermkeepClient {
   }
 
   // ── registry ──────────────────────────────────────────────────────────────
-  async registry(): Promise<Registry> {
-    return registryOf(await this.json('GET', '/v1/workspaces'))
+  async registry(): Promise<WorkspaceList> {
+    return this.json('GET', '/v1/workspaces')
   }
 
-  async createWorkspace(path: string): Promise<{ workspace: WorkspaceView; created: boolean }> {
-    const body = await this.json<{ workspace: unknown; created: boolean }>('POST', '/v1/workspaces', { json: { path } })
-    return { workspace: workspaceView(body.workspace), created: Boolean(body.created) }
+  async createWorkspace(path: string): Promise<{ workspace: Workspace; created: boolean }> {
+    return this.json('POST', '/v1/workspaces', { json: { path } })
   }
 
-  async createSession(cwd: string, title?: string): Promise<SessionRecord> {
-    const body = await this.json<unknown>('POST', '/v1/sessions', { json: title ? { cwd, title } : { cwd } })
-    return unwrap<SessionRecord>(body, 'session')
+  async createSession(cwd: string, title?: string): Promise<Session> {
+    return (await this.json<{ session: Session }>('POST', '/v1/sessions', { json: title ? { cwd, title } : { cwd } })).session
   }
 
-  async session(sid: string): Promise<SessionRecord> {
-    return unwrap<SessionRecord>(await this.json('GET', `/v1/sessions/${seg(sid)}`), 'session')
+  async session(sid: string): Promise<Session> {
+    return (await this.json<{ session: Session }>('GET', `/v1/sessions/${seg(sid)}`)).session
   }
 
   // ── terminals ─────────────────────────────────────────────────────────────
   async terminals(sid: string): Promise<TerminalInfo[]> {
-    return unwrap<TerminalInfo[]>(await this.json('GET', `/v1/sessions/${seg(sid)}/terminals`), 'terminals')
+    return (await this.json<{ terminals: TerminalInfo[] }>('GET', `/v1/sessions/${seg(sid)}/terminals`)).terminals
   }
 
   async terminal(sid: string, tid: string): Promise<TerminalInfo> {

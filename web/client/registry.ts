@@ -2,24 +2,20 @@
  * The registry watch on the client: one pure reducer over `baseline`, `upsert`, `remove`, `order`
  * and `archived`, and a loop that keeps the stream open and resumes it with `Last-Event-ID`.
  */
-import { ApiError, registryOf, workspaceView, type Registry, type TermkeepClient } from './api.ts'
+import type { RegistryIncrement, Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
+import { ApiError, type TermkeepClient } from './api.ts'
 
-export const EMPTY_REGISTRY: Registry = { workspaces: [], archivedSessionIds: [] }
+export const EMPTY_REGISTRY: WorkspaceList = { workspaces: [], archivedSessionIds: [] }
 
-/** Accepts a payload either bare or wrapped as `{type, value}`. */
-function payload(data: unknown): Record<string, unknown> {
-  const d = (data ?? {}) as Record<string, unknown>
-  return (d.value && typeof d.value === 'object' ? d.value : d) as Record<string, unknown>
-}
+type Payload<K extends RegistryIncrement['kind']> = Extract<RegistryIncrement, { kind: K }>['payload']
 
 /** Pure: the registry after one watch event. Unknown events leave it unchanged. */
-export function applyRegistryEvent(state: Registry, event: string, data: unknown): Registry {
-  const p = payload(data)
+export function applyRegistryEvent(state: WorkspaceList, event: string, data: unknown): WorkspaceList {
   switch (event) {
     case 'baseline':
-      return registryOf(p)
+      return data as WorkspaceList
     case 'upsert': {
-      const workspace = workspaceView(p.workspace ?? p)
+      const { workspace } = data as Payload<'upsert'>
       const at = state.workspaces.findIndex((w) => w.id === workspace.id)
       const workspaces = [...state.workspaces]
       // A new workspace is prepended (the registry's own rule); an `order` event may follow.
@@ -28,18 +24,18 @@ export function applyRegistryEvent(state: Registry, event: string, data: unknown
       return { ...state, workspaces }
     }
     case 'remove': {
-      const id = String(p.workspaceId ?? p.id)
-      return { ...state, workspaces: state.workspaces.filter((w) => w.id !== id) }
+      const { workspaceId } = data as Payload<'remove'>
+      return { ...state, workspaces: state.workspaces.filter((w) => w.id !== workspaceId) }
     }
     case 'order': {
-      const ids = Array.isArray(p.workspaceIds) ? p.workspaceIds.map(String) : []
-      const byId = new Map(state.workspaces.map((w) => [w.id, w]))
-      const ordered = ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []))
-      const rest = state.workspaces.filter((w) => !ids.includes(w.id))
+      const { workspaceIds } = data as Payload<'order'>
+      const byId = new Map(state.workspaces.map((w): [string, Workspace] => [w.id, w]))
+      const ordered = workspaceIds.flatMap((id) => byId.get(id) ?? [])
+      const rest = state.workspaces.filter((w) => !workspaceIds.includes(w.id))
       return { ...state, workspaces: [...ordered, ...rest] }
     }
     case 'archived':
-      return { ...state, archivedSessionIds: Array.isArray(p.archivedSessionIds) ? p.archivedSessionIds.map(String) : [] }
+      return { ...state, archivedSessionIds: (data as Payload<'archived'>).archivedSessionIds }
     default:
       return state
   }
@@ -53,7 +49,7 @@ const RETRY_MS = [500, 1000, 2000, 5000]
  */
 export async function watchRegistry(
   client: TermkeepClient,
-  onChange: (registry: Registry) => void,
+  onChange: (registry: WorkspaceList) => void,
   onError: (error: ApiError) => void,
   signal: AbortSignal,
   onStatus?: (live: boolean) => void,

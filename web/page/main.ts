@@ -4,7 +4,8 @@
  * session's terminals on the right. The address names only the open session and terminal
  * (`#/s/<session>/t/<terminal>`), so a reload comes back to the same screen.
  */
-import { ApiError, TermkeepClient, type WorkspaceView } from '../client/api.ts'
+import type { Workspace } from '../../schema/wire/registry.ts'
+import { ApiError, TermkeepClient } from '../client/api.ts'
 import { watchRegistry } from '../client/registry.ts'
 import { fill, h } from './dom.ts'
 import { SessionView } from './session-view.ts'
@@ -83,7 +84,7 @@ function shell(client: TermkeepClient): void {
 
   const sidebar = new Sidebar(client, {
     openSession: (sid) => openSession(sid),
-    startSession: async (workspace: WorkspaceView) => {
+    startSession: async (workspace: Workspace) => {
       try {
         const record = await client.createSession(workspace.path)
         openSession(record.id, undefined, true)

@@ -2,19 +2,20 @@
  * The navigation column: workspaces and their sessions in the user's order, live from the registry
  * watch; a form to add a workspace by directory path; a button per workspace to start a session.
  */
-import { ApiError, sessionLabel, type Registry, type TermkeepClient, type WorkspaceView } from '../client/api.ts'
+import type { Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
+import { ApiError, sessionLabel, type TermkeepClient } from '../client/api.ts'
 import { fill, h } from './dom.ts'
 
 export interface SidebarActions {
   openSession(sessionId: string): void
-  startSession(workspace: WorkspaceView): Promise<void>
+  startSession(workspace: Workspace): Promise<void>
 }
 
 export class Sidebar {
   readonly element: HTMLElement
   #list: HTMLElement
   #error: HTMLElement
-  #registry: Registry | undefined
+  #registry: WorkspaceList | undefined
   #titles = new Map<string, string>()
   #selected: string | undefined
 
@@ -48,7 +49,7 @@ export class Sidebar {
     this.#render()
   }
 
-  update(registry: Registry): void {
+  update(registry: WorkspaceList): void {
     this.#registry = registry
     this.#render()
   }
