@@ -42,6 +42,9 @@ describe('web page (Chromium, full stack)', () => {
     await browser.page.keyboard.type(line)
     await browser.page.keyboard.press('Enter')
   }
+  /** Waits until the screen ends with the shell's prompt (bash prints it last, after any mode changes). */
+  const waitForPrompt = () =>
+    browser.page.waitForFunction(() => /[#$]$/.test(((globalThis as any).__termkeep.screenText() as string).trimEnd()), undefined, { timeout: 10_000 })
   /** Ctrl-C, then wait for the shell's prompt, so what is typed next reaches the shell, not `cat`. */
   const interrupt = async () => {
     await browser.page.keyboard.press('Control+C')
@@ -154,7 +157,7 @@ describe('web page (Chromium, full stack)', () => {
     }
     page.on('request', onRequest)
     // bash turns bracketed paste on just before it prints its prompt.
-    await page.waitForFunction(() => /[#$]$/.test(((globalThis as any).__termkeep.screenText() as string).trimEnd()), undefined, { timeout: 10_000 })
+    await waitForPrompt()
     await page.evaluate((text) => {
       const data = new DataTransfer()
       data.setData('text/plain', text)
@@ -189,6 +192,7 @@ describe('web page (Chromium, full stack)', () => {
 
   it('shows the same screen after a reload', async () => {
     const { page } = browser
+    await waitForPrompt()
     const before = (await screenText()).trimEnd()
     await page.reload()
     await page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 30_000 })
@@ -292,13 +296,16 @@ describe('web page (Chromium, full stack)', () => {
     // The settled revision includes the coloured line before the sidecar goes away.
     await waitFor(async () => {
       const display = await readDisplay(client, sessionId, terminalId).catch(() => undefined)
-      return display && displayToLines(display, { color: false }).includes(COLOUR_OUTPUT) ? display : undefined
-    }, 20_000, 'a settled display with the output')
+      const lines = display ? displayToLines(display, { color: false }) : ''
+      // The latest output (the last command and the prompt after it) is in the revision.
+      return lines.includes(COLOUR_OUTPUT) && lines.includes('\ncontrol-3') && /[#$]$/.test(lines.trimEnd()) ? display : undefined
+    }, 20_000, 'a settled display with the latest output')
     const cursor = () =>
       browser.page.evaluate(() => {
         const term = (globalThis as any).__termkeep.view().term
         return { x: term.buffer.active.cursorX as number, y: term.buffer.active.cursorY as number, cols: term.cols as number, rows: term.rows as number }
       })
+    await waitForPrompt()
     const liveCursor = await cursor()
     await stack.sidecar.stop()
     const { page } = browser
