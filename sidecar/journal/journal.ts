@@ -38,6 +38,9 @@ export class Journal {
   #retired = false
   #pending: Uint8Array[] = []
   #pendingBytes = 0
+  /** The bytes of the last flush (one turn, ≤ FLUSH_BYTES): readers at the live edge — an echo,
+   * a follower keeping up — take them from here instead of a thread-pool round trip. */
+  #recent: { offset: number; parts: Uint8Array[]; length: number } = { offset: 0, parts: [], length: 0 }
   #flushSoon: NodeJS.Immediate | undefined
 
   constructor(spoolPath: string, initialSize: Geometry) {
@@ -82,6 +85,7 @@ export class Journal {
     if (this.#pendingBytes === 0 || this.#retired) return
     const total = this.#pendingBytes
     let offset = this.#spool.append(this.#pending)
+    this.#recent = { offset, parts: this.#pending, length: total }
     this.#pending = []
     this.#pendingBytes = 0
     for (let start = 0; start < total; start += MAX_RECORD_RAW_BYTES) {
@@ -146,7 +150,7 @@ export class Journal {
     const data = metas.filter((m) => m.kind === 'data')
     const start = data.length > 0 ? this.#index.offset(data[0].sequence) : 0
     const total = data.reduce((sum, m) => sum + m.length, 0)
-    const bytes = total > 0 ? await this.#spool.readAt(start, total) : Buffer.alloc(0)
+    const bytes = total > 0 ? await this.#read(start, total) : Buffer.alloc(0)
     let at = 0
     return metas.map((m): NativeRecord => {
       if (m.kind === 'resize') return m
@@ -168,7 +172,7 @@ export class Journal {
     const dataPlans = plans.filter((p): p is Extract<ItemPlan, { kind: 'data' }> => p.kind === 'data')
     const start = dataPlans.length > 0 ? this.#index.offset(dataPlans[0].first) : 0
     const total = dataPlans.reduce((sum, p) => sum + p.length, 0)
-    const bytes = total > 0 ? await this.#spool.readAt(start, total) : Buffer.alloc(0)
+    const bytes = total > 0 ? await this.#read(start, total) : Buffer.alloc(0)
     let at = 0
     return plans.map((p): OutputItem => {
       if (p.kind === 'resize') return { kind: 'resize', sequence: p.last, cols: p.cols, rows: p.rows }
@@ -176,6 +180,16 @@ export class Journal {
       at += p.length
       return { kind: 'data', sequence: p.last, data }
     })
+  }
+
+  /** Spool bytes [offset, offset + length), from the last flush when they are all in it. */
+  #read(offset: number, length: number): Promise<Buffer> {
+    const recent = this.#recent
+    const from = offset - recent.offset
+    if (from < 0 || from + length > recent.length || this.#retired) return this.#spool.readAt(offset, length)
+    const whole = recent.parts.length === 1 ? Buffer.from(recent.parts[0].buffer, recent.parts[0].byteOffset, recent.length) : Buffer.concat(recent.parts)
+    if (recent.parts.length > 1) this.#recent = { ...recent, parts: [whole] }
+    return Promise.resolve(Buffer.from(whole.subarray(from, from + length)))
   }
 
   /** Consecutive record metas after `after` whose data adds up to about `maxBytes`; `cut` when

@@ -71,7 +71,7 @@ export class PtyProcess {
     this.#socket.prependListener('end', () => this.#drainSync())
     const destroy = this.#socket.destroy.bind(this.#socket)
     this.#socket.destroy = (error?: Error) => {
-      this.#drainSync()
+      this.#drainSync() // a no-op once destroyed: node-pty destroys again 200 ms after exit
       return destroy(error)
     }
     this.#socket.once('close', () => this.#end())
@@ -111,7 +111,9 @@ export class PtyProcess {
   }
 
   #drainSync(): void {
-    if (this.#ended) return
+    // Once the stream is destroyed the fd is closed, and its number may already belong to a file
+    // another thread opened: reading it would journal that file. Never touch it then.
+    if (this.#ended || this.#socket.destroyed) return
     const buffer = Buffer.allocUnsafe(DRAIN_CHUNK_BYTES)
     for (;;) {
       let n: number

@@ -120,7 +120,12 @@ describe('completeness at exit', () => {
       await create(tid, 'cat1m', 120, 40)
       const { items } = await watchAll(tid, 0)
       const got = bytesOf(items)
-      if (!got.equals(expected)) short.push(expected.length - got.length)
+      if (!got.equals(expected)) {
+        short.push(expected.length - got.length)
+        let at = 0
+        while (at < got.length && got[at] === expected[at]) at++
+        console.log(`run ${run}: ${got.length} bytes vs ${expected.length}; first difference at ${at}: got ${JSON.stringify(got.subarray(at, at + 60).toString('latin1'))} expected ${JSON.stringify(expected.subarray(at, at + 60).toString('latin1'))}; items ${items.map((i) => i.sequence).join(',')}`)
+      }
       await http.json('DELETE', T(tid))
     }
     expect(short).toEqual([])
