@@ -34,18 +34,19 @@ describe('readText continuations', () => {
     const otherPurpose = await client('a-long-enough-secret').signingKey('something-else')
     const [payload, mac] = next.cursor.split('.')
     const cases = [
-      openContinuation(key, { ...binding, sessionId: 's2' }, next),
-      openContinuation(key, { ...binding, tokenId: 'tok_b' }, next),
-      openContinuation(otherDeployment, binding, next),
-      openContinuation(otherPurpose, binding, next),
-      openContinuation(key, binding, { cursor: `${payload}x.${mac}` }),
-      openContinuation(key, binding, { cursor: `${payload}.${mac.slice(1)}` }),
-      openContinuation(key, binding, { cursor: `${payload}` }),
-      openContinuation(key, binding, { cursor: '' }),
-      openContinuation(key, binding, { cursor: `${payload}.${mac}.${mac}` }),
-      openContinuation(key, binding, { cursor: `${payload}.!!` }),
+      () => openContinuation(key, { ...binding, sessionId: 's2' }, next),
+      () => openContinuation(key, { ...binding, tokenId: 'tok_b' }, next),
+      () => openContinuation(otherDeployment, binding, next),
+      () => openContinuation(otherPurpose, binding, next),
+      () => openContinuation(key, binding, { cursor: `${payload}x.${mac}` }),
+      () => openContinuation(key, binding, { cursor: `${payload}.${mac.slice(1)}` }),
+      () => openContinuation(key, binding, { cursor: `${payload}` }),
+      () => openContinuation(key, binding, { cursor: '' }),
+      () => openContinuation(key, binding, { cursor: `${payload}.${mac}.${mac}` }),
+      () => openContinuation(key, binding, { cursor: `${payload}.!!` }),
     ]
-    for (const result of cases) expect(await refused(result)).toBe('resource/not-found')
+    // Thunks, run one at a time: an eagerly created rejected promise would be reported unhandled.
+    for (const open of cases) expect(await refused(open())).toBe('resource/not-found')
   })
 
   it('refuses to derive a key from a blank secret', () => {
