@@ -13,10 +13,12 @@
  *   begin        {initialSize?}   first; initialSize (geometry before the first record) when after=0
  *   data         {sequence, data} id = sequence; data is base64
  *   resize       {sequence, cols, rows} id = sequence
- *   closed       {sequence}       the byte source reached EOF and everything was delivered; ends
+ *   closed       {sequence}       id = sequence; the byte source reached EOF and everything was
+ *                                 delivered; ends
  *   unavailable  {}               the live resource went away before EOF; ends
  * A new attachment to a retired terminal or one from a previous sidecar generation is refused
- * with 410 `terminal/unavailable` before the stream starts.
+ * with 410 `terminal/unavailable` before the stream starts; an `after` beyond the last sequence
+ * with 400 `output/invalid-cursor`. Comment lines (`: heartbeat`) come every 15 s when idle.
  */
 import * as v from 'valibot'
 import { MAX_OUTPUT_PAGE_ITEMS } from '../limits.ts'

@@ -100,12 +100,20 @@ export const TerminalParams = v.object({ sid: SessionId, tid: TerminalId })
 export const FollowQuery = v.object({ attachment: AttachmentId })
 
 /**
- * Follow SSE events (`event:` name → `data:` JSON). `output` carries `id: <sequence>`; a follow
- * reconnecting with `Last-Event-ID` skips the snapshot and continues after that sequence.
+ * Follow SSE events (`event:` name → `data:` JSON). `snapshot` and `output` carry
+ * `id: <sequence>`; a follow reconnecting with `Last-Event-ID` skips the snapshot, gets one `state`
+ * frame, then output after that sequence (a sequence beyond the journal is 400
+ * `output/invalid-cursor`).
  *   snapshot  the screen as ANSI (serialized emulator state at `sequence`, ending with explicit
- *             cursor position and visibility), plus the terminal info
- *   output    base64 bytes after the snapshot, in order
- *   state     terminal info changed (state, title, geometry, controller)
+ *             cursor position and visibility), plus the terminal info at that sequence's geometry
+ *   output    base64 bytes after the snapshot, in order (adjacent records coalesced, ≤ 64 KiB)
+ *   state     terminal info changed. A Resize record in the output becomes a `state` frame in
+ *             output order with `id: <sequence>`; title and controller changes go out at once;
+ *             lifecycle changes (exited, closed) after the output that preceded them. The geometry
+ *             in a state frame is always the one the stream has reached.
+ * The stream ends after the terminal closed and its output was delivered. Input and resize need
+ * the follow's attachment id in `Termkeep-Attachment` while it is the controller; otherwise 409
+ * `terminal/control-unavailable` {reason: 'read-only' | 'not-running'}.
  */
 export const FollowSnapshot = v.object({ sequence: v.number(), screen: v.string(), info: TerminalInfo })
 export const FollowOutput = v.object({ sequence: v.number(), data: v.string() })
