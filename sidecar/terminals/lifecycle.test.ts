@@ -303,3 +303,25 @@ describe('restart', () => {
     expect(list.body.terminals.every((t: { state: string }) => t.state === 'retired')).toBe(true)
   })
 })
+
+describe('idle reclamation', () => {
+  it('closes an idle terminal nobody holds, and keeps one that a retain stream holds', async () => {
+    const own = await startSidecar({ env: { TERMKEEP_SHELLS_FILE: shells.shellsFile, TERMKEEP_TERMINAL_IDLE_MS: '400' } })
+    const ownHttp = new SidecarHttp(own)
+    const P = (tid: string) => `/v1/sessions/${SID}/terminals/${tid}`
+    try {
+      await insertSession(own.databaseUrl, SID, work)
+      await ownHttp.json('PUT', P('idle'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
+      await ownHttp.json('PUT', P('held'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
+      const hold = await ownHttp.sse(`${P('held')}/retain`)
+      streams.push(hold)
+      expect((await hold.next())?.event).toBe('retained')
+      await waitFor(async () => (await ownHttp.json('GET', P('idle'))).body.state === 'retired', 15_000, 'idle terminal reclaimed')
+      expect((await ownHttp.json('GET', P('held'))).body.state).toBe('running')
+      hold.close()
+      await waitFor(async () => (await ownHttp.json('GET', P('held'))).body.state === 'retired', 15_000, 'released terminal reclaimed')
+    } finally {
+      await own.stop()
+    }
+  })
+})
