@@ -6,31 +6,8 @@
 import { and, asc, eq } from 'drizzle-orm'
 import { TermkeepError } from '../../schema/errors.ts'
 import { terminals } from '../../schema/tables.ts'
-import type { TerminalInfo } from '../../schema/wire/terminals.ts'
+import { terminalInfoOf, type TerminalInfo } from '../../schema/wire/terminals.ts'
 import type { Database } from '../../storage/client.ts'
-
-type Row = typeof terminals.$inferSelect
-
-/** Pure: a stored row as the wire's TerminalInfo. */
-export function infoOf(row: Row): TerminalInfo {
-  return {
-    sessionId: row.sessionId,
-    id: row.id,
-    title: row.title,
-    shell: { path: row.shellPath, args: row.shellArgs, name: row.shellPath.split('/').at(-1) ?? row.shellPath },
-    cwd: row.cwd,
-    cols: row.cols,
-    rows: row.rows,
-    state: row.state,
-    exitCode: row.exitCode,
-    exitSignal: row.exitSignal,
-    error: row.error,
-    hostGeneration: row.hostGeneration,
-    controllerId: null,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
-  }
-}
 
 export async function listTerminals(db: Database, sessionId: string): Promise<TerminalInfo[]> {
   const rows = await db
@@ -38,7 +15,7 @@ export async function listTerminals(db: Database, sessionId: string): Promise<Te
     .from(terminals)
     .where(eq(terminals.sessionId, sessionId))
     .orderBy(asc(terminals.createdAt), asc(terminals.id))
-  return rows.map(infoOf)
+  return rows.map((row) => terminalInfoOf(row))
 }
 
 export async function terminalInfo(db: Database, sessionId: string, id: string): Promise<TerminalInfo> {
@@ -48,5 +25,5 @@ export async function terminalInfo(db: Database, sessionId: string, id: string):
     .where(and(eq(terminals.sessionId, sessionId), eq(terminals.id, id)))
     .limit(1)
   if (!row) throw new TermkeepError('terminal/not-found', `no terminal ${id} in session ${sessionId}`)
-  return infoOf(row)
+  return terminalInfoOf(row)
 }

@@ -19,7 +19,7 @@
  */
 import * as v from 'valibot'
 import { MAX_TITLE_CHARS, MAX_VISIBLE_CELLS, MIN_TITLE_CHARS } from '../limits.ts'
-import { TERMINAL_STATES } from '../tables.ts'
+import { TERMINAL_STATES, type terminals } from '../tables.ts'
 import { AttachmentId, CELLS_MESSAGE, Cols, Geometry, Rows, SessionId, TerminalId } from './common.ts'
 
 /** Header naming the follow attachment that sends input or resizes. */
@@ -72,6 +72,30 @@ export const TerminalInfo = v.object({
   updatedAt: v.number(),
 })
 export type TerminalInfo = v.InferOutput<typeof TerminalInfo>
+
+/**
+ * Pure: a stored `terminals` row as the wire's TerminalInfo. The table does not hold the live
+ * controller, so `controllerId` is null unless the live terminal supplies it.
+ */
+export function terminalInfoOf(row: typeof terminals.$inferSelect, controllerId: string | null = null): TerminalInfo {
+  return {
+    sessionId: row.sessionId,
+    id: row.id,
+    title: row.title,
+    shell: { path: row.shellPath, args: row.shellArgs, name: row.shellPath.split('/').at(-1) ?? row.shellPath },
+    cwd: row.cwd,
+    cols: row.cols,
+    rows: row.rows,
+    state: row.state,
+    exitCode: row.exitCode,
+    exitSignal: row.exitSignal,
+    error: row.error,
+    hostGeneration: row.hostGeneration,
+    controllerId,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  }
+}
 
 export const TerminalList = v.object({ terminals: v.array(TerminalInfo) })
 export type TerminalList = v.InferOutput<typeof TerminalList>

@@ -19,12 +19,12 @@ import {
   TERMINAL_IDLE_RECLAIM_MS,
 } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
-import type { CreateTerminal, TerminalEnvironment, TerminalInfo, TerminalShell } from '../../schema/wire/terminals.ts'
+import { terminalInfoOf, type CreateTerminal, type TerminalEnvironment, type TerminalInfo, type TerminalShell } from '../../schema/wire/terminals.ts'
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
 import { listShells } from '../pty/shells.ts'
 import { LiveTerminal } from './terminal.ts'
-import type { TerminalRow, TerminalStore } from './store.ts'
+import type { TerminalStore } from './store.ts'
 
 export interface TerminalHostOptions {
   store: TerminalStore
@@ -99,7 +99,7 @@ export class TerminalHost {
   async list(sessionId: string): Promise<TerminalInfo[]> {
     await this.#sessionCwd(sessionId)
     const rows = await this.#options.store.list(sessionId)
-    return rows.map((row) => this.#live.get(keyOf(sessionId, row.id))?.info() ?? infoOfRow(row))
+    return rows.map((row) => this.#live.get(keyOf(sessionId, row.id))?.info() ?? terminalInfoOf(row))
   }
 
   async info(sessionId: string, id: string): Promise<TerminalInfo> {
@@ -107,7 +107,7 @@ export class TerminalHost {
     if (live) return live.info()
     const row = await this.#options.store.get(sessionId, id)
     if (!row) throw notFound(sessionId, id)
-    return infoOfRow(row)
+    return terminalInfoOf(row)
   }
 
   /** The live terminal, or 404 (never existed) / 410 (retired or from an earlier generation). */
@@ -273,26 +273,6 @@ export class TerminalHost {
 
 function isDirectory(path: string): boolean {
   return existsSync(path) && statSync(path).isDirectory()
-}
-
-function infoOfRow(row: TerminalRow): TerminalInfo {
-  return {
-    sessionId: row.sessionId,
-    id: row.id,
-    title: row.title,
-    shell: { path: row.shellPath, args: row.shellArgs, name: row.shellPath.split('/').pop() ?? row.shellPath },
-    cwd: row.cwd,
-    cols: row.cols,
-    rows: row.rows,
-    state: row.state,
-    exitCode: row.exitCode,
-    exitSignal: row.exitSignal,
-    error: row.error,
-    hostGeneration: row.hostGeneration,
-    controllerId: null,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
-  }
 }
 
 const notFound = (sessionId: string, id: string) =>
