@@ -14,7 +14,7 @@ import { waitFor } from '../support/ports.ts'
 import { startSidecar } from '../support/sidecar.ts'
 import { launch, type Browser } from './chromium.ts'
 import { startProxy, type Proxy } from './proxy.ts'
-import { startStack, type Stack } from './stack.ts'
+import { journalText, startStack, type Stack } from './stack.ts'
 
 /** Typed into the shell; the output line it prints appears nowhere in the command line itself. */
 const COLOUR_COMMAND = String.raw`printf '\033[31mRED\033[0m \033[44m BLUE-BG \033[0m %s\n' "$((6*7))"`
@@ -70,21 +70,6 @@ describe('web page (Chromium, full stack)', () => {
       },
       [needle, offset] as const,
     )
-  /** Everything the terminal printed so far, read through the API (not the proxy). */
-  const journalText = async () => {
-    let after = 0
-    let text = ''
-    for (;;) {
-      const url = `${stack.api.url}/v1/sessions/${sessionId}/terminals/${terminalId}/output?after=${after}&limit=256`
-      const page = (await (await fetch(url, { headers: { authorization: `Bearer ${stack.token}` } })).json()) as {
-        items: { kind: string; data?: string }[]
-        next: number
-      }
-      for (const item of page.items) if (item.data) text += Buffer.from(item.data, 'base64').toString('latin1')
-      if (page.items.length === 0 || page.next === after) return text
-      after = page.next
-    }
-  }
   const info = () => client.terminal(sessionId, terminalId)
 
   beforeAll(async () => {
@@ -214,11 +199,11 @@ describe('web page (Chromium, full stack)', () => {
     // Output that happens while the page is cut off: three lines, then two queries (DA, CPR).
     await type(String.raw`sleep 3; for i in 1 2 3; do echo "L$i-$((i*11))"; done; printf 'AFTER-LOSS-%s\033[c\033[6n\n' $((3*3)); cat -v`)
     // Cut only once the whole command line (with its Enter) reached the shell.
-    await waitFor(async () => (await journalText()).includes('cat -v\r\n'), 10_000, 'the command to be entered')
+    await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('cat -v\r\n'), 10_000, 'the command to be entered')
     proxy.cut()
     await browser.page.locator('.terminal-view[data-mode="reconnecting"]').waitFor({ timeout: 10_000 })
     // Wait (through the API directly, not the proxy) until the output exists, then reconnect.
-    await waitFor(async () => (await journalText()).includes('AFTER-LOSS-9'), 20_000, 'the output printed during the outage')
+    await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('AFTER-LOSS-9'), 20_000, 'the output printed during the outage')
     proxy.restore()
     await waitForScreen('AFTER-LOSS-9', 30_000)
     await browser.page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 10_000 })

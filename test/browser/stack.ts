@@ -49,3 +49,19 @@ export async function startStack(name: string): Promise<Stack> {
   }
   return stack
 }
+
+/** Everything a terminal printed so far, read page by page from the journal through the API. */
+export async function journalText(stack: Stack, sessionId: string, terminalId: string): Promise<string> {
+  let after = 0
+  let text = ''
+  for (;;) {
+    const url = `${stack.api.url}/v1/sessions/${sessionId}/terminals/${terminalId}/output?after=${after}&limit=256`
+    const page = (await (await fetch(url, { headers: { authorization: `Bearer ${stack.token}` } })).json()) as {
+      items: { data?: string }[]
+      next: number
+    }
+    for (const item of page.items) if (item.data) text += Buffer.from(item.data, 'base64').toString('latin1')
+    if (page.items.length === 0 || page.next === after) return text
+    after = page.next
+  }
+}

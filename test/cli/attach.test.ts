@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { startProxy } from '../browser/proxy.ts'
-import { startStack, type Stack } from '../browser/stack.ts'
+import { journalText, startStack, type Stack } from '../browser/stack.ts'
 import { waitFor } from '../support/ports.ts'
 
 const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
@@ -45,22 +45,6 @@ describe('termkeep attach (real PTY, full stack)', () => {
   const terminalId = 'cli-term'
   let env: Record<string, string>
   const running: IPty[] = []
-
-  /** Everything the terminal printed so far, read from the journal. */
-  const journalText = async () => {
-    let after = 0
-    let text = ''
-    for (;;) {
-      const url = `${stack.api.url}/v1/sessions/${sessionId}/terminals/${terminalId}/output?after=${after}&limit=256`
-      const page = (await (await fetch(url, { headers: { authorization: `Bearer ${stack.token}` } })).json()) as {
-        items: { data?: string }[]
-        next: number
-      }
-      for (const item of page.items) if (item.data) text += Buffer.from(item.data, 'base64').toString('latin1')
-      if (page.items.length === 0 || page.next === after) return text
-      after = page.next
-    }
-  }
 
   beforeAll(async () => {
     stack = await startStack('cli')
@@ -137,9 +121,9 @@ describe('termkeep attach (real PTY, full stack)', () => {
       running.push(cli.pty)
       await waitFor(async () => cli.output().includes('again-2'), 20_000, 'the snapshot')
       cli.pty.write('sleep 2; for i in 1 2 3; do echo "N$i-$((i*7))"; done\r')
-      await waitFor(async () => (await journalText()).includes('done\r\n'), 20_000, 'the command to be entered')
+      await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('done\r\n'), 20_000, 'the command to be entered')
       proxy.cut()
-      await waitFor(async () => (await journalText()).includes('N3-21'), 20_000, 'the output printed during the outage')
+      await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('N3-21'), 20_000, 'the output printed during the outage')
       proxy.restore()
       await waitFor(async () => cli.output().includes('N3-21'), 30_000, 'the output after reconnecting')
       for (const line of ['N1-7', 'N2-14', 'N3-21']) expect(cli.output().split(line).length - 1, line).toBe(1)
