@@ -41,6 +41,7 @@ const FLOOD_GAP_MS = 3
 const FLOOD_BATCH_MS = 1
 /** Upper bound of records one read call looks at (Resize records carry no bytes). */
 const READ_WINDOW_RECORDS = 4096
+const EMPTY = Buffer.alloc(0)
 
 export class Journal {
   readonly initialSize: Geometry
@@ -187,17 +188,7 @@ export class Journal {
 
   /** Delivery items after `after`: adjacent Data coalesced within the item budget. */
   async readItems(after: number, maxItems: number): Promise<OutputItem[]> {
-    const { metas, cut } = this.#metasAfter(after, READ_WINDOW_BYTES)
-    const plans = planItems(metas, maxItems)
-    // The window may have cut the last item short; leave it for the next read so items come out
-    // the same however a reader pages (only the live edge can produce a short item).
-    const tail = plans.at(-1)
-    if (cut && plans.length > 1 && tail?.kind === 'data' && tail.last === metas.at(-1)?.sequence) plans.pop()
-    if (plans.length === 0) return []
-    const dataPlans = plans.filter((p): p is Extract<ItemPlan, { kind: 'data' }> => p.kind === 'data')
-    const start = dataPlans.length > 0 ? this.#index.offset(dataPlans[0].first) : 0
-    const total = dataPlans.reduce((sum, p) => sum + p.length, 0)
-    const bytes = total > 0 ? await this.#read(start, total) : Buffer.alloc(0)
+    const { plans, bytes } = await this.readPlanned(after, maxItems)
     let at = 0
     return plans.map((p): OutputItem => {
       if (p.kind === 'resize') return { kind: 'resize', sequence: p.last, cols: p.cols, rows: p.rows }
@@ -207,14 +198,37 @@ export class Journal {
     })
   }
 
-  /** Spool bytes [offset, offset + length), from the last flush when they are all in it. */
+  /** The items `readItems` would return, as plans plus their raw bytes back to back (Data plans in
+   * order), for writers that encode straight into their own framing (watchOutput over SSE). */
+  async readPlanned(after: number, maxItems: number): Promise<{ plans: ItemPlan[]; bytes: Buffer }> {
+    const { metas, cut } = this.#metasAfter(after, READ_WINDOW_BYTES)
+    const plans = planItems(metas, maxItems)
+    // The window may have cut the last item short; leave it for the next read so items come out
+    // the same however a reader pages (only the live edge can produce a short item).
+    const tail = plans.at(-1)
+    if (cut && plans.length > 1 && tail?.kind === 'data' && tail.last === metas.at(-1)?.sequence) plans.pop()
+    if (plans.length === 0) return { plans, bytes: EMPTY }
+    let start = -1
+    let total = 0
+    for (const p of plans) {
+      if (p.kind !== 'data') continue
+      if (start < 0) start = this.#index.offset(p.first)
+      total += p.length
+    }
+    const bytes = total > 0 ? await this.#read(start, total) : EMPTY
+    return { plans, bytes }
+  }
+
+  /** Spool bytes [offset, offset + length), from the last flush when they are all in it. The
+   * result is read-only for the caller: from the last flush it is a view, not a copy (every reader
+   * at the live edge would otherwise copy every byte once more). */
   #read(offset: number, length: number): Promise<Buffer> {
     const recent = this.#recent
     const from = offset - recent.offset
     if (from < 0 || from + length > recent.length || this.#retired) return this.#spool.readAt(offset, length)
     const whole = recent.parts.length === 1 ? Buffer.from(recent.parts[0].buffer, recent.parts[0].byteOffset, recent.length) : Buffer.concat(recent.parts)
     if (recent.parts.length > 1) this.#recent = { ...recent, parts: [whole] }
-    return Promise.resolve(Buffer.from(whole.subarray(from, from + length)))
+    return Promise.resolve(whole.subarray(from, from + length))
   }
 
   /** Consecutive record metas after `after` whose data adds up to about `maxBytes`; `cut` when
