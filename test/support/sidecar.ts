@@ -39,7 +39,7 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
   const port = options.port ?? (await freePort())
   const url = `http://127.0.0.1:${port}`
   const child = fork(ENTRY, [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', 'tsx', ...(process.env.TERMKEEP_SIDECAR_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     env: {
       ...process.env,
       ...options.env,
