@@ -4,6 +4,8 @@
  * sequence it has applied. Requests (snapshot, and kinds registered by other modules) run in order
  * with the records of their screen.
  */
+import { readlinkSync } from 'node:fs'
+import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
 import serializeModule from '@xterm/addon-serialize'
 import headless from '@xterm/headless'
@@ -20,6 +22,23 @@ const { SerializeAddon } = serializeModule
 
 const port = parentPort
 if (!port) throw new Error('emulator worker started outside a worker thread')
+
+/**
+ * The emulator must never slow the byte path, but on a small machine it competes for the same
+ * cores: parsing a flood (a 200 MB `cat`) took ~55% of a core on a 2-core host while the main
+ * thread needed all of one, so the journal's readers got less. Lowering this thread's scheduling
+ * priority (Linux: nice applies per thread, by tid) lets the PTY reader, the journal and the SSE
+ * writers go first; on an idle machine the emulator still gets a whole core. Lagging during a flood
+ * also makes the feed send larger windows, so fast-forward skips more. Best effort: elsewhere, or
+ * if refused, the thread keeps the default priority.
+ */
+const EMULATOR_NICE = 10
+try {
+  const tid = Number(readlinkSync('/proc/thread-self').split('/').pop())
+  if (Number.isInteger(tid) && tid > 0) setPriority(tid, EMULATOR_NICE)
+} catch {
+  // not Linux, or not permitted: default priority
+}
 
 class Screen implements EmulatorContext {
   readonly terminal: InstanceType<typeof Terminal>
