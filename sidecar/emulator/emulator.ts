@@ -240,7 +240,7 @@ export class Emulator {
       }
       // Behind the journal: read ahead in one window, so the worker can skip text that provably
       // scrolls out (sidecar/display/fast-forward.ts); at the live edge windows stay small.
-      const records = await this.#journal.readRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES)
+      const records = await this.#journal.readRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES, true)
       if (signal.aborted) return
       this.#post(records)
     }
@@ -249,7 +249,11 @@ export class Emulator {
   #post(records: Awaited<ReturnType<Journal['readRecords']>>): void {
     let total = 0
     for (const r of records) if (r.kind === 'data') total += r.bytes.length
-    const bytes = new Uint8Array(total)
+    // readRecords(…, owned) hands over consecutive views of one buffer that is ours alone: transfer
+    // it as is (the main thread copied every byte once more before). Otherwise copy.
+    const first = records.find((r) => r.kind === 'data')?.bytes
+    const whole = first !== undefined && first.byteOffset === 0 && first.buffer.byteLength === total
+    const bytes = whole ? new Uint8Array(first.buffer as ArrayBuffer) : new Uint8Array(total)
     const wire: WireRecord[] = []
     let at = 0
     for (const r of records) {
@@ -257,7 +261,7 @@ export class Emulator {
         wire.push(r)
         continue
       }
-      bytes.set(r.bytes, at)
+      if (!whole) bytes.set(r.bytes, at)
       wire.push({ kind: 'data', sequence: r.sequence, start: at, end: at + r.bytes.length })
       at += r.bytes.length
     }

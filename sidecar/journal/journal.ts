@@ -169,14 +169,16 @@ export class Journal {
     return this.#changes.wait(timeoutMs, signal)
   }
 
-  /** Native records after `after`, up to about `maxBytes` of data (at least one record if any). */
-  async readRecords(after: number, maxBytes = READ_WINDOW_BYTES): Promise<NativeRecord[]> {
+  /** Native records after `after`, up to about `maxBytes` of data (at least one record if any).
+   * With `owned`, the Data records' bytes are consecutive views of one ArrayBuffer that belongs to
+   * the caller alone (it may transfer it to a worker instead of copying it). */
+  async readRecords(after: number, maxBytes = READ_WINDOW_BYTES, owned = false): Promise<NativeRecord[]> {
     const { metas } = this.#metasAfter(after, maxBytes)
     if (metas.length === 0) return []
     const data = metas.filter((m) => m.kind === 'data')
     const start = data.length > 0 ? this.#index.offset(data[0].sequence) : 0
     const total = data.reduce((sum, m) => sum + m.length, 0)
-    const bytes = total > 0 ? await this.#read(start, total) : Buffer.alloc(0)
+    const bytes = total > 0 ? await this.#read(start, total, owned) : Buffer.alloc(0)
     let at = 0
     return metas.map((m): NativeRecord => {
       if (m.kind === 'resize') return m
@@ -222,13 +224,23 @@ export class Journal {
   /** Spool bytes [offset, offset + length), from the last flush when they are all in it. The
    * result is read-only for the caller: from the last flush it is a view, not a copy (every reader
    * at the live edge would otherwise copy every byte once more). */
-  #read(offset: number, length: number): Promise<Buffer> {
+  async #read(offset: number, length: number, owned = false): Promise<Buffer> {
     const recent = this.#recent
     const from = offset - recent.offset
-    if (from < 0 || from + length > recent.length || this.#retired) return this.#spool.readAt(offset, length)
-    const whole = recent.parts.length === 1 ? Buffer.from(recent.parts[0].buffer, recent.parts[0].byteOffset, recent.length) : Buffer.concat(recent.parts)
-    if (recent.parts.length > 1) this.#recent = { ...recent, parts: [whole] }
-    return Promise.resolve(whole.subarray(from, from + length))
+    let bytes: Buffer
+    if (from < 0 || from + length > recent.length || this.#retired) {
+      bytes = await this.#spool.readAt(offset, length)
+      // A fresh read is the caller's unless it came from Buffer's shared pool (small reads).
+      if (!owned || (bytes.byteOffset === 0 && bytes.buffer.byteLength === length)) return bytes
+    } else {
+      const whole = recent.parts.length === 1 ? Buffer.from(recent.parts[0].buffer, recent.parts[0].byteOffset, recent.length) : Buffer.concat(recent.parts)
+      if (recent.parts.length > 1) this.#recent = { ...recent, parts: [whole] }
+      bytes = whole.subarray(from, from + length)
+      if (!owned) return bytes
+    }
+    const own = Buffer.from(new ArrayBuffer(length))
+    own.set(bytes)
+    return own
   }
 
   /** Consecutive record metas after `after` whose data adds up to about `maxBytes`; `cut` when
