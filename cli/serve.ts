@@ -13,6 +13,7 @@ import { startNodeApi, type RunningApi } from '../api/runtime/node.ts'
 import type { Config } from '../schema/config.ts'
 import { openStorage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
+import { SIDECAR_NODE_FLAGS } from '../sidecar/node-flags.ts'
 
 const SIDECAR_ENTRY = fileURLToPath(new URL('../sidecar/main.ts', import.meta.url))
 const SIDECAR_START_TIMEOUT_MS = 30_000
@@ -32,7 +33,7 @@ export function localSidecarSecret(config: Config): string {
 
 function startSidecar(config: Config, secret: string): Promise<ChildProcess> {
   const child = fork(SIDECAR_ENTRY, [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', 'tsx', ...SIDECAR_NODE_FLAGS],
     env: { ...process.env, SIDECAR_SECRET: secret, SIDECAR_URL: config.sidecarUrl, DATABASE_URL: config.databaseUrl },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })

@@ -6,6 +6,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { SIDECAR_NODE_FLAGS } from '../../sidecar/node-flags.ts'
 import { freePort } from './ports.ts'
 
 const ENTRY = new URL('../../sidecar/main.ts', import.meta.url).pathname
@@ -39,7 +40,7 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
   const port = options.port ?? (await freePort())
   const url = `http://127.0.0.1:${port}`
   const child = fork(ENTRY, [], {
-    execArgv: ['--import', 'tsx', ...(process.env.TERMKEEP_SIDECAR_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
+    execArgv: ['--import', 'tsx', ...SIDECAR_NODE_FLAGS, ...(process.env.TERMKEEP_SIDECAR_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     env: {
       ...process.env,
       ...options.env,
