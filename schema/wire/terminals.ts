@@ -141,6 +141,14 @@ export const FollowQuery = v.object({ attachment: AttachmentId })
  */
 export const FollowSnapshot = v.object({ sequence: v.number(), screen: v.string(), info: TerminalInfo })
 export const FollowOutput = v.object({ sequence: v.number(), data: v.string() })
-export const FollowState = v.object({ info: TerminalInfo })
+export const FollowState = v.object({
+  info: TerminalInfo,
+  /**
+   * Only on the first frame of a follow resumed with Last-Event-ID: the last sequence journaled
+   * when the resume was answered. Output up to it is replayed backlog (a client must not answer
+   * terminal queries in it); output after it is live.
+   */
+  replayThrough: v.optional(v.number()),
+})
 export type FollowSnapshot = v.InferOutput<typeof FollowSnapshot>
 export type FollowOutput = v.InferOutput<typeof FollowOutput>

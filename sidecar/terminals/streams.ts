@@ -14,7 +14,8 @@ const finished = (t: LiveTerminal) => t.state === 'closed' || t.state === 'retir
 
 /**
  * Follow. Without `resumeAfter`: a `snapshot` of the emulator at a known sequence, then `output`
- * (id = sequence) after it. With `resumeAfter` (Last-Event-ID): a `state` frame, then output after
+ * (id = sequence) after it. With `resumeAfter` (Last-Event-ID): a `state` frame carrying
+ * `replayThrough` (the last journaled sequence: the end of the replayed backlog), then output after
  * that sequence. Resize records become `state` frames in output order (id = their sequence), and
  * every other info change (title, controller, lifecycle) a `state` frame as it happens; the
  * geometry in a state frame is always the one the stream has reached. Ends after the terminal
@@ -40,7 +41,9 @@ export async function* follow(
     } else {
       cursor = resumeAfter
       geometry = journal.geometryAt(cursor)
-      yield { event: 'state', data: { info: terminal.info(geometry) } }
+      // Tells the client exactly where the replayed backlog ends, so it can tell replayed terminal
+      // queries (never to be answered) from live ones.
+      yield { event: 'state', data: { info: terminal.info(geometry), replayThrough: journal.lastSequence } }
     }
     let version = terminal.version
     for (;;) {

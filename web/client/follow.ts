@@ -10,8 +10,6 @@ import { ApiError, terminalPath, type TermkeepClient } from './api.ts'
 
 /** Backoff between reconnection attempts after a network loss. */
 const RECONNECT_DELAYS_MS = [250, 500, 1000, 2000, 4000]
-/** After a resume, how long the first replayed event may take to arrive and still count as backlog. */
-const BACKLOG_START_MS = 1000
 /** 503 answers retried (with the backoff) before the follow counts as refused. */
 const MAX_UNAVAILABLE_RETRIES = 2
 /**
@@ -28,7 +26,8 @@ export interface FollowHandlers {
   snapshot(sequence: number, screen: string, info: TerminalInfo): void
   /**
    * Bytes after the snapshot, in order. `backlog` is true for bytes the server replays on a
-   * reconnect (they were printed while this client was away).
+   * reconnect (journaled up to the resume's `replayThrough`, i.e. printed while this client was
+   * away); bytes printed after the resume are live.
    */
   output(sequence: number, bytes: Uint8Array, backlog: boolean): void
   state(info: TerminalInfo): void
@@ -50,11 +49,6 @@ export interface FollowOptions {
   attachment: string
   handlers: FollowHandlers
   signal: AbortSignal
-  /**
-   * How long after a reconnect the stream may be silent before the replayed backlog counts as
-   * drained; events arriving in the first burst are marked `backlog`.
-   */
-  backlogQuietMs?: number
 }
 
 export function decodeBase64(data: string): Uint8Array {
@@ -73,7 +67,6 @@ const sleep = (ms: number, signal: AbortSignal) =>
 /** Runs the follow until the server ends it, refuses it, or `signal` aborts. */
 export async function follow(options: FollowOptions): Promise<FollowEnd> {
   const { client, sessionId, terminalId, attachment, handlers, signal } = options
-  const quietMs = options.backlogQuietMs ?? 150
   const path = `${terminalPath(sessionId, terminalId)}/follow?attachment=${encodeURIComponent(attachment)}`
   let lastSequence: number | undefined
   let lastInfo: TerminalInfo | undefined
@@ -95,14 +88,10 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
       handlers.status?.('live')
       failures = 0
       unavailable = 0
-      // The replayed backlog is the first burst after a resume: it may take a moment to start
-      // (a loaded relay), then its events follow each other closely.
-      let backlogUntil = resumed ? Date.now() + BACKLOG_START_MS : 0
+      // On a resume the server's first `state` frame says where the replayed backlog ends.
+      let replayThrough = 0
       for await (const event of events) {
         sawEvent = true
-        const now = Date.now()
-        const backlog = now < backlogUntil
-        if (backlog) backlogUntil = now + quietMs
         const body = JSON.parse(event.data) as Record<string, unknown>
         if (event.event === 'snapshot') {
           lastSequence = Number(body.sequence)
@@ -113,8 +102,9 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
           // A replay that overlaps what was applied is skipped, never written twice.
           if (lastSequence !== undefined && sequence <= lastSequence) continue
           lastSequence = sequence
-          handlers.output(sequence, decodeBase64(String(body.data)), backlog)
+          handlers.output(sequence, decodeBase64(String(body.data)), resumed && sequence <= replayThrough)
         } else if (event.event === 'state') {
+          if (typeof body.replayThrough === 'number') replayThrough = body.replayThrough
           lastInfo = body.info as TerminalInfo
           handlers.state(lastInfo)
         }
