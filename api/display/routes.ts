@@ -8,7 +8,7 @@ import { describeRoute } from 'hono-openapi'
 import { TermkeepError } from '../../schema/errors.ts'
 import { ScreenProjection } from '../../schema/wire/display.ts'
 import { TerminalParams } from '../../schema/wire/terminals.ts'
-import { guard } from '../auth/guard.ts'
+import { guard, streamOptions } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { relaySSE, sseResponse } from '../sse.ts'
@@ -25,7 +25,7 @@ async function relayScreenWatch(c: Context<AppEnv>, sid: string, tid: string): P
     signal: upstream.signal,
     headers: { accept: 'text/event-stream' },
   })
-  return relaySSE(response, () => upstream.abort(), { heartbeatMs: c.var.deps.tuning?.heartbeatMs, requestSignal: c.req.raw.signal })
+  return relaySSE(response, () => upstream.abort(), streamOptions(c))
 }
 
 export const displayRoutes = new Hono<AppEnv>()
@@ -53,7 +53,7 @@ export const displayRoutes = new Hono<AppEnv>()
           }
           await sink.send({ event: 'end', data: { revision: header.revision, truncated: header.truncated } })
         },
-        { heartbeatMs: c.var.deps.tuning?.heartbeatMs, requestSignal: c.req.raw.signal },
+        streamOptions(c),
       )
     },
   )

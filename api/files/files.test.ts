@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import type { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../app.ts'
-import { createToken } from '../auth/tokens.ts'
+import { createToken, revokeToken } from '../auth/tokens.ts'
 import type { AppEnv } from '../deps.ts'
 import { SidecarClient } from '../sidecar-client.ts'
 import { MAX_FILE_PAGE_LINES } from '../../schema/limits.ts'
@@ -229,6 +229,26 @@ describe('changes', () => {
       expect(edited.version).toBe(stat.body.version)
       rmSync(join(root, 'first.txt'))
       expect(await nextChange(events, 'first.txt', (c) => c.absent === true)).toMatchObject({ absent: true, source: 'os' })
+    } finally {
+      abort.abort()
+      await events.close().catch(() => undefined)
+    }
+  })
+})
+
+describe('changes after revocation', () => {
+  it('ends an open stream when its token is revoked', async () => {
+    const { token: record, secret } = await createToken(storage.db, { name: 'brief', grants: ['files:read'], sessions: ['s1'] })
+    const abort = new AbortController()
+    const events = readSse(await call('GET', '/v1/sessions/s1/files/changes', secret, undefined, abort.signal))
+    try {
+      expect((await events.next(15_000)).event).toBe('ready')
+      await revokeToken(storage.db, record.id)
+      // The next heartbeat (200 ms here) re-checks the token: an error event, then the end.
+      const last = await events.next(15_000)
+      expect(last.event).toBe('error')
+      expect(JSON.parse(last.data).error.code).toBe('auth/invalid-token')
+      await expect(events.next(15_000)).rejects.toThrow(/ended/)
     } finally {
       abort.abort()
       await events.close().catch(() => undefined)

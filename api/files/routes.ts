@@ -25,7 +25,7 @@ import {
   StoreToolResult,
   TextQuery,
 } from '../../schema/wire/files.ts'
-import { guard } from '../auth/guard.ts'
+import { guard, streamOptions } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { relaySSE } from '../sse.ts'
@@ -124,10 +124,7 @@ export const fileRoutes = new Hono<AppEnv>()
     async (c) => {
       const upstream = new AbortController()
       const response = await c.var.deps.sidecar.fileChanges(sid(c), upstream.signal)
-      return relaySSE(response, () => upstream.abort(), {
-        heartbeatMs: c.var.deps.tuning?.heartbeatMs,
-        requestSignal: c.req.raw.signal,
-      })
+      return relaySSE(response, () => upstream.abort(), streamOptions(c))
     },
   )
   .post(
