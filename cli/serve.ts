@@ -70,8 +70,16 @@ export async function serveCommand(config: Config): Promise<void> {
   })
   process.once('SIGINT', () => void stop(0))
   process.once('SIGTERM', () => void stop(0))
-  api = await startNodeApi({ storage, sidecarUrl: config.sidecarUrl, sidecarSecret: secret, host: config.host, port: config.port })
-  const admin = await ensureAdminToken(storage.db, config.adminToken)
+  let admin: Awaited<ReturnType<typeof ensureAdminToken>>
+  try {
+    api = await startNodeApi({ storage, sidecarUrl: config.sidecarUrl, sidecarSecret: secret, host: config.host, port: config.port })
+    admin = await ensureAdminToken(storage.db, config.adminToken)
+  } catch (error) {
+    // Never leave the sidecar running behind a failed start (e.g. the API port is taken).
+    const reason = (error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? `port ${config.port} is already in use` : String(error)
+    console.error(`termkeep: the API could not start: ${reason}; stopping`)
+    return stop(1)
+  }
   console.log(`termkeep: API listening on ${api.url}`)
   console.log(`termkeep: web page at ${api.url}/ (sign in with a token)`)
   if (admin.secret) {

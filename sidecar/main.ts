@@ -71,6 +71,9 @@ async function main(): Promise<void> {
   }
   process.once('SIGTERM', stop)
   process.once('SIGINT', stop)
+  // Started by `termkeep serve` (an IPC channel exists): a parent that dies without stopping us
+  // must not leave an orphan sidecar holding its PTYs and port.
+  if (process.send) process.once('disconnect', stop)
 }
 
 /** TERMKEEP_TERMINAL_IDLE_MS (sidecar only): idle reclamation delay; unset = the default. */

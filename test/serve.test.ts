@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createServer, type AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { freePort, waitFor } from './support/ports.ts'
 
@@ -48,12 +49,16 @@ async function sidecarPid(port: number): Promise<number | undefined> {
 describe('termkeep serve', () => {
   it('serves health with the database and sidecar reachable, prints the admin token once, and stops on Ctrl-C', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-serve-'))
-    const [port, sidecarPort] = [await freePort(), await freePort()]
+    const port = await freePort()
+    let sidecarPort = await freePort()
+    while (sidecarPort === port) sidecarPort = await freePort()
     const env = { TERMKEEP_DATA_DIR: dataDir, PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${sidecarPort}` }
 
     const first = serve(env)
     try {
-      await waitFor(async () => first.output().includes('API listening'), 30_000, 'serve to start')
+      await waitFor(async () => first.output().includes('API listening'), 60_000, 'serve to start').catch((error: Error) => {
+        throw new Error(`${error.message}; serve printed:\n${first.output()}`)
+      })
       expect(first.output()).toContain(`termkeep: API listening on http://127.0.0.1:${port}`)
       const token = first.output().match(/admin token \(shown once, stored hashed\): (tk_\S+)/)?.[1]
       expect(token).toBeDefined()
@@ -71,13 +76,34 @@ describe('termkeep serve', () => {
 
     const second = serve(env)
     try {
-      await waitFor(async () => second.output().includes('API listening'), 30_000, 'serve to restart')
+      await waitFor(async () => second.output().includes('API listening'), 60_000, 'serve to restart').catch((error: Error) => {
+        throw new Error(`${error.message}; serve printed:\n${second.output()}`)
+      })
       expect(second.output()).not.toContain('tk_')
       expect(second.output()).toContain('an admin token already exists')
       second.child.kill('SIGTERM')
       expect(await second.exited).toBe(0)
     } finally {
       second.child.kill('SIGKILL')
+    }
+  })
+
+  it('stops the sidecar it started when the API port is taken', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-serve-busy-'))
+    const blocker = createServer().listen(0, '127.0.0.1')
+    await new Promise((r) => blocker.once('listening', r))
+    const port = (blocker.address() as AddressInfo).port
+    let sidecarPort = await freePort()
+    while (sidecarPort === port) sidecarPort = await freePort()
+    const busy = serve({ TERMKEEP_DATA_DIR: dataDir, PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${sidecarPort}` })
+    try {
+      expect(await busy.exited).toBe(1)
+      expect(busy.output()).toContain(`termkeep: the API could not start: port ${port} is already in use; stopping`)
+      // Nothing listens on the sidecar port any more.
+      await waitFor(async () => (await sidecarPid(sidecarPort)) === undefined, 10_000, 'the sidecar to stop')
+    } finally {
+      busy.child.kill('SIGKILL')
+      blocker.close()
     }
   })
 
