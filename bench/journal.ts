@@ -106,27 +106,39 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
 }
 
+/**
+ * Round-trip times (ms) of ECHO_ROUNDS distinct letters after ECHO_WARMUP unmeasured ones. The
+ * timed part ends when `roundTrip` resolves; what it returns (a check) runs outside the timing.
+ */
+async function echoSamples(roundTrip: (ch: string) => Promise<(() => Promise<void>) | void>): Promise<number[]> {
+  const samples: number[] = []
+  for (let i = 0; i < ECHO_ROUNDS + ECHO_WARMUP; i++) {
+    const ch = String.fromCharCode(97 + (i % 26))
+    const start = process.hrtime.bigint()
+    const check = await roundTrip(ch)
+    if (i >= ECHO_WARMUP) samples.push(seconds(start) * 1000)
+    await check?.()
+  }
+  return samples
+}
+
 /** (a) echo: write one byte to node-pty, wait for it to come back. */
 async function rawEcho(): Promise<number[]> {
   const p = pty.spawn('/bin/sh', ['-c', 'stty raw -echo; exec cat'], { cols: COLS, rows: ROWS, encoding: null as unknown as string })
   let waiting: ((data: string) => void) | undefined
   p.onData((data) => waiting?.((data as unknown as Buffer).toString('latin1')))
   await new Promise((r) => setTimeout(r, 300))
-  const samples: number[] = []
   try {
-    for (let i = 0; i < ECHO_ROUNDS + ECHO_WARMUP; i++) {
-      const ch = String.fromCharCode(97 + (i % 26))
-      const start = process.hrtime.bigint()
-      await new Promise<void>((resolve) => {
-        waiting = (data) => data.includes(ch) && resolve()
-        p.write(ch)
-      })
-      if (i >= ECHO_WARMUP) samples.push(seconds(start) * 1000)
-    }
+    return await echoSamples(
+      (ch) =>
+        new Promise<void>((resolve) => {
+          waiting = (data) => data.includes(ch) && resolve()
+          p.write(ch)
+        }),
+    )
   } finally {
     p.kill('SIGKILL')
   }
-  return samples
 }
 
 /** (c) echo: POST one byte as input, wait for it in the follow stream's `output` frames. */
@@ -134,21 +146,18 @@ async function sidecarEcho(http: SidecarHttp, path: string): Promise<number[]> {
   const follow = await http.sse(`${path}/follow?attachment=bench`)
   await follow.until((m) => m.event === 'snapshot')
   await new Promise((r) => setTimeout(r, 300))
-  const samples: number[] = []
   try {
-    for (let i = 0; i < ECHO_ROUNDS + ECHO_WARMUP; i++) {
-      const ch = String.fromCharCode(97 + (i % 26))
-      const start = process.hrtime.bigint()
+    return await echoSamples(async (ch) => {
       const posted = http.fetch('POST', `${path}/input`, { body: ch, headers: { 'termkeep-attachment': 'bench' } })
       await follow.until((m) => m.event === 'output' && Buffer.from(m.data.data, 'base64').toString('latin1').includes(ch))
-      if (i >= ECHO_WARMUP) samples.push(seconds(start) * 1000)
-      const response = await posted
-      if (response.status !== 204) throw new Error(`input answered ${response.status}`)
-    }
+      return async () => {
+        const response = await posted
+        if (response.status !== 204) throw new Error(`input answered ${response.status}`)
+      }
+    })
   } finally {
     follow.close()
   }
-  return samples
 }
 
 async function run(): Promise<BenchRow[]> {
