@@ -1,9 +1,11 @@
 /**
  * Installed shells: the entries of /etc/shells (or TERMKEEP_SHELLS_FILE) that exist as
  * executable regular files, in file order without duplicates, the default first. The default is
- * $SHELL when it is one of them, else the first. Nothing else may be spawned.
+ * chosen as tmux does: $SHELL, else the account's login shell (passwd), when it is one of them;
+ * else the first. Nothing else may be spawned.
  */
 import { accessSync, constants, readFileSync, statSync } from 'node:fs'
+import { userInfo } from 'node:os'
 import { basename } from 'node:path'
 import type { TerminalShell } from '../../schema/wire/terminals.ts'
 
@@ -20,7 +22,17 @@ function executable(path: string): boolean {
   }
 }
 
-export function listShells(shellsFile = DEFAULT_SHELLS_FILE, preferred = process.env.SHELL): TerminalShell[] {
+/** $SHELL, else the login shell from the user database (a service or CI job often has no $SHELL). */
+export function preferredShell(): string | undefined {
+  if (process.env.SHELL) return process.env.SHELL
+  try {
+    return userInfo().shell ?? undefined
+  } catch {
+    return undefined // no passwd entry for this uid (e.g. an arbitrary container user)
+  }
+}
+
+export function listShells(shellsFile = DEFAULT_SHELLS_FILE, preferred = preferredShell()): TerminalShell[] {
   let text = ''
   try {
     text = readFileSync(shellsFile, 'utf8')
