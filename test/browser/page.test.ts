@@ -198,13 +198,22 @@ describe('web page (Chromium, full stack)', () => {
   it('resumes after a network loss without losing, repeating or answering replayed output', async () => {
     // Output that happens while the page is cut off: three lines, then two queries (DA, CPR).
     await type(String.raw`sleep 3; for i in 1 2 3; do echo "L$i-$((i*11))"; done; printf 'AFTER-LOSS-%s\033[c\033[6n\n' $((3*3)); cat -v`)
-    // Cut only once the whole command line (with its Enter) reached the shell.
-    await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('cat -v\r\n'), 10_000, 'the command to be entered')
+    // Cut only once the whole command line (with its Enter) reached the shell: its echo, after the
+    // last `sleep 3` (the previous test's command line also ended in `cat -v`), with readline's
+    // line-wrap carriage returns taken out.
+    const entered = (journal: string) => {
+      const start = journal.lastIndexOf('sleep 3;')
+      return start !== -1 && journal.slice(start).replace(/ ?\r(?!\n)/g, '').includes('cat -v\r\n')
+    }
+    await waitFor(async () => entered(await journalText(stack, sessionId, terminalId)), 10_000, 'the command to be entered')
     proxy.cut()
-    await browser.page.locator('.terminal-view[data-mode="reconnecting"]').waitFor({ timeout: 10_000 })
-    // Wait (through the API directly, not the proxy) until the output exists, then reconnect.
-    await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('AFTER-LOSS-9'), 20_000, 'the output printed during the outage')
-    proxy.restore()
+    try {
+      await browser.page.locator('.terminal-view[data-mode="reconnecting"]').waitFor({ timeout: 10_000 })
+      // Wait (through the API directly, not the proxy) until the output exists, then reconnect.
+      await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('AFTER-LOSS-9'), 20_000, 'the output printed during the outage')
+    } finally {
+      proxy.restore()
+    }
     await waitForScreen('AFTER-LOSS-9', 30_000)
     await browser.page.locator('.terminal-view[data-mode="live"]').waitFor({ timeout: 10_000 })
     // Input after the replay is delivered in order behind anything the page sent before it, so

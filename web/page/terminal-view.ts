@@ -238,6 +238,10 @@ export class TerminalView {
       this.#setMode('read-only', 'Another window controls this terminal; this view is read-only.')
     } else if (error instanceof ApiError) {
       this.events.mode(this.#mode, `Input was refused: ${error.message}`)
+    } else {
+      // A network failure mid-request: the bytes may or may not have arrived, and input is not
+      // idempotent, so it is not resent; the user is told instead of left guessing.
+      this.events.mode(this.#mode, 'Connection lost while sending input; some keystrokes may not have arrived.')
     }
   }
 
