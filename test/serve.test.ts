@@ -56,7 +56,8 @@ describe('termkeep serve', () => {
 
     const first = serve(env)
     try {
-      await waitFor(async () => first.output().includes('API listening'), 60_000, 'serve to start').catch((error: Error) => {
+      // The admin token line is serve's last line of start-up output (each line may arrive apart).
+      await waitFor(async () => first.output().includes('admin token'), 60_000, 'serve to start').catch((error: Error) => {
         throw new Error(`${error.message}; serve printed:\n${first.output()}`)
       })
       expect(first.output()).toContain(`termkeep: API listening on http://127.0.0.1:${port}`)
@@ -76,7 +77,7 @@ describe('termkeep serve', () => {
 
     const second = serve(env)
     try {
-      await waitFor(async () => second.output().includes('API listening'), 60_000, 'serve to restart').catch((error: Error) => {
+      await waitFor(async () => second.output().includes('admin token'), 60_000, 'serve to restart').catch((error: Error) => {
         throw new Error(`${error.message}; serve printed:\n${second.output()}`)
       })
       expect(second.output()).not.toContain('tk_')

@@ -4,10 +4,10 @@
  * shell, a local window-size change resizes the remote terminal, Ctrl-\ detaches, the local
  * terminal is restored and the remote terminal keeps running.
  */
-import { spawn as spawnPty, type IPty } from 'node-pty'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { PtyProcess } from '../../sidecar/pty/pty-process.ts'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { startProxy } from '../browser/proxy.ts'
 import { journalText, startStack, type Stack } from '../browser/stack.ts'
@@ -23,19 +23,27 @@ function execCli(args: string[], env: Record<string, string>): Promise<{ code: n
   })
 }
 
-/** A CLI process in a real PTY, with everything it printed collected. */
+/**
+ * A CLI process in a real PTY, with everything it printed collected. Through the sidecar's
+ * PtyProcess, which reads the master to the end (plain node-pty may drop the last bytes at exit):
+ * `exited` resolves once the process exited and all its output was read.
+ */
 function runInPty(args: string[], env: Record<string, string>, cols = 100, rows = 30) {
-  const pty: IPty = spawnPty(process.execPath, [BIN, ...args], {
-    name: 'xterm-256color',
+  const pty = new PtyProcess({
+    file: process.execPath,
+    args: [BIN, ...args],
+    cwd: process.cwd(),
+    env: { ...process.env, ...env, TERM: 'xterm-256color' } as Record<string, string>,
     cols,
     rows,
-    cwd: process.cwd(),
-    env: { ...process.env, ...env } as Record<string, string>,
   })
+  const decoder = new TextDecoder()
   let output = ''
-  pty.onData((data) => (output += data))
-  const exited = new Promise<number>((resolve) => pty.onExit(({ exitCode }) => resolve(exitCode)))
-  return { pty, exited, output: () => output }
+  pty.onData((data) => (output += decoder.decode(data, { stream: true })))
+  const ended = new Promise<void>((resolve) => pty.onEnd(resolve))
+  const exit = new Promise<number>((resolve) => pty.onExit(({ exitCode }) => resolve(exitCode ?? -1)))
+  const exited = Promise.all([exit, ended]).then(([code]) => code)
+  return { pty, exited, output: () => output, write: (text: string) => pty.write(Buffer.from(text)) }
 }
 
 describe('termkeep attach (real PTY, full stack)', () => {
@@ -44,7 +52,7 @@ describe('termkeep attach (real PTY, full stack)', () => {
   let sessionId: string
   const terminalId = 'cli-term'
   let env: Record<string, string>
-  const running: IPty[] = []
+  const running: PtyProcess[] = []
 
   beforeAll(async () => {
     stack = await startStack('cli')
@@ -71,9 +79,9 @@ describe('termkeep attach (real PTY, full stack)', () => {
       const info = await client.terminal(sessionId, terminalId)
       return info.cols === 100 && info.rows === 30
     }, 30_000, 'attach to size the remote terminal to 100x30')
-    cli.pty.write('echo attached-$((20+22))\r')
+    cli.write('echo attached-$((20+22))\r')
     await waitFor(async () => cli.output().includes('attached-42'), 20_000, 'the echo through attach')
-    cli.pty.write("printf '\\033[32mGREEN\\033[0m-%s\\n' ok\r")
+    cli.write("printf '\\033[32mGREEN\\033[0m-%s\\n' ok\r")
     await waitFor(async () => cli.output().includes('GREEN\x1b[0m-ok') || /GREEN(\x1b\[[0-9;]*m)+-ok/.test(cli.output()), 20_000, 'coloured output through attach')
     // A local window-size change (SIGWINCH) reaches the remote terminal and its shell.
     cli.pty.resize(120, 40)
@@ -81,10 +89,10 @@ describe('termkeep attach (real PTY, full stack)', () => {
       const info = await client.terminal(sessionId, terminalId)
       return info.cols === 120 && info.rows === 40
     }, 20_000, 'the resize to reach the remote terminal')
-    cli.pty.write('stty size\r')
+    cli.write('stty size\r')
     await waitFor(async () => cli.output().includes('40 120'), 20_000, 'stty size inside the attached shell')
     // Ctrl-\ detaches: the CLI exits 0, restores the local screen and says so.
-    cli.pty.write('\x1c')
+    cli.write('\x1c')
     expect(await cli.exited).toBe(0)
     expect(cli.output()).toContain('\x1b[?1049l')
     expect(cli.output()).toContain(`[detached from ${sessionId}/${terminalId}; it keeps running]`)
@@ -108,9 +116,9 @@ describe('termkeep attach (real PTY, full stack)', () => {
     const cli = runInPty(['attach', sessionId, terminalId], env, 120, 40)
     running.push(cli.pty)
     await waitFor(async () => cli.output().includes('attached-42'), 20_000, 'the earlier output in the snapshot')
-    cli.pty.write('echo again-$((1+1))\r')
+    cli.write('echo again-$((1+1))\r')
     await waitFor(async () => cli.output().includes('again-2'), 20_000, 'new output after re-attaching')
-    cli.pty.write('\x1c')
+    cli.write('\x1c')
     expect(await cli.exited).toBe(0)
   })
 
@@ -120,14 +128,14 @@ describe('termkeep attach (real PTY, full stack)', () => {
       const cli = runInPty(['attach', sessionId, terminalId], { ...env, TERMKEEP_URL: proxy.url }, 120, 40)
       running.push(cli.pty)
       await waitFor(async () => cli.output().includes('again-2'), 20_000, 'the snapshot')
-      cli.pty.write('sleep 2; for i in 1 2 3; do echo "N$i-$((i*7))"; done\r')
+      cli.write('sleep 2; for i in 1 2 3; do echo "N$i-$((i*7))"; done\r')
       await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('done\r\n'), 20_000, 'the command to be entered')
       proxy.cut()
       await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('N3-21'), 20_000, 'the output printed during the outage')
       proxy.restore()
       await waitFor(async () => cli.output().includes('N3-21'), 30_000, 'the output after reconnecting')
       for (const line of ['N1-7', 'N2-14', 'N3-21']) expect(cli.output().split(line).length - 1, line).toBe(1)
-      cli.pty.write('\x1c')
+      cli.write('\x1c')
       expect(await cli.exited).toBe(0)
     } finally {
       await proxy.close()
@@ -138,7 +146,7 @@ describe('termkeep attach (real PTY, full stack)', () => {
     const cli = runInPty(['attach', sessionId, terminalId], env, 120, 40)
     running.push(cli.pty)
     await waitFor(async () => cli.output().includes('again-2'), 20_000, 'the snapshot')
-    cli.pty.write('exit 3\r')
+    cli.write('exit 3\r')
     expect(await cli.exited).toBe(0)
     expect(cli.output()).toContain('\x1b[?1049l')
     expect(cli.output()).toMatch(new RegExp(`\\[terminal ${sessionId}/${terminalId} ended \\((exited|closed|retired), exit code 3\\)\\]`))
