@@ -45,26 +45,40 @@ function recordsOf(steps: Step[], seed: number): FeedRecord[][] {
   return windows
 }
 
-async function compare(cols: number, rows: number, steps: Step[], seed = 7, historyCells = 20_000) {
+/**
+ * How the windows reach the planner: `window` — each one at the live edge (everything comes out);
+ * `stream` — none at the edge but the last (the planner may hold bytes over), with a `release()`
+ * (a request looking at the screen) after some windows, compared right there too.
+ */
+type Feeding = 'window' | 'stream'
+
+async function compare(cols: number, rows: number, steps: Step[], seed = 7, historyCells = 20_000, feeding: Feeding = 'window') {
   const direct = emulator(cols, rows, Math.floor(historyCells / cols))
   const fast = emulator(cols, rows, Math.floor(historyCells / cols))
   const planner = new FastForward({ cols, rows }, historyCells)
-  for (const window of recordsOf(steps, seed)) {
-    for (const record of window) {
-      if (record.kind === 'data') await direct.write(record.bytes)
+  const apply = async (target: typeof direct, records: FeedRecord[]) => {
+    for (const record of records) {
+      if (record.kind === 'data') await target.write(record.bytes)
       else {
-        direct.terminal.options.scrollback = Math.floor(historyCells / record.cols)
-        direct.terminal.resize(record.cols, record.rows)
-      }
-    }
-    for (const record of planner.plan(window)) {
-      if (record.kind === 'data') await fast.write(record.bytes)
-      else {
-        fast.terminal.options.scrollback = Math.floor(historyCells / record.cols)
-        fast.terminal.resize(record.cols, record.rows)
+        target.terminal.options.scrollback = Math.floor(historyCells / record.cols)
+        target.terminal.resize(record.cols, record.rows)
       }
     }
   }
+  const windows = recordsOf(steps, seed)
+  let releases = 0
+  for (const [i, window] of windows.entries()) {
+    await apply(direct, window)
+    const last = i === windows.length - 1
+    await apply(fast, planner.plan(window, feeding === 'window' || last))
+    if (feeding === 'stream' && !last && (i * 7 + seed) % 11 === 0) {
+      releases++
+      await apply(fast, planner.release())
+      expect(bufferDiff(direct.terminal.buffer.normal, fast.terminal.buffer.normal, cols)).toEqual([])
+      expect(fast.tracker.cursor()).toEqual(direct.tracker.cursor())
+    }
+  }
+  if (feeding === 'stream' && windows.length > 11) expect(releases).toBeGreaterThan(0)
   await direct.write(`${E}[7mprobe${E}[m`) // the current attributes must agree too
   await fast.write(`${E}[7mprobe${E}[m`)
   const t = direct.terminal
@@ -120,5 +134,39 @@ describe('FastForward', () => {
     const c1 = '\u009b31m' // 8-bit CSI in UTF-8
     const skipped = await compare(60, 10, [lines(800), `${c1}red${E}[0m\r\n`, `${E}P+q544e${E}\\`, lines(900, 800), `\u009d2;c1 title\u009c`, lines(900, 1700)])
     expect(skipped).toBeGreaterThan(0)
+  })
+
+  describe('streaming: windows not at the live edge hold an open stretch for the next', () => {
+    it('leaves the same screen whatever the windows, the holds and the releases', async () => {
+      const steps: Step[] = [
+        lines(2000),
+        `${E}]2;title${E}\\`,
+        lines(1500, 2000),
+        { resize: [70, 15] },
+        lines(1800, 3500),
+        `${E}[?1049h${lines(300, 5300)}${E}[?1049l`,
+        `progress 1\rprogress 22\r`,
+        lines(2500, 5600),
+        'tail without newline',
+      ]
+      for (const seed of [1, 2, 3, 4]) expect(await compare(50, 12, steps, seed, 20_000, 'stream')).toBeGreaterThan(0)
+    })
+
+    it('skips far more of a flood that arrives in small windows than window by window', async () => {
+      // ~20 lines per record and a few records per window: no single window holds K lines.
+      const flood = [lines(12_000)]
+      const windowed = await compare(80, 24, flood, 5, 20_000, 'window')
+      const streamed = await compare(80, 24, flood, 5, 20_000, 'stream')
+      const total = new TextEncoder().encode(flood[0]).length
+      expect(streamed).toBeGreaterThan(0.9 * total)
+      expect(streamed).toBeGreaterThan(windowed)
+    })
+
+    it('writes a stretch out rather than hold more than the hold limit (very long lines)', async () => {
+      const long = 'x'.repeat(400 * 1024)
+      let s = ''
+      for (let i = 0; i < 8; i++) s += `${long}\r\n`
+      expect(await compare(80, 24, [s, lines(400)], 3, 20_000, 'stream')).toBeGreaterThanOrEqual(0)
+    })
   })
 })

@@ -15,8 +15,17 @@
  *   - SGR sequences in [S, P) change the current attributes; they are kept, in order, as the
  *     replacement (with the CR). Nothing else in a stretch changes state.
  * Anything the planner does not understand ends a stretch, so it only ever skips less.
+ *
+ * Streaming: a flood arrives in windows (≤ 1 MiB each, so the feed's memory stays flat) but the
+ * proof needs K ≈ 6,700 lines after a skip point, which a window of short lines barely holds. So a
+ * window that is not at the journal's live edge (`plan(records, false)`) does not end its open
+ * stretch: it skips what is already provable and holds the rest (≤ EMULATOR_FAST_FORWARD_HOLD_BYTES)
+ * for the next window. Holding is safe because every skip point is chosen with ≥ K LFs after it in
+ * bytes that are either held or already written, and writing held bytes is never wrong, only
+ * slower: `release()` hands them over before anyone looks at the screen (a request) and the live
+ * edge, a resize or a full hold writes them out.
  */
-import { HISTORY_CELLS } from '../../schema/limits.ts'
+import { EMULATOR_FAST_FORWARD_HOLD_BYTES, HISTORY_CELLS } from '../../schema/limits.ts'
 import { historyRowsFor } from './allowance.ts'
 
 export type FeedRecord =
@@ -61,6 +70,13 @@ export class FastForward {
   #regionFull = true
   /** Bytes skipped so far (observability, benchmarks). */
   skipped = 0
+  /** Global position (bytes seen so far, all windows) of the next byte. */
+  #pos = 0
+  /** The open stretch carried over from the previous window, and its held bytes: the records (or
+   * record tails) from `#stretch.start` to `#pos`, not yet written, with their global offsets. */
+  #stretch: Stretch | undefined
+  #held: FeedRecord[] = []
+  #heldOffsets: number[] = []
 
   constructor(geometry: { cols: number; rows: number }, historyCells = HISTORY_CELLS) {
     this.#cols = geometry.cols
@@ -72,28 +88,37 @@ export class FastForward {
     return historyRowsFor(this.#cols, this.#historyCells) + 2 * this.#rows + 2
   }
 
-  /** Rewrites one window of records (every record exactly once, in order). */
-  plan(records: FeedRecord[]): FeedRecord[] {
-    // Positions are global over the window: offsets[i] is where record i's bytes start.
-    const offsets: number[] = []
-    let total = 0
+  /**
+   * Rewrites one window of records (every record exactly once, in order). At the live `edge` (the
+   * default) everything comes out; otherwise the tail of an open stretch may be held back for the
+   * next window (see the module comment).
+   */
+  plan(records: FeedRecord[], edge = true): FeedRecord[] {
+    // Positions are global over all windows: offsets[i] is where record i's bytes start. Held
+    // records from the previous window come first.
+    const all = [...this.#held, ...records]
+    const offsets = [...this.#heldOffsets]
     for (const r of records) {
-      offsets.push(total)
-      if (r.kind === 'data') total += r.bytes.length
+      offsets.push(this.#pos)
+      if (r.kind === 'data') this.#pos += r.bytes.length
     }
+    const firstNew = this.#held.length
+    this.#held = []
+    this.#heldOffsets = []
     const skips: Array<{ from: number; to: number; replacement: number[] }> = []
-    let stretch: Stretch | undefined
+    let stretch: Stretch | undefined = this.#stretch
     const end = (at: number) => {
-      if (stretch) this.#close(stretch, at, records, offsets, skips)
+      if (stretch) this.#close(stretch, at, all, offsets, skips)
       stretch = undefined
     }
     const eligible = () => this.#state === S.Ground && !this.#alt && this.#regionFull && !this.#c2
-    records.forEach((record, index) => {
+    for (let index = firstNew; index < all.length; index++) {
+      const record = all[index]
       if (record.kind === 'resize') {
         end(offsets[index])
         this.#cols = record.cols
         this.#rows = record.rows
-        return
+        continue
       }
       const bytes = record.bytes
       const base = offsets[index]
@@ -147,9 +172,44 @@ export class FastForward {
         this.#step(b, at, stretch, end)
         this.#prev = b
       }
+    }
+    let holdFrom = this.#pos
+    if (stretch && !edge) {
+      this.#advance(stretch, all, offsets, skips)
+      if (this.#pos - stretch.start <= EMULATOR_FAST_FORWARD_HOLD_BYTES) holdFrom = stretch.start
+      else stretch = undefined // too long to hold: write it; a new stretch starts after it
+    } else end(this.#pos)
+    this.#stretch = stretch
+    const out = holdFrom < this.#pos ? this.#hold(all, offsets, holdFrom) : all
+    return skips.length === 0 ? out : this.#rewrite(out, offsets, skips)
+  }
+
+  /** The held bytes, to be written now (before anyone looks at the screen); later skips start
+   * after them. */
+  release(): FeedRecord[] {
+    const held = this.#held
+    this.#held = []
+    this.#heldOffsets = []
+    this.#stretch = undefined
+    return held
+  }
+
+  /** Moves the records' bytes from `from` on into the hold; returns the records before it (their
+   * offsets stay valid: the list is cut, not renumbered). */
+  #hold(all: FeedRecord[], offsets: number[], from: number): FeedRecord[] {
+    const out: FeedRecord[] = []
+    all.forEach((record, index) => {
+      const at = offsets[index]
+      if (record.kind === 'resize' || at + record.bytes.length <= from) {
+        out.push(record)
+        return
+      }
+      const cut = Math.max(0, from - at)
+      if (cut > 0) out.push({ kind: 'data', sequence: record.sequence, bytes: record.bytes.subarray(0, cut) })
+      this.#held.push(cut > 0 ? { kind: 'data', sequence: record.sequence, bytes: record.bytes.subarray(cut) } : record)
+      this.#heldOffsets.push(at + cut)
     })
-    end(total)
-    return skips.length === 0 ? records : this.#rewrite(records, offsets, skips)
+    return out
   }
 
   /** The parser outside plain ground text. */
@@ -246,9 +306,26 @@ export class FastForward {
     this.#regionFull = true
   }
 
-  #close(stretch: Stretch, end: number, records: FeedRecord[], offsets: number[], skips: Array<{ from: number; to: number; replacement: number[] }>): void {
+  /** Skips what an open stretch already proves and restarts it at the skip point. */
+  #advance(stretch: Stretch, records: FeedRecord[], offsets: number[], skips: Array<{ from: number; to: number; replacement: number[] }>): void {
+    const pick = this.#close(stretch, this.#pos, records, offsets, skips)
+    if (pick < 0) return
+    const to = stretch.crlfEnds[pick]
+    const lfsAtPick = stretch.crlfLfCount[pick]
+    let sgrFrom = 0
+    while (sgrFrom < stretch.sgr.length && stretch.sgr[sgrFrom + 1] <= to) sgrFrom += 2
+    stretch.start = to
+    stretch.lfs -= lfsAtPick
+    stretch.crlfEnds = stretch.crlfEnds.slice(pick + 1)
+    stretch.crlfLfCount = stretch.crlfLfCount.slice(pick + 1).map((n) => n - lfsAtPick)
+    stretch.sgr = stretch.sgr.slice(sgrFrom)
+  }
+
+  /** Ends a stretch at `end`: skips from its start to the last CR LF that still has ≥ K LFs after
+   * it. Returns that CR LF's index in the stretch, or -1 if nothing can be skipped. */
+  #close(stretch: Stretch, end: number, records: FeedRecord[], offsets: number[], skips: Array<{ from: number; to: number; replacement: number[] }>): number {
     const k = this.#k
-    if (stretch.lfs <= k) return
+    if (stretch.lfs <= k) return -1
     // The last CR LF that still has ≥ k LFs after it.
     let pick = -1
     for (let i = stretch.crlfEnds.length - 1; i >= 0; i--) {
@@ -257,7 +334,7 @@ export class FastForward {
         break
       }
     }
-    if (pick < 0) return
+    if (pick < 0) return -1
     const to = stretch.crlfEnds[pick]
     const replacement: number[] = []
     for (let i = 0; i < stretch.sgr.length; i += 2) {
@@ -267,6 +344,7 @@ export class FastForward {
     replacement.push(CR)
     skips.push({ from: stretch.start, to, replacement })
     this.skipped += to - stretch.start
+    return pick
   }
 
   /** Applies skips: bytes in a skipped range are dropped; its replacement goes where it ends. */

@@ -267,6 +267,9 @@ export class Emulator {
     }
     this.#sent = records.at(-1)!.sequence
     this.#inflight += total
-    this.#slot.post({ type: 'records', key: this.key, bytes, records: wire }, [bytes.buffer])
+    // Even at the live edge of a running terminal more output may follow at once (a flood comes
+    // in ~1 ms journal flushes, and a keeping-up feed sends each): only EOF writes everything out.
+    const edge = this.#journal.ended && this.#sent >= this.#journal.lastSequence
+    this.#slot.post({ type: 'records', key: this.key, bytes, records: wire, edge }, [bytes.buffer])
   }
 }

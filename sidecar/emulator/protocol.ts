@@ -22,7 +22,10 @@ export type WireRecord =
 
 export type ToWorker =
   | { type: 'open'; key: string; cols: number; rows: number }
-  | { type: 'records'; key: string; bytes: Uint8Array; records: WireRecord[] }
+  /** `edge`: the batch ends the journal (EOF), so everything is written out; otherwise the
+   * worker's fast-forward may hold an unfinished plain-text stretch over to the next batch (a
+   * request writes it out first, so nobody sees the screen without it). */
+  | { type: 'records'; key: string; bytes: Uint8Array; records: WireRecord[]; edge: boolean }
   | { type: 'request'; key: string; id: number; kind: string; payload?: unknown }
   | { type: 'close'; key: string }
 

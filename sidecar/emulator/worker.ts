@@ -9,7 +9,7 @@ import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
 import serializeModule from '@xterm/addon-serialize'
 import headless from '@xterm/headless'
-import { FastForward } from '../display/fast-forward.ts'
+import { FastForward, type FeedRecord } from '../display/fast-forward.ts'
 import { cursorRestoreSuffix } from './cursor.ts'
 import { registerRequestHandler, requestHandler, runScreenSetups, type EmulatorContext } from './handlers.ts'
 import { historyRows, type EmulatorSnapshot, type FromWorker, type ToWorker, type WireRecord } from './protocol.ts'
@@ -57,12 +57,25 @@ class Screen implements EmulatorContext {
     runScreenSetups(this)
   }
 
-  async apply(bytes: Uint8Array, records: WireRecord[]): Promise<void> {
+  async apply(bytes: Uint8Array, records: WireRecord[], edge: boolean): Promise<void> {
     let written = 0
     for (const record of records) if (record.kind === 'data') written += record.end - record.start
     const feed = this.fastForward.plan(
       records.map((r) => (r.kind === 'data' ? { kind: 'data' as const, sequence: r.sequence, bytes: bytes.subarray(r.start, r.end) } : r)),
+      edge,
     )
+    await this.#write(feed)
+    this.sequence = records.at(-1)?.sequence ?? this.sequence
+    post({ type: 'applied', key: this.key, sequence: this.sequence, bytes: written, skipped: this.fastForward.skipped })
+  }
+
+  /** Writes what fast-forward held back, so the screen reflects `sequence` exactly: before any
+   * request looks at it. */
+  async settle(): Promise<void> {
+    await this.#write(this.fastForward.release())
+  }
+
+  async #write(feed: FeedRecord[]): Promise<void> {
     for (const record of feed) {
       if (record.kind === 'data') {
         if (record.bytes.length > 0) this.terminal.write(record.bytes)
@@ -74,8 +87,6 @@ class Screen implements EmulatorContext {
       }
     }
     await this.#flush()
-    this.sequence = records.at(-1)?.sequence ?? this.sequence
-    post({ type: 'applied', key: this.key, sequence: this.sequence, bytes: written, skipped: this.fastForward.skipped })
   }
 
   #flush(): Promise<void> {
@@ -119,13 +130,14 @@ port.on('message', (message: ToWorker) => {
   }
   switch (message.type) {
     case 'records':
-      enqueue(screen, () => screen.apply(message.bytes, message.records))
+      enqueue(screen, () => screen.apply(message.bytes, message.records, message.edge))
       return
     case 'request':
       enqueue(screen, async () => {
         const handler = requestHandler(message.kind)
         try {
           if (!handler) throw new Error(`unknown emulator request kind "${message.kind}"`)
+          await screen.settle()
           const value = await handler(screen, message.payload)
           post({ type: 'response', key: screen.key, id: message.id, ok: true, value })
         } catch (error) {
