@@ -28,6 +28,10 @@ export async function rawBody(request: Request, limit: number, code: ErrorCode):
   const declared = Number(request.headers.get('content-length') ?? 'NaN')
   if (declared > limit) throw tooLarge()
   if (!request.body) return new Uint8Array(0)
+  // A declared length within the limit is the whole body (HTTP framing): read it in one go, which
+  // @hono/node-server serves straight from the Node request (the stream below costs every
+  // keystroke's input request a web-stream conversion). Without a length, count while reading.
+  if (Number.isInteger(declared)) return new Uint8Array(await request.arrayBuffer())
   const reader = request.body.getReader()
   const parts: Uint8Array[] = []
   let total = 0

@@ -174,6 +174,16 @@ describe('control', () => {
     const big = await input('ctl', 'third', new Uint8Array(MAX_INPUT_BYTES + 1).fill(0x61))
     expect(big.status).toBe(413)
     expect((await big.json()).error.code).toBe('terminal/input-too-large')
+    // Without a declared length (chunked), the body is counted while read and refused the same.
+    const chunks = [new Uint8Array(MAX_INPUT_BYTES).fill(0x62), new Uint8Array(16).fill(0x62)]
+    const chunked = await fetch(`${sidecar.url}${T('ctl')}/input`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${sidecar.secret}`, 'termkeep-attachment': 'third' },
+      body: new ReadableStream({ pull: (c) => (chunks.length > 0 ? c.enqueue(chunks.shift()!) : c.close()) }),
+      duplex: 'half',
+    } as RequestInit)
+    expect(chunked.status).toBe(413)
+    expect((await chunked.json()).error.code).toBe('terminal/input-too-large')
     for (const geometry of [{ cols: 1, rows: 10 }, { cols: 10, rows: 0 }, { cols: 1024, rows: 65 }, { cols: '80', rows: 24 }]) {
       const r = await http.json('POST', `${T('ctl')}/resize`, { json: geometry, headers: { 'termkeep-attachment': 'third' } })
       expect([r.status, r.body.error.code]).toEqual([400, 'terminal/invalid-geometry'])
