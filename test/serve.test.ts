@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createServer, type AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
+import { UNSET_CONFIG } from './smoke/targets.ts'
 import { freePort, waitFor } from './support/ports.ts'
 
 const MAIN = new URL('../cli/main.ts', import.meta.url).pathname
@@ -20,13 +21,14 @@ interface Served {
 
 function serve(env: Record<string, string>): Served {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...UNSET_CONFIG, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()))
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()))
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
+  // 'close', not 'exit': the exit code is known only once everything it printed was read too.
+  const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)))
   return { child, output: () => output, exited }
 }
 
@@ -87,7 +89,7 @@ describe('termkeep serve', () => {
     } finally {
       second.child.kill('SIGKILL')
     }
-  })
+  }, 180_000)
 
   it('stops the sidecar it started when the API port is taken', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-serve-busy-'))

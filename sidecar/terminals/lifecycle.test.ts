@@ -236,7 +236,8 @@ describe('close', () => {
     const fg = join(work, 'fg.pid')
     await input('victim', 'v', `sh -c 'trap "" HUP; echo $$ > ${bg}; exec sleep 1000' &\n`)
     await input('victim', 'v', `sh -c 'trap "" HUP; echo $$ > ${fg}; exec sleep 1000'\n`)
-    await waitFor(async () => existsSync(bg) && existsSync(fg) && readFileSync(fg, 'utf8').trim().length > 0, 10_000, 'pid files')
+    const written = (f: string) => existsSync(f) && readFileSync(f, 'utf8').trim().length > 0
+    await waitFor(async () => written(bg) && written(fg), 10_000, 'pid files')
     const pids = [bg, fg].map((f) => Number(readFileSync(f, 'utf8').trim()))
     expect(pids.every((pid) => !gone(pid))).toBe(true)
     const watcher = await http.sse(`${T('victim')}/output/watch?after=0`)
@@ -316,7 +317,7 @@ describe('restart', () => {
 
 describe('idle reclamation', () => {
   it('closes an idle terminal nobody holds, and keeps one that a retain stream holds', async () => {
-    const own = await startSidecar({ env: { TERMKEEP_SHELLS_FILE: shells.shellsFile, TERMKEEP_TERMINAL_IDLE_MS: '400' } })
+    const own = await startSidecar({ env: { TERMKEEP_SHELLS_FILE: shells.shellsFile, TERMKEEP_TERMINAL_IDLE_MS: '2000' } })
     const ownHttp = new SidecarHttp(own)
     const P = (tid: string) => `/v1/sessions/${SID}/terminals/${tid}`
     try {

@@ -47,8 +47,8 @@ function suite(label: string, open: () => Promise<{ h: Harness; stop?: () => Pro
       const stream = await watch(h.app, token)
       expect(stream.status).toBe(200)
       expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/)
-      const mutations = (async () => {
-        await new Promise((r) => setTimeout(r, 100))
+      // Mutations start once the baseline is here, so none of them can land in it.
+      const mutate = async () => {
         const dir = freshDir(h, 'live')
         const ws = (await post('/v1/workspaces', { path: dir })).workspace
         await h.request('PATCH', `/v1/workspaces/${ws.id}`, { token, body: { title: `live-${n}` } })
@@ -56,9 +56,15 @@ function suite(label: string, open: () => Promise<{ h: Harness; stop?: () => Pro
         await post(`/v1/sessions/watch-s-${n}/archive`, {})
         await h.request('DELETE', `/v1/workspaces/${ws.id}`, { token })
         return ws
-      })()
-      const events = named(await readEvents(stream, (e) => named(e).some((x) => x.event === 'remove')))
-      const ws = await mutations
+      }
+      let mutations: Promise<{ id: string }> | undefined
+      const events = named(
+        await readEvents(stream, (e) => {
+          if (!mutations && e.some((x) => x.event === 'baseline')) mutations = mutate()
+          return named(e).some((x) => x.event === 'remove')
+        }),
+      )
+      const ws = await mutations!
       expect(events[0]!.event).toBe('baseline')
       expect(json(events[0]!).workspaces.map((w: any) => w.id)).toContain(existing.workspace.id)
       expect(events.slice(1).map((e) => e.event)).toEqual(['upsert', 'order', 'upsert', 'upsert', 'archived', 'remove'])
@@ -80,12 +86,16 @@ function suite(label: string, open: () => Promise<{ h: Harness; stop?: () => Pro
       const second = await h.secondApp()
       try {
         const stream = await watch(second.app, token)
-        const later = (async () => {
-          await new Promise((r) => setTimeout(r, 450))
-          return (await post('/v1/workspaces', { path: freshDir(h, 'elsewhere') })).workspace
-        })()
-        const events = await readEvents(stream, (e) => named(e).some((x) => x.event === 'upsert'))
-        const ws = await later
+        // The mutation goes in through the first instance once a heartbeat followed the baseline.
+        let later: Promise<{ id: string }> | undefined
+        const events = await readEvents(stream, (e) => {
+          const baselineAt = e.findIndex((x) => x.event === 'baseline')
+          if (!later && baselineAt >= 0 && e.slice(baselineAt + 1).some((x) => x.event === ':')) {
+            later = post('/v1/workspaces', { path: freshDir(h, 'elsewhere') }).then((r) => r.workspace)
+          }
+          return named(e).some((x) => x.event === 'upsert')
+        })
+        const ws = await later!
         const baselineAt = events.findIndex((e) => e.event === 'baseline')
         const upsertAt = events.findIndex((e) => e.event === 'upsert')
         expect(events.slice(baselineAt + 1, upsertAt).some((e) => e.event === ':')).toBe(true)

@@ -14,7 +14,7 @@ import { waitFor } from '../support/ports.ts'
 import { startSidecar } from '../support/sidecar.ts'
 import { launch, type Browser } from './chromium.ts'
 import { startProxy, type Proxy } from './proxy.ts'
-import { journalText, startStack, type Stack } from './stack.ts'
+import { commandEntered, journalText, startStack, type Stack } from './stack.ts'
 
 /** Typed into the shell; the output line it prints appears nowhere in the command line itself. */
 const COLOUR_COMMAND = String.raw`printf '\033[31mRED\033[0m \033[44m BLUE-BG \033[0m %s\n' "$((6*7))"`
@@ -198,14 +198,9 @@ describe('web page (Chromium, full stack)', () => {
   it('resumes after a network loss without losing, repeating or answering replayed output', async () => {
     // Output that happens while the page is cut off: three lines, then two queries (DA, CPR).
     await type(String.raw`sleep 3; for i in 1 2 3; do echo "L$i-$((i*11))"; done; printf 'AFTER-LOSS-%s\033[c\033[6n\n' $((3*3)); cat -v`)
-    // Cut only once the whole command line (with its Enter) reached the shell: its echo, after the
-    // last `sleep 3` (the previous test's command line also ended in `cat -v`), with readline's
-    // line-wrap carriage returns taken out.
-    const entered = (journal: string) => {
-      const start = journal.lastIndexOf('sleep 3;')
-      return start !== -1 && journal.slice(start).replace(/ ?\r(?!\n)/g, '').includes('cat -v\r\n')
-    }
-    await waitFor(async () => entered(await journalText(stack, sessionId, terminalId)), 10_000, 'the command to be entered')
+    // Cut only once the whole command line (with its Enter) reached the shell: its own echo (the
+    // previous test's command line also ended in `cat -v`).
+    await waitFor(async () => commandEntered(await journalText(stack, sessionId, terminalId), 'sleep 3;', 'cat -v'), 10_000, 'the command to be entered')
     proxy.cut()
     try {
       await browser.page.locator('.terminal-view[data-mode="reconnecting"]').waitFor({ timeout: 10_000 })

@@ -67,3 +67,13 @@ export async function journalText(stack: Stack, sessionId: string, terminalId: s
     after = page.next
   }
 }
+
+/**
+ * Whether the journal shows a typed command line as entered: its echo, from the last `start` on,
+ * reaches `end` followed by the Enter's CR LF. Readline's line-wrap carriage returns (` \r`) are
+ * taken out first, since a long command wraps wherever the prompt's length puts it.
+ */
+export function commandEntered(journal: string, start: string, end: string): boolean {
+  const at = journal.lastIndexOf(start)
+  return at !== -1 && journal.slice(at).replace(/ ?\r(?!\n)/g, '').includes(`${end}\r\n`)
+}

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PtyProcess } from '../../sidecar/pty/pty-process.ts'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { startProxy } from '../browser/proxy.ts'
-import { journalText, startStack, type Stack } from '../browser/stack.ts'
+import { commandEntered, journalText, startStack, type Stack } from '../browser/stack.ts'
 import { waitFor } from '../support/ports.ts'
 
 const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
@@ -129,7 +129,7 @@ describe('termkeep attach (real PTY, full stack)', () => {
       running.push(cli.pty)
       await waitFor(async () => cli.output().includes('again-2'), 20_000, 'the snapshot')
       cli.write('sleep 2; for i in 1 2 3; do echo "N$i-$((i*7))"; done\r')
-      await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('done\r\n'), 20_000, 'the command to be entered')
+      await waitFor(async () => commandEntered(await journalText(stack, sessionId, terminalId), 'sleep 2;', 'done'), 20_000, 'the command to be entered')
       proxy.cut()
       await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('N3-21'), 20_000, 'the output printed during the outage')
       proxy.restore()

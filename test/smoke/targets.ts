@@ -76,7 +76,8 @@ async function stopChild(child: ChildProcess, graceMs = 3000): Promise<void> {
 }
 
 /** termkeep's settings blanked (parseConfig reads '' as unset), so the caller's shell cannot leak in. */
-const UNSET_CONFIG = Object.fromEntries(
+/** termkeep's settings blanked, so a child sees only what a test sets (not the runner's own). */
+export const UNSET_CONFIG = Object.fromEntries(
   ['TERMKEEP_DATA_DIR', 'DATABASE_URL', 'DATABASE_AUTH_TOKEN', 'HOST', 'PORT', 'SIDECAR_URL', 'SIDECAR_SECRET', 'TERMKEEP_ADMIN_TOKEN', 'TERMKEEP_FILES_ALLOW_OUTSIDE', 'AUTO_MIGRATE'].map(
     (name) => [name, ''],
   ),

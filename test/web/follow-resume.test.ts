@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { follow } from '../../web/client/follow.ts'
 import { startProxy, type Proxy } from '../browser/proxy.ts'
-import { journalText, startStack, type Stack } from '../browser/stack.ts'
+import { commandEntered, journalText, startStack, type Stack } from '../browser/stack.ts'
 import { waitFor } from '../support/ports.ts'
 
 interface Seen {
@@ -54,8 +54,9 @@ describe('follow resume', () => {
     const shown = (needle: string) => seen.filter((s) => s.text.includes(needle))
     try {
       await waitFor(async () => statuses.includes('live'), 20_000, 'the follow to attach')
-      await send('sleep 2; echo "AWAY-$((6*7))"\r')
-      await waitFor(async () => (await journalText(stack, session.id, 't1')).includes('\r\n'), 10_000, 'the command to be echoed')
+      // `sleep 4` leaves time to cut the network after the echo, even on a loaded machine.
+      await send('sleep 4; echo "AWAY-$((6*7))"\r')
+      await waitFor(async () => commandEntered(await journalText(stack, session.id, 't1'), 'sleep 4;', '"AWAY-$((6*7))"'), 10_000, 'the command to be echoed')
       proxy.cut()
       await waitFor(async () => (await journalText(stack, session.id, 't1')).includes('AWAY-42'), 20_000, 'output while away')
       expect(shown('AWAY-42')).toEqual([])
