@@ -48,12 +48,31 @@ const ESC = 0x1b
 /** Global byte position in a window: record index and offset. */
 interface Stretch {
   start: number
-  /** Ends of CR LF pairs (position after the LF) and the LF count up to each. */
+  /** Ends of CR LF pairs (position after the LF) and the LF count up to each. Entries before
+   * `head` were consumed by a skip (kept, not copied, so a flood in small windows stays cheap). */
   crlfEnds: number[]
   crlfLfCount: number[]
+  head: number
+  /** LFs since the stretch began (the base of crlfLfCount; not reset when `start` moves). */
   lfs: number
-  /** SGR sequences as [start, end) positions. */
+  /** SGR sequences as [start, end) positions, from index `sgrHead`. */
   sgr: number[]
+  sgrHead: number
+}
+
+const newStretch = (start: number, lfs = 0): Stretch => ({ start, crlfEnds: [], crlfLfCount: [], head: 0, lfs, sgr: [], sgrHead: 0 })
+
+/** Drops consumed entries once they are most of an array (amortized O(1) per entry). */
+function compact(stretch: Stretch): void {
+  if (stretch.head > 1024 && stretch.head * 2 > stretch.crlfEnds.length) {
+    stretch.crlfEnds.splice(0, stretch.head)
+    stretch.crlfLfCount.splice(0, stretch.head)
+    stretch.head = 0
+  }
+  if (stretch.sgrHead > 1024 && stretch.sgrHead * 2 > stretch.sgr.length) {
+    stretch.sgr.splice(0, stretch.sgrHead)
+    stretch.sgrHead = 0
+  }
 }
 
 export class FastForward {
@@ -127,7 +146,7 @@ export class FastForward {
         const b = bytes[i]
         if (this.#state === S.Ground && !this.#c2) {
           if (b >= 0x20 && b < 0x7f) {
-            if (!stretch && eligible()) stretch = { start: at, crlfEnds: [], crlfLfCount: [], lfs: 0, sgr: [] }
+            if (!stretch && eligible()) stretch = newStretch(at)
             // Hot path: the rest of a run of printable ASCII changes nothing the planner tracks.
             while (i + 1 < bytes.length && bytes[i + 1] >= 0x20 && bytes[i + 1] < 0x7f) i++
             this.#prev = bytes[i]
@@ -139,16 +158,16 @@ export class FastForward {
                 stretch.crlfEnds.push(at + 1)
                 stretch.crlfLfCount.push(stretch.lfs)
               }
-            } else if (eligible()) stretch = { start: at, crlfEnds: [], crlfLfCount: [], lfs: 1, sgr: [] }
+            } else if (eligible()) stretch = newStretch(at, 1)
           } else if (b === CR || b === 0x09 || b === 0x08 || b === 0x07) {
-            if (!stretch && eligible()) stretch = { start: at, crlfEnds: [], crlfLfCount: [], lfs: 0, sgr: [] }
+            if (!stretch && eligible()) stretch = newStretch(at)
           } else if (b === ESC) {
             this.#state = S.Esc
             this.#csiStart = at
           } else if (b === 0xc2) {
             this.#c2 = true
           } else if (b >= 0x80) {
-            if (!stretch && eligible()) stretch = { start: at, crlfEnds: [], crlfLfCount: [], lfs: 0, sgr: [] }
+            if (!stretch && eligible()) stretch = newStretch(at)
           } else {
             end(at) // another C0 control (or DEL): not plain text
           }
@@ -164,7 +183,7 @@ export class FastForward {
             continue
           }
           if (this.#state === S.Ground) {
-            if (!stretch && eligible()) stretch = { start: at - 1, crlfEnds: [], crlfLfCount: [], lfs: 0, sgr: [] }
+            if (!stretch && eligible()) stretch = newStretch(at - 1)
             this.#prev = b
             continue
           }
@@ -310,34 +329,33 @@ export class FastForward {
   #advance(stretch: Stretch, records: FeedRecord[], offsets: number[], skips: Array<{ from: number; to: number; replacement: number[] }>): void {
     const pick = this.#close(stretch, this.#pos, records, offsets, skips)
     if (pick < 0) return
-    const to = stretch.crlfEnds[pick]
-    const lfsAtPick = stretch.crlfLfCount[pick]
-    let sgrFrom = 0
-    while (sgrFrom < stretch.sgr.length && stretch.sgr[sgrFrom + 1] <= to) sgrFrom += 2
-    stretch.start = to
-    stretch.lfs -= lfsAtPick
-    stretch.crlfEnds = stretch.crlfEnds.slice(pick + 1)
-    stretch.crlfLfCount = stretch.crlfLfCount.slice(pick + 1).map((n) => n - lfsAtPick)
-    stretch.sgr = stretch.sgr.slice(sgrFrom)
+    stretch.start = stretch.crlfEnds[pick]
+    stretch.head = pick + 1
+    while (stretch.sgrHead < stretch.sgr.length && stretch.sgr[stretch.sgrHead + 1] <= stretch.start) stretch.sgrHead += 2
+    compact(stretch)
   }
 
   /** Ends a stretch at `end`: skips from its start to the last CR LF that still has ≥ K LFs after
    * it. Returns that CR LF's index in the stretch, or -1 if nothing can be skipped. */
   #close(stretch: Stretch, end: number, records: FeedRecord[], offsets: number[], skips: Array<{ from: number; to: number; replacement: number[] }>): number {
     const k = this.#k
-    if (stretch.lfs <= k) return -1
-    // The last CR LF that still has ≥ k LFs after it.
+    // The last CR LF (from `head`) that still has ≥ k LFs after it and ends by `end`: both lists
+    // increase, so binary search for the last index meeting both.
+    const maxCount = stretch.lfs - k
+    let lo = stretch.head
+    let hi = stretch.crlfEnds.length - 1
     let pick = -1
-    for (let i = stretch.crlfEnds.length - 1; i >= 0; i--) {
-      if (stretch.lfs - stretch.crlfLfCount[i] >= k && stretch.crlfEnds[i] <= end) {
-        pick = i
-        break
-      }
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1
+      if (stretch.crlfLfCount[mid] <= maxCount && stretch.crlfEnds[mid] <= end) {
+        pick = mid
+        lo = mid + 1
+      } else hi = mid - 1
     }
     if (pick < 0) return -1
     const to = stretch.crlfEnds[pick]
     const replacement: number[] = []
-    for (let i = 0; i < stretch.sgr.length; i += 2) {
+    for (let i = stretch.sgrHead; i < stretch.sgr.length; i += 2) {
       if (stretch.sgr[i + 1] > to) break
       for (let at = stretch.sgr[i]; at < stretch.sgr[i + 1]; at++) replacement.push(byteAt(records, offsets, at))
     }
