@@ -11,11 +11,10 @@
  * emulator is disposed, before the worker closes the screen (the display's last settle), and
  * `pool.close()` waits for pending drains.
  */
-import { createRequire } from 'node:module'
-import { pathToFileURL } from 'node:url'
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
 import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_WORKERS } from '../../schema/limits.ts'
 import type { Journal } from '../journal/journal.ts'
+import { startTsWorker } from '../worker-thread.ts'
 import type { EmulatorSnapshot, FromWorker, ToWorker, WireRecord } from './protocol.ts'
 
 /** The pump's wait between checks when the journal is idle (it is woken on every append). */
@@ -23,14 +22,8 @@ const IDLE_WAIT_MS = 60_000
 
 const WORKER_URL = new URL('./worker.ts', import.meta.url)
 
-/**
- * Workers run TypeScript through tsx. `execArgv: ['--import', 'tsx']` does not reach a worker's
- * entry module on Node 20, so a tiny bootstrap registers tsx's loader first, then imports it.
- */
 function startWorker(): Worker {
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href
-  const code = `import(${JSON.stringify(tsx)}).then((m) => m.register()).then(() => import(${JSON.stringify(WORKER_URL.href)}))`
-  return new Worker(code, { eval: true, execArgv: [] })
+  return startTsWorker(WORKER_URL)
 }
 
 type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void }

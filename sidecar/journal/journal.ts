@@ -3,19 +3,9 @@
  * MAX_RECORD_RAW_BYTES), every resize as a Resize record, sequences 1, 2, 3… Bytes live in an
  * append-only spool file; memory holds only the index. Nothing is evicted while the terminal lives.
  *
- * "One PTY read" is what libuv read from the master in one event-loop turn (it calls read(2) up to
- * 32 times per readiness event): appends are gathered and written to the spool with one write at
- * the end of the turn (setImmediate). A flood of tiny writes (line-buffered `seq`) would otherwise
- * cost one record, one write(2) and one wake-up of every reader per line; clients cannot observe
- * read boundaries, and latency grows by one turn at most.
- *
- * During a flood the gathering window widens to FLOOD_BATCH_MS: a PTY hands over ~4 KiB per turn
- * (measured: 53 MB of `cat` = 12,700 turns of 4,192 bytes), and doing the whole delivery cycle
- * (spool write, index, wake-up, every reader's read + encode + socket write, the emulator's
- * postMessage) per 4 KiB cost the sidecar most of its throughput. A flood is "the previous flush
- * was at least FLOOD_MIN_BYTES and less than FLOOD_GAP_MS ago": an echo or a keystroke's output
- * after a pause still goes out at the end of its turn; only the continuation of a burst waits
- * (≤ FLOOD_BATCH_MS plus timer slack). The PTY is read all along; at most FLUSH_BYTES are held.
+ * Bytes arrive in flushes of gathered PTY reads (gather.ts): either written to the spool by the
+ * PTY thread and announced with `appendWritten` (the sidecar), or handed over with `appendData`
+ * and written here (in-process producers, tests).
  *
  * Readers pull by sequence at their own pace (there is no per-reader queue and the PTY is never
  * paused for a reader). Because a reader asks for "records after N" from the one index and then
@@ -26,19 +16,13 @@ import { MAX_RECORD_RAW_BYTES } from '../../schema/limits.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { OutputItem } from '../../schema/wire/output.ts'
 import { planItems, type ItemPlan, type NativeRecord, type RecordMeta } from './coalesce.ts'
+import { Gatherer } from './gather.ts'
 import { Notifier, type WaitResult } from './notifier.ts'
 import { RecordIndex } from './record-index.ts'
 import { Spool } from './spool.ts'
 
 /** Upper bound of bytes one read call fetches from the spool (bounds a reader's transient memory). */
 const READ_WINDOW_BYTES = 1024 * 1024
-/** Bytes gathered within one turn before they are written out early. */
-const FLUSH_BYTES = 1024 * 1024
-/** A flush of at least this many bytes less than FLOOD_GAP_MS ago marks a flood … */
-const FLOOD_MIN_BYTES = 2048
-const FLOOD_GAP_MS = 3
-/** … and while it lasts, appends are gathered this long before they are journaled. */
-const FLOOD_BATCH_MS = 1
 /** Upper bound of records one read call looks at (Resize records carry no bytes). */
 const READ_WINDOW_RECORDS = 4096
 const EMPTY = Buffer.alloc(0)
@@ -50,16 +34,10 @@ export class Journal {
   readonly #changes = new Notifier()
   #ended = false
   #retired = false
-  #pending: Uint8Array[] = []
-  #pendingBytes = 0
-  /** The bytes of the last flush (one turn, ≤ FLUSH_BYTES): readers at the live edge — an echo,
+  readonly #gather = new Gatherer((parts, total) => this.#write(parts, total))
+  /** The bytes of the last flush (one turn, ≤ 1 MiB): readers at the live edge — an echo,
    * a follower keeping up — take them from here instead of a thread-pool round trip. */
   #recent: { offset: number; parts: Uint8Array[]; length: number } = { offset: 0, parts: [], length: 0 }
-  #flushSoon: NodeJS.Immediate | undefined
-  #flushLater: NodeJS.Timeout | undefined
-  /** When the last flush happened (performance.now()) and how many bytes it carried. */
-  #lastFlushAt = Number.NEGATIVE_INFINITY
-  #lastFlushBytes = 0
 
   constructor(spoolPath: string, initialSize: Geometry) {
     this.initialSize = initialSize
@@ -89,31 +67,33 @@ export class Journal {
   appendData(bytes: Uint8Array): void {
     if (this.#ended) throw new Error('journal: data after EOF')
     // Retired without EOF (sidecar shutdown): the spool is gone; late bytes have nowhere to go.
-    if (bytes.length === 0 || this.#retired) return
-    this.#pending.push(bytes)
-    this.#pendingBytes += bytes.length
-    if (this.#pendingBytes >= FLUSH_BYTES) this.flush()
-    else if (this.#flushSoon === undefined && this.#flushLater === undefined) {
-      const flood = this.#lastFlushBytes >= FLOOD_MIN_BYTES && performance.now() - this.#lastFlushAt < FLOOD_GAP_MS
-      if (flood) this.#flushLater = setTimeout(() => this.flush(), FLOOD_BATCH_MS)
-      else this.#flushSoon = setImmediate(() => this.flush())
-    }
+    if (this.#retired) return
+    this.#gather.add(bytes)
   }
 
   /** Journals the bytes taken so far as Data records (split at MAX_RECORD_RAW_BYTES). */
   flush(): void {
-    if (this.#flushSoon) clearImmediate(this.#flushSoon)
-    if (this.#flushLater) clearTimeout(this.#flushLater)
-    this.#flushSoon = undefined
-    this.#flushLater = undefined
-    if (this.#pendingBytes === 0 || this.#retired) return
-    const total = this.#pendingBytes
-    this.#lastFlushAt = performance.now()
-    this.#lastFlushBytes = total
-    let offset = this.#spool.append(this.#pending)
-    this.#recent = { offset, parts: this.#pending, length: total }
-    this.#pending = []
-    this.#pendingBytes = 0
+    if (this.#retired) this.#gather.discard()
+    else this.#gather.flush()
+  }
+
+  /** Bytes another thread already wrote to the spool at `offset` (the PTY thread): journaled as
+   * if appended and flushed here. Writes must arrive in spool order. */
+  appendWritten(offset: number, bytes: Uint8Array): void {
+    if (this.#ended) throw new Error('journal: data after EOF')
+    if (this.#retired || bytes.length === 0) return
+    if (offset !== this.#spool.size) throw new Error(`journal: spool write at ${offset}, expected ${this.#spool.size}`)
+    this.#spool.wrote(bytes.length)
+    this.#journaled(offset, [bytes], bytes.length)
+  }
+
+  #write(parts: Uint8Array[], total: number): void {
+    this.#journaled(this.#spool.append(parts), parts, total)
+  }
+
+  #journaled(at: number, parts: Uint8Array[], total: number): void {
+    let offset = at
+    this.#recent = { offset, parts, length: total }
     for (let start = 0; start < total; start += MAX_RECORD_RAW_BYTES) {
       const length = Math.min(MAX_RECORD_RAW_BYTES, total - start)
       this.#index.addData(offset, length)

@@ -79,7 +79,7 @@ export function terminalRoutes(host: TerminalHost): Hono {
     const attachment = attachmentHeader(c)
     const geometry = parse(Geometry, await jsonBody(c.req.raw), 'terminal/invalid-geometry')
     const terminal = await host.live(sid, tid)
-    terminal.resize(attachment, geometry)
+    await terminal.resize(attachment, geometry)
     await terminal.persisted()
     return c.json(terminal.info())
   })

@@ -23,6 +23,7 @@ import { terminalInfoOf, type CreateTerminal, type TerminalEnvironment, type Ter
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
 import { listShells } from '../pty/shells.ts'
+import { PtyThread } from '../pty/pty-thread.ts'
 import { LiveTerminal } from './terminal.ts'
 import type { TerminalStore } from './store.ts'
 
@@ -59,6 +60,8 @@ export class TerminalHost {
   readonly #live = new Map<string, LiveTerminal>()
   readonly #creating = new Map<string, Promise<LiveTerminal>>()
   readonly #idleTimer: NodeJS.Timeout
+  /** Every terminal's process runs, and is read, in this thread (pty/pty-worker.ts). */
+  readonly #ptys = new PtyThread()
 
   constructor(options: TerminalHostOptions) {
     this.#options = options
@@ -181,6 +184,7 @@ export class TerminalHost {
         await this.#options.store.update(terminal.sessionId, terminal.id, { state: 'retired' }).catch(() => false)
       }),
     )
+    await this.#ptys.close()
   }
 
   async #create(sessionId: string, id: string, request: CreateTerminal): Promise<LiveTerminal> {
@@ -235,7 +239,7 @@ export class TerminalHost {
       store,
     })
     this.#live.set(keyOf(sessionId, id), terminal)
-    terminal.spawn(this.#env(sessionId, id))
+    await terminal.spawn(this.#ptys, spool, this.#env(sessionId, id))
     await terminal.persisted()
     return terminal
   }

@@ -12,7 +12,7 @@ import type { Emulator } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import { Notifier } from '../journal/notifier.ts'
 import { killSession } from '../pty/process-tree.ts'
-import { PtyProcess } from '../pty/pty-process.ts'
+import type { PtyThread, RemotePty } from '../pty/pty-thread.ts'
 import type { TerminalPatch, TerminalStore } from './store.ts'
 
 export interface TerminalInit {
@@ -60,7 +60,7 @@ export class LiveTerminal {
   followers = 0
   lastActivity = Date.now()
   readonly #store: TerminalStore
-  #pty: PtyProcess | undefined
+  #pty: RemotePty | undefined
   #controller: Controller | undefined
   #persisted: Promise<void> = Promise.resolve()
   #closing: Promise<void> | undefined
@@ -111,15 +111,14 @@ export class LiveTerminal {
     }
   }
 
-  /** Spawns the shell. A spawn failure is kept as an exited terminal with its error. */
-  spawn(env: Record<string, string>): void {
+  /** Spawns the shell in the PTY thread, output into this terminal's journal (spool at
+   * `spoolPath`). A spawn failure is kept as an exited terminal with its error. */
+  async spawn(thread: PtyThread, spoolPath: string, env: Record<string, string>): Promise<void> {
     try {
-      const pty = new PtyProcess({ file: this.shell.path, args: this.shell.args, cwd: this.cwd, env, cols: this.cols, rows: this.rows })
+      const options = { file: this.shell.path, args: this.shell.args, cwd: this.cwd, env, cols: this.cols, rows: this.rows }
+      const pty = await thread.spawn(options, this.journal, spoolPath)
       this.#pty = pty
-      pty.onData((bytes) => {
-        this.journal.appendData(bytes)
-        this.lastActivity = Date.now()
-      })
+      pty.onData(() => (this.lastActivity = Date.now()))
       pty.onEnd(() => this.journal.end())
       pty.onExit(({ exitCode, signal }) => {
         this.exitCode = exitCode
@@ -142,11 +141,10 @@ export class LiveTerminal {
   }
 
   /** Resizes the PTY and journals the Resize in output order (the emulator follows the journal). */
-  resize(attachment: string | undefined, geometry: Geometry): void {
+  async resize(attachment: string | undefined, geometry: Geometry): Promise<void> {
     const pty = this.#requireControl(attachment)
     if (geometry.cols === this.cols && geometry.rows === this.rows) return
-    pty.resize(geometry.cols, geometry.rows)
-    this.journal.appendResize(geometry.cols, geometry.rows)
+    await pty.resize(geometry.cols, geometry.rows)
     this.cols = geometry.cols
     this.rows = geometry.rows
     this.lastActivity = Date.now()
@@ -208,7 +206,7 @@ export class LiveTerminal {
       const deadline = Date.now() + CLOSE_DRAIN_MS
       while (!this.journal.ended && Date.now() < deadline) await this.journal.wait(this.journal.lastSequence, deadline - Date.now())
       // A process outside the session may still hold the slave: read what is there and stop.
-      if (!this.journal.ended) this.#pty.forceClose()
+      if (!this.journal.ended) await this.#pty.forceClose()
       this.journal.end()
     }
     this.#advance('closed', { closedAt: Date.now() })
@@ -224,7 +222,7 @@ export class LiveTerminal {
     void killSession(this.#pty.pid, 0, 0)
   }
 
-  #requireControl(attachment: string | undefined): PtyProcess {
+  #requireControl(attachment: string | undefined): RemotePty {
     if (this.state !== 'running' || !this.#pty || this.#closeRequested) {
       throw new TermkeepError('terminal/control-unavailable', `terminal ${this.id} is not running`, { reason: 'not-running' })
     }

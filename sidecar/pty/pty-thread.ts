@@ -1,0 +1,178 @@
+/**
+ * The main thread's side of the PTY thread (pty-worker.ts): `PtyThread.spawn` starts a process
+ * there and returns a `RemotePty` whose output arrives already appended to the journal's spool;
+ * this side journals each flush (`Journal.appendWritten`), so readers and the emulator see it.
+ * Input, resizes and a forced close are sent over; a resize resolves once its Resize record is
+ * journaled after every byte read before it.
+ */
+import type { Worker } from 'node:worker_threads'
+import type { Journal } from '../journal/journal.ts'
+import { startTsWorker } from '../worker-thread.ts'
+import type { PtyExit, PtySpawnOptions } from './pty-process.ts'
+import type { FromPtyThread, ToPtyThread } from './pty-protocol.ts'
+
+const WORKER_URL = new URL('./pty-worker.ts', import.meta.url)
+
+export class RemotePty {
+  pid = 0
+  #onData: () => void = () => {}
+  #onEnd: () => void = () => {}
+  #onExit: (exit: PtyExit) => void = () => {}
+  #resizes: Array<() => void> = []
+  #endWaiters: Array<() => void> = []
+  #ended = false
+  #exited = false
+
+  constructor(
+    private readonly thread: PtyThread,
+    readonly id: number,
+    readonly journal: Journal,
+  ) {}
+
+  /** Output was journaled. */
+  onData(listener: () => void): void {
+    this.#onData = listener
+  }
+
+  /** The byte source closed (after its last bytes were journaled). Fires before onExit. */
+  onEnd(listener: () => void): void {
+    this.#onEnd = listener
+  }
+
+  onExit(listener: (exit: PtyExit) => void): void {
+    this.#onExit = listener
+  }
+
+  write(bytes: Uint8Array): void {
+    this.thread.post({ type: 'write', id: this.id, bytes })
+  }
+
+  /** Resizes the PTY; resolves once the Resize record is journaled in output order. */
+  resize(cols: number, rows: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.#resizes.push(resolve)
+      this.thread.post({ type: 'resize', id: this.id, cols, rows })
+    })
+  }
+
+  /** Closes the master after reading whatever the kernel still holds; resolves at the end of the
+   * byte source (everything read is journaled by then). */
+  forceClose(): Promise<void> {
+    if (this.#ended) return Promise.resolve()
+    const ended = new Promise<void>((resolve) => this.#endWaiters.push(resolve))
+    this.thread.post({ type: 'force-close', id: this.id })
+    return ended
+  }
+
+  /** @internal a message from the PTY thread for this terminal. */
+  receive(message: FromPtyThread): void {
+    switch (message.type) {
+      case 'data':
+        // The journal ends only with this source (`end`), or is retired at shutdown (ignored).
+        this.journal.appendWritten(message.offset, message.bytes)
+        this.#onData()
+        return
+      case 'resized':
+        if (message.applied && !this.journal.ended) this.journal.appendResize(message.cols, message.rows)
+        this.#resizes.shift()?.()
+        return
+      case 'end':
+        this.#end()
+        return
+      case 'exit':
+        this.#exit(message.exit)
+        return
+      case 'failed':
+        console.error(`termkeep sidecar: terminal output stopped: ${message.message}`)
+        return
+    }
+  }
+
+  /** @internal the PTY thread is gone: nothing more will come. */
+  lost(): void {
+    this.#end()
+    this.#exit({ exitCode: null, signal: null })
+  }
+
+  #end(): void {
+    if (this.#ended) return
+    this.#ended = true
+    this.#onEnd()
+    for (const resolve of this.#endWaiters.splice(0)) resolve()
+  }
+
+  #exit(exit: PtyExit): void {
+    if (this.#exited) return
+    this.#exited = true
+    for (const resolve of this.#resizes.splice(0)) resolve()
+    this.#onExit(exit)
+    this.thread.forget(this.id)
+  }
+}
+
+export class PtyThread {
+  #worker: Worker | undefined
+  readonly #ptys = new Map<number, RemotePty>()
+  readonly #spawning = new Map<number, { resolve: (pty: RemotePty) => void; reject: (error: Error) => void; pty: RemotePty }>()
+  #nextId = 1
+
+  /** Starts `options` in the PTY thread; its output is journaled into `journal` (whose spool file
+   * exists and is empty). Rejects with the OS's reason when the spawn fails. */
+  spawn(options: PtySpawnOptions, journal: Journal, spoolPath: string): Promise<RemotePty> {
+    const id = this.#nextId++
+    const pty = new RemotePty(this, id, journal)
+    return new Promise((resolve, reject) => {
+      this.#spawning.set(id, { resolve, reject, pty })
+      this.post({ type: 'spawn', id, options, spoolPath })
+    })
+  }
+
+  /** @internal */
+  post(message: ToPtyThread): void {
+    this.#start().postMessage(message)
+  }
+
+  /** @internal the terminal exited: no message for it follows. */
+  forget(id: number): void {
+    this.#ptys.delete(id)
+  }
+
+  async close(): Promise<void> {
+    const worker = this.#worker
+    this.#worker = undefined
+    await worker?.terminate()
+  }
+
+  #start(): Worker {
+    if (this.#worker) return this.#worker
+    const worker = startTsWorker(WORKER_URL)
+    // The processes it hosts do not keep the sidecar alive; the sidecar kills them at shutdown.
+    worker.unref()
+    worker.on('message', (message: FromPtyThread) => this.#receive(message))
+    const lost = (error: Error) => {
+      if (this.#worker !== worker) return
+      this.#worker = undefined
+      console.error('termkeep sidecar: the PTY thread stopped', error)
+      for (const { reject } of this.#spawning.values()) reject(error)
+      this.#spawning.clear()
+      for (const pty of [...this.#ptys.values()]) pty.lost()
+    }
+    worker.on('error', lost)
+    worker.on('exit', (code) => lost(new Error(`PTY thread exited with ${code}`)))
+    this.#worker = worker
+    return worker
+  }
+
+  #receive(message: FromPtyThread): void {
+    if (message.type === 'spawned' || message.type === 'spawn-failed') {
+      const pending = this.#spawning.get(message.id)
+      if (!pending) return
+      this.#spawning.delete(message.id)
+      if (message.type === 'spawn-failed') return pending.reject(new Error(message.message))
+      pending.pty.pid = message.pid
+      this.#ptys.set(message.id, pending.pty)
+      return pending.resolve(pending.pty)
+    }
+    this.#ptys.get(message.id)?.receive(message)
+  }
+}
