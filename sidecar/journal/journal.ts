@@ -3,9 +3,9 @@
  * MAX_RECORD_RAW_BYTES), every resize as a Resize record, sequences 1, 2, 3… Bytes live in an
  * append-only spool file; memory holds only the index. Nothing is evicted while the terminal lives.
  *
- * Bytes arrive in flushes of gathered PTY reads (gather.ts): either written to the spool by the
- * PTY thread and announced with `appendWritten` (the sidecar), or handed over with `appendData`
- * and written here (in-process producers, tests).
+ * Bytes arrive in flushes of gathered PTY reads (gather.ts): gathered by the PTY thread and
+ * handed over with `appendFlushed` (the sidecar), or gathered here from `appendData` (in-process
+ * producers, tests).
  *
  * Readers pull by sequence at their own pace (there is no per-reader queue and the PTY is never
  * paused for a reader). Because a reader asks for "records after N" from the one index and then
@@ -77,14 +77,12 @@ export class Journal {
     else this.#gather.flush()
   }
 
-  /** Bytes another thread already wrote to the spool at `offset` (the PTY thread): journaled as
-   * if appended and flushed here. Writes must arrive in spool order. */
-  appendWritten(offset: number, bytes: Uint8Array): void {
+  /** Bytes gathered elsewhere (the PTY thread), journaled now as one flush. */
+  appendFlushed(bytes: Uint8Array): void {
     if (this.#ended) throw new Error('journal: data after EOF')
     if (this.#retired || bytes.length === 0) return
-    if (offset !== this.#spool.size) throw new Error(`journal: spool write at ${offset}, expected ${this.#spool.size}`)
-    this.#spool.wrote(bytes.length)
-    this.#journaled(offset, [bytes], bytes.length)
+    this.#gather.flush() // keeps the order if both paths were ever used
+    this.#write([bytes], bytes.length)
   }
 
   #write(parts: Uint8Array[], total: number): void {

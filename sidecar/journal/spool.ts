@@ -50,11 +50,6 @@ export class Spool {
     return offset
   }
 
-  /** Another thread appended `length` bytes through its own descriptor (the PTY thread). */
-  wrote(length: number): void {
-    this.#size += length
-  }
-
   /** Reads exactly `length` bytes at `offset`; a short read or an I/O error rejects. */
   async readAt(offset: number, length: number): Promise<Buffer> {
     // Never touch a closed fd number: the OS may already have given it to another file.

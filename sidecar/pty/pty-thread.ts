@@ -1,7 +1,7 @@
 /**
  * The main thread's side of the PTY thread (pty-worker.ts): `PtyThread.spawn` starts a process
- * there and returns a `RemotePty` whose output arrives already appended to the journal's spool;
- * this side journals each flush (`Journal.appendWritten`), so readers and the emulator see it.
+ * there and returns a `RemotePty` whose output arrives in flushes of gathered reads; this side
+ * journals each one (`Journal.appendFlushed`), so readers and the emulator see it.
  * Input, resizes and a forced close are sent over; a resize resolves once its Resize record is
  * journaled after every byte read before it.
  */
@@ -69,7 +69,7 @@ export class RemotePty {
     switch (message.type) {
       case 'data':
         // The journal ends only with this source (`end`), or is retired at shutdown (ignored).
-        this.journal.appendWritten(message.offset, message.bytes)
+        this.journal.appendFlushed(message.bytes)
         this.#onData()
         return
       case 'resized':
@@ -81,9 +81,6 @@ export class RemotePty {
         return
       case 'exit':
         this.#exit(message.exit)
-        return
-      case 'failed':
-        console.error(`termkeep sidecar: terminal output stopped: ${message.message}`)
         return
     }
   }
@@ -116,14 +113,14 @@ export class PtyThread {
   readonly #spawning = new Map<number, { resolve: (pty: RemotePty) => void; reject: (error: Error) => void; pty: RemotePty }>()
   #nextId = 1
 
-  /** Starts `options` in the PTY thread; its output is journaled into `journal` (whose spool file
-   * exists and is empty). Rejects with the OS's reason when the spawn fails. */
-  spawn(options: PtySpawnOptions, journal: Journal, spoolPath: string): Promise<RemotePty> {
+  /** Starts `options` in the PTY thread; its output is journaled into `journal`. Rejects with the
+   * OS's reason when the spawn fails. */
+  spawn(options: PtySpawnOptions, journal: Journal): Promise<RemotePty> {
     const id = this.#nextId++
     const pty = new RemotePty(this, id, journal)
     return new Promise((resolve, reject) => {
       this.#spawning.set(id, { resolve, reject, pty })
-      this.post({ type: 'spawn', id, options, spoolPath })
+      this.post({ type: 'spawn', id, options })
     })
   }
 

@@ -239,7 +239,7 @@ export class TerminalHost {
       store,
     })
     this.#live.set(keyOf(sessionId, id), terminal)
-    await terminal.spawn(this.#ptys, spool, this.#env(sessionId, id))
+    await terminal.spawn(this.#ptys, this.#env(sessionId, id))
     await terminal.persisted()
     return terminal
   }

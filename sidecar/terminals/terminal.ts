@@ -111,12 +111,12 @@ export class LiveTerminal {
     }
   }
 
-  /** Spawns the shell in the PTY thread, output into this terminal's journal (spool at
-   * `spoolPath`). A spawn failure is kept as an exited terminal with its error. */
-  async spawn(thread: PtyThread, spoolPath: string, env: Record<string, string>): Promise<void> {
+  /** Spawns the shell in the PTY thread, output into this terminal's journal. A spawn failure is
+   * kept as an exited terminal with its error. */
+  async spawn(thread: PtyThread, env: Record<string, string>): Promise<void> {
     try {
       const options = { file: this.shell.path, args: this.shell.args, cwd: this.cwd, env, cols: this.cols, rows: this.rows }
-      const pty = await thread.spawn(options, this.journal, spoolPath)
+      const pty = await thread.spawn(options, this.journal)
       this.#pty = pty
       pty.onData(() => (this.lastActivity = Date.now()))
       pty.onEnd(() => this.journal.end())
