@@ -22,10 +22,6 @@ const IDLE_WAIT_MS = 60_000
 
 const WORKER_URL = new URL('./worker.ts', import.meta.url)
 
-function startWorker(): Worker {
-  return startTsWorker(WORKER_URL)
-}
-
 type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void }
 
 /** Sees each emulator as it opens (display issue: settling); `drain` runs at dispose, first. */
@@ -38,7 +34,7 @@ class WorkerSlot {
   failure: Error | undefined
 
   constructor() {
-    this.worker = startWorker()
+    this.worker = startTsWorker(WORKER_URL)
     this.worker.unref()
     this.worker.on('message', (message: FromWorker) => this.#receive(message))
     this.worker.on('error', (error) => this.#fail(error))
