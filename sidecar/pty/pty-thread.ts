@@ -68,7 +68,12 @@ export class RemotePty {
   receive(message: FromPtyThread): void {
     switch (message.type) {
       case 'data':
-        // The journal ends only with this source (`end`), or is retired at shutdown (ignored).
+        // The journal ends with this source (`end`); a flush after that would be a bug here, and
+        // must not take the sidecar down with it (a retired journal ignores it anyway).
+        if (this.journal.ended) {
+          console.error(`termkeep sidecar: ${message.bytes.length} bytes after the end of a terminal's output, dropped`)
+          return
+        }
         this.journal.appendFlushed(message.bytes)
         this.#onData()
         return
