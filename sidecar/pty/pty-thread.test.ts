@@ -1,0 +1,85 @@
+/**
+ * The PTY thread on its own (real worker thread, real PTYs): output arrives journaled in order and
+ * complete, a resize resolves once its Resize record follows every byte read before it, a forced
+ * close still journals what the kernel held, and a process that cannot start says why.
+ */
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { Journal } from '../journal/journal.ts'
+import { waitFor } from '../../test/support/ports.ts'
+import type { PtyExit } from './pty-process.ts'
+import { PtyThread, type RemotePty } from './pty-thread.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'termkeep-pty-thread-'))
+const thread = new PtyThread()
+let n = 0
+afterAll(() => thread.close())
+
+async function start(script: string): Promise<{ pty: RemotePty; journal: Journal; ended: Promise<void>; exited: Promise<PtyExit> }> {
+  const journal = new Journal(join(dir, `t${++n}.journal`), { cols: 80, rows: 24 })
+  const pty = await thread.spawn({ file: '/bin/sh', args: ['-c', script], cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TERM: 'xterm-256color' }, cols: 80, rows: 24 }, journal)
+  const ended = new Promise<void>((resolve) => pty.onEnd(() => (journal.end(), resolve())))
+  const exited = new Promise<PtyExit>((resolve) => pty.onExit(resolve))
+  return { pty, journal, ended, exited }
+}
+
+async function text(journal: Journal): Promise<string> {
+  let out = ''
+  for (let cursor = 0; ; ) {
+    const items = await journal.readItems(cursor, 64)
+    if (items.length === 0) return out
+    for (const item of items) {
+      out += item.kind === 'data' ? Buffer.from(item.data, 'base64').toString('latin1') : `[R${item.cols}x${item.rows}]`
+      cursor = item.sequence
+    }
+  }
+}
+
+describe('PtyThread', () => {
+  it('journals every byte in order, then ends, then reports the exit', async () => {
+    const { journal, ended, exited } = await start('i=0; while [ $i -lt 2000 ]; do echo "line-$i"; i=$((i+1)); done; exit 3')
+    const order: string[] = []
+    void ended.then(() => order.push('end'))
+    const exit = await exited
+    order.push('exit')
+    await ended
+    expect(exit).toEqual({ exitCode: 3, signal: null })
+    expect(order).toEqual(['end', 'exit'])
+    const lines = (await text(journal)).split('\r\n').filter(Boolean)
+    expect(lines).toEqual(Array.from({ length: 2000 }, (_, i) => `line-${i}`))
+  })
+
+  it('resolves a resize once its record follows every byte read before it', async () => {
+    const { pty, journal } = await start('stty -echo; echo ready; cat')
+    await waitFor(async () => (await text(journal)).includes('ready'), 10_000, 'the shell')
+    pty.write(Buffer.from('before\n'))
+    await waitFor(async () => (await text(journal)).includes('before\r\n'), 10_000, 'the echo from cat')
+    await pty.resize(100, 30)
+    expect((await text(journal)).endsWith('before\r\n[R100x30]')).toBe(true)
+    expect(journal.geometryAt(journal.lastSequence)).toEqual({ cols: 100, rows: 30 })
+    pty.write(Buffer.from('after\n'))
+    await waitFor(async () => (await text(journal)).endsWith('[R100x30]after\r\n'), 10_000, 'output after the resize')
+    await pty.forceClose()
+  })
+
+  it('a forced close still journals what the kernel held, and ends the source', async () => {
+    // A background job keeps the slave open, so no EOF comes by itself.
+    const { pty, journal, ended } = await start('printf kept-bytes; sleep 30 & exec sleep 30')
+    await waitFor(async () => (await text(journal)).includes('kept-bytes'), 10_000, 'the output')
+    await pty.forceClose()
+    await ended
+    expect(journal.ended).toBe(true)
+    expect(await text(journal)).toBe('kept-bytes')
+    process.kill(-pty.pid, 'SIGKILL')
+  })
+
+  it('a process that cannot start says why in its output and exits non-zero', async () => {
+    const journal = new Journal(join(dir, 'bad.journal'), { cols: 80, rows: 24 })
+    const pty = await thread.spawn({ file: '/no/such/shell', args: [], cwd: dir, env: {}, cols: 80, rows: 24 }, journal)
+    const exit = await new Promise<PtyExit>((resolve) => pty.onExit(resolve))
+    expect(exit.exitCode).not.toBe(0)
+    await waitFor(async () => (await text(journal)).includes('No such file or directory'), 10_000, 'the reason')
+  })
+})
