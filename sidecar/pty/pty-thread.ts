@@ -117,10 +117,12 @@ export class PtyThread {
   readonly #ptys = new Map<number, RemotePty>()
   readonly #spawning = new Map<number, { resolve: (pty: RemotePty) => void; reject: (error: Error) => void; pty: RemotePty }>()
   #nextId = 1
+  #closed = false
 
   /** Starts `options` in the PTY thread; its output is journaled into `journal`. Rejects with the
    * OS's reason when the spawn fails. */
   spawn(options: PtySpawnOptions, journal: Journal): Promise<RemotePty> {
+    if (this.#closed) return Promise.reject(new Error('the PTY thread is closed (the sidecar is stopping)'))
     const id = this.#nextId++
     const pty = new RemotePty(this, id, journal)
     return new Promise((resolve, reject) => {
@@ -129,9 +131,9 @@ export class PtyThread {
     })
   }
 
-  /** @internal */
+  /** @internal (after close, messages are dropped: a late keystroke must not start a thread) */
   post(message: ToPtyThread): void {
-    this.#start().postMessage(message)
+    if (!this.#closed) this.#start().postMessage(message)
   }
 
   /** @internal the terminal exited: no message for it follows. */
@@ -140,6 +142,7 @@ export class PtyThread {
   }
 
   async close(): Promise<void> {
+    this.#closed = true
     const worker = this.#worker
     this.#worker = undefined
     await worker?.terminate()
