@@ -19,8 +19,11 @@ const FLUSH_BYTES = 1024 * 1024
 /** A flush of at least this many bytes less than FLOOD_GAP_MS ago marks a flood … */
 const FLOOD_MIN_BYTES = 2048
 const FLOOD_GAP_MS = 3
-/** … and while it lasts, reads are gathered this long before they are flushed. */
-const FLOOD_BATCH_MS = 1
+/** … and while it lasts, reads are gathered this long before they are flushed. 4 ms (VS Code's
+ * terminal batches 5 ms) instead of 1 ms cut the sidecar's CPU per 100 MiB of `cat` from ~2.95 to
+ * ~2.5 s here (fewer flushes, thread hand-overs and reader wake-ups); with the reads in the PTY
+ * thread, gathering longer never leaves the PTY unread. A keystroke's echo is not a flood. */
+const FLOOD_BATCH_MS = 4
 
 export class Gatherer {
   #pending: Uint8Array[] = []
