@@ -81,16 +81,11 @@ export class Journal {
   appendFlushed(bytes: Uint8Array): void {
     if (this.#ended) throw new Error('journal: data after EOF')
     if (this.#retired || bytes.length === 0) return
-    this.#gather.flush() // keeps the order if both paths were ever used
     this.#write([bytes], bytes.length)
   }
 
   #write(parts: Uint8Array[], total: number): void {
-    this.#journaled(this.#spool.append(parts), parts, total)
-  }
-
-  #journaled(at: number, parts: Uint8Array[], total: number): void {
-    let offset = at
+    let offset = this.#spool.append(parts)
     this.#recent = { offset, parts, length: total }
     for (let start = 0; start < total; start += MAX_RECORD_RAW_BYTES) {
       const length = Math.min(MAX_RECORD_RAW_BYTES, total - start)
