@@ -1,6 +1,7 @@
 /** Random secrets and their stored form (SHA-256, hex), with Web Crypto only. */
 
-function base64url(bytes: Uint8Array): string {
+/** Unpadded base64url, the one spelling termkeep issues. */
+export function base64url(bytes: Uint8Array): string {
   let binary = ''
   for (const byte of bytes) binary += String.fromCharCode(byte)
   return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')

@@ -335,8 +335,14 @@ describe('Files.readText', () => {
     const [payload, mac] = next.cursor.split('.')
     const decoded = JSON.parse(Buffer.from(payload, 'base64url').toString())
     const forged = Buffer.from(JSON.stringify({ ...decoded, offset: 1, byte: 0 })).toString('base64url')
-    const flipped = mac.slice(0, -1) + (mac.endsWith('A') ? 'B' : 'A')
-    for (const cursor of [`${forged}.${mac}`, `${payload}.${flipped}`, 'garbage', `${payload}.${mac}.x`]) {
+    // A 32-byte MAC is 43 base64url characters; the last carries 2 spare (zero) bits, so setting
+    // its lowest bit spells the same MAC non-canonically, which must not verify either.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+    const flip = (text: string, at: number) => text.slice(0, at) + alphabet[alphabet.indexOf(text[at]!) ^ 1] + text.slice(at + 1)
+    const flipped = [flip(mac, 0), flip(mac, 21), flip(mac, mac.length - 1)]
+    expect(Buffer.from(flipped[2]!, 'base64url')).toEqual(Buffer.from(mac, 'base64url'))
+    const altered = [`${forged}.${mac}`, ...flipped.map((m) => `${payload}.${m}`), 'garbage', `${payload}.${mac}.x`]
+    for (const cursor of altered) {
       expect(outcome(await post('/v1/sessions/s1/read-text', { next: { cursor } })), cursor).toEqual(missing)
     }
     // A cursor that points another session's resource at this one is just as dead.

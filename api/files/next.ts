@@ -5,6 +5,7 @@
  * continuation", answered exactly like a missing resource. Web Crypto only.
  */
 import { TermkeepError } from '../../schema/errors.ts'
+import { base64url } from '../auth/secrets.ts'
 import type { ReadTextNext } from '../../schema/wire/files.ts'
 
 /** What a continuation remembers. `byte` is where line `offset` starts (immutable resources only). */
@@ -23,20 +24,21 @@ export interface Binding {
 
 const encoder = new TextEncoder()
 
-function base64url(bytes: Uint8Array): string {
-  let binary = ''
-  for (const byte of bytes) binary += String.fromCharCode(byte)
-  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
-}
-
+/**
+ * Only the canonical encoding decodes: base64 leaves spare low bits in a final partial character,
+ * so without the round-trip check several cursor strings (a "flipped" last character) would
+ * decode to the same MAC and be accepted as the one that was issued.
+ */
 function fromBase64url(text: string): Uint8Array<ArrayBuffer> | undefined {
   if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined
+  let bytes: Uint8Array<ArrayBuffer>
   try {
     const binary = atob(text.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (text.length % 4)) % 4))
-    return Uint8Array.from(binary, (c) => c.charCodeAt(0))
+    bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0))
   } catch {
     return undefined
   }
+  return base64url(bytes) === text ? bytes : undefined
 }
 
 /** Pure: the exact bytes the MAC covers. Newlines cannot occur in ids or base64url. */
