@@ -18,6 +18,7 @@ import { Hono } from 'hono'
 import { createApp } from '../api/app.ts'
 import { createToken } from '../api/auth/tokens.ts'
 import { listWorkspaces } from '../api/registry/store.ts'
+import { nodeFetch } from '../api/runtime/node-transport.ts'
 import { SidecarClient } from '../api/sidecar-client.ts'
 import { GRANTS } from '../schema/grants.ts'
 import { openStorage } from '../storage/client.ts'
@@ -106,12 +107,12 @@ const scenario: BenchScenario = {
     const sidecar = await startSidecar({ dataDir: dir })
     const storage = await openStorage({ url: sidecar.databaseUrl })
     await migrate(storage.client)
-    const client = new SidecarClient({ url: sidecar.url, secret: sidecar.secret })
+    const client = new SidecarClient({ url: sidecar.url, secret: sidecar.secret, fetch: nodeFetch })
     const server = new Hono()
     server.get('/bare/hello', (c) => c.json({ ok: true }))
     server.get('/bare/workspaces', async (c) => c.json(await listWorkspaces(storage.db)))
     server.get('/bare/files/text', async (c) => {
-      const upstream = await fetch(`${sidecar.url}${c.req.path.replace('/bare/files/text', '/v1/sessions/bench/files/text')}?${new URL(c.req.url).searchParams}`, {
+      const upstream = await nodeFetch(`${sidecar.url}${c.req.path.replace('/bare/files/text', '/v1/sessions/bench/files/text')}?${new URL(c.req.url).searchParams}`, {
         headers: { authorization: `Bearer ${sidecar.secret}` },
       })
       return c.json(await upstream.json())

@@ -1,8 +1,12 @@
-/** Node entry for the API: builds the dependencies and serves createApp with @hono/node-server. */
+/**
+ * Node entry for the API: builds the dependencies and serves createApp with @hono/node-server; the
+ * sidecar is reached over node:http (./node-transport.ts).
+ */
 import { serve, type ServerType } from '@hono/node-server'
 import type { Storage } from '../../storage/client.ts'
 import { createApp } from '../app.ts'
 import { SidecarClient } from '../sidecar-client.ts'
+import { nodeFetch } from './node-transport.ts'
 
 export interface NodeApiOptions {
   storage: Storage
@@ -23,7 +27,7 @@ export function startNodeApi({ storage, sidecarUrl, sidecarSecret, host, port }:
   const app = createApp({
     db: storage.db,
     client: storage.client,
-    sidecar: new SidecarClient({ url: sidecarUrl, secret: sidecarSecret }),
+    sidecar: new SidecarClient({ url: sidecarUrl, secret: sidecarSecret, fetch: nodeFetch }),
     runtime: 'node',
   })
   return new Promise((resolve, reject) => {

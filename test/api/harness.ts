@@ -10,6 +10,7 @@ import type { Hono } from 'hono'
 import { createApp } from '../../api/app.ts'
 import { createToken } from '../../api/auth/tokens.ts'
 import type { AppDeps, AppEnv } from '../../api/deps.ts'
+import { nodeFetch } from '../../api/runtime/node-transport.ts'
 import { SidecarClient } from '../../api/sidecar-client.ts'
 import type { Grant } from '../../schema/grants.ts'
 import { openStorage, type Storage } from '../../storage/client.ts'
@@ -63,7 +64,7 @@ export async function startHarness(options: { databaseUrl?: string } = {}): Prom
   const deps: AppDeps = {
     db: storage.db,
     client: storage.client,
-    sidecar: new SidecarClient({ url: sidecar.url, secret: sidecar.secret }),
+    sidecar: new SidecarClient({ url: sidecar.url, secret: sidecar.secret, fetch: nodeFetch }),
     runtime: 'node',
     tuning: TUNING,
   }

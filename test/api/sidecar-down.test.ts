@@ -9,6 +9,7 @@ import type { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../api/app.ts'
 import type { AppEnv } from '../../api/deps.ts'
+import { nodeFetch } from '../../api/runtime/node-transport.ts'
 import { SidecarClient } from '../../api/sidecar-client.ts'
 import { GRANTS } from '../../schema/grants.ts'
 import { hostGenerations, terminals } from '../../schema/tables.ts'
@@ -17,6 +18,7 @@ import { send, startHarness, type Harness } from './harness.ts'
 
 let h: Harness
 let down: Hono<AppEnv>
+let downViaFetch: Hono<AppEnv>
 let admin: string
 let dir: string
 
@@ -36,7 +38,9 @@ beforeAll(async () => {
     { ...row, sessionId: 's1', id: 'old', title: 'retired one', state: 'retired', exitCode: 0, createdAt: 2, updatedAt: 3, closedAt: 3 },
     { ...row, sessionId: 's2', id: 'live', title: 'not yours', state: 'running', createdAt: 1, updatedAt: 1 },
   ])
-  down = createApp({ ...h.deps, sidecar: new SidecarClient({ url: `http://127.0.0.1:${await freePort()}`, secret: 'x' }) })
+  const nowhere = `http://127.0.0.1:${await freePort()}`
+  down = createApp({ ...h.deps, sidecar: new SidecarClient({ url: nowhere, secret: 'x', fetch: nodeFetch }) })
+  downViaFetch = createApp({ ...h.deps, sidecar: new SidecarClient({ url: nowhere, secret: 'x' }) })
 })
 afterAll(async () => {
   await h?.close()
@@ -61,9 +65,12 @@ describe('sidecar unreachable', () => {
     ['POST', '/v1/sessions', { cwd: '/tmp' }],
     ['GET', '/v1/workspaces/resolve?path=/tmp', undefined],
   ])('%s %s → 503 sidecar/unavailable', async (method, path, body) => {
-    const response = await send(down, method, path, { token: admin, body })
-    expect(response.status).toBe(503)
-    expect(((await response.json()) as any).error.code).toBe('sidecar/unavailable')
+    // Both transports: node:http (the Node entry) and fetch (Deno, Workers).
+    for (const app of [down, downViaFetch]) {
+      const response = await send(app, method, path, { token: admin, body })
+      expect(response.status).toBe(503)
+      expect(((await response.json()) as any).error.code).toBe('sidecar/unavailable')
+    }
   })
 
   it('gives up on a sidecar that accepts connections but never answers (503, not a hang)', async () => {
@@ -72,10 +79,12 @@ describe('sidecar unreachable', () => {
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r))
     try {
       const port = (silent.address() as AddressInfo).port
-      const app = createApp({ ...h.deps, sidecar: new SidecarClient({ url: `http://127.0.0.1:${port}`, secret: 'x' }) })
-      for (const [method, path] of [['GET', '/v1/sessions/s1/terminal-environment'], ['POST', `${T}/input`]] as const) {
-        const response = await send(app, method, path, { token: admin, body: method === 'POST' ? 'x' : undefined })
-        expect(response.status).toBe(503)
+      for (const transport of [nodeFetch, undefined]) {
+        const app = createApp({ ...h.deps, sidecar: new SidecarClient({ url: `http://127.0.0.1:${port}`, secret: 'x', fetch: transport }) })
+        for (const [method, path] of [['GET', '/v1/sessions/s1/terminal-environment'], ['POST', `${T}/input`]] as const) {
+          const response = await send(app, method, path, { token: admin, body: method === 'POST' ? 'x' : undefined })
+          expect(response.status).toBe(503)
+        }
       }
     } finally {
       for (const socket of sockets) socket.destroy()
@@ -113,7 +122,7 @@ describe('sidecar unreachable', () => {
 
 describe('a sidecar with the wrong secret', () => {
   it('is the API\'s problem (503), never passed on as the client\'s 401', async () => {
-    const wrong = createApp({ ...h.deps, sidecar: new SidecarClient({ url: h.sidecar.url, secret: 'not-the-secret' }) })
+    const wrong = createApp({ ...h.deps, sidecar: new SidecarClient({ url: h.sidecar.url, secret: 'not-the-secret', fetch: nodeFetch }) })
     const response = await send(wrong, 'POST', '/v1/workspaces', { token: admin, body: { path: dir } })
     expect(response.status).toBe(503)
     expect(((await response.json()) as any).error.code).toBe('sidecar/unavailable')

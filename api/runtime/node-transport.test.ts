@@ -1,0 +1,148 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterEach, describe, expect, it } from 'vitest'
+import { nodeFetch } from './node-transport.ts'
+
+type Handler = (request: IncomingMessage, response: ServerResponse) => void
+
+let server: Server | undefined
+
+async function serve(handler: Handler): Promise<string> {
+  server = createServer(handler)
+  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+afterEach(async () => {
+  server?.closeAllConnections()
+  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined))
+  server = undefined
+})
+
+function bodyOf(request: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const parts: Buffer[] = []
+    request.on('data', (chunk: Buffer) => parts.push(chunk)).on('end', () => resolve(Buffer.concat(parts)))
+  })
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+describe('nodeFetch (the Node API’s sidecar transport)', () => {
+  it('sends method, headers and byte or string bodies exactly; answers status, headers and body', async () => {
+    const seen: { method?: string; auth?: string; body: Buffer }[] = []
+    const url = await serve(async (request, response) => {
+      seen.push({ method: request.method, auth: request.headers.authorization, body: await bodyOf(request) })
+      response.writeHead(201, 'Made', [['content-type', 'application/json'], ['set-cookie', 'a=1'], ['set-cookie', 'b=2']])
+      response.end(JSON.stringify({ ok: true }))
+    })
+    const bytes = Uint8Array.from([0, 1, 2, 255, 27, 13])
+    const answer = await nodeFetch(`${url}/x`, { method: 'POST', headers: new Headers({ authorization: 'Bearer s' }), body: bytes })
+    expect([answer.status, answer.statusText, answer.ok]).toEqual([201, 'Made', true])
+    expect(answer.headers.get('content-type')).toBe('application/json')
+    expect(answer.headers.getSetCookie()).toEqual(['a=1', 'b=2'])
+    expect(await answer.json()).toEqual({ ok: true })
+    await (await nodeFetch(`${url}/y`, { method: 'PUT', body: 'héllo' })).text()
+    expect(seen).toEqual([
+      { method: 'POST', auth: 'Bearer s', body: Buffer.from(bytes) },
+      { method: 'PUT', auth: undefined, body: Buffer.from('héllo') },
+    ])
+  })
+
+  it('gives a 204 no body, and refuses a body kind it does not send', async () => {
+    const url = await serve((_, response) => {
+      response.statusCode = 204
+      response.end()
+    })
+    const answer = await nodeFetch(url, { method: 'DELETE' })
+    expect([answer.status, answer.body]).toEqual([204, null])
+    await expect(nodeFetch(url, { method: 'POST', body: new Blob(['x']) })).rejects.toThrow(TypeError)
+  })
+
+  it('rejects at once when nothing listens', async () => {
+    const url = await serve(() => {})
+    server!.close()
+    await new Promise((resolve) => server!.once('close', resolve))
+    server = undefined
+    await expect(nodeFetch(url)).rejects.toMatchObject({ code: 'ECONNREFUSED' })
+  })
+
+  it('aborts a request that is never answered, with the signal’s reason, and closes the connection', async () => {
+    let closed = false
+    const url = await serve((request) => request.socket.once('close', () => (closed = true)))
+    const reason = new Error('timed out')
+    const controller = new AbortController()
+    setTimeout(() => controller.abort(reason), 100)
+    await expect(nodeFetch(url, { signal: controller.signal })).rejects.toBe(reason)
+    await sleep(100)
+    expect(closed).toBe(true)
+  })
+
+  it('streams the body as it arrives; cancelling it closes the upstream response', async () => {
+    let release!: () => void
+    let upstreamClosed = false
+    const url = await serve((_, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' })
+      response.write('event: one\n\n')
+      response.once('close', () => (upstreamClosed = true))
+      release = () => response.write('event: two\n\n')
+    })
+    const answer = await nodeFetch(url)
+    const reader = answer.body!.getReader()
+    const decoder = new TextDecoder()
+    expect(decoder.decode((await reader.read()).value)).toBe('event: one\n\n')
+    release()
+    expect(decoder.decode((await reader.read()).value)).toBe('event: two\n\n')
+    await reader.cancel()
+    await sleep(100)
+    expect(upstreamClosed).toBe(true)
+  })
+
+  it('errors the body (not a clean end) when the upstream breaks off or the signal aborts mid-body', async () => {
+    const url = await serve((request, response) => {
+      response.writeHead(200)
+      response.write('partial')
+      if (request.url === '/break') setTimeout(() => response.socket?.destroy(), 50)
+    })
+    const broken = (await nodeFetch(`${url}/break`)).body!.getReader()
+    expect((await broken.read()).value?.length).toBe(7)
+    await expect(broken.read()).rejects.toThrow()
+
+    const controller = new AbortController()
+    const reason = new Error('client went away')
+    const aborted = (await nodeFetch(`${url}/hold`, { signal: controller.signal })).body!.getReader()
+    expect((await aborted.read()).value?.length).toBe(7)
+    controller.abort(reason)
+    await expect(aborted.read()).rejects.toBe(reason)
+  })
+
+  it('holds back a fast upstream while the reader does not read, then delivers every byte', async () => {
+    const total = 64 * 1024 * 1024
+    const block = Buffer.alloc(1024 * 1024, 'x')
+    let flushed = 0
+    const url = await serve((_, response) => {
+      response.writeHead(200)
+      let sent = 0
+      const more = () => {
+        while (sent < total) {
+          sent += block.length
+          const ok = response.write(block, () => (flushed += block.length))
+          if (!ok) return void response.once('drain', more)
+        }
+        response.end()
+      }
+      more()
+    })
+    const reader = (await nodeFetch(url)).body!.getReader()
+    await sleep(500)
+    // Only the kernel's socket buffers and the stream's high-water mark were taken; not 64 MiB.
+    expect(flushed).toBeLessThan(total / 4)
+    let received = 0
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      received += value.length
+    }
+    expect(received).toBe(total)
+  })
+})

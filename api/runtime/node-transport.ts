@@ -1,0 +1,98 @@
+/**
+ * The Node entry's way to reach the sidecar: `fetch`'s shape over node:http.
+ *
+ * Why not Node's global fetch (undici): relaying a terminal's output, undici parsed every chunk in
+ * its WASM HTTP parser, copied it out and pushed it through a second web stream; in the API
+ * benchmark that was most of the relay's CPU. node:http parses natively and its Buffers go into
+ * the Response's stream as they are. Only what SidecarClient sends is supported (string or byte
+ * bodies); anything else is a TypeError, not a silent mis-send. Deno and Workers keep their fetch.
+ */
+import { Agent, request, type IncomingMessage } from 'node:http'
+
+const agent = new Agent({ keepAlive: true })
+
+/** Bytes the response stream may hold before the socket is paused (backpressure to the sidecar). */
+const BODY_HIGH_WATER_BYTES = 64 * 1024
+
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304])
+
+function requestBody(body: RequestInit['body']): string | Uint8Array | undefined {
+  if (body === undefined || body === null) return undefined
+  if (typeof body === 'string' || body instanceof Uint8Array) return body
+  if (body instanceof ArrayBuffer) return new Uint8Array(body)
+  throw new TypeError('the sidecar transport sends only string and byte bodies')
+}
+
+function responseHeaders(message: IncomingMessage): Headers {
+  const headers = new Headers()
+  const raw = message.rawHeaders
+  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!)
+  return headers
+}
+
+/** A web stream over the response, pausing the socket while the consumer is behind. */
+function bodyStream(message: IncomingMessage, signal: AbortSignal | undefined): ReadableStream<Uint8Array> {
+  let ended = false
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        message.on('data', (chunk: Buffer) => {
+          controller.enqueue(chunk)
+          if ((controller.desiredSize ?? 1) <= 0) message.pause()
+        })
+        message.once('end', () => {
+          ended = true
+          controller.close()
+        })
+        // A socket that closes before the end (sidecar stopped, request aborted) errors the body.
+        message.once('close', () => {
+          if (!ended) controller.error(signal?.aborted ? signal.reason : new Error('the sidecar closed the response early'))
+        })
+      },
+      pull() {
+        message.resume()
+      },
+      cancel() {
+        ended = true
+        message.destroy()
+      },
+    },
+    { highWaterMark: BODY_HIGH_WATER_BYTES, size: (chunk) => chunk.byteLength },
+  )
+}
+
+export const nodeFetch: typeof fetch = (input, init = {}) =>
+  new Promise<Response>((resolve, reject) => {
+    const signal = init.signal ?? undefined
+    if (signal?.aborted) return reject(signal.reason)
+    let body: string | Uint8Array | undefined
+    try {
+      body = requestBody(init.body)
+    } catch (error) {
+      return reject(error)
+    }
+    const url = input instanceof Request ? input.url : String(input)
+    const headers: Record<string, string> = {}
+    new Headers(init.headers).forEach((value, name) => (headers[name] = value))
+    const outgoing = request(url, { method: init.method ?? 'GET', headers, agent })
+    const onAbort = () => outgoing.destroy(signal?.reason)
+    signal?.addEventListener('abort', onAbort, { once: true })
+    outgoing.once('error', (error) => {
+      signal?.removeEventListener('abort', onAbort)
+      reject(signal?.aborted ? signal.reason : error)
+    })
+    outgoing.once('response', (message) => {
+      message.once('close', () => signal?.removeEventListener('abort', onAbort))
+      const status = message.statusCode ?? 502
+      const nullBody = NULL_BODY_STATUSES.has(status) || init.method === 'HEAD'
+      if (nullBody) message.resume()
+      resolve(
+        new Response(nullBody ? null : bodyStream(message, signal), {
+          status,
+          statusText: message.statusMessage,
+          headers: responseHeaders(message),
+        }),
+      )
+    })
+    outgoing.end(body)
+  })
