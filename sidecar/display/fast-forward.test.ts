@@ -4,7 +4,7 @@
  * attributes and modes — and the planner really skips when output floods past the allowance.
  */
 import { describe, expect, it } from 'vitest'
-import { FastForward, type FeedRecord } from './fast-forward.ts'
+import { FastForward, hasNonPrintable, type FeedRecord } from './fast-forward.ts'
 import { bufferDiff, emulator } from './testing/harness.ts'
 
 const E = '\x1b'
@@ -124,6 +124,37 @@ describe('FastForward', () => {
     let s = ''
     for (let i = 0; i < 2000; i++) s += i % 3 === 0 ? `bare ${i}\n` : i % 3 === 1 ? `\ttab\t${i}\r\n` : `${'中'.repeat(i % 40)}${'w'.repeat(i % 90)}\r\n`
     expect(await compare(41, 9, [s, 'end without newline'])).toBeGreaterThan(0)
+  })
+
+  it('stays exact with stray controls, DEL, C1 and other UTF-8 at every alignment inside plain text', async () => {
+    // The word-at-a-time skip must stop at each of these wherever it sits in a 4-byte word.
+    const strays = ['\x7f', '\x01', '\x0e\x0f', '\x1b[1m', '\u0080', '\u00b0', '\u00e9', '\u0085', '\x0b', '~', ' ']
+    let s = ''
+    for (let i = 0; i < 3000; i++) {
+      const text = `row ${i} ${'x'.repeat(i % 37)}`
+      const at = (i * 13) % (text.length + 1)
+      s += `${text.slice(0, at)}${strays[i % strays.length]}${text.slice(at)}\r\n`
+    }
+    for (const seed of [1, 2]) expect(await compare(64, 10, [s, lines(900)], seed, 20_000, 'stream')).toBeGreaterThan(0)
+  })
+
+  it('tells printable ASCII words from any word with a byte outside 0x20–0x7e', () => {
+    const word = (bytes: number[]) => (bytes[0]! | (bytes[1]! << 8) | (bytes[2]! << 16) | (bytes[3]! << 24)) >>> 0
+    const outside = (b: number) => b < 0x20 || b > 0x7e
+    for (let b = 0; b < 256; b++) {
+      for (let at = 0; at < 4; at++) {
+        for (const fill of [0x20, 0x41, 0x7e]) {
+          const bytes = [fill, fill, fill, fill]
+          bytes[at] = b
+          expect(hasNonPrintable(word(bytes)), `byte ${b} at ${at} among ${fill}`).toBe(outside(b))
+        }
+      }
+    }
+    let x = 99
+    for (let i = 0; i < 200_000; i++) {
+      const bytes = [0, 1, 2, 3].map(() => ((x = (x * 1103515245 + 12345) % 2147483648), 0x18 + (x % 0x70)))
+      expect(hasNonPrintable(word(bytes))).toBe(bytes.some(outside))
+    }
   })
 
   it('stays exact across resizes inside the flood', async () => {
