@@ -5,7 +5,6 @@
  * work for retired terminals and with the sidecar down.
  */
 import { Hono, type Context } from 'hono'
-import { bodyLimit } from 'hono/body-limit'
 import { describeRoute } from 'hono-openapi'
 import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
@@ -28,7 +27,7 @@ import { guard, streamOptions } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { lastEventId, relaySSE } from '../sse.ts'
-import { issuesTouch, validate } from '../validate.ts'
+import { issuesTouch, sizeLimit, validate } from '../validate.ts'
 import { listTerminals, terminalInfo } from './store.ts'
 
 const tags = ['terminals']
@@ -142,11 +141,8 @@ export const terminalRoutes = new Hono<AppEnv>()
     guard('terminals:control'),
     validate('param', TerminalParams),
     validate('header', AttachmentHeader),
-    bodyLimit({
-      maxSize: MAX_INPUT_BYTES,
-      onError: () => {
-        throw new TermkeepError('terminal/input-too-large', `input is at most ${MAX_INPUT_BYTES} bytes per write`, { limit: MAX_INPUT_BYTES })
-      },
+    sizeLimit(MAX_INPUT_BYTES, () => {
+      throw new TermkeepError('terminal/input-too-large', `input is at most ${MAX_INPUT_BYTES} bytes per write`, { limit: MAX_INPUT_BYTES })
     }),
     async (c) => {
       const { sid, tid } = c.req.valid('param')

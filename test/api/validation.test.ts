@@ -98,9 +98,16 @@ describe('request validation', () => {
     expect(await snapshot()).toBe(before)
   })
 
-  it('refuses input over 64 KiB with 413 terminal/input-too-large', async () => {
-    const response = await h.request('POST', '/v1/sessions/s1/terminals/t1/input', { token: admin, body: new Uint8Array(MAX_INPUT_BYTES + 1) })
+  it('refuses input over 64 KiB with 413 terminal/input-too-large, counted or declared', async () => {
+    const body = new Uint8Array(MAX_INPUT_BYTES + 1)
+    const response = await h.request('POST', '/v1/sessions/s1/terminals/t1/input', { token: admin, body })
     await expectError(response, 413, 'terminal/input-too-large')
+    // With a Content-Length (as every HTTP client sends a byte body) the header decides alone.
+    const declared = await h.request('POST', '/v1/sessions/s1/terminals/t1/input', { token: admin, body, headers: { 'content-length': String(body.length) } })
+    await expectError(declared, 413, 'terminal/input-too-large')
+    const big = JSON.stringify({ path: '/tmp', title: 'x'.repeat(MAX_JSON_BODY_BYTES) })
+    const json = { 'content-type': 'application/json', 'content-length': String(new TextEncoder().encode(big).length) }
+    await expectError(await h.request('POST', '/v1/workspaces', { token: admin, body: big, headers: json }), 413, 'request/too-large')
   })
 
   it('never answers junk with a 500 (503 only while the sidecar lacks a route)', async () => {
