@@ -3,7 +3,7 @@
  * API, prints the URL and the admin token once, and Ctrl-C stops both processes.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createServer, type AddressInfo } from 'node:net'
@@ -32,10 +32,10 @@ function serve(env: Record<string, string>): Served {
   return { child, output: () => output, exited }
 }
 
+/** Running (a zombie counts as gone: where PID 1 does not reap orphans it would linger forever). */
 function alive(pid: number): boolean {
   try {
-    process.kill(pid, 0)
-    return true
+    return !readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.startsWith('Z')
   } catch {
     return false
   }

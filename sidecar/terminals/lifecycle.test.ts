@@ -2,7 +2,7 @@
  * Live terminals through the real sidecar process over HTTP: create/list/info, exclusive control,
  * bad input, close with process-session kill, retirement and restart.
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -16,6 +16,8 @@ const work = mkdtempSync(join(tmpdir(), 'termkeep-lifecycle-'))
 const shells = shellsFixture({
   // Prints a marker and waits for input lines; "q" ends it.
   echoer: `stty -echo; echo ready; while read line; do [ "$line" = q ] && exit 3; echo "got:$line"; done`,
+  // Stays active (output refreshes the idle clock) until its hold exists, then goes quiet.
+  ticker: `while [ ! -e ${join(work, 'held.go')} ]; do echo tick; sleep 0.2; done; exec sleep 1000`,
 })
 let sidecar: RunningSidecar
 let http: SidecarHttp
@@ -323,10 +325,13 @@ describe('idle reclamation', () => {
     try {
       await insertSession(own.databaseUrl, SID, work)
       await ownHttp.json('PUT', P('idle'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
-      await ownHttp.json('PUT', P('held'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
+      // `held` ticks until its retain stream is open, so however slow this process is, the sweep
+      // cannot reclaim it in between.
+      await ownHttp.json('PUT', P('held'), { json: { cols: 80, rows: 24, shell: shells.path('ticker') } })
       const hold = await ownHttp.sse(`${P('held')}/retain`)
       streams.push(hold)
       expect((await hold.next())?.event).toBe('retained')
+      writeFileSync(join(work, 'held.go'), '')
       await waitFor(async () => (await ownHttp.json('GET', P('idle'))).body.state === 'retired', 15_000, 'idle terminal reclaimed')
       expect((await ownHttp.json('GET', P('held'))).body.state).toBe('running')
       hold.close()

@@ -4,7 +4,7 @@
  * the window, reload and see the same screen, stop the sidecar and see the persisted display.
  * Screenshots land in test-artifacts/.
  */
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs'
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -196,14 +196,18 @@ describe('web page (Chromium, full stack)', () => {
   })
 
   it('resumes after a network loss without losing, repeating or answering replayed output', async () => {
-    // Output that happens while the page is cut off: three lines, then two queries (DA, CPR).
-    await type(String.raw`sleep 3; for i in 1 2 3; do echo "L$i-$((i*11))"; done; printf 'AFTER-LOSS-%s\033[c\033[6n\n' $((3*3)); cat -v`)
+    // Output that happens while the page is cut off: three lines, then two queries (DA, CPR). The
+    // shell waits for a gate file that appears only after the cut, so no stall of this process can
+    // let the output (and the page's replies to the queries) through live.
+    const gate = join(stack.workspaceDir, 'loss-gate')
+    await type(String.raw`until [ -e ${gate} ]; do sleep 0.1; done; for i in 1 2 3; do echo "L$i-$((i*11))"; done; printf 'AFTER-LOSS-%s\033[c\033[6n\n' $((3*3)); cat -v`)
     // Cut only once the whole command line (with its Enter) reached the shell: its own echo (the
     // previous test's command line also ended in `cat -v`).
-    await waitFor(async () => commandEntered(await journalText(stack, sessionId, terminalId), 'sleep 3;', 'cat -v'), 10_000, 'the command to be entered')
+    await waitFor(async () => commandEntered(await journalText(stack, sessionId, terminalId), 'until [', 'cat -v'), 10_000, 'the command to be entered')
     proxy.cut()
     try {
       await browser.page.locator('.terminal-view[data-mode="reconnecting"]').waitFor({ timeout: 10_000 })
+      writeFileSync(gate, '')
       // Wait (through the API directly, not the proxy) until the output exists, then reconnect.
       await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('AFTER-LOSS-9'), 20_000, 'the output printed during the outage')
     } finally {

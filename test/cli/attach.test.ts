@@ -5,6 +5,8 @@
  * terminal is restored and the remote terminal keeps running.
  */
 import { execFile } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PtyProcess } from '../../sidecar/pty/pty-process.ts'
@@ -128,9 +130,13 @@ describe('termkeep attach (real PTY, full stack)', () => {
       const cli = runInPty(['attach', sessionId, terminalId], { ...env, TERMKEEP_URL: proxy.url }, 120, 40)
       running.push(cli.pty)
       await waitFor(async () => cli.output().includes('again-2'), 20_000, 'the snapshot')
-      cli.write('sleep 2; for i in 1 2 3; do echo "N$i-$((i*7))"; done\r')
-      await waitFor(async () => commandEntered(await journalText(stack, sessionId, terminalId), 'sleep 2;', 'done'), 20_000, 'the command to be entered')
+      // The output waits for a gate file created after the cut, so it really is printed during
+      // the outage, however slow this process is.
+      const gate = join(stack.workspaceDir, 'attach-gate')
+      cli.write(`until [ -e ${gate} ]; do sleep 0.1; done; for i in 1 2 3; do echo "N$i-$((i*7))"; done\r`)
+      await waitFor(async () => commandEntered(await journalText(stack, sessionId, terminalId), 'until [', 'done'), 20_000, 'the command to be entered')
       proxy.cut()
+      writeFileSync(gate, '')
       await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('N3-21'), 20_000, 'the output printed during the outage')
       proxy.restore()
       await waitFor(async () => cli.output().includes('N3-21'), 30_000, 'the output after reconnecting')

@@ -4,6 +4,8 @@
  * journaled while it was away is marked as replayed backlog (whose terminal queries must not be
  * answered); output printed after the resume is live, however late the replay arrived.
  */
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { follow } from '../../web/client/follow.ts'
@@ -54,10 +56,13 @@ describe('follow resume', () => {
     const shown = (needle: string) => seen.filter((s) => s.text.includes(needle))
     try {
       await waitFor(async () => statuses.includes('live'), 20_000, 'the follow to attach')
-      // `sleep 4` leaves time to cut the network after the echo, even on a loaded machine.
-      await send('sleep 4; echo "AWAY-$((6*7))"\r')
-      await waitFor(async () => commandEntered(await journalText(stack, session.id, 't1'), 'sleep 4;', '"AWAY-$((6*7))"'), 10_000, 'the command to be echoed')
+      // The shell prints only once a gate file exists, created after the cut: however loaded the
+      // machine, the output cannot reach the client live.
+      const gate = join(stack.workspaceDir, 'away-gate')
+      await send(`until [ -e ${gate} ]; do sleep 0.1; done; echo "AWAY-$((6*7))"\r`)
+      await waitFor(async () => commandEntered(await journalText(stack, session.id, 't1'), 'until [', '"AWAY-$((6*7))"'), 10_000, 'the command to be echoed')
       proxy.cut()
+      writeFileSync(gate, '')
       await waitFor(async () => (await journalText(stack, session.id, 't1')).includes('AWAY-42'), 20_000, 'output while away')
       expect(shown('AWAY-42')).toEqual([])
       proxy.restore()
