@@ -54,6 +54,14 @@ export const EMULATOR_WORKERS = 2
  * 200 MB cat) but costs resident memory in copies and garbage (+107 MiB peak at 16 MiB against
  * +36 MiB at 1 MiB while 100 MB streamed): 1 MiB keeps a flood's memory flat. */
 export const EMULATOR_FAST_FORWARD_WINDOW_BYTES = 1 * MiB
+/**
+ * Bytes the PTY thread may have read and handed to the main thread that the journal has not
+ * confirmed yet. Above this it stops reading the PTY (the program blocks on its next write, as
+ * under tmux or a paused terminal) until the journal catches up to half of it: a stalled main
+ * thread (a long GC, a slow disk) can never make a flood pile up in memory between the threads.
+ */
+export const PTY_UNJOURNALED_MAX_BYTES = 8 * MiB
+
 /** Bytes of an unfinished plain-text stretch the fast-forward planner may hold back from one
  * window to the next, so a flood arriving in small windows is skipped as if read in one piece
  * (~6,700 lines at 120 columns need ~0.6 MB of typical text); a longer stretch is written out. */

@@ -103,6 +103,15 @@ export class PtyProcess {
     this.#pty.resize(cols, rows)
   }
 
+  /** Stops reading the master: the program blocks once the PTY's buffer is full. */
+  pause(): void {
+    this.#socket.pause()
+  }
+
+  resume(): void {
+    this.#socket.resume()
+  }
+
   /** Closes the master after reading whatever the kernel still holds (used when a close cannot
    * wait for EOF any longer, e.g. a process outside the session keeps the slave open). */
   forceClose(): void {

@@ -12,6 +12,8 @@ export type ToPtyThread =
   /** Flush what was read so far, resize, then answer `resized`. */
   | { type: 'resize'; id: number; cols: number; rows: number }
   | { type: 'force-close'; id: number }
+  /** The main thread journaled `bytes` of this terminal's flushes (flow control). */
+  | { type: 'journaled'; id: number; bytes: number }
 
 export type FromPtyThread =
   | { type: 'spawned'; id: number; pid: number }

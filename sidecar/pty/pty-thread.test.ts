@@ -3,10 +3,11 @@
  * complete, a resize resolves once its Resize record follows every byte read before it, a forced
  * close still journals what the kernel held, and a process that cannot start says why.
  */
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { PTY_UNJOURNALED_MAX_BYTES } from '../../schema/limits.ts'
 import { Journal } from '../journal/journal.ts'
 import { waitFor } from '../../test/support/ports.ts'
 import type { PtyExit } from './pty-process.ts'
@@ -74,6 +75,38 @@ describe('PtyThread', () => {
     expect(await text(journal)).toBe('kept-bytes')
     process.kill(-pty.pid, 'SIGKILL')
   })
+
+  it('stops reading while the journal does not confirm (the program waits), then delivers every byte', async () => {
+    const total = 6 * PTY_UNJOURNALED_MAX_BYTES
+    const doneFile = join(dir, 'flow-done')
+    const { journal, ended } = await start(`head -c ${total} /dev/zero | tr '\\0' x; date +%s%N > ${doneFile}`)
+    // This thread journals and confirms the flushes; keep it busy. Unchecked, the PTY thread would
+    // read the whole output meanwhile (it takes ~1–2 s) and hold it in messages; with the cap the
+    // program stays blocked after ~PTY_UNJOURNALED_MAX_BYTES until this thread is back.
+    const until = Date.now() + 4000
+    while (Date.now() < until) {
+      // busy, like a main thread stuck in a long task
+    }
+    const back = Date.now()
+    await ended
+    const finishedAt = Number(readFileSync(doneFile, 'utf8').trim()) / 1e6
+    expect(finishedAt).toBeGreaterThanOrEqual(back)
+    let bytes = 0
+    let others = 0
+    for (let cursor = 0; ; ) {
+      const items = await journal.readItems(cursor, 64)
+      if (items.length === 0) break
+      for (const item of items) {
+        if (item.kind === 'data') {
+          const chunk = Buffer.from(item.data, 'base64')
+          bytes += chunk.length
+          others += chunk.length - chunk.toString('latin1').split('x').length + 1
+        }
+        cursor = item.sequence
+      }
+    }
+    expect([bytes, others]).toEqual([total, 0])
+  }, 60_000)
 
   it('a process that cannot start says why in its output and exits non-zero', async () => {
     const journal = new Journal(join(dir, 'bad.journal'), { cols: 80, rows: 24 })

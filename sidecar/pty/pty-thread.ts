@@ -68,6 +68,9 @@ export class RemotePty {
   receive(message: FromPtyThread): void {
     switch (message.type) {
       case 'data':
+        // Confirmed first (it is journaled synchronously below, or dropped): the PTY thread stops
+        // reading while too much is unconfirmed (PTY_UNJOURNALED_MAX_BYTES).
+        this.thread.post({ type: 'journaled', id: this.id, bytes: message.bytes.length })
         // The journal ends with this source (`end`); a flush after that would be a bug here, and
         // must not take the sidecar down with it (a retired journal ignores it anyway).
         if (this.journal.ended) {
@@ -178,6 +181,8 @@ export class PtyThread {
       this.#ptys.set(message.id, pending.pty)
       return pending.resolve(pending.pty)
     }
-    this.#ptys.get(message.id)?.receive(message)
+    const pty = this.#ptys.get(message.id)
+    if (pty) pty.receive(message)
+    else if (message.type === 'data') this.post({ type: 'journaled', id: message.id, bytes: message.bytes.length })
   }
 }

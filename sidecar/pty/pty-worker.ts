@@ -10,6 +10,7 @@
  * runs (not even the spool write), so the PTY is drained whenever it has data.
  */
 import { parentPort } from 'node:worker_threads'
+import { PTY_UNJOURNALED_MAX_BYTES } from '../../schema/limits.ts'
 import { Gatherer } from '../journal/gather.ts'
 import type { FromPtyThread, ToPtyThread } from './pty-protocol.ts'
 import { PtyProcess } from './pty-process.ts'
@@ -24,6 +25,9 @@ function post(message: FromPtyThread, transfer: ArrayBuffer[] = []): void {
 class Recorder {
   readonly #pty: PtyProcess
   readonly #gather: Gatherer
+  /** Handed over, not yet confirmed journaled (PTY_UNJOURNALED_MAX_BYTES). */
+  #unjournaled = 0
+  #paused = false
 
   constructor(
     readonly id: number,
@@ -53,7 +57,19 @@ class Recorder {
   }
 
   forceClose(): void {
+    this.#resume()
     this.#pty.forceClose()
+  }
+
+  journaled(bytes: number): void {
+    this.#unjournaled -= bytes
+    if (this.#unjournaled <= PTY_UNJOURNALED_MAX_BYTES / 2) this.#resume()
+  }
+
+  #resume(): void {
+    if (!this.#paused) return
+    this.#paused = false
+    this.#pty.resume()
   }
 
   /** One buffer of its own per flush, so it can be transferred (Buffer.concat may use the pool). */
@@ -65,6 +81,11 @@ class Recorder {
       at += part.length
     }
     post({ type: 'data', id: this.id, bytes }, [bytes.buffer])
+    this.#unjournaled += total
+    if (!this.#paused && this.#unjournaled > PTY_UNJOURNALED_MAX_BYTES) {
+      this.#paused = true
+      this.#pty.pause()
+    }
   }
 }
 
@@ -96,6 +117,9 @@ port.on('message', (message: ToPtyThread) => {
       return
     case 'force-close':
       recorder.forceClose()
+      return
+    case 'journaled':
+      recorder.journaled(message.bytes)
       return
   }
 })
