@@ -86,6 +86,22 @@ describe('relaySSE', () => {
     expect(await relayed2.text()).toBe('')
   })
 
+  it('ends with auth/invalid-token at the first heartbeat after the token is revoked, between events only', async () => {
+    const upstream = controlled()
+    let allowed = true
+    let aborted = false
+    const relayed = relaySSE(new Response(upstream.body), () => (aborted = true), { heartbeatMs: 20, stillAuthorized: async () => allowed })
+    const reader = relayed.body!.getReader()
+    upstream.controller.enqueue(enc('data: before\n\n'))
+    expect(dec.decode((await reader.read()).value)).toBe('data: before\n\n')
+    allowed = false
+    let rest = ''
+    for (let r = await reader.read(); !r.done; r = await reader.read()) rest += dec.decode(r.value)
+    expect(rest.endsWith('event: error\ndata: {"error":{"code":"auth/invalid-token","message":"the token was revoked or expired while the stream was open"}}\n\n')).toBe(true)
+    expect(aborted).toBe(true)
+    expect(upstream.cancelled()).not.toBe(false)
+  })
+
   it('tears the upstream down when the request signal aborts', async () => {
     const upstream = controlled()
     const request = new AbortController()

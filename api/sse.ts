@@ -159,77 +159,133 @@ export function endsAtEventBoundary(chunk: Uint8Array): boolean {
   return n >= 2 && chunk[n - 1] === 10 && (chunk[n - 2] === 10 || (n >= 4 && chunk[n - 2] === 13 && chunk[n - 3] === 10))
 }
 
+/** Where a relayed stream's bytes go: a web stream (every runtime) or a Node response (runtime/node.ts). */
+export interface RelaySink {
+  write(chunk: Uint8Array): void
+  close(): void
+}
+
+/**
+ * One relayed stream's bookkeeping, whatever carries its bytes: heartbeats only between events,
+ * the token re-check at each heartbeat, and tearing the upstream down when the client goes away.
+ * The carrier calls `start` once, then `chunk` per upstream chunk and `end` when the upstream
+ * ends or breaks off; `cancel` when the client goes away.
+ */
+export class SseRelay {
+  readonly upstream: Response
+  readonly #abortUpstream: () => void
+  readonly #options: SseOptions
+  #sink: RelaySink | undefined
+  #cancelBody: () => void = () => void this.upstream.body?.cancel().catch(() => {})
+  #atBoundary = true
+  #lastWrite = Date.now()
+  #closed = false
+  #heartbeat: ReturnType<typeof setInterval> | undefined
+
+  constructor(upstream: Response, abortUpstream: () => void, options: SseOptions) {
+    this.upstream = upstream
+    this.#abortUpstream = abortUpstream
+    this.#options = options
+    options.requestSignal?.addEventListener('abort', () => this.cancel(), { once: true })
+  }
+
+  /** Starts delivering to `sink`; `cancelBody` stops reading the upstream body. */
+  start(sink: RelaySink, cancelBody: () => void): void {
+    if (this.#closed || this.#sink) return
+    this.#sink = sink
+    this.#cancelBody = cancelBody
+    const every = this.#options.heartbeatMs ?? SSE_HEARTBEAT_MS
+    this.#heartbeat = setInterval(() => void this.#beat(every), every)
+  }
+
+  chunk(value: Uint8Array): void {
+    if (this.#closed) return
+    this.#sink!.write(value)
+    this.#atBoundary = endsAtEventBoundary(value)
+    this.#lastWrite = Date.now()
+  }
+
+  /** The upstream ended, or broke off (sidecar stopped): end the client's stream cleanly. */
+  end(): void {
+    if (this.#stop()) this.#sink?.close()
+  }
+
+  /** The client went away: tear the upstream down. */
+  cancel(): void {
+    if (!this.#stop()) return
+    this.#abortUpstream()
+    this.#cancelBody()
+  }
+
+  /** Marks the relay closed; false when it already was. */
+  #stop(): boolean {
+    if (this.#closed) return false
+    this.#closed = true
+    clearInterval(this.#heartbeat)
+    return true
+  }
+
+  async #beat(every: number): Promise<void> {
+    const gone = await revoked(this.#options)
+    if (this.#closed) return
+    const sink = this.#sink!
+    if (gone) {
+      // Only between events can an error event be appended cleanly.
+      const atBoundary = this.#atBoundary
+      this.cancel()
+      if (atBoundary) sink.write(encoder.encode(sseFrame({ event: 'error', data: REVOKED.toBody() })))
+      sink.close()
+      return
+    }
+    if (!this.#atBoundary || Date.now() - this.#lastWrite < every / 2) return
+    sink.write(encoder.encode(HEARTBEAT))
+    this.#lastWrite = Date.now()
+  }
+}
+
+const relays = new WeakMap<Response, SseRelay>()
+
+/**
+ * The relay behind a response made by relaySSE, for a runtime that can carry its bytes more
+ * cheaply than a web stream (runtime/node.ts); it then starts the relay itself and never reads
+ * the response's body.
+ */
+export function relayOf(response: Response): SseRelay | undefined {
+  return relays.get(response)
+}
+
 /**
  * Passes an upstream SSE response through. `abortUpstream` is called when the client cancels,
- * so the request to the sidecar is torn down too.
+ * so the request to the sidecar is torn down too. Nothing is read before the response's body is.
  */
 export function relaySSE(upstream: Response, abortUpstream: () => void, options: SseOptions = {}): Response {
   const body = upstream.body
   if (!body) return new Response('', { status: 200, headers: SSE_HEADERS })
-  const reader = body.getReader()
-  let atBoundary = true
-  let lastWrite = Date.now()
-  let closed = false
-  const every = options.heartbeatMs ?? SSE_HEARTBEAT_MS
-  let heartbeat: ReturnType<typeof setInterval> | undefined
-  const stop = () => {
-    closed = true
-    clearInterval(heartbeat)
-  }
+  const relay = new SseRelay(upstream, abortUpstream, options)
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined
   const stream = new ReadableStream<Uint8Array>(
     {
-      start(controller) {
-        heartbeat = setInterval(() => {
-          void revoked(options).then((gone) => {
-            if (closed) return
-            if (gone) {
-              stop()
-              abortUpstream()
-              void reader.cancel().catch(() => {})
-              // Only between events can an error event be appended cleanly.
-              if (atBoundary) controller.enqueue(encoder.encode(sseFrame({ event: 'error', data: REVOKED.toBody() })))
-              controller.close()
-              return
-            }
-            if (!atBoundary || Date.now() - lastWrite < every / 2) return
-            controller.enqueue(encoder.encode(HEARTBEAT))
-            lastWrite = Date.now()
-          })
-        }, every)
-      },
       async pull(controller) {
+        if (!reader) {
+          const started = body.getReader()
+          reader = started
+          relay.start({ write: (chunk) => controller.enqueue(chunk), close: () => controller.close() }, () => void started.cancel().catch(() => {}))
+        }
         try {
           const { done, value } = await reader.read()
-          if (closed) return
-          if (done) {
-            stop()
-            controller.close()
-            return
-          }
-          controller.enqueue(value)
-          atBoundary = endsAtEventBoundary(value)
-          lastWrite = Date.now()
+          if (done) relay.end()
+          else relay.chunk(value)
         } catch {
-          // The upstream broke off (sidecar stopped): end the relayed stream cleanly.
-          if (!closed) {
-            stop()
-            controller.close()
-          }
+          relay.end()
         }
       },
-      cancel(reason) {
-        stop()
-        abortUpstream()
-        void reader.cancel(reason).catch(() => {})
+      cancel() {
+        relay.cancel()
       },
     },
     { highWaterMark: 0 },
   )
-  options.requestSignal?.addEventListener('abort', () => {
-    if (closed) return
-    stop()
-    abortUpstream()
-    void reader.cancel().catch(() => {})
-  })
-  return new Response(stream, { status: 200, headers: SSE_HEADERS })
+  const response = new Response(stream, { status: 200, headers: SSE_HEADERS })
+  relays.set(response, relay)
+  return response
 }

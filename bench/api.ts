@@ -18,6 +18,7 @@ import { Hono } from 'hono'
 import { createApp } from '../api/app.ts'
 import { createToken } from '../api/auth/tokens.ts'
 import { listWorkspaces } from '../api/registry/store.ts'
+import { withNodeRelays } from '../api/runtime/node-relay.ts'
 import { nodeFetch } from '../api/runtime/node-transport.ts'
 import { SidecarClient } from '../api/sidecar-client.ts'
 import { GRANTS } from '../schema/grants.ts'
@@ -119,7 +120,7 @@ const scenario: BenchScenario = {
     })
     server.route('/', createApp({ db: storage.db, client: storage.client, sidecar: client, runtime: 'node' }))
     const http = await new Promise<ReturnType<typeof serve>>((resolve) => {
-      const s = serve({ fetch: server.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s))
+      const s = serve({ fetch: withNodeRelays(server.fetch), hostname: '127.0.0.1', port: 0 }, () => resolve(s))
     })
     const address = http.address()
     const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`

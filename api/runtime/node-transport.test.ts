@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { nodeFetch } from './node-transport.ts'
+import { nodeFetch, takeNodeBody } from './node-transport.ts'
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void
 
@@ -144,5 +144,27 @@ describe('nodeFetch (the Node API’s sidecar transport)', () => {
       received += value.length
     }
     expect(received).toBe(total)
+  })
+
+  it('hands an unread body’s socket stream over once; a body already read, or taken, is not handed twice', async () => {
+    const url = await serve((_, response) => {
+      response.writeHead(200)
+      response.end('whole body')
+    })
+    const taken = await nodeFetch(url)
+    const message = takeNodeBody(taken)!
+    expect(message).toBeDefined()
+    expect(takeNodeBody(taken)).toBeUndefined()
+    const parts: Buffer[] = []
+    message.on('data', (chunk: Buffer) => parts.push(chunk))
+    await new Promise((resolve) => message.once('end', resolve))
+    expect(Buffer.concat(parts).toString()).toBe('whole body')
+    // The web body of a taken response refuses to read instead of hanging.
+    await expect(taken.text()).rejects.toThrow(TypeError)
+
+    const read = await nodeFetch(url)
+    const reader = read.body!.getReader()
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('whole body')
+    expect(takeNodeBody(read)).toBeUndefined()
   })
 })

@@ -11,9 +11,6 @@ import { Agent, request, type IncomingMessage } from 'node:http'
 
 const agent = new Agent({ keepAlive: true })
 
-/** Bytes the response stream may hold before the socket is paused (backpressure to the sidecar). */
-const BODY_HIGH_WATER_BYTES = 64 * 1024
-
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304])
 
 function requestBody(body: RequestInit['body']): string | Uint8Array | undefined {
@@ -30,15 +27,43 @@ function responseHeaders(message: IncomingMessage): Headers {
   return headers
 }
 
-/** A web stream over the response, pausing the socket while the consumer is behind. */
-function bodyStream(message: IncomingMessage, signal: AbortSignal | undefined): ReadableStream<Uint8Array> {
+/** A response body's socket stream and who reads it: the web stream, or a taker (takeNodeBody). */
+interface BodyClaim {
+  message: IncomingMessage
+  signal: AbortSignal | undefined
+  state: 'untouched' | 'web' | 'taken'
+}
+
+const claims = new WeakMap<Response, BodyClaim>()
+
+/**
+ * The socket stream under a nodeFetch response whose body nobody has started to read, handed over
+ * once: the caller then reads it (and owns its backpressure), and the web body is never read.
+ */
+export function takeNodeBody(response: Response): IncomingMessage | undefined {
+  const claim = claims.get(response)
+  if (claim?.state !== 'untouched') return undefined
+  claim.state = 'taken'
+  return claim.message
+}
+
+/**
+ * A web stream over the response. Nothing is read before the first read (so takeNodeBody can
+ * still hand the socket over); after that the socket pauses whenever a chunk waits unread.
+ */
+function bodyStream(claim: BodyClaim): ReadableStream<Uint8Array> {
+  const { message, signal } = claim
   let ended = false
   return new ReadableStream<Uint8Array>(
     {
-      start(controller) {
+      pull(controller) {
+        if (claim.state === 'web') return void message.resume()
+        if (claim.state === 'taken') return controller.error(new TypeError('the body was taken over by another reader'))
+        claim.state = 'web'
+        if (message.destroyed) return controller.error(new Error('the sidecar closed the response early'))
         message.on('data', (chunk: Buffer) => {
           controller.enqueue(chunk)
-          if ((controller.desiredSize ?? 1) <= 0) message.pause()
+          if ((controller.desiredSize ?? 0) < 0) message.pause()
         })
         message.once('end', () => {
           ended = true
@@ -49,15 +74,12 @@ function bodyStream(message: IncomingMessage, signal: AbortSignal | undefined): 
           if (!ended) controller.error(signal?.aborted ? signal.reason : new Error('the sidecar closed the response early'))
         })
       },
-      pull() {
-        message.resume()
-      },
       cancel() {
         ended = true
         message.destroy()
       },
     },
-    { highWaterMark: BODY_HIGH_WATER_BYTES, size: (chunk) => chunk.byteLength },
+    { highWaterMark: 0 },
   )
 }
 
@@ -86,13 +108,14 @@ export const nodeFetch: typeof fetch = (input, init = {}) =>
       const status = message.statusCode ?? 502
       const nullBody = NULL_BODY_STATUSES.has(status) || init.method === 'HEAD'
       if (nullBody) message.resume()
-      resolve(
-        new Response(nullBody ? null : bodyStream(message, signal), {
-          status,
-          statusText: message.statusMessage,
-          headers: responseHeaders(message),
-        }),
-      )
+      const claim: BodyClaim = { message, signal, state: 'untouched' }
+      const response = new Response(nullBody ? null : bodyStream(claim), {
+        status,
+        statusText: message.statusMessage,
+        headers: responseHeaders(message),
+      })
+      if (!nullBody) claims.set(response, claim)
+      resolve(response)
     })
     outgoing.end(body)
   })

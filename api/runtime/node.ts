@@ -1,11 +1,13 @@
 /**
  * Node entry for the API: builds the dependencies and serves createApp with @hono/node-server; the
- * sidecar is reached over node:http (./node-transport.ts).
+ * sidecar is reached over node:http (./node-transport.ts) and relayed streams skip web streams
+ * (./node-relay.ts).
  */
 import { serve, type ServerType } from '@hono/node-server'
 import type { Storage } from '../../storage/client.ts'
 import { createApp } from '../app.ts'
 import { SidecarClient } from '../sidecar-client.ts'
+import { withNodeRelays } from './node-relay.ts'
 import { nodeFetch } from './node-transport.ts'
 
 export interface NodeApiOptions {
@@ -31,7 +33,7 @@ export function startNodeApi({ storage, sidecarUrl, sidecarSecret, host, port }:
     runtime: 'node',
   })
   return new Promise((resolve, reject) => {
-    const server: ServerType = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
+    const server: ServerType = serve({ fetch: withNodeRelays(app.fetch), hostname: host, port }, (info) => {
       const shownHost = host.includes(':') ? `[${host}]` : host
       resolve({
         url: `http://${shownHost}:${info.port}`,

@@ -1,0 +1,80 @@
+/**
+ * Relayed SSE streams on Node without web streams. On Node the sidecar's response arrives over
+ * node:http (./node-transport.ts); a web-stream relay passes each chunk through two streams and
+ * @hono/node-server's reader loop, which in the API benchmark cost the relay ~300 ms of CPU per
+ * 100 MiB, beside a sidecar that needs about as much to produce the stream. Here the sidecar's
+ * socket stream is written straight into the client's response, with Node's own backpressure
+ * (the upstream pauses while the client's socket is full). The relay's bookkeeping (heartbeats
+ * between events, the token re-check, cancelling the upstream) is the same SseRelay the web path
+ * runs, so both carriers behave alike.
+ */
+import { ServerResponse, type IncomingMessage } from 'node:http'
+import type { Http2Bindings, HttpBindings } from '@hono/node-server'
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
+import { relayOf, type SseRelay } from '../sse.ts'
+import { takeNodeBody } from './node-transport.ts'
+
+/**
+ * Bytes a relayed stream may hold for a slow client before the upstream pauses. Pausing at the
+ * response's own high-water mark (16 KiB) stopped the upstream on nearly every chunk, so reading
+ * and writing never overlapped.
+ */
+const RELAY_BUFFER_BYTES = 256 * 1024
+
+type FetchHandler = (request: Request, env: HttpBindings | Http2Bindings) => Response | Promise<Response>
+
+/**
+ * Wraps an app's fetch for @hono/node-server: a relayed stream whose upstream body is still unread
+ * is written to the Node response directly (after the app and its middleware made the response,
+ * so its status and headers are theirs); every other response (and any over HTTP/2) is returned
+ * as it was.
+ */
+export function withNodeRelays(fetchApp: FetchHandler): FetchHandler {
+  return (request, env) => {
+    const result = fetchApp(request, env)
+    return result instanceof Promise ? result.then((response) => carry(response, env.outgoing)) : carry(result, env.outgoing)
+  }
+}
+
+function carry(response: Response, outgoing: HttpBindings['outgoing'] | Http2Bindings['outgoing']): Response {
+  if (!(outgoing instanceof ServerResponse)) return response
+  const relay = relayOf(response)
+  const message = relay && takeNodeBody(relay.upstream)
+  if (!message) return response
+  const headers: Record<string, string> = {}
+  response.headers.forEach((value, name) => (headers[name] = value))
+  outgoing.writeHead(response.status, headers)
+  outgoing.flushHeaders()
+  pipe(relay, message, outgoing)
+  return alreadySent()
+}
+
+function pipe(relay: SseRelay, message: IncomingMessage, outgoing: ServerResponse): void {
+  relay.start(
+    {
+      write: (chunk) => {
+        outgoing.write(chunk)
+        if (outgoing.writableLength >= RELAY_BUFFER_BYTES) message.pause()
+      },
+      close: () => outgoing.end(),
+    },
+    () => message.destroy(),
+  )
+  outgoing.on('drain', () => message.resume())
+  outgoing.once('close', () => relay.cancel())
+  if (message.destroyed) return relay.end()
+  message.on('data', (chunk: Buffer) => relay.chunk(chunk))
+  // The upstream ended, or broke off (the sidecar stopped): either way the client's stream ends.
+  message.once('end', () => relay.end())
+  message.once('close', () => relay.end())
+}
+
+/**
+ * @hono/node-server writes nothing for a response marked already sent, but only on its general
+ * path: its lightweight Response (the global once a server runs) would take a cached path that
+ * writes a head again. Reading `.body` turns the lightweight one into a real one.
+ */
+function alreadySent(): Response {
+  void RESPONSE_ALREADY_SENT.body
+  return RESPONSE_ALREADY_SENT
+}
