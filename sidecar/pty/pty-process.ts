@@ -14,7 +14,7 @@
  * EAGAIN (another process still holds the slave). The fd is non-blocking, so this never blocks.
  * Proven by the 30 × 1 MB `cat` test in sidecar/terminals.
  */
-import { readSync } from 'node:fs'
+import { readSync, writeSync } from 'node:fs'
 import * as pty from 'node-pty'
 
 export interface PtySpawnOptions {
@@ -37,6 +37,8 @@ interface NodePtyInternals {
 }
 
 const DRAIN_CHUNK_BYTES = 64 * 1024
+/** How soon input the PTY had no room for is offered again (the program reads its input slowly). */
+const INPUT_RETRY_MS = 1
 
 export class PtyProcess {
   readonly pid: number
@@ -47,6 +49,9 @@ export class PtyProcess {
   #onEnd: () => void = () => {}
   #onExit: (exit: PtyExit) => void = () => {}
   #ended = false
+  /** Input the master has not taken yet (its buffer was full), oldest first. */
+  #unwritten: Buffer[] = []
+  #retry: NodeJS.Timeout | undefined
 
   constructor(options: PtySpawnOptions) {
     this.#pty = pty.spawn(options.file, options.args, {
@@ -95,8 +100,41 @@ export class PtyProcess {
     this.#onExit = listener
   }
 
+  /**
+   * Writes input to the master now, on this thread. node-pty's own write goes through fs.write,
+   * i.e. a thread-pool round trip per keystroke (a wake-up of another thread on the echo's path);
+   * the fd is non-blocking, so a synchronous write never blocks: what the kernel does not take
+   * (EAGAIN, a short write) waits here, in order, and is retried shortly.
+   */
   write(bytes: Uint8Array): void {
-    this.#pty.write(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+    if (bytes.length === 0) return
+    this.#unwritten.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+    if (this.#unwritten.length === 1) this.#writeUnwritten()
+  }
+
+  #writeUnwritten(): void {
+    this.#retry = undefined
+    while (this.#unwritten.length > 0) {
+      // A closed fd's number may already belong to another file: never write to it.
+      if (this.#socket.destroyed) {
+        this.#unwritten = []
+        return
+      }
+      const head = this.#unwritten[0]!
+      let written: number
+      try {
+        written = writeSync(this.#fd, head)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') {
+          this.#retry = setTimeout(() => this.#writeUnwritten(), INPUT_RETRY_MS)
+        } else {
+          this.#unwritten = [] // EIO: the child side is gone; its input is moot
+        }
+        return
+      }
+      if (written < head.length) this.#unwritten[0] = head.subarray(written)
+      else this.#unwritten.shift()
+    }
   }
 
   resize(cols: number, rows: number): void {

@@ -1,8 +1,10 @@
 /**
  * The PTY thread on its own (real worker thread, real PTYs): output arrives journaled in order and
  * complete, a resize resolves once its Resize record follows every byte read before it, a forced
- * close still journals what the kernel held, and a process that cannot start says why.
+ * close still journals what the kernel held, input the PTY cannot take yet waits in order, and a
+ * process that cannot start says why.
  */
+import { createHash } from 'node:crypto'
 import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -107,6 +109,19 @@ describe('PtyThread', () => {
     }
     expect([bytes, others]).toEqual([total, 0])
   }, 60_000)
+
+  it('input the PTY has no room for waits, in order, until the program reads it', async () => {
+    // Raw mode: every byte value reaches the program as it is. While it sleeps the kernel takes
+    // ~4 KiB; the rest of 150 kB must wait in the PTY thread and go in as the program reads.
+    const { pty, journal, exited } = await start('stty raw -echo; echo ready; sleep 1; head -c 150000 | sha256sum; exit 0')
+    await waitFor(async () => (await text(journal)).includes('ready'), 10_000, 'raw mode')
+    const input = Buffer.alloc(150_000)
+    for (let i = 0; i < input.length; i++) input[i] = (i * 7 + (i >> 8)) % 256
+    for (let at = 0; at < input.length; at += 50_000) pty.write(input.subarray(at, at + 50_000))
+    expect(await exited).toEqual({ exitCode: 0, signal: null })
+    const expected = createHash('sha256').update(input).digest('hex')
+    await waitFor(async () => (await text(journal)).includes(expected), 10_000, 'the hash of every input byte in order')
+  }, 30_000)
 
   it('a process that cannot start says why in its output and exits non-zero', async () => {
     const journal = new Journal(join(dir, 'bad.journal'), { cols: 80, rows: 24 })
