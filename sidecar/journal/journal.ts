@@ -138,8 +138,13 @@ export class Journal {
 
   /** Waits until a record after `after` exists, the journal ends or retires, or the time passes. */
   wait(after: number, timeoutMs: number, signal?: AbortSignal): Promise<WaitResult> {
+    return this.waitOr(after, [], timeoutMs, signal)
+  }
+
+  /** `wait`, or until one of `others` fires first. */
+  waitOr(after: number, others: readonly Notifier[], timeoutMs: number, signal?: AbortSignal): Promise<WaitResult> {
     if (this.#index.last > after || this.#ended || this.#retired) return Promise.resolve('changed')
-    return this.#changes.wait(timeoutMs, signal)
+    return Notifier.any([this.#changes, ...others], timeoutMs, signal)
   }
 
   /** Native records after `after`, up to about `maxBytes` of data (at least one record if any).

@@ -5,7 +5,6 @@
 import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import { RawJson, type SseEvent } from '../http/sse.ts'
-import type { WaitResult } from '../journal/notifier.ts'
 import type { LiveTerminal } from './terminal.ts'
 
 const STREAM_BATCH_ITEMS = 16
@@ -71,11 +70,7 @@ export async function* follow(
       // After EOF only info changes can come (journal.wait would return at once, forever).
       const woke = journal.ended
         ? await terminal.changes.wait(SSE_HEARTBEAT_MS, signal)
-        : await either(
-            (s) => journal.wait(cursor, SSE_HEARTBEAT_MS, s),
-            (s) => terminal.changes.wait(SSE_HEARTBEAT_MS, s),
-            signal,
-          )
+        : await journal.waitOr(cursor, [terminal.changes], SSE_HEARTBEAT_MS, signal)
       if (woke === 'aborted') return
       if (woke === 'timeout') yield { comment: 'heartbeat' }
     }
@@ -98,21 +93,5 @@ export async function* retain(terminal: LiveTerminal, signal: AbortSignal): Asyn
   } finally {
     terminal.holds--
     terminal.lastActivity = Date.now()
-  }
-}
-
-/** Waits for whichever of two waits ends first and cancels the other. */
-async function either(
-  a: (signal: AbortSignal) => Promise<WaitResult>,
-  b: (signal: AbortSignal) => Promise<WaitResult>,
-  signal: AbortSignal,
-): Promise<WaitResult> {
-  const round = new AbortController()
-  const both = AbortSignal.any([signal, round.signal])
-  try {
-    const result = await Promise.race([a(both), b(both)])
-    return signal.aborted ? 'aborted' : result
-  } finally {
-    round.abort()
   }
 }
