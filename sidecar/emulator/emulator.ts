@@ -11,6 +11,7 @@
  * emulator is disposed, before the worker closes the screen (the display's last settle), and
  * `pool.close()` waits for pending drains.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Worker } from 'node:worker_threads'
 import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_WORKERS } from '../../schema/limits.ts'
 import type { Journal } from '../journal/journal.ts'
@@ -224,7 +225,9 @@ export class Emulator {
       }
       if (this.#sent >= this.#journal.lastSequence) {
         if (this.#journal.ended || this.#journal.retired) return
-        await this.#journal.wait(this.#sent, IDLE_WAIT_MS, signal)
+        // Woken by new output: readers at the live edge (an echo on a follow stream) are served
+        // first; the emulator takes the same bytes at the end of this turn.
+        if ((await this.#journal.wait(this.#sent, IDLE_WAIT_MS, signal)) === 'changed') await nextTurn()
         continue
       }
       // Behind the journal: read ahead in one window, so the worker can skip text that provably

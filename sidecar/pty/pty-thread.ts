@@ -22,6 +22,9 @@ export class RemotePty {
   #endWaiters: Array<() => void> = []
   #ended = false
   #exited = false
+  /** Bytes journaled but not yet confirmed to the PTY thread (PTY_UNJOURNALED_MAX_BYTES). */
+  #unconfirmed = 0
+  #confirmSoon: NodeJS.Immediate | undefined
 
   constructor(
     private readonly thread: PtyThread,
@@ -68,9 +71,9 @@ export class RemotePty {
   receive(message: FromPtyThread): void {
     switch (message.type) {
       case 'data':
-        // Confirmed first (it is journaled synchronously below, or dropped): the PTY thread stops
-        // reading while too much is unconfirmed (PTY_UNJOURNALED_MAX_BYTES).
-        this.thread.post({ type: 'journaled', id: this.id, bytes: message.bytes.length })
+        // Journaled synchronously below, or dropped: either way confirmed (the PTY thread stops
+        // reading while too much is unconfirmed, PTY_UNJOURNALED_MAX_BYTES).
+        this.#confirm(message.bytes.length)
         // The journal ends with this source (`end`); a flush after that would be a bug here, and
         // must not take the sidecar down with it (a retired journal ignores it anyway).
         if (this.journal.ended) {
@@ -91,6 +94,19 @@ export class RemotePty {
         this.#exit(message.exit)
         return
     }
+  }
+
+  /**
+   * Confirms at the end of this turn, once for every flush of the turn: after the readers at the
+   * live edge were served (an echo's frame goes out first), and with one message, not one per flush.
+   */
+  #confirm(bytes: number): void {
+    this.#unconfirmed += bytes
+    this.#confirmSoon ??= setImmediate(() => {
+      this.#confirmSoon = undefined
+      this.thread.post({ type: 'journaled', id: this.id, bytes: this.#unconfirmed })
+      this.#unconfirmed = 0
+    })
   }
 
   /** @internal the PTY thread is gone: nothing more will come. */
