@@ -16,6 +16,7 @@ import { registryRoutes } from './registry/routes.ts'
 import { health } from './routes/health.ts'
 import { tokenRoutes } from './routes/tokens.ts'
 import { web } from './routes/web.ts'
+import { headWithoutStreams } from './sse.ts'
 import { terminalRoutes } from './terminals/routes.ts'
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
@@ -24,6 +25,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     c.set('deps', deps)
     await next()
   })
+  app.use(headWithoutStreams)
   app.onError(onError)
   app.notFound(notFound)
   app.route('/', health)

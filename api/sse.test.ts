@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { TermkeepError } from '../schema/errors.ts'
-import { endsAtEventBoundary, HEARTBEAT, lastEventId, relaySSE, sseFrame, sseResponse } from './sse.ts'
+import { Hono } from 'hono'
+import { endsAtEventBoundary, headWithoutStreams, HEARTBEAT, lastEventId, relaySSE, sseFrame, sseResponse } from './sse.ts'
 
 const enc = (s: string) => new TextEncoder().encode(s)
 const dec = new TextDecoder()
@@ -86,7 +87,7 @@ describe('relaySSE', () => {
     expect(await relayed2.text()).toBe('')
   })
 
-  it('ends with auth/invalid-token at the first heartbeat after the token is revoked, between events only', async () => {
+  it('ends with auth/invalid-token at the first heartbeat after the token is revoked', async () => {
     const upstream = controlled()
     let allowed = true
     let aborted = false
@@ -161,5 +162,25 @@ describe('sseResponse', () => {
     const text = await response.text()
     expect(text.startsWith(HEARTBEAT)).toBe(true)
     expect(text.endsWith('event: error\ndata: {"error":{"code":"auth/invalid-token","message":"the token was revoked or expired while the stream was open"}}\n\n')).toBe(true)
+  })
+})
+
+describe('headWithoutStreams', () => {
+  it('answers HEAD on a stream route without leaving the stream (or its upstream) open', async () => {
+    const upstream = controlled()
+    let aborted = false
+    let producer!: AbortSignal
+    const app = new Hono()
+    app.use(headWithoutStreams)
+    app.get('/relayed', () => relaySSE(new Response(upstream.body), () => (aborted = true), { heartbeatMs: 10_000 }))
+    app.get('/produced', () =>
+      sseResponse((sink) => ((producer = sink.signal), new Promise<void>((resolve) => sink.signal.addEventListener('abort', () => resolve()))), { heartbeatMs: 10_000 }),
+    )
+    const relayed = await app.request('/relayed', { method: 'HEAD' })
+    expect([relayed.status, relayed.headers.get('content-type'), relayed.body]).toEqual([200, 'text/event-stream; charset=utf-8', null])
+    expect(aborted).toBe(true)
+    expect(upstream.cancelled()).not.toBe(false)
+    expect((await app.request('/produced', { method: 'HEAD' })).status).toBe(200)
+    expect(producer.aborted).toBe(true)
   })
 })

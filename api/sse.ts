@@ -11,6 +11,7 @@
  *
  * Both add a comment heartbeat every SSE_HEARTBEAT_MS, and only between events.
  */
+import type { MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../schema/errors.ts'
 import { SSE_HEARTBEAT_MS } from '../schema/limits.ts'
 import { isDatabaseUnavailable } from './errors.ts'
@@ -186,12 +187,21 @@ export class SseRelay {
     this.upstream = upstream
     this.#abortUpstream = abortUpstream
     this.#options = options
-    options.requestSignal?.addEventListener('abort', () => this.cancel(), { once: true })
+    // The client may be gone already (it left while the sidecar was answering).
+    if (options.requestSignal?.aborted) this.cancel()
+    else options.requestSignal?.addEventListener('abort', () => this.cancel(), { once: true })
   }
 
-  /** Starts delivering to `sink`; `cancelBody` stops reading the upstream body. */
+  /** Ended or cancelled: nothing more is delivered. */
+  get closed(): boolean {
+    return this.#closed
+  }
+
+  /** Starts delivering to `sink`; `cancelBody` stops reading the upstream body. A relay cancelled
+   * before it started only closes the sink. */
   start(sink: RelaySink, cancelBody: () => void): void {
-    if (this.#closed || this.#sink) return
+    if (this.#sink) return
+    if (this.#closed) return sink.close()
     this.#sink = sink
     this.#cancelBody = cancelBody
     const every = this.#options.heartbeatMs ?? SSE_HEARTBEAT_MS
@@ -243,6 +253,16 @@ export class SseRelay {
   }
 }
 
+/**
+ * Middleware: Hono answers HEAD from the GET route's response without its body, and never reads or
+ * cancels that body; a stream (a relayed sidecar stream, a registry watch) would stay open behind
+ * it until its source ended. Cancel it.
+ */
+export const headWithoutStreams: MiddlewareHandler = async (c, next) => {
+  await next()
+  if (c.req.method === 'HEAD') await c.res.body?.cancel().catch(() => {})
+}
+
 const relays = new WeakMap<Response, SseRelay>()
 
 /**
@@ -266,6 +286,8 @@ export function relaySSE(upstream: Response, abortUpstream: () => void, options:
   const stream = new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        // Cancelled before it started (the client left while the sidecar was answering).
+        if (relay.closed) return controller.close()
         if (!reader) {
           const started = body.getReader()
           reader = started

@@ -39,10 +39,18 @@ export function withNodeRelays(fetchApp: FetchHandler): FetchHandler {
 function carry(response: Response, outgoing: HttpBindings['outgoing'] | Http2Bindings['outgoing']): Response {
   if (!(outgoing instanceof ServerResponse)) return response
   const relay = relayOf(response)
-  const message = relay && takeNodeBody(relay.upstream)
+  if (!relay) return response
+  // The client left while the sidecar was answering: tear the upstream down, write nothing.
+  if (outgoing.destroyed || relay.closed) {
+    relay.cancel()
+    outgoing.destroy()
+    return alreadySent()
+  }
+  const message = takeNodeBody(relay.upstream)
   if (!message) return response
-  const headers: Record<string, string> = {}
+  const headers: Record<string, string | string[]> = {}
   response.headers.forEach((value, name) => (headers[name] = value))
+  if (response.headers.has('set-cookie')) headers['set-cookie'] = response.headers.getSetCookie()
   outgoing.writeHead(response.status, headers)
   outgoing.flushHeaders()
   pipe(relay, message, outgoing)

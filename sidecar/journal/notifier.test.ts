@@ -9,7 +9,7 @@ describe('Notifier', () => {
     expect(await first).toBe('changed')
     const second = Notifier.any([a, b], 10_000)
     a.notify()
-    b.notify() // the waiter already left both: nothing more happens
+    b.notify()
     expect(await second).toBe('changed')
   })
 

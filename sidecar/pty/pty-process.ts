@@ -37,8 +37,10 @@ interface NodePtyInternals {
 }
 
 const DRAIN_CHUNK_BYTES = 64 * 1024
-/** How soon input the PTY had no room for is offered again (the program reads its input slowly). */
+/** How soon input the PTY had no room for is offered again (the program reads its input slowly),
+ * doubling up to INPUT_RETRY_MAX_MS while it keeps not reading. */
 const INPUT_RETRY_MS = 1
+const INPUT_RETRY_MAX_MS = 32
 
 export class PtyProcess {
   readonly pid: number
@@ -51,7 +53,7 @@ export class PtyProcess {
   #ended = false
   /** Input the master has not taken yet (its buffer was full), oldest first. */
   #unwritten: Buffer[] = []
-  #retry: NodeJS.Timeout | undefined
+  #retryMs = INPUT_RETRY_MS
 
   constructor(options: PtySpawnOptions) {
     this.#pty = pty.spawn(options.file, options.args, {
@@ -113,7 +115,6 @@ export class PtyProcess {
   }
 
   #writeUnwritten(): void {
-    this.#retry = undefined
     while (this.#unwritten.length > 0) {
       // A closed fd's number may already belong to another file: never write to it.
       if (this.#socket.destroyed) {
@@ -121,17 +122,22 @@ export class PtyProcess {
         return
       }
       const head = this.#unwritten[0]!
-      let written: number
+      let written = 0
       try {
         written = writeSync(this.#fd, head)
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') {
-          this.#retry = setTimeout(() => this.#writeUnwritten(), INPUT_RETRY_MS)
-        } else {
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') {
           this.#unwritten = [] // EIO: the child side is gone; its input is moot
+          return
         }
+      }
+      if (written === 0) {
+        // No room (EAGAIN): offer it again soon, less often while the program keeps not reading.
+        setTimeout(() => this.#writeUnwritten(), this.#retryMs)
+        this.#retryMs = Math.min(this.#retryMs * 2, INPUT_RETRY_MAX_MS)
         return
       }
+      this.#retryMs = INPUT_RETRY_MS
       if (written < head.length) this.#unwritten[0] = head.subarray(written)
       else this.#unwritten.shift()
     }

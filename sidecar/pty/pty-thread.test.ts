@@ -111,8 +111,9 @@ describe('PtyThread', () => {
   }, 60_000)
 
   it('input the PTY has no room for waits, in order, until the program reads it', async () => {
-    // Raw mode: every byte value reaches the program as it is. While it sleeps the kernel takes
-    // ~4 KiB; the rest of 150 kB must wait in the PTY thread and go in as the program reads.
+    // Raw mode: every byte value reaches the program as it is. While it sleeps the kernel takes what
+    // fits its input buffer (up to 64 KiB); the rest of 150 kB must wait in the PTY thread and go
+    // in as the program reads.
     const { pty, journal, exited } = await start('stty raw -echo; echo ready; sleep 1; head -c 150000 | sha256sum; exit 0')
     await waitFor(async () => (await text(journal)).includes('ready'), 10_000, 'raw mode')
     const input = Buffer.alloc(150_000)

@@ -104,7 +104,8 @@ export class RemotePty {
     this.#unconfirmed += bytes
     this.#confirmSoon ??= setImmediate(() => {
       this.#confirmSoon = undefined
-      this.thread.post({ type: 'journaled', id: this.id, bytes: this.#unconfirmed })
+      // Exited (or the thread was lost): nobody waits for it, and a post would start a new thread.
+      if (!this.#exited) this.thread.post({ type: 'journaled', id: this.id, bytes: this.#unconfirmed })
       this.#unconfirmed = 0
     })
   }
