@@ -68,6 +68,9 @@ export const PTY_UNJOURNALED_MAX_BYTES = 8 * MiB
 export const EMULATOR_FAST_FORWARD_HOLD_BYTES = 2 * MiB
 /** Close: time between SIGHUP and SIGKILL for the terminal's processes. */
 export const CLOSE_KILL_GRACE_MS = 500
+/** Sidecar shutdown: how long the PTY thread waits for its killed processes' exits before it is
+ * terminated (terminating it while node-pty reports an exit crashes the process). */
+export const PTY_EXIT_WAIT_MS = 2000
 /** Close: after the kill, how long to wait for EOF before the master is closed by force. */
 export const CLOSE_DRAIN_MS = 3_000
 /** A failed close cleanup is retried after this long. */

@@ -124,6 +124,18 @@ describe('PtyThread', () => {
     await waitFor(async () => (await text(journal)).includes(expected), 10_000, 'the hash of every input byte in order')
   }, 30_000)
 
+  it('closing the thread kills what still runs and waits for its exit before the thread stops', async () => {
+    const own = new PtyThread()
+    const journal = new Journal(join(dir, 'closing.journal'), { cols: 80, rows: 24 })
+    const pty = await own.spawn({ file: '/bin/sh', args: ['-c', "trap '' HUP; echo ready; while :; do sleep 1; done"], cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, cols: 80, rows: 24 }, journal)
+    const exited = new Promise<PtyExit>((resolve) => pty.onExit(resolve))
+    await waitFor(async () => (await text(journal)).includes('ready'), 10_000, 'the shell')
+    await own.close()
+    // The exit was reported before close resolved, and the process (deaf to SIGHUP) is gone.
+    expect(await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('late'), 0))])).toEqual({ exitCode: null, signal: 9 })
+    expect(() => process.kill(pty.pid, 0)).toThrow()
+  })
+
   it('a process that cannot start says why in its output and exits non-zero', async () => {
     const journal = new Journal(join(dir, 'bad.journal'), { cols: 80, rows: 24 })
     const pty = await thread.spawn({ file: '/no/such/shell', args: [], cwd: dir, env: {}, cols: 80, rows: 24 }, journal)

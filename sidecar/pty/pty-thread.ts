@@ -6,12 +6,25 @@
  * journaled after every byte read before it.
  */
 import type { Worker } from 'node:worker_threads'
+import { PTY_EXIT_WAIT_MS } from '../../schema/limits.ts'
 import type { Journal } from '../journal/journal.ts'
 import { startTsWorker } from '../worker-thread.ts'
 import type { PtyExit, PtySpawnOptions } from './pty-process.ts'
 import type { FromPtyThread, ToPtyThread } from './pty-protocol.ts'
 
 const WORKER_URL = new URL('./pty-worker.ts', import.meta.url)
+
+/** SIGKILL to a terminal's process group (its shell leads a session of its own), then to the pid. */
+function killGroup(pid: number): void {
+  if (!(pid > 0)) return // kill(0) or kill(-0) would signal the sidecar's own group
+  for (const target of [-pid, pid]) {
+    try {
+      process.kill(target, 'SIGKILL')
+    } catch {
+      // already gone
+    }
+  }
+}
 
 export class RemotePty {
   pid = 0
@@ -20,6 +33,7 @@ export class RemotePty {
   #onExit: (exit: PtyExit) => void = () => {}
   #resizes: Array<() => void> = []
   #endWaiters: Array<() => void> = []
+  #exitWaiters: Array<() => void> = []
   #ended = false
   #exited = false
   /** Bytes journaled but not yet confirmed to the PTY thread (PTY_UNJOURNALED_MAX_BYTES). */
@@ -129,6 +143,12 @@ export class RemotePty {
     for (const resolve of this.#resizes.splice(0)) resolve()
     this.#onExit(exit)
     this.thread.forget(this.id)
+    this.#exitWaiters.splice(0).forEach((resolve) => resolve())
+  }
+
+  /** @internal resolves once the process's exit was reported. */
+  exited(): Promise<void> {
+    return this.#exited ? Promise.resolve() : new Promise((resolve) => this.#exitWaiters.push(resolve))
   }
 }
 
@@ -161,11 +181,25 @@ export class PtyThread {
     this.#ptys.delete(id)
   }
 
+  /**
+   * Kills what still runs, waits (at most PTY_EXIT_WAIT_MS) until every exit was reported, then
+   * stops the thread. node-pty reports an exit from its own thread into the PTY thread; terminating
+   * the PTY thread while one is on its way is a fatal N-API error that takes the whole process down.
+   */
   async close(): Promise<void> {
     this.#closed = true
     const worker = this.#worker
+    if (!worker) return
+    const running = [...this.#ptys.values()]
+    for (const pty of running) killGroup(pty.pid)
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([
+      Promise.all(running.map((pty) => pty.exited())),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, PTY_EXIT_WAIT_MS))),
+    ])
+    clearTimeout(timer)
     this.#worker = undefined
-    await worker?.terminate()
+    await worker.terminate()
   }
 
   #start(): Worker {
