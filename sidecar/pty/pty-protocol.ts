@@ -14,6 +14,8 @@ export type ToPtyThread =
   | { type: 'force-close'; id: number }
   /** The main thread journaled `bytes` of this terminal's flushes (flow control). */
   | { type: 'journaled'; id: number; bytes: number }
+  /** End the thread (sent once every process it hosts has exited). */
+  | { type: 'close' }
 
 export type FromPtyThread =
   | { type: 'spawned'; id: number; pid: number }

@@ -182,24 +182,29 @@ export class PtyThread {
   }
 
   /**
-   * Kills what still runs, waits (at most PTY_EXIT_WAIT_MS) until every exit was reported, then
-   * stops the thread. node-pty reports an exit from its own thread into the PTY thread; terminating
-   * the PTY thread while one is on its way is a fatal N-API error that takes the whole process down.
+   * Kills what still runs, waits until every exit was reported, then lets the thread end itself.
+   * node-pty reports an exit by calling into the PTY thread from a thread of its own; terminating
+   * the PTY thread from outside while such a call runs (or is on its way) is a fatal N-API error
+   * that takes the whole process down. The thread ends itself between messages, when no call is in
+   * progress; only if that takes longer than PTY_EXIT_WAIT_MS in all is it terminated.
    */
   async close(): Promise<void> {
     this.#closed = true
     const worker = this.#worker
     if (!worker) return
+    this.#worker = undefined
+    const deadline = Date.now() + PTY_EXIT_WAIT_MS
+    const within = (promise: Promise<unknown>) => {
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()))))
+      return Promise.race([promise, late]).finally(() => clearTimeout(timer))
+    }
     const running = [...this.#ptys.values()]
     for (const pty of running) killGroup(pty.pid)
-    let timer: NodeJS.Timeout | undefined
-    await Promise.race([
-      Promise.all(running.map((pty) => pty.exited())),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, PTY_EXIT_WAIT_MS))),
-    ])
-    clearTimeout(timer)
-    this.#worker = undefined
-    await worker.terminate()
+    await within(Promise.all(running.map((pty) => pty.exited())))
+    const ended = new Promise((resolve) => worker.once('exit', resolve))
+    worker.postMessage({ type: 'close' } satisfies ToPtyThread)
+    if ((await within(ended)) === 'late') await worker.terminate()
   }
 
   #start(): Worker {

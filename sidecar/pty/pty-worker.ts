@@ -92,6 +92,8 @@ class Recorder {
 const recorders = new Map<number, Recorder>()
 
 port.on('message', (message: ToPtyThread) => {
+  // Between messages no native call into this thread is in progress: ending here is safe.
+  if (message.type === 'close') process.exit(0)
   if (message.type === 'spawn') {
     try {
       const pty = new PtyProcess(message.options)
