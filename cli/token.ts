@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 import { createToken } from '../api/auth/tokens.ts'
 import type { Config } from '../schema/config.ts'
 import { GRANTS, isGrant, type Grant } from '../schema/grants.ts'
+import { ADMIN_NEEDS_ALL_SESSIONS, adminBoundToSessions } from '../schema/wire/tokens.ts'
 import { openStorage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
 
@@ -30,6 +31,9 @@ export async function tokenCommand(config: Config, args: string[]): Promise<numb
     grants.push(grant)
   }
   if (grants.length === 0) throw new UsageError(`termkeep: give at least one --grant (${GRANTS.join(', ')})`)
+  if (adminBoundToSessions(grants, values.session.length > 0 ? values.session : 'all')) {
+    throw new UsageError(`termkeep: ${ADMIN_NEEDS_ALL_SESSIONS} (drop --session)`)
+  }
   if (config.databaseUrl.startsWith('file:')) mkdirSync(config.dataDir, { recursive: true })
   const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
   try {

@@ -143,6 +143,9 @@ export const SIDECAR_CONNECT_TIMEOUT_MS = 2_000
  * emulator's snapshot; the other streams replay before their first event): a loaded host can take
  * seconds, which is not "unreachable". Close has its own budget: kill grace + drain + this. */
 export const SIDECAR_SLOW_CALL_TIMEOUT_MS = 15_000
+/** The latest accepted timestamp (epoch ms; 9999-12-31T23:59:59.999Z): a token's `expiresAt`
+ * stays an exact integer in JavaScript and in SQLite. */
+export const MAX_TIMESTAMP_MS = 253_402_300_799_999
 /** EventSource tickets live this long and open exactly one stream. */
 export const TICKET_TTL_MS = 60_000
 

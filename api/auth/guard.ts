@@ -105,12 +105,23 @@ const UNAUTHORIZED = {
   403: { description: 'the token lacks the grant (`auth/forbidden`)' },
 }
 
-export function guard(required: Requirement): MiddlewareHandler<AppEnv> {
+export interface GuardOptions {
+  /** Only a token bound to all sessions passes (token management: a token bound to some sessions
+   * must not mint or revoke authority beyond them). */
+  allSessions?: boolean
+}
+
+export function guard(required: Requirement, options: GuardOptions = {}): MiddlewareHandler<AppEnv> {
   const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
     const { db } = c.get('deps')
     const authority = await authorityFor(db, c.req.header('authorization'), c.req.query('ticket'), c.req.method, c.req.path)
     if (!satisfies(authority.grants, required)) {
       throw new TermkeepError('auth/forbidden', `this token lacks the grant ${describe(required)}`, {
+        required: describe(required),
+      })
+    }
+    if (options.allSessions && authority.sessions !== 'all') {
+      throw new TermkeepError('auth/forbidden', `this needs ${describe(required)} on a token bound to all sessions; this token is bound to some`, {
         required: describe(required),
       })
     }

@@ -2,7 +2,7 @@
  * Token records: creation (the secret is shown once, only its hash is stored), the local admin
  * token that `npm start` provisions, and lookup by secret.
  */
-import { and, asc, eq, inArray, isNull } from 'drizzle-orm'
+import { and, asc, eq, gt, inArray, isNull, or } from 'drizzle-orm'
 import { GRANTS, type Grant } from '../../schema/grants.ts'
 import { tokenGrants, tokens, tokenSessions } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
@@ -82,9 +82,13 @@ export async function ensureAdminToken(db: Database, envSecret?: string): Promis
   return { created: true, secret }
 }
 
-/** Active tokens (not revoked), oldest first, without secrets. */
-export async function listTokens(db: Database): Promise<TokenRecord[]> {
-  const rows = await db.select().from(tokens).where(isNull(tokens.revokedAt)).orderBy(asc(tokens.createdAt), asc(tokens.id))
+/** Active tokens (neither revoked nor expired), oldest first, without secrets. */
+export async function listTokens(db: Database, now = Date.now()): Promise<TokenRecord[]> {
+  const rows = await db
+    .select()
+    .from(tokens)
+    .where(and(isNull(tokens.revokedAt), or(isNull(tokens.expiresAt), gt(tokens.expiresAt, now))))
+    .orderBy(asc(tokens.createdAt), asc(tokens.id))
   if (rows.length === 0) return []
   const ids = rows.map((r) => r.id)
   const [grantRows, sessionRows] = [

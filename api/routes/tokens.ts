@@ -1,4 +1,5 @@
-/** Token management (grant `admin`) and EventSource tickets (any valid token). */
+/** Token management (grant `admin` on a token bound to all sessions) and EventSource tickets (any
+ * valid token). */
 import { Hono } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import { TermkeepError } from '../../schema/errors.ts'
@@ -18,7 +19,7 @@ export const tokenRoutes = new Hono<AppEnv>()
       summary: 'Mint a token for given sessions and grants; the secret is returned once and stored hashed',
       responses: { 201: json(TokenCreated, 'created') },
     }),
-    guard('admin'),
+    guard('admin', { allSessions: true }),
     validate('json', CreateToken),
     async (c) => {
       const spec = c.req.valid('json')
@@ -31,7 +32,7 @@ export const tokenRoutes = new Hono<AppEnv>()
   .get(
     '/v1/tokens',
     describeRoute({ tags: ['tokens'], summary: 'Active tokens, without secrets', responses: { 200: json(TokenList) } }),
-    guard('admin'),
+    guard('admin', { allSessions: true }),
     async (c) => c.json({ tokens: await listTokens(c.get('deps').db) }),
   )
   .delete(
@@ -41,7 +42,7 @@ export const tokenRoutes = new Hono<AppEnv>()
       summary: 'Revoke a token (and every ticket it minted)',
       responses: { 200: json(Revoked), 404: error('no such active token (`token/not-found`)') },
     }),
-    guard('admin'),
+    guard('admin', { allSessions: true }),
     validate('param', TokenParams),
     async (c) => {
       const { id } = c.req.valid('param')

@@ -8,7 +8,7 @@
  */
 import * as v from 'valibot'
 import { GRANTS } from '../grants.ts'
-import { MAX_PATH_CHARS } from '../limits.ts'
+import { MAX_PATH_CHARS, MAX_TIMESTAMP_MS } from '../limits.ts'
 import { SessionId } from './common.ts'
 
 /** Sessions one token may name; more is a sign of a token that should be `all`. */
@@ -16,13 +16,22 @@ export const MAX_TOKEN_SESSIONS = 1_000
 
 export const Grant = v.picklist(GRANTS)
 
-export const CreateToken = v.object({
-  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'a token needs a name'), v.maxLength(100, 'token names are at most 100 characters')),
-  grants: v.pipe(v.array(Grant), v.minLength(1, 'give at least one grant')),
-  sessions: v.union([v.literal('all'), v.pipe(v.array(SessionId), v.minLength(1), v.maxLength(MAX_TOKEN_SESSIONS))]),
-  /** Absolute expiry, epoch milliseconds. */
-  expiresAt: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
-})
+/** Pure: `admin` manages every token, so only a token bound to all sessions may hold it. */
+export function adminBoundToSessions(grants: readonly string[], sessions: 'all' | readonly string[]): boolean {
+  return grants.includes('admin') && sessions !== 'all'
+}
+export const ADMIN_NEEDS_ALL_SESSIONS = 'the admin grant manages every token: give it only with sessions "all"'
+
+export const CreateToken = v.pipe(
+  v.object({
+    name: v.pipe(v.string(), v.trim(), v.minLength(1, 'a token needs a name'), v.maxLength(100, 'token names are at most 100 characters')),
+    grants: v.pipe(v.array(Grant), v.minLength(1, 'give at least one grant')),
+    sessions: v.union([v.literal('all'), v.pipe(v.array(SessionId), v.minLength(1), v.maxLength(MAX_TOKEN_SESSIONS))]),
+    /** Absolute expiry, epoch milliseconds. */
+    expiresAt: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(MAX_TIMESTAMP_MS, 'expiresAt is at most 9999-12-31 (epoch milliseconds)'))),
+  }),
+  v.check((spec) => !adminBoundToSessions(spec.grants, spec.sessions), ADMIN_NEEDS_ALL_SESSIONS),
+)
 export type CreateToken = v.InferOutput<typeof CreateToken>
 
 export const TokenRecord = v.object({

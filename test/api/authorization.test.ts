@@ -173,9 +173,46 @@ describe('token management', () => {
     expect(await snapshot()).toBe(before)
   })
 
-  it('treats an expired token as invalid', async () => {
-    const { secret } = await createToken(h.storage.db, { name: 'old', grants: ['workspaces:read'], sessions: 'all', expiresAt: Date.now() - 1 })
+  it('refuses an expiry beyond an exact integer timestamp, which could never be read back', async () => {
+    const admin = await h.token(['admin'])
+    const before = await snapshot()
+    for (const expiresAt of [9007199254740993, 1e300, 253402300800000, 1.5e12 + 0.5]) {
+      const r = await h.request('POST', '/v1/tokens', { token: admin, body: { name: 'far', grants: ['workspaces:read'], sessions: 'all', expiresAt } })
+      expect(r.status, String(expiresAt)).toBe(400)
+      expect(((await r.json()) as any).error.code).toBe('request/invalid')
+    }
+    expect(await snapshot()).toBe(before)
+    expect((await h.request('GET', '/v1/tokens', { token: admin })).status).toBe(200)
+  })
+
+  it('keeps authority inside a session-bound token: admin is refused on one, and one cannot manage tokens', async () => {
+    const admin = await h.token(['admin'])
+    const before = await snapshot()
+    const bound = await h.request('POST', '/v1/tokens', { token: admin, body: { name: 'x', grants: ['admin'], sessions: ['mine'] } })
+    expect(bound.status).toBe(400)
+    expect(((await bound.json()) as any).error.message).toContain('sessions "all"')
+    expect(await snapshot()).toBe(before)
+
+    // A bound admin token stored earlier (or directly) still cannot step outside its sessions.
+    const scopedAdmin = await h.token(['admin', 'workspaces:read'], ['mine'])
+    const before2 = await snapshot()
+    for (const [method, path, body] of [
+      ['POST', '/v1/tokens', { name: 'escape', grants: ['terminals:output'], sessions: 'all' }],
+      ['GET', '/v1/tokens', undefined],
+      ['DELETE', `/v1/tokens/${tokenId}`, undefined],
+    ] as const) {
+      const r = await h.request(method, path, { token: scopedAdmin, body })
+      expect(r.status, `${method} ${path}`).toBe(403)
+      expect(((await r.json()) as any).error.code).toBe('auth/forbidden')
+    }
+    expect(await snapshot()).toBe(before2)
+  })
+
+  it('treats an expired token as invalid, and lists it no more', async () => {
+    const { token, secret } = await createToken(h.storage.db, { name: 'old', grants: ['workspaces:read'], sessions: 'all', expiresAt: Date.now() - 1 })
     expect((await h.request('GET', '/v1/workspaces', { token: secret })).status).toBe(401)
+    const listed = await (await h.request('GET', '/v1/tokens', { token: await h.token(['admin']) })).text()
+    expect(listed).not.toContain(token.id)
   })
 })
 

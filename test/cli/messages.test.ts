@@ -44,6 +44,13 @@ describe('termkeep client commands: messages', () => {
     expect(result.stderr).toContain('no token: pass --token or set TERMKEEP_TOKEN')
   })
 
+  it('refuses to mint an admin token bound to some sessions, before touching the database', async () => {
+    const result = await run(['token', 'create', '--grant', 'admin', '--session', 's1'], { TERMKEEP_DATA_DIR: '/nonexistent/termkeep-data' })
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr.trim()).toBe('termkeep: the admin grant manages every token: give it only with sessions "all" (drop --session)')
+  })
+
   it('lists workspaces, sessions and terminals', async () => {
     const env = { TERMKEEP_URL: stack.api.url, TERMKEEP_TOKEN: stack.token }
     expect((await run(['ls'], env)).stdout).toContain('no workspaces')
