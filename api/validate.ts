@@ -66,6 +66,9 @@ export function sizeLimit(maxSize: number, onTooLarge: () => never | Promise<nev
   }
 }
 
+/** application/json or application/<x>+json, with or without parameters (charset). */
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json\s*(;|$)/i
+
 export function validate<S extends StandardSchemaV1, T extends keyof ValidationTargets, E extends Env = Env, P extends string = string>(
   target: T,
   schema: S,
@@ -81,6 +84,16 @@ export function validate<S extends StandardSchemaV1, T extends keyof ValidationT
   const limit = options.maxBytes ?? MAX_JSON_BODY_BYTES
   const sizeCheck = sizeLimit(limit, () => Promise.reject(tooLarge(limit)))
   const composed = (async (c, next) => {
+    // hono's validator reads a body of another media type as `{}`: a JSON body sent as text/plain
+    // or a form would run the route with every field missing (a move would go to the end).
+    // A body is known empty only by `Content-Length: 0`; without a Content-Type, only a declared
+    // or chunked body counts (a Request made in-process labels a string body text/plain itself).
+    const length = c.req.header('content-length')
+    const type = c.req.header('content-type')
+    const sent = type !== undefined ? length !== '0' : Number(length ?? 0) > 0 || c.req.header('transfer-encoding') !== undefined
+    if (sent && !JSON_MEDIA_TYPE.test(type ?? '')) {
+      throw new TermkeepError('request/invalid', 'the body must be JSON, sent with Content-Type: application/json')
+    }
     await sizeCheck(c, async () => {
       await inner(c, next)
     })

@@ -70,6 +70,10 @@ describe('request validation', () => {
     ['GET', '/v1/sessions/s1/terminals/t1/follow', undefined, 400, 'request/invalid'],
     ['GET', '/v1/sessions/s1/terminals/t1/output/watch', undefined, 400, 'request/invalid', { 'last-event-id': 'x' }],
     ['POST', '/v1/sessions/s1/terminals/t1/input', 'x', 400, 'request/invalid', { 'termkeep-attachment': 'bad id' }],
+    // JSON sent as another media type is refused, not read as {} (a move would go to the end).
+    ['POST', '/v1/workspaces/WID/move', '{"beforeId":"ws_x"}', 400, 'request/invalid', { 'content-type': 'application/x-www-form-urlencoded' }],
+    ['POST', '/v1/workspaces', '{"path":"/tmp"}', 400, 'request/invalid', { 'content-type': 'text/plain;charset=UTF-8' }],
+    ['PATCH', '/v1/workspaces/WID', '{"title":"y"}', 400, 'request/invalid', { 'content-type': 'multipart/form-data; boundary=x' }],
   ]
   it.each(cases)('%s %s %j → %i %s', async (method, path, body, status, code, headers) => {
     const before = await snapshot()
