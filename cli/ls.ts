@@ -1,5 +1,6 @@
 /** `termkeep ls`: workspaces in the user's order, their sessions, and each session's terminals. */
 import { parseArgs } from 'node:util'
+import { printable } from '../schema/wire/common.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { ApiError } from '../web/client/api.ts'
 import { REMOTE_OPTIONS, remoteClient } from './remote.ts'
@@ -11,7 +12,7 @@ export async function lsCommand(args: string[], out: NodeJS.WritableStream = pro
   const archived = new Set(registry.archivedSessionIds)
   if (registry.workspaces.length === 0) out.write('no workspaces (add one on the web page or with POST /v1/workspaces)\n')
   for (const workspace of registry.workspaces) {
-    out.write(`${workspace.title}  ${workspace.path}  [${workspace.id}]\n`)
+    out.write(`${printable(workspace.title)}  ${printable(workspace.path)}  [${workspace.id}]\n`)
     const sessions = await Promise.all(
       workspace.sessionIds.map(async (id) => {
         const [session, terminals] = await Promise.all([
@@ -22,7 +23,7 @@ export async function lsCommand(args: string[], out: NodeJS.WritableStream = pro
       }),
     )
     for (const { id, session, terminals } of sessions) {
-      const title = session?.title ? `  "${session.title}"` : ''
+      const title = session?.title ? `  "${printable(session.title)}"` : ''
       out.write(`  session ${id}${title}${archived.has(id) ? '  (archived)' : ''}\n`)
       if (terminals instanceof ApiError) {
         out.write(`    (terminals not listed: ${terminals.message})\n`)
@@ -30,7 +31,7 @@ export async function lsCommand(args: string[], out: NodeJS.WritableStream = pro
       }
       if (terminals.length === 0) out.write('    (no terminals)\n')
       for (const t of terminals as TerminalInfo[]) {
-        out.write(`    ${t.id}  ${t.state}  ${t.cols}x${t.rows}  ${t.shell.name}  "${t.title}"\n`)
+        out.write(`    ${t.id}  ${t.state}  ${t.cols}x${t.rows}  ${printable(t.shell.name)}  "${printable(t.title)}"\n`)
       }
     }
   }

@@ -26,8 +26,7 @@ export const DEFAULT_ROWS = 24
 export const TERMINAL_ID_PATTERN = /^[\w-]{1,128}$/
 /** One input write: larger pastes are split by the client; a PTY cannot take more at once anyway. */
 export const MAX_INPUT_BYTES = 64 * KiB
-/** Terminal titles after trimming. */
-export const MIN_TITLE_CHARS = 1
+/** Terminal titles after trimming (and at least one visible character). */
 export const MAX_TITLE_CHARS = 120
 /** Live (not yet closed) terminals per session, counting pending and failed creates. */
 export const MAX_TERMINALS_PER_SESSION = 16

@@ -6,7 +6,9 @@
  */
 import { and, eq, sql } from 'drizzle-orm'
 import { TermkeepError } from '../../schema/errors.ts'
+import { MAX_WORKSPACE_TITLE_CHARS } from '../../schema/limits.ts'
 import { archivedSessions, sessions, workspaces, workspaceSessions } from '../../schema/tables.ts'
+import { titleFrom } from '../../schema/wire/common.ts'
 import type { Session, Workspace } from '../../schema/wire/registry.ts'
 import type { Database } from '../../storage/client.ts'
 import { randomId } from '../auth/secrets.ts'
@@ -38,10 +40,12 @@ export async function canonicalDirectory(sidecar: SidecarClient, path: string): 
   return canonical.path
 }
 
-/** Pure: the default title, the last path segment (the root's own spelling for a root). */
-export function defaultTitle(path: string): string {
+/** Pure: the default title, the last path segment (the root's own spelling for a root), as a
+ * valid title: control characters replaced, cut so that a " (n)" suffix still fits. */
+export function defaultTitle(path: string, n = 1): string {
   const segments = path.split(/[\\/]+/).filter((s) => s.length > 0)
-  return segments.at(-1) ?? path
+  const suffix = n > 1 ? ` (${n})` : ''
+  return titleFrom(segments.at(-1) ?? path, MAX_WORKSPACE_TITLE_CHARS - suffix.length, 'workspace') + suffix
 }
 
 async function titleTaken(tx: Tx, title: string, exceptId?: string): Promise<boolean> {
@@ -67,7 +71,7 @@ export async function createWorkspace(
       if (await titleTaken(tx, title)) throw nameConflict(title)
     } else {
       // A default title yields to an existing one: "src", "src (2)", …
-      for (let n = 2; await titleTaken(tx, title); n++) title = `${defaultTitle(path)} (${n})`
+      for (let n = 2; await titleTaken(tx, title); n++) title = defaultTitle(path, n)
     }
     const id = randomId('ws')
     const now = Date.now()

@@ -32,3 +32,35 @@ export const ErrorEnvelope = v.object({
     message: v.string(),
   }),
 })
+
+/** C0 controls, DEL and C1 controls: titles are printed as text by CLIs and pages. */
+const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/g
+/** Anything but whitespace and invisible format characters (zero-width space, BOM, …). */
+const VISIBLE_CHAR = /[^\s\p{Z}\p{Cf}]/u
+
+/**
+ * A user-given title: NFC (so two spellings of "á" are one title), trimmed, with at least one
+ * visible character and no control characters, at most `max` characters.
+ */
+export function titleSchema(max: number, noun: string) {
+  return v.pipe(
+    v.string(),
+    v.normalize('NFC'),
+    v.trim(),
+    v.check((title) => !title.match(CONTROL_CHARS), `${noun} cannot contain control characters`),
+    v.check((title) => VISIBLE_CHAR.test(title), 'a title needs at least one visible character'),
+    v.maxLength(max, `${noun} are at most ${max} characters`),
+  )
+}
+
+/** Pure: a title made from a name the user did not type (a directory's name): control characters
+ * become U+FFFD, NFC, trimmed, cut to `max`; `fallback` when nothing visible is left. */
+export function titleFrom(name: string, max: number, fallback: string): string {
+  const title = name.replace(CONTROL_CHARS, '\ufffd').normalize('NFC').trim().slice(0, max).trim()
+  return VISIBLE_CHAR.test(title) ? title : fallback
+}
+
+/** Pure: text with control characters shown as \xNN, for printing to a terminal. */
+export function printable(text: string): string {
+  return text.replace(CONTROL_CHARS, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+}

@@ -20,17 +20,12 @@
  */
 import * as v from 'valibot'
 import { MAX_WORKSPACE_TITLE_CHARS } from '../limits.ts'
-import { SessionId } from './common.ts'
+import { SessionId, titleSchema } from './common.ts'
 import { AbsolutePath } from './paths.ts'
 
 export const WorkspaceId = v.pipe(v.string(), v.regex(/^[\w-]{1,128}$/, 'workspace ids are 1–128 of [A-Za-z0-9_-]'))
 
-export const WorkspaceTitle = v.pipe(
-  v.string(),
-  v.trim(),
-  v.minLength(1, 'a title needs at least one visible character'),
-  v.maxLength(MAX_WORKSPACE_TITLE_CHARS, `workspace titles are at most ${MAX_WORKSPACE_TITLE_CHARS} characters`),
-)
+export const WorkspaceTitle = titleSchema(MAX_WORKSPACE_TITLE_CHARS, 'workspace titles')
 
 export const Workspace = v.object({
   id: v.string(),

@@ -18,9 +18,9 @@
  *   GET    /v1/sessions/:sid/terminals/:tid/retain                 SSE `retained`, then heartbeats
  */
 import * as v from 'valibot'
-import { MAX_TITLE_CHARS, MAX_VISIBLE_CELLS, MIN_TITLE_CHARS } from '../limits.ts'
+import { MAX_TITLE_CHARS, MAX_VISIBLE_CELLS } from '../limits.ts'
 import { TERMINAL_STATES, type terminals } from '../tables.ts'
-import { AttachmentId, CELLS_MESSAGE, Cols, Geometry, Rows, SessionId, TerminalId } from './common.ts'
+import { AttachmentId, CELLS_MESSAGE, Cols, Geometry, Rows, SessionId, TerminalId, titleSchema } from './common.ts'
 
 /** Header naming the follow attachment that sends input or resizes. */
 export const ATTACHMENT_HEADER = 'Termkeep-Attachment'
@@ -100,12 +100,7 @@ export function terminalInfoOf(row: typeof terminals.$inferSelect, controllerId:
 export const TerminalList = v.object({ terminals: v.array(TerminalInfo) })
 export type TerminalList = v.InferOutput<typeof TerminalList>
 
-export const Title = v.pipe(
-  v.string(),
-  v.trim(),
-  v.minLength(MIN_TITLE_CHARS, 'a title needs at least one visible character'),
-  v.maxLength(MAX_TITLE_CHARS, `titles are at most ${MAX_TITLE_CHARS} characters`),
-)
+export const Title = titleSchema(MAX_TITLE_CHARS, 'titles')
 
 /** PUT body. `shell` is a path from the shell list; absent means the default shell. */
 export const CreateTerminal = v.pipe(
