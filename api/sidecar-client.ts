@@ -21,6 +21,7 @@ import type { OutputPage } from '../schema/wire/output.ts'
 import type { CanonicalPath } from '../schema/wire/paths.ts'
 import {
   ATTACHMENT_HEADER,
+  PRINCIPAL_HEADER,
   type CloseResult,
   type CreateTerminal,
   type ShellList,
@@ -126,16 +127,17 @@ export class SidecarClient {
     return this.json(terminal(sid, tid), { method: 'DELETE' }, CLOSE_BUDGET_MS)
   }
 
-  async input(sid: string, tid: string, attachment: string | undefined, bytes: Uint8Array<ArrayBuffer>): Promise<void> {
+  /** `from`: the follow attachment sending, and its principal (the caller's token id). */
+  async input(sid: string, tid: string, from: Sender, bytes: Uint8Array<ArrayBuffer>): Promise<void> {
     const headers = new Headers({ 'content-type': 'application/octet-stream' })
-    if (attachment !== undefined) headers.set(ATTACHMENT_HEADER, attachment)
+    senderHeaders(headers, from)
     const response = await this.request(`${terminal(sid, tid)}/input`, { method: 'POST', headers, body: bytes })
     await response.body?.cancel()
   }
 
-  resize(sid: string, tid: string, attachment: string | undefined, geometry: Geometry): Promise<TerminalInfo> {
+  resize(sid: string, tid: string, from: Sender, geometry: Geometry): Promise<TerminalInfo> {
     const init = jsonInit('POST', geometry)
-    if (attachment !== undefined) (init.headers as Headers).set(ATTACHMENT_HEADER, attachment)
+    senderHeaders(init.headers as Headers, from)
     return this.json(`${terminal(sid, tid)}/resize`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
@@ -146,9 +148,11 @@ export class SidecarClient {
   }
 
   /** SSE streams: the open upstream response, to relay as it arrives. `signal` tears it down. */
-  follow(sid: string, tid: string, query: { attachment: string; lastEventId?: string }, signal: AbortSignal): Promise<Response> {
+  follow(sid: string, tid: string, query: { attachment: string; principal?: string; lastEventId?: string }, signal: AbortSignal): Promise<Response> {
     const params = new URLSearchParams({ attachment: query.attachment })
-    return this.request(`${terminal(sid, tid)}/follow?${params}`, streamInit(signal, query.lastEventId), SIDECAR_SLOW_CALL_TIMEOUT_MS)
+    const init = streamInit(signal, query.lastEventId)
+    if (query.principal !== undefined) (init.headers as Headers).set(PRINCIPAL_HEADER, query.principal)
+    return this.request(`${terminal(sid, tid)}/follow?${params}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   retain(sid: string, tid: string, signal: AbortSignal): Promise<Response> {
@@ -256,6 +260,17 @@ function files(sid: string, operation: string, query: FileQuery): string {
   for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value))
   const search = params.size > 0 ? `?${params}` : ''
   return `${session(sid)}/files/${operation}${search}`
+}
+
+/** Who sends input or a resize: the follow attachment and the principal behind it. */
+export interface Sender {
+  attachment: string | undefined
+  principal?: string
+}
+
+function senderHeaders(headers: Headers, from: Sender): void {
+  if (from.attachment !== undefined) headers.set(ATTACHMENT_HEADER, from.attachment)
+  if (from.principal !== undefined) headers.set(PRINCIPAL_HEADER, from.principal)
 }
 
 function jsonInit(method: string, body: unknown): RequestInit {

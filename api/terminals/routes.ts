@@ -12,6 +12,7 @@ import { MAX_INPUT_BYTES } from '../../schema/limits.ts'
 import { AttachmentId, SessionId } from '../../schema/wire/common.ts'
 import { OutputPage, OutputQuery, WatchQuery } from '../../schema/wire/output.ts'
 import {
+  ATTACHMENT_HEADER,
   CloseResult,
   CreateTerminal,
   FollowQuery,
@@ -28,6 +29,7 @@ import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { lastEventId, relaySSE } from '../sse.ts'
 import { issuesTouch, sizeLimit, validate } from '../validate.ts'
+import type { Sender } from '../sidecar-client.ts'
 import { listTerminals, terminalInfo } from './store.ts'
 
 const tags = ['terminals']
@@ -46,6 +48,12 @@ async function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise<
   const upstream = new AbortController()
   const response = await open(upstream.signal)
   return relaySSE(response, () => upstream.abort(), streamOptions(c))
+}
+
+/** Input and resize come from the named follow attachment, held by this token (the principal:
+ * another token that learned the attachment id from a terminal info cannot type as it). */
+function sender(c: Context<AppEnv>): Sender {
+  return { attachment: c.req.header(ATTACHMENT_HEADER), principal: c.var.auth.tokenId }
 }
 
 /** The Last-Event-ID header, checked, passed on verbatim. */
@@ -147,7 +155,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     async (c) => {
       const { sid, tid } = c.req.valid('param')
       const bytes = new Uint8Array(await c.req.arrayBuffer())
-      await c.var.deps.sidecar.input(sid, tid, c.req.valid('header')['termkeep-attachment'], bytes)
+      await c.var.deps.sidecar.input(sid, tid, sender(c), bytes)
       return c.body(null, 204)
     },
   )
@@ -164,7 +172,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     validate('json', ResizeTerminal, { code: 'terminal/invalid-geometry' }),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return c.json(await c.var.deps.sidecar.resize(sid, tid, c.req.valid('header')['termkeep-attachment'], c.req.valid('json')))
+      return c.json(await c.var.deps.sidecar.resize(sid, tid, sender(c), c.req.valid('json')))
     },
   )
   .get(
@@ -181,7 +189,8 @@ export const terminalRoutes = new Hono<AppEnv>()
       const { sid, tid } = c.req.valid('param')
       const { attachment } = c.req.valid('query')
       const resume = resumeHeader(c)
-      return relay(c, (signal) => c.var.deps.sidecar.follow(sid, tid, { attachment, lastEventId: resume }, signal))
+      const principal = c.var.auth.tokenId
+      return relay(c, (signal) => c.var.deps.sidecar.follow(sid, tid, { attachment, principal, lastEventId: resume }, signal))
     },
   )
   .get(

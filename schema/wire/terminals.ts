@@ -24,6 +24,14 @@ import { AttachmentId, CELLS_MESSAGE, Cols, Geometry, Rows, SessionId, TerminalI
 
 /** Header naming the follow attachment that sends input or resizes. */
 export const ATTACHMENT_HEADER = 'Termkeep-Attachment'
+/**
+ * Sidecar contract only: the principal behind a follow, an input or a resize (the API sends its
+ * caller's token id; clients of the API never send it). Control needs the attachment id and the
+ * principal of the follow that holds it, so a token that learned another's attachment id (it is
+ * in every terminal info) cannot type as it.
+ */
+export const PRINCIPAL_HEADER = 'Termkeep-Principal'
+export const Principal = v.pipe(v.string(), v.regex(/^[\w-]{1,128}$/, 'principals are 1–128 of [A-Za-z0-9_-]'))
 
 export const TerminalShell = v.object({
   path: v.string(),

@@ -8,11 +8,12 @@ import { TermkeepError } from '../../schema/errors.ts'
 import { DEFAULT_OUTPUT_PAGE_ITEMS, MAX_INPUT_BYTES } from '../../schema/limits.ts'
 import { AttachmentId, Geometry, SessionId, TerminalId } from '../../schema/wire/common.ts'
 import { OutputQuery, type OutputPage, WatchQuery } from '../../schema/wire/output.ts'
-import { ATTACHMENT_HEADER, CreateTerminal, RenameTerminal } from '../../schema/wire/terminals.ts'
+import { ATTACHMENT_HEADER, CreateTerminal, PRINCIPAL_HEADER, Principal, RenameTerminal } from '../../schema/wire/terminals.ts'
 import { sseResponse } from '../http/sse.ts'
 import { jsonBody, parse, rawBody } from '../http/validate.ts'
 import { watchOutput } from '../journal/watch.ts'
 import type { TerminalHost } from '../terminals/host.ts'
+import type { Sender } from '../terminals/terminal.ts'
 import { follow, retain } from '../terminals/streams.ts'
 
 const LastEventId = v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'Last-Event-ID is a sequence number'), v.transform(Number))
@@ -28,6 +29,15 @@ function ids(c: Context): { sid: string; tid: string } {
 function attachmentHeader(c: Context): string | undefined {
   const value = c.req.header(ATTACHMENT_HEADER)
   return value === undefined ? undefined : parse(AttachmentId, value, 'request/invalid')
+}
+
+function principalHeader(c: Context): string | undefined {
+  const value = c.req.header(PRINCIPAL_HEADER)
+  return value === undefined ? undefined : parse(Principal, value, 'request/invalid')
+}
+
+function sender(c: Context): Sender {
+  return { attachment: attachmentHeader(c), principal: principalHeader(c) }
 }
 
 /** `after` beyond the journal's end names no sequence that exists: refused, not waited for. */
@@ -68,18 +78,18 @@ export function terminalRoutes(host: TerminalHost): Hono {
 
   app.post(`${one}/input`, async (c) => {
     const { sid, tid } = ids(c)
-    const attachment = attachmentHeader(c)
+    const from = sender(c)
     const terminal = await host.live(sid, tid)
     const bytes = await rawBody(c.req.raw, MAX_INPUT_BYTES, 'terminal/input-too-large')
-    terminal.write(attachment, bytes)
+    terminal.write(from, bytes)
     return c.body(null, 204)
   })
   app.post(`${one}/resize`, async (c) => {
     const { sid, tid } = ids(c)
-    const attachment = attachmentHeader(c)
+    const from = sender(c)
     const geometry = parse(Geometry, await jsonBody(c.req.raw), 'terminal/invalid-geometry')
     const terminal = await host.live(sid, tid)
-    await terminal.resize(attachment, geometry)
+    await terminal.resize(from, geometry)
     await terminal.persisted()
     return c.json(terminal.info())
   })
@@ -87,11 +97,12 @@ export function terminalRoutes(host: TerminalHost): Hono {
   app.get(`${one}/follow`, async (c) => {
     const { sid, tid } = ids(c)
     const attachment = parse(AttachmentId, c.req.query('attachment'), 'request/invalid')
+    const principal = principalHeader(c)
     const lastEventId = c.req.header('last-event-id')
     const resumeAfter = lastEventId === undefined ? undefined : parse(LastEventId, lastEventId, 'output/invalid-cursor')
     const terminal = await host.live(sid, tid)
     if (resumeAfter !== undefined) checkCursor(resumeAfter, terminal.journal.lastSequence)
-    return sseResponse((signal) => follow(terminal, attachment, resumeAfter, signal), c.req.raw.signal)
+    return sseResponse((signal) => follow(terminal, attachment, principal, resumeAfter, signal), c.req.raw.signal)
   })
   app.get(`${one}/retain`, async (c) => {
     const { sid, tid } = ids(c)

@@ -169,6 +169,27 @@ describe('control', () => {
     await waitFor(async () => (await http.json('GET', T('ctl'))).body.controllerId === null, 10_000, 'release')
   })
 
+  it('gives control to the attachment id and the principal that followed with it, not the id alone', async () => {
+    const owner = await follow('ctl', 'owned', { 'termkeep-principal': 'tok_owner' })
+    try {
+      const snapshot = await owner.until((m) => m.event === 'snapshot')
+      expect(snapshot.data.info.controllerId).toBe('owned')
+      const as = (principal?: string) =>
+        http.json('POST', `${T('ctl')}/input`, { body: 'x', headers: { 'termkeep-attachment': 'owned', ...(principal ? { 'termkeep-principal': principal } : {}) } })
+      for (const principal of ['tok_other', undefined]) {
+        const refused = await as(principal)
+        expect([refused.status, refused.body.error.code, refused.body.error.reason]).toEqual([409, 'terminal/control-unavailable', 'read-only'])
+      }
+      const resize = await http.json('POST', `${T('ctl')}/resize`, { json: { cols: 90, rows: 20 }, headers: { 'termkeep-attachment': 'owned', 'termkeep-principal': 'tok_other' } })
+      expect(resize.status).toBe(409)
+      expect((await as('tok_owner')).status).toBe(204)
+      const bad = await http.json('POST', `${T('ctl')}/input`, { body: 'x', headers: { 'termkeep-attachment': 'owned', 'termkeep-principal': 'no spaces' } })
+      expect([bad.status, bad.body.error.code]).toEqual([400, 'request/invalid'])
+    } finally {
+      owner.close()
+    }
+  })
+
   it('refuses bad input without changing anything', async () => {
     const ctl = await follow('ctl', 'third')
     await ctl.until((m) => m.event === 'snapshot')

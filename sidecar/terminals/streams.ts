@@ -23,12 +23,13 @@ const finished = (t: LiveTerminal) => t.state === 'closed' || t.state === 'retir
 export async function* follow(
   terminal: LiveTerminal,
   attachmentId: string,
+  principal: string | undefined,
   resumeAfter: number | undefined,
   signal: AbortSignal,
 ): AsyncGenerator<SseEvent, void, void> {
   const journal = terminal.journal
   const release = journal.attach()
-  const token = terminal.attach(attachmentId)
+  const token = terminal.attach(attachmentId, principal)
   try {
     let cursor: number
     let geometry: Geometry

@@ -29,8 +29,19 @@ export interface TerminalInit {
   store: TerminalStore
 }
 
+/**
+ * Who sends input or a resize: the follow attachment's id, and the principal behind it (the API
+ * passes the token id in Termkeep-Principal). An attachment id shows in every info, so the id
+ * alone must not be enough: control needs the same principal as the follow that holds it.
+ */
+export interface Sender {
+  attachment: string | undefined
+  principal?: string
+}
+
 interface Controller {
   id: string
+  principal: string | undefined
   token: symbol
 }
 
@@ -135,14 +146,14 @@ export class LiveTerminal {
   }
 
   /** Raw input from the controlling attachment. Refused input is dropped, never queued. */
-  write(attachment: string | undefined, bytes: Uint8Array): void {
-    this.#requireControl(attachment).write(bytes)
+  write(sender: Sender, bytes: Uint8Array): void {
+    this.#requireControl(sender).write(bytes)
     this.lastActivity = Date.now()
   }
 
   /** Resizes the PTY and journals the Resize in output order (the emulator follows the journal). */
-  async resize(attachment: string | undefined, geometry: Geometry): Promise<void> {
-    const pty = this.#requireControl(attachment)
+  async resize(sender: Sender, geometry: Geometry): Promise<void> {
+    const pty = this.#requireControl(sender)
     if (geometry.cols === this.cols && geometry.rows === this.rows) return
     await pty.resize(geometry.cols, geometry.rows)
     this.cols = geometry.cols
@@ -157,9 +168,9 @@ export class LiveTerminal {
   }
 
   /** A follow stream attaches: it becomes the exclusive controller; the previous one is read-only. */
-  attach(attachmentId: string): symbol {
+  attach(attachmentId: string, principal?: string): symbol {
     const token = Symbol(attachmentId)
-    this.#controller = { id: attachmentId, token }
+    this.#controller = { id: attachmentId, principal, token }
     this.followers++
     this.lastActivity = Date.now()
     this.#changed({})
@@ -222,11 +233,11 @@ export class LiveTerminal {
     void killSession(this.#pty.pid, 0, 0)
   }
 
-  #requireControl(attachment: string | undefined): RemotePty {
+  #requireControl({ attachment, principal }: Sender): RemotePty {
     if (this.state !== 'running' || !this.#pty || this.#closeRequested) {
       throw new TermkeepError('terminal/control-unavailable', `terminal ${this.id} is not running`, { reason: 'not-running' })
     }
-    if (!attachment || attachment !== this.#controller?.id) {
+    if (!attachment || attachment !== this.#controller?.id || principal !== this.#controller.principal) {
       throw new TermkeepError('terminal/control-unavailable', 'this attachment is read-only (not the current controller)', {
         reason: 'read-only',
       })

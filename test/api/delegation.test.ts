@@ -122,6 +122,29 @@ describe('terminal delegation through the API', () => {
     }
   })
 
+  it('gives control to the follow\'s own token only: another token that learned the attachment id cannot type or resize as it', async () => {
+    const follower = await attach('t1', 'owned')
+    try {
+      const typist = await h.token(['terminals:control'], [SID])
+      // An idempotent create answers with the live info, controller included.
+      const learned = await h.request('PUT', `${T}/t1`, { token: typist, body: { cols: 80, rows: 24 } })
+      expect(((await learned.json()) as any).controllerId).toBe('owned')
+      const before = await api('GET', `${T}/t1/output?after=0&limit=256`)
+      const input = await h.request('POST', `${T}/t1/input`, { token: typist, body: 'echo INTRUDER\r', headers: { 'termkeep-attachment': 'owned' } })
+      expect(input.status).toBe(409)
+      expect(((await input.json()) as any).error.code).toBe('terminal/control-unavailable')
+      const resize = await h.request('POST', `${T}/t1/resize`, { token: typist, body: { cols: 90, rows: 20 }, headers: { 'termkeep-attachment': 'owned' } })
+      expect(resize.status).toBe(409)
+      // The follow's own token still controls it.
+      expect((await api('POST', `${T}/t1/input`, ' ', { 'termkeep-attachment': 'owned' })).status).toBe(204)
+      const after = await api('GET', `${T}/t1/output?after=${before.body.next ?? 0}&limit=256`)
+      const text = after.body.items.filter((i: any) => i.kind === 'data').map((i: any) => Buffer.from(i.data, 'base64').toString('latin1')).join('')
+      expect(text).not.toContain('INTRUDER')
+    } finally {
+      await follower.close()
+    }
+  })
+
   it('cancels the upstream follow when the client goes away (control is released)', async () => {
     const follower = await attach('t1', 'a3')
     await waitFor(async () => (await h.deps.sidecar.info(SID, 't1')).controllerId === 'a3', 10_000, 'a3 in control')
