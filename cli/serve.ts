@@ -56,7 +56,15 @@ export async function serveCommand(config: Config): Promise<void> {
   const { applied } = await migrate(storage.client)
   if (applied > 0) console.log(`termkeep: applied ${applied} database migration(s)`)
   const secret = localSidecarSecret(config)
-  const sidecar = await startSidecar(config, secret)
+  let sidecar: ChildProcess
+  try {
+    sidecar = await startSidecar(config, secret)
+  } catch (error) {
+    // The sidecar printed its own one-line reason (data directory in use, port taken, …).
+    console.error(`termkeep: ${(error as Error).message}; stopping`)
+    storage.close()
+    process.exit(1)
+  }
   let api: RunningApi | undefined
   const stop = async (code: number) => {
     await api?.close()

@@ -1,14 +1,19 @@
 /**
- * Sidecar process entry: validate configuration, open and migrate the database, claim a new host
- * generation, listen on loopback. Started by `termkeep serve` or on its own.
+ * Sidecar process entry: validate configuration, take the data directory, listen on loopback,
+ * open and migrate the database, claim a new host generation, then serve. Everything that could
+ * make a second sidecar fail (the data directory, the port) comes before the claim, which retires
+ * the terminals of every earlier generation. Started by `termkeep serve` or on its own.
  */
 import { serve } from '@hono/node-server'
 import { mkdirSync } from 'node:fs'
+import type { Server } from 'node:net'
 import { ConfigError, parseConfig } from '../schema/config.ts'
+import { TermkeepError } from '../schema/errors.ts'
 import { hostGenerations } from '../schema/tables.ts'
 import { openStorage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
+import { DataDirBusy, lockDataDir } from './data-dir-lock.ts'
 import { migrateLegacyRecords } from './display/legacy.ts'
 import { DisplayService } from './display/service.ts'
 import { EmulatorPool } from './emulator/emulator.ts'
@@ -28,6 +33,18 @@ async function main(): Promise<void> {
     throw new ConfigError('SIDECAR_SECRET', 'required for the sidecar (termkeep serve generates one)', '')
   }
   mkdirSync(config.dataDir, { recursive: true })
+  const unlock = lockDataDir(config.dataDir)
+  process.once('exit', unlock)
+  // Listening first: until the host is ready, requests get 503 sidecar/unavailable.
+  let ready: ReturnType<typeof createSidecarApp>['fetch'] | undefined
+  const starting = new TermkeepError('sidecar/unavailable', 'the sidecar is starting')
+  const port = Number(listen.port || 80)
+  const server = serve({
+    fetch: (request, env) => (ready ? ready(request, env) : Response.json(starting.toBody(), { status: starting.status })),
+    hostname: listen.hostname.replace(/^\[|\]$/g, ''),
+    port,
+  })
+  await listening(server as Server, `${listen.hostname}:${port}`)
   const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
   await migrate(storage.client)
   await migrateLegacyRecords(storage.db) // once per legacy text-only record (data_migrations ledger)
@@ -52,11 +69,11 @@ async function main(): Promise<void> {
     terminals,
     filesAllowOutside: config.filesAllowOutside,
   })
-  const port = Number(listen.port || 80)
-  const server = serve({ fetch: app.fetch, hostname: listen.hostname.replace(/^\[|\]$/g, ''), port }, (info) => {
-    console.log(`termkeep sidecar: generation ${generation} listening on ${listen.hostname}:${info.port}`)
-    process.send?.({ type: 'ready', port: info.port, generation })
-  })
+  ready = app.fetch
+  const bound = (server as Server).address()
+  const boundPort = typeof bound === 'object' && bound ? bound.port : port
+  console.log(`termkeep sidecar: generation ${generation} listening on ${listen.hostname}:${boundPort}`)
+  process.send?.({ type: 'ready', port: boundPort, generation })
   let stopping = false
   const stop = async () => {
     if (stopping) return
@@ -76,6 +93,19 @@ async function main(): Promise<void> {
   if (process.send) process.once('disconnect', stop)
 }
 
+/** Resolves once the server listens; a taken port is a one-line start-up error. */
+function listening(server: Server, where: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (server.listening) return resolve()
+    server.once('listening', resolve)
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'EADDRINUSE' ? new StartError(`${where} is already in use (SIDECAR_URL); is termkeep already running?`) : error),
+    )
+  })
+}
+
+class StartError extends Error {}
+
 /** TERMKEEP_TERMINAL_IDLE_MS (sidecar only): idle reclamation delay; unset = the default. */
 function idleReclaimMs(raw: string | undefined): number | undefined {
   if (raw === undefined || raw === '') return undefined
@@ -84,6 +114,7 @@ function idleReclaimMs(raw: string | undefined): number | undefined {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof ConfigError ? error.message : error)
+  const oneLine = error instanceof ConfigError || error instanceof DataDirBusy || error instanceof StartError
+  console.error(oneLine ? `termkeep sidecar: ${error.message}` : error)
   process.exit(1)
 })

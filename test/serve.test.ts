@@ -110,6 +110,50 @@ describe('termkeep serve', () => {
     }
   })
 
+  it('leaves a running instance alone: a second one on its data directory or its sidecar port stops at once, in one line', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-serve-twice-'))
+    const port = await freePort()
+    const sidecarPort = await freePort()
+    const first = serve({ TERMKEEP_DATA_DIR: dataDir, PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${sidecarPort}` })
+    try {
+      await waitFor(async () => first.output().includes('admin token'), 60_000, 'serve to start').catch((error: Error) => {
+        throw new Error(`${error.message}; serve printed:\n${first.output()}`)
+      })
+      const token = first.output().match(/admin token \(shown once, stored hashed\): (tk_\S+)/)![1]!
+      const call = (method: string, path: string, body?: unknown) =>
+        fetch(`http://127.0.0.1:${port}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        })
+      expect((await call('POST', '/v1/sessions', { id: 's1', cwd: dataDir })).status).toBe(201)
+      expect((await call('PUT', '/v1/sessions/s1/terminals/t1', { cols: 80, rows: 24 })).status).toBe(201)
+
+      const otherDir = mkdtempSync(join(tmpdir(), 'termkeep-serve-other-'))
+      for (const [env, reason] of [
+        [{ TERMKEEP_DATA_DIR: dataDir, PORT: String(await freePort()), SIDECAR_URL: `http://127.0.0.1:${await freePort()}` }, `another termkeep sidecar (pid `],
+        [{ TERMKEEP_DATA_DIR: otherDir, PORT: String(await freePort()), SIDECAR_URL: `http://127.0.0.1:${sidecarPort}` }, `127.0.0.1:${sidecarPort} is already in use (SIDECAR_URL)`],
+      ] as const) {
+        const second = serve(env)
+        try {
+          expect(await second.exited).toBe(1)
+          expect(second.output()).toContain(reason)
+          expect(second.output()).not.toMatch(/^\s+at /m) // no stack trace
+        } finally {
+          second.child.kill('SIGKILL')
+        }
+      }
+      // The first instance's terminal is still live, its journal still there.
+      const info = (await (await call('GET', '/v1/sessions/s1/terminals/t1')).json()) as { state: string }
+      expect(info.state).toBe('running')
+      expect((await call('GET', '/v1/sessions/s1/terminals/t1/output?after=0')).status).toBe(200)
+      first.child.kill('SIGTERM')
+      expect(await first.exited).toBe(0)
+    } finally {
+      first.child.kill('SIGKILL')
+    }
+  }, 180_000)
+
   it('refuses a bad setting with a one-line message and exit code 1', async () => {
     const bad = serve({ PORT: 'eighty' })
     expect(await bad.exited).toBe(1)
