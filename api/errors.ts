@@ -33,6 +33,9 @@ export function onError(error: Error, c: Context): Response {
     const code = error.status === 413 ? 'request/too-large' : error.status === 401 ? 'auth/invalid-token' : 'request/invalid'
     return errorResponse(c, new TermkeepError(code, error.message || 'bad request'))
   }
+  // The client left while its request was in flight (a relayed stream's sidecar call is torn
+  // down with it): nobody reads this answer, and it is not a bug.
+  if (c.req.raw.signal.aborted) return new Response(null, { status: 503 })
   console.error('termkeep api: unexpected error', c.req.method, c.req.path, error)
   return errorResponse(c, new TermkeepError('internal/error', 'internal error'))
 }

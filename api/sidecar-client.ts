@@ -4,7 +4,13 @@
  * rebuilt as the same TermkeepError on this side of the wire.
  */
 import { errorFromBody, TermkeepError } from '../schema/errors.ts'
-import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS, SIDECAR_CONNECT_TIMEOUT_MS, SIDECAR_SLOW_CALL_TIMEOUT_MS } from '../schema/limits.ts'
+import {
+  CLOSE_DRAIN_MS,
+  CLOSE_KILL_GRACE_MS,
+  SIDECAR_CONNECT_TIMEOUT_MS,
+  SIDECAR_LIVENESS_PROBE_MS,
+  SIDECAR_SLOW_CALL_TIMEOUT_MS,
+} from '../schema/limits.ts'
 import type { Geometry } from '../schema/wire/common.ts'
 import type {
   BytesQuery,
@@ -57,7 +63,8 @@ export class SidecarClient {
   /**
    * Sends one request. `timeoutMs` (default SIDECAR_CONNECT_TIMEOUT_MS) covers only the time to
    * response headers; a streaming body afterwards is bounded by `signal` (the client's own
-   * disconnect). A refused connection fails at once, whatever the budget.
+   * disconnect). A refused connection fails at once, whatever the budget; a longer budget (work
+   * that may take seconds) holds only while the sidecar's health still answers.
    */
   async request(path: string, init: RequestInit = {}, timeoutMs = SIDECAR_CONNECT_TIMEOUT_MS): Promise<Response> {
     const headers = new Headers(init.headers)
@@ -67,6 +74,10 @@ export class SidecarClient {
     const onTimeout = () => connect.abort(timeout.reason)
     timeout.addEventListener('abort', onTimeout)
     const signal = init.signal ? AbortSignal.any([init.signal, connect.signal]) : connect.signal
+    const probe =
+      timeoutMs > SIDECAR_CONNECT_TIMEOUT_MS
+        ? setTimeout(() => void this.#alive().then((alive) => alive || connect.abort(new Error('the sidecar is not answering'))), SIDECAR_LIVENESS_PROBE_MS)
+        : undefined
     let response: Response
     try {
       response = await this.#fetch(`${this.#url}${path}`, { ...init, headers, signal })
@@ -75,6 +86,7 @@ export class SidecarClient {
       throw new TermkeepError('sidecar/unavailable', 'the terminal sidecar is not reachable')
     } finally {
       timeout.removeEventListener('abort', onTimeout)
+      clearTimeout(probe)
     }
     if (!response.ok) throw await this.#errorOf(response)
     return response
@@ -87,6 +99,14 @@ export class SidecarClient {
 
   health(): Promise<SidecarHealth> {
     return this.json<SidecarHealth>('/v1/health')
+  }
+
+  /** Whether the sidecar's health answers (within SIDECAR_CONNECT_TIMEOUT_MS). */
+  #alive(): Promise<boolean> {
+    return this.health().then(
+      () => true,
+      () => false,
+    )
   }
 
   // ── Paths (schema/wire/paths.ts) ──────────────────────────────────────────

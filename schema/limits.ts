@@ -145,6 +145,9 @@ export const SIDECAR_SLOW_CALL_TIMEOUT_MS = 15_000
 /** The latest accepted timestamp (epoch ms; 9999-12-31T23:59:59.999Z): a token's `expiresAt`
  * stays an exact integer in JavaScript and in SQLite. */
 export const MAX_TIMESTAMP_MS = 253_402_300_799_999
+/** A slow call (above) with no answer after this long checks that the sidecar is alive at all
+ * (its health answers within SIDECAR_CONNECT_TIMEOUT_MS); a hung sidecar is 503 in seconds. */
+export const SIDECAR_LIVENESS_PROBE_MS = 1_000
 /** EventSource tickets live this long and open exactly one stream. */
 export const TICKET_TTL_MS = 60_000
 

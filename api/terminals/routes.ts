@@ -46,7 +46,10 @@ const LIVE = { ...NOT_FOUND, ...SIDECAR_DOWN }
 /** Opens an upstream SSE stream and relays it; the client going away aborts the upstream. */
 async function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
   const upstream = new AbortController()
-  const response = await open(upstream.signal)
+  // A client that leaves while the sidecar is still answering tears the request down too.
+  const leave = () => upstream.abort()
+  c.req.raw.signal.addEventListener('abort', leave, { once: true })
+  const response = await open(upstream.signal).finally(() => c.req.raw.signal.removeEventListener('abort', leave))
   return relaySSE(response, () => upstream.abort(), streamOptions(c))
 }
 

@@ -12,6 +12,7 @@ import type { AppEnv } from '../../api/deps.ts'
 import { nodeFetch } from '../../api/runtime/node-transport.ts'
 import { SidecarClient } from '../../api/sidecar-client.ts'
 import { GRANTS } from '../../schema/grants.ts'
+import { SIDECAR_SLOW_CALL_TIMEOUT_MS } from '../../schema/limits.ts'
 import { hostGenerations, terminals } from '../../schema/tables.ts'
 import { freePort } from '../support/ports.ts'
 import { send, startHarness, type Harness } from './harness.ts'
@@ -85,6 +86,16 @@ describe('sidecar unreachable', () => {
           const response = await send(app, method, path, { token: admin, body: method === 'POST' ? 'x' : undefined })
           expect(response.status).toBe(503)
         }
+        // Calls allowed seconds of real work (create, replay, a follow's snapshot) give up as soon
+        // as the sidecar's health does not answer either, long before their own budget.
+        const started = Date.now()
+        const slow = await Promise.all(
+          ([['GET', '/v1/sessions/s1/shells'], ['GET', `${T}/output?after=0`], ['GET', `${T}/follow?attachment=a1`], ['PUT', T]] as const).map(
+            async ([method, path]) => (await send(app, method, path, { token: admin, body: method === 'PUT' ? { cols: 80, rows: 24 } : undefined })).status,
+          ),
+        )
+        expect(slow).toEqual([503, 503, 503, 503])
+        expect(Date.now() - started).toBeLessThan(SIDECAR_SLOW_CALL_TIMEOUT_MS / 2)
       }
     } finally {
       for (const socket of sockets) socket.destroy()
