@@ -26,6 +26,9 @@ export const DEFAULT_ROWS = 24
 export const TERMINAL_ID_PATTERN = /^[\w-]{1,128}$/
 /** One input write: larger pastes are split by the client; a PTY cannot take more at once anyway. */
 export const MAX_INPUT_BYTES = 64 * KiB
+/** Input a terminal's program has not read yet (it waits in the sidecar, in order); more input is
+ * refused (409 terminal/input-backlog-full) until the program reads. */
+export const MAX_INPUT_BACKLOG_BYTES = 1 * MiB
 /** Terminal titles after trimming (and at least one visible character). */
 export const MAX_TITLE_CHARS = 120
 /** Live (not yet closed) terminals per session, counting pending and failed creates. */

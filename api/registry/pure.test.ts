@@ -46,6 +46,7 @@ describe('titles', () => {
     ['  build  ', 'build'],
     ['a\u0301', '\u00e1'],
     ['日本語', '日本語'],
+    ['🙂'.repeat(200), '🙂'.repeat(200)],
   ])('%j is accepted as %j', (input, output) => expect(v.parse(WorkspaceTitle, input)).toBe(output))
 
   it.each(['', '   ', '\u200b', '\u200b\ufeff ', 'evil\u001b]0;PWNED\u0007', 'tab\there', '\u0085x', 'x'.repeat(201)])(

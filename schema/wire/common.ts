@@ -40,7 +40,8 @@ const VISIBLE_CHAR = /[^\s\p{Z}\p{Cf}]/u
 
 /**
  * A user-given title: NFC (so two spellings of "á" are one title), trimmed, with at least one
- * visible character and no control characters, at most `max` characters.
+ * visible character and no control characters, at most `max` characters as a reader counts them
+ * (graphemes: an emoji is one, not two UTF-16 units).
  */
 export function titleSchema(max: number, noun: string) {
   return v.pipe(
@@ -49,14 +50,15 @@ export function titleSchema(max: number, noun: string) {
     v.trim(),
     v.check((title) => !title.match(CONTROL_CHARS), `${noun} cannot contain control characters`),
     v.check((title) => VISIBLE_CHAR.test(title), 'a title needs at least one visible character'),
-    v.maxLength(max, `${noun} are at most ${max} characters`),
+    v.maxGraphemes(max, `${noun} are at most ${max} characters`),
   )
 }
 
 /** Pure: a title made from a name the user did not type (a directory's name): control characters
  * become U+FFFD, NFC, trimmed, cut to `max`; `fallback` when nothing visible is left. */
 export function titleFrom(name: string, max: number, fallback: string): string {
-  const title = name.replace(CONTROL_CHARS, '\ufffd').normalize('NFC').trim().slice(0, max).trim()
+  // Cut by code points (never half a surrogate pair); a code point is at most one grapheme.
+  const title = Array.from(name.replace(CONTROL_CHARS, '\ufffd').normalize('NFC').trim()).slice(0, max).join('').trim()
   return VISIBLE_CHAR.test(title) ? title : fallback
 }
 

@@ -1,22 +1,25 @@
 /** Valibot at the sidecar's edge: a failed parse becomes the typed error the route names. */
 import * as v from 'valibot'
 import { TermkeepError, type ErrorCode } from '../../schema/errors.ts'
+import { MAX_JSON_BODY_BYTES } from '../../schema/limits.ts'
 
 export function parse<TSchema extends v.GenericSchema>(
   schema: TSchema,
   value: unknown,
-  code: ErrorCode = 'request/invalid',
+  code: ErrorCode | ((failedKeys: string[]) => ErrorCode) = 'request/invalid',
 ): v.InferOutput<TSchema> {
   const result = v.safeParse(schema, value)
   if (result.success) return result.output
+  if (typeof code === 'function') code = code(result.issues.map((i) => String(i.path?.[0]?.key ?? '')))
   const message = result.issues.map((i) => (i.path?.length ? `${i.path.map((p) => p.key).join('.')}: ${i.message}` : i.message))
   throw new TermkeepError(code, message.join('; '))
 }
 
-/** A JSON body, or `request/invalid` when it is not JSON. */
+/** A JSON body of at most MAX_JSON_BODY_BYTES (413 beyond), or `request/invalid` when it is not JSON. */
 export async function jsonBody(request: Request): Promise<unknown> {
+  const bytes = await rawBody(request, MAX_JSON_BODY_BYTES, 'request/too-large')
   try {
-    return await request.json()
+    return JSON.parse(new TextDecoder().decode(bytes))
   } catch {
     throw new TermkeepError('request/invalid', 'the body is not JSON')
   }

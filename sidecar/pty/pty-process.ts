@@ -53,6 +53,9 @@ export class PtyProcess {
   #ended = false
   /** Input the master has not taken yet (its buffer was full), oldest first. */
   #unwritten: Buffer[] = []
+  #unwrittenBytes = 0
+  #reportedBacklog = 0
+  #onBacklog: (bytes: number) => void = () => {}
   #retryMs = INPUT_RETRY_MS
 
   constructor(options: PtySpawnOptions) {
@@ -111,14 +114,28 @@ export class PtyProcess {
   write(bytes: Uint8Array): void {
     if (bytes.length === 0) return
     this.#unwritten.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+    this.#unwrittenBytes += bytes.length
     if (this.#unwritten.length === 1) this.#writeUnwritten()
+    this.#reportBacklog()
+  }
+
+  /** Input bytes waiting for the program: reported whenever the count changes while any wait, and
+   * once more when the last is written (normally nothing waits and nothing is reported). */
+  onBacklog(listener: (bytes: number) => void): void {
+    this.#onBacklog = listener
+  }
+
+  #reportBacklog(): void {
+    if (this.#unwrittenBytes === this.#reportedBacklog) return
+    this.#reportedBacklog = this.#unwrittenBytes
+    this.#onBacklog(this.#unwrittenBytes)
   }
 
   #writeUnwritten(): void {
     while (this.#unwritten.length > 0) {
       // A closed fd's number may already belong to another file: never write to it.
       if (this.#socket.destroyed) {
-        this.#unwritten = []
+        this.#dropUnwritten()
         return
       }
       const head = this.#unwritten[0]!
@@ -127,20 +144,29 @@ export class PtyProcess {
         written = writeSync(this.#fd, head)
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') {
-          this.#unwritten = [] // EIO: the child side is gone; its input is moot
+          this.#dropUnwritten() // EIO: the child side is gone; its input is moot
           return
         }
       }
       if (written === 0) {
         // No room (EAGAIN): offer it again soon, less often while the program keeps not reading.
-        setTimeout(() => this.#writeUnwritten(), this.#retryMs)
+        setTimeout(() => {
+          this.#writeUnwritten()
+          this.#reportBacklog()
+        }, this.#retryMs)
         this.#retryMs = Math.min(this.#retryMs * 2, INPUT_RETRY_MAX_MS)
         return
       }
       this.#retryMs = INPUT_RETRY_MS
+      this.#unwrittenBytes -= written
       if (written < head.length) this.#unwritten[0] = head.subarray(written)
       else this.#unwritten.shift()
     }
+  }
+
+  #dropUnwritten(): void {
+    this.#unwritten = []
+    this.#unwrittenBytes = 0
   }
 
   resize(cols: number, rows: number): void {

@@ -27,3 +27,5 @@ export type FromPtyThread =
   /** The byte source closed; no `data` follows. */
   | { type: 'end'; id: number }
   | { type: 'exit'; id: number; exit: PtyExit }
+  /** Input bytes waiting for the program to read them (sent when it changes while any wait). */
+  | { type: 'backlog'; id: number; bytes: number }

@@ -6,7 +6,8 @@
  * journaled after every byte read before it.
  */
 import type { Worker } from 'node:worker_threads'
-import { PTY_EXIT_WAIT_MS } from '../../schema/limits.ts'
+import { TermkeepError } from '../../schema/errors.ts'
+import { MAX_INPUT_BACKLOG_BYTES, PTY_EXIT_WAIT_MS } from '../../schema/limits.ts'
 import type { Journal } from '../journal/journal.ts'
 import { startTsWorker } from '../worker-thread.ts'
 import type { PtyExit, PtySpawnOptions } from './pty-process.ts'
@@ -38,6 +39,9 @@ export class RemotePty {
   #exited = false
   /** Bytes journaled but not yet confirmed to the PTY thread (PTY_UNJOURNALED_MAX_BYTES). */
   #unconfirmed = 0
+  /** Input the PTY thread last reported waiting, and input sent since that report. */
+  #backlog = 0
+  #sentSinceReport = 0
   #confirmSoon: NodeJS.Immediate | undefined
 
   constructor(
@@ -60,7 +64,19 @@ export class RemotePty {
     this.#onExit = listener
   }
 
+  /**
+   * Sends input to the PTY thread. While the program is not reading (the thread reported input
+   * waiting), more than MAX_INPUT_BACKLOG_BYTES in all is refused: it would only pile up here.
+   */
   write(bytes: Uint8Array): void {
+    const waiting = this.#backlog + this.#sentSinceReport + bytes.length
+    if (this.#backlog > 0 && waiting > MAX_INPUT_BACKLOG_BYTES) {
+      throw new TermkeepError('terminal/input-backlog-full', `the program has not read ${this.#backlog} bytes of input yet; this input was not sent`, {
+        waiting: this.#backlog,
+        limit: MAX_INPUT_BACKLOG_BYTES,
+      })
+    }
+    this.#sentSinceReport += bytes.length
     this.thread.post({ type: 'write', id: this.id, bytes })
   }
 
@@ -106,6 +122,10 @@ export class RemotePty {
         return
       case 'exit':
         this.#exit(message.exit)
+        return
+      case 'backlog':
+        this.#backlog = message.bytes
+        this.#sentSinceReport = 0
         return
     }
   }

@@ -40,6 +40,7 @@ class Recorder {
       this.#gather.flush()
       post({ type: 'end', id })
     })
+    pty.onBacklog((bytes) => post({ type: 'backlog', id, bytes }))
     pty.onExit((exit) => {
       post({ type: 'exit', id, exit })
       recorders.delete(id)

@@ -40,6 +40,9 @@ function sender(c: Context): Sender {
   return { attachment: attachmentHeader(c), principal: principalHeader(c) }
 }
 
+/** A bad `after` is a bad cursor; anything else (`limit`) a bad request. */
+const cursorOrRequest = (keys: string[]) => (keys.includes('after') ? 'output/invalid-cursor' : 'request/invalid')
+
 /** `after` beyond the journal's end names no sequence that exists: refused, not waited for. */
 function checkCursor(after: number, last: number): void {
   if (after > last) throw new TermkeepError('output/invalid-cursor', `after=${after} is beyond the last sequence ${last}`, { after, last })
@@ -112,7 +115,7 @@ export function terminalRoutes(host: TerminalHost): Hono {
 
   app.get(`${one}/output`, async (c) => {
     const { sid, tid } = ids(c)
-    const query = parse(OutputQuery, c.req.query(), 'output/invalid-cursor')
+    const query = parse(OutputQuery, c.req.query(), cursorOrRequest)
     const journal = (await host.live(sid, tid)).journal
     checkCursor(query.after, journal.lastSequence)
     const release = journal.attach()

@@ -124,13 +124,14 @@ export class TerminalHost {
   /** Idempotent create: an existing id returns it, a pending create is joined, a closed id is refused. */
   async create(sessionId: string, id: string, request: CreateTerminal): Promise<{ info: TerminalInfo; created: boolean }> {
     const key = keyOf(sessionId, id)
+    // A create still spawning is joined: every caller learns its outcome (a failed spawn included).
+    const pending = this.#creating.get(key)
+    if (pending) return { info: (await pending).info(), created: false }
     const existing = this.#live.get(key)
     if (existing) {
       if (existing.closeRequested) throw closed(id)
       return { info: existing.info(), created: false }
     }
-    const pending = this.#creating.get(key)
-    if (pending) return { info: (await pending).info(), created: false }
     const creation = this.#create(sessionId, id, request)
     this.#creating.set(key, creation)
     try {
@@ -191,7 +192,7 @@ export class TerminalHost {
     const { store, emulators } = this.#options
     if (await store.get(sessionId, id)) throw closed(id)
     const cwd = await this.#sessionCwd(sessionId)
-    const count = [...this.#live.values()].filter((t) => t.sessionId === sessionId).length + this.#pendingIn(sessionId) - 1
+    const count = this.#countIn(sessionId) - 1 // this create is pending too
     if (count >= MAX_TERMINALS_PER_SESSION) {
       throw new TermkeepError('terminal/limit-reached', `at most ${MAX_TERMINALS_PER_SESSION} live terminals per session`, {
         limit: MAX_TERMINALS_PER_SESSION,
@@ -251,10 +252,12 @@ export class TerminalHost {
     return { ...env, TERM: 'xterm-256color', COLORTERM: 'truecolor', TERMKEEP_SESSION_ID: sessionId, TERMKEEP_TERMINAL_ID: id }
   }
 
-  #pendingIn(sessionId: string): number {
-    let n = 0
-    for (const key of this.#creating.keys()) if (key.startsWith(`${sessionId}/`)) n++
-    return n
+  /** Live and pending terminals of a session (a spawning one is both: counted once). */
+  #countIn(sessionId: string): number {
+    const keys = new Set<string>()
+    for (const [key, terminal] of this.#live) if (terminal.sessionId === sessionId) keys.add(key)
+    for (const key of this.#creating.keys()) if (key.startsWith(`${sessionId}/`)) keys.add(key)
+    return keys.size
   }
 
   async #sessionCwd(sessionId: string): Promise<string> {

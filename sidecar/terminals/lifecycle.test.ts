@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { MAX_INPUT_BYTES } from '../../schema/limits.ts'
+import { MAX_INPUT_BACKLOG_BYTES, MAX_INPUT_BYTES, MAX_JSON_BODY_BYTES, MAX_TERMINALS_PER_SESSION } from '../../schema/limits.ts'
 import { openStorage } from '../../storage/client.ts'
 import { waitFor } from '../../test/support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../../test/support/sidecar.ts'
@@ -17,6 +17,8 @@ const shells = shellsFixture({
   // Prints a marker and waits for input lines; "q" ends it.
   echoer: `stty -echo; echo ready; while read line; do [ "$line" = q ] && exit 3; echo "got:$line"; done`,
   // Stays active (output refreshes the idle clock) until its hold exists, then goes quiet.
+  // Never reads its input.
+  sleeper: 'stty raw -echo; exec sleep 1000',
   ticker: `while [ ! -e ${join(work, 'held.go')} ]; do echo tick; sleep 0.2; done; exec sleep 1000`,
 })
 let sidecar: RunningSidecar
@@ -92,6 +94,8 @@ describe('create', () => {
     const info = results[0].body
     expect(info).toMatchObject({ id: 'idem', sessionId: SID, cols: 90, rows: 30, cwd: work, state: 'running', hostGeneration: sidecar.generation })
     for (const r of results) expect(r.body.createdAt).toBe(info.createdAt)
+    // Joiners waited for the spawn: none was told "starting" (a failed spawn would fail them too).
+    expect(results.map((r) => r.body.state)).toEqual(['running', 'running', 'running'])
     const again = await http.json('PUT', T('idem'), { json: { cols: 20, rows: 5 } })
     expect([again.status, again.body.cols]).toEqual([200, 90])
     const list = await http.json('GET', `/v1/sessions/${SID}/terminals`)
@@ -116,6 +120,35 @@ describe('create', () => {
     expect([r.status, r.body.error.code]).toEqual([status, code])
     const list = await http.json('GET', `/v1/sessions/${SID}/terminals`)
     expect(list.body.terminals.map((t: { id: string }) => t.id)).not.toContain(tid)
+  })
+
+  it('counts concurrent creates once against the per-session limit', async () => {
+    const sid = 'sess-limit'
+    await insertSession(sidecar.databaseUrl, sid, work)
+    const P = (tid: string) => `/v1/sessions/${sid}/terminals/${tid}`
+    const ids = Array.from({ length: MAX_TERMINALS_PER_SESSION }, (_, i) => `n${i}`)
+    try {
+      const created = await Promise.all(ids.map((tid) => http.json('PUT', P(tid), { json: { cols: 80, rows: 24, shell: shells.path('sleeper') } })))
+      expect(created.map((r) => r.status)).toEqual(ids.map(() => 201))
+      const over = await http.json('PUT', P('one-more'), { json: { cols: 80, rows: 24, shell: shells.path('sleeper') } })
+      expect([over.status, over.body.error.code]).toEqual([409, 'terminal/limit-reached'])
+    } finally {
+      await Promise.all(ids.map((tid) => http.json('DELETE', P(tid))))
+    }
+  })
+
+  it('refuses an oversized JSON body (413) and tells a bad page limit from a bad cursor', async () => {
+    const big = JSON.stringify({ title: 'x'.repeat(MAX_JSON_BODY_BYTES) })
+    const r = await http.json('PATCH', T('idem'), { body: big, headers: { 'content-type': 'application/json' } })
+    expect([r.status, r.body.error.code]).toEqual([413, 'request/too-large'])
+    for (const [query, code] of [
+      ['after=0&limit=0', 'request/invalid'],
+      ['after=0&limit=abc', 'request/invalid'],
+      ['after=-1', 'output/invalid-cursor'],
+    ]) {
+      const page = await http.json('GET', `${T('idem')}/output?${query}`)
+      expect([query, page.status, page.body.error.code]).toEqual([query, 400, code])
+    }
   })
 
   it('answers unknown terminals with terminal/not-found everywhere', async () => {
@@ -190,6 +223,65 @@ describe('control', () => {
     }
   })
 
+  it('refuses input a program does not read beyond the backlog limit (409), not piling it up', async () => {
+    await http.json('PUT', T('deaf'), { json: { cols: 80, rows: 24, shell: shells.path('sleeper') } })
+    const deaf = await follow('deaf', 'typist')
+    try {
+      await deaf.until((m) => m.event === 'snapshot')
+      const chunk = new Uint8Array(MAX_INPUT_BYTES).fill(0x61)
+      const statuses: number[] = []
+      let refused: any
+      for (let i = 0; i < (3 * MAX_INPUT_BACKLOG_BYTES) / MAX_INPUT_BYTES && !refused; i++) {
+        const r = await http.json('POST', `${T('deaf')}/input`, { body: chunk, headers: { 'termkeep-attachment': 'typist' } })
+        statuses.push(r.status)
+        if (r.status !== 204) refused = r
+        // The PTY thread reports input left waiting asynchronously; let its report land.
+        else await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      expect(refused?.status, `statuses ${statuses.join(',')}`).toBe(409)
+      expect(refused.body.error).toMatchObject({ code: 'terminal/input-backlog-full', limit: MAX_INPUT_BACKLOG_BYTES })
+      // Accepted input is bounded by the limit (plus what the kernel's PTY buffer took), not by the sender.
+      expect((statuses.length - 1) * MAX_INPUT_BYTES).toBeLessThanOrEqual(MAX_INPUT_BACKLOG_BYTES + 2 * MAX_INPUT_BYTES)
+    } finally {
+      deaf.close()
+      await http.json('DELETE', T('deaf'))
+    }
+  })
+
+  it('keeps control while the attachment still has an open stream (two follows of one id, one closes)', async () => {
+    const a1 = await follow('ctl', 'twice')
+    await a1.until((m) => m.event === 'snapshot')
+    const a2 = await follow('ctl', 'twice')
+    await a2.until((m) => m.event === 'snapshot')
+    a2.close()
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect((await http.json('GET', T('ctl'))).body.controllerId).toBe('twice')
+    expect((await input('ctl', 'twice', 'still\n')).status).toBe(204)
+    a1.close()
+    await waitFor(async () => (await http.json('GET', T('ctl'))).body.controllerId === null, 10_000, 'release after the last stream')
+  })
+
+  it('applies concurrent resizes one at a time: every answer is a size the PTY had, the last one wins', async () => {
+    const c = await follow('ctl', 'sizer')
+    try {
+      await c.until((m) => m.event === 'snapshot')
+      const resize = (cols: number, rows: number) =>
+        http.json('POST', `${T('ctl')}/resize`, { json: { cols, rows }, headers: { 'termkeep-attachment': 'sizer' } })
+      const [first, second] = await Promise.all([resize(100, 30), resize(80, 24)])
+      expect([first.body.cols, first.body.rows]).toEqual([100, 30])
+      expect([second.body.cols, second.body.rows]).toEqual([80, 24])
+      const { body } = await http.json('GET', T('ctl'))
+      expect([body.cols, body.rows]).toEqual([80, 24])
+      const page = await http.json('GET', `${T('ctl')}/output?after=0&limit=256`)
+      expect(page.body.items.filter((i: any) => i.kind === 'resize').slice(-2).map((i: any) => [i.cols, i.rows])).toEqual([
+        [100, 30],
+        [80, 24],
+      ])
+    } finally {
+      c.close()
+    }
+  })
+
   it('refuses bad input without changing anything', async () => {
     const ctl = await follow('ctl', 'third')
     await ctl.until((m) => m.event === 'snapshot')
@@ -213,9 +305,15 @@ describe('control', () => {
     }
     const bad = await http.json('POST', `${T('ctl')}/input`, { body: 'x', headers: { 'termkeep-attachment': 'no good!' } })
     expect([bad.status, bad.body.error.code]).toEqual([400, 'request/invalid'])
-    for (const query of ['after=-1', 'after=x', 'after=999999', 'limit=0', 'limit=100000']) {
+    for (const [query, code] of [
+      ['after=-1', 'output/invalid-cursor'],
+      ['after=x', 'output/invalid-cursor'],
+      ['after=999999', 'output/invalid-cursor'],
+      ['limit=0', 'request/invalid'],
+      ['limit=100000', 'request/invalid'],
+    ]) {
       const r = await http.json('GET', `${T('ctl')}/output?${query}`)
-      expect([query, r.status, r.body.error.code]).toEqual([query, 400, 'output/invalid-cursor'])
+      expect([query, r.status, r.body.error.code]).toEqual([query, 400, code])
     }
     const after = await http.json('GET', `${T('ctl')}/output?after=0&limit=256`)
     expect(after.body).toEqual(before.body)

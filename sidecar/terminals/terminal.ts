@@ -42,7 +42,8 @@ export interface Sender {
 interface Controller {
   id: string
   principal: string | undefined
-  token: symbol
+  /** Its attachment id and principal together: the key of its count of open follow streams. */
+  key: string
 }
 
 export class LiveTerminal {
@@ -74,6 +75,9 @@ export class LiveTerminal {
   #pty: RemotePty | undefined
   #controller: Controller | undefined
   #persisted: Promise<void> = Promise.resolve()
+  #resizing: Promise<void> = Promise.resolve()
+  /** Open follow streams per attachment (id and principal). */
+  readonly #streams = new Map<string, number>()
   #closing: Promise<void> | undefined
   #closeRequested = false
 
@@ -154,12 +158,18 @@ export class LiveTerminal {
   /** Resizes the PTY and journals the Resize in output order (the emulator follows the journal). */
   async resize(sender: Sender, geometry: Geometry): Promise<void> {
     const pty = this.#requireControl(sender)
-    if (geometry.cols === this.cols && geometry.rows === this.rows) return
-    await pty.resize(geometry.cols, geometry.rows)
-    this.cols = geometry.cols
-    this.rows = geometry.rows
-    this.lastActivity = Date.now()
-    this.#changed({ cols: geometry.cols, rows: geometry.rows })
+    // One at a time, in arrival order: each compares with the geometry the one before it left, so
+    // an answer never reports a size the PTY does not have.
+    const resized = this.#resizing.then(async () => {
+      if (geometry.cols === this.cols && geometry.rows === this.rows) return
+      await pty.resize(geometry.cols, geometry.rows)
+      this.cols = geometry.cols
+      this.rows = geometry.rows
+      this.lastActivity = Date.now()
+      this.#changed({ cols: geometry.cols, rows: geometry.rows })
+    })
+    this.#resizing = resized.catch(() => undefined)
+    return resized
   }
 
   rename(title: string): void {
@@ -167,21 +177,27 @@ export class LiveTerminal {
     this.#changed({ title })
   }
 
-  /** A follow stream attaches: it becomes the exclusive controller; the previous one is read-only. */
-  attach(attachmentId: string, principal?: string): symbol {
-    const token = Symbol(attachmentId)
-    this.#controller = { id: attachmentId, principal, token }
+  /** A follow stream attaches: it becomes the exclusive controller; the previous one is read-only.
+   * Returns the handle to detach with. */
+  attach(attachmentId: string, principal?: string): string {
+    const key = `${principal ?? ''}/${attachmentId}`
+    this.#streams.set(key, (this.#streams.get(key) ?? 0) + 1)
+    this.#controller = { id: attachmentId, principal, key }
     this.followers++
     this.lastActivity = Date.now()
     this.#changed({})
-    return token
+    return key
   }
 
-  /** A follow stream ended: control is released if it still held it. */
-  detach(token: symbol): void {
+  /** A follow stream ended: control is released when it was the controller's last open stream
+   * (a client may hold two streams of one attachment, e.g. across a reconnect). */
+  detach(key: string): void {
     this.followers--
     this.lastActivity = Date.now()
-    if (this.#controller?.token === token) {
+    const left = (this.#streams.get(key) ?? 1) - 1
+    if (left > 0) return void this.#streams.set(key, left)
+    this.#streams.delete(key)
+    if (this.#controller?.key === key) {
       this.#controller = undefined
       this.#changed({})
     }
