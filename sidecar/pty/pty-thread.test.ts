@@ -124,6 +124,24 @@ describe('PtyThread', () => {
     await waitFor(async () => (await text(journal)).includes(expected), 10_000, 'the hash of every input byte in order')
   }, 30_000)
 
+  it("gives a program its own terminal only: no other terminal's master, no descriptor of the sidecar", async () => {
+    const other = await start('sleep 30')
+    try {
+      // `ls -l` of the shell's own descriptors (a glob keeps the listing in the shell, no pipe).
+      const { journal, ended } = await start('cd /proc/$$/fd && for fd in *; do echo "fd $fd $(readlink $fd)"; done')
+      await ended
+      const fds = (await text(journal)).split('\r\n').filter((line) => line.startsWith('fd '))
+      expect(fds.length).toBeGreaterThanOrEqual(3)
+      // 0–2 are the terminal; the command substitution's own pipe is the only other one allowed.
+      const foreign = fds.filter((line) => !/^fd [012] \/dev\/pts\/\d+$/.test(line) && !/^fd \d+ pipe:/.test(line))
+      expect(foreign, fds.join('; ')).toEqual([])
+      expect(fds.filter((line) => line.includes('ptmx'))).toEqual([])
+      expect(fds.filter((line) => /^fd \d{2,}/.test(line))).toEqual([])
+    } finally {
+      process.kill(other.pty.pid, 'SIGKILL')
+    }
+  })
+
   it('closing the thread kills what still runs and waits for its exit before the thread stops', async () => {
     const own = new PtyThread()
     const journal = new Journal(join(dir, 'closing.journal'), { cols: 80, rows: 24 })
