@@ -1,29 +1,65 @@
 /**
- * The explicit cursor suffix of a follow snapshot. @xterm/addon-serialize can restore the cursor
- * one column off after a full-row write and never restores cursor visibility (xterm.js #6165,
- * #3364), so the snapshot ends with CUP to the exact position and DECTCEM.
+ * The explicit suffix of a follow snapshot: the terminal state @xterm/addon-serialize leaves out,
+ * which a client needs to land exactly where the program is.
  *
- * xterm keeps "wrap pending" (the cursor after writing the last column) as cursorX === cols, which
- * no CUP can express; the suffix recreates it the way it arose, by rewriting the last cell of the
- * row with its own attributes.
+ * - The cursor: serialize can restore it one column off after a full-row write and never
+ *   restores its visibility (xterm.js #6165, #3364), so the suffix ends with CUP to the exact
+ *   position and DECTCEM. xterm keeps "wrap pending" (the cursor after writing the last column)
+ *   as cursorX === cols, which no CUP can express; the suffix recreates it the way it arose, by
+ *   rewriting the last cell of the row with its own attributes.
+ * - The scroll region (DECSTBM), the saved cursor (DECSC), the DEC line-drawing character set
+ *   (G0/G1, SO) and the current drawing attributes (SGR): without them a full-screen program's
+ *   next output scrolls the wrong rows, restores to the wrong place, draws letters instead of
+ *   lines, or in the wrong colours.
  */
 import type { IBufferCell, Terminal } from '@xterm/headless'
 
+/** The parts of xterm's core the suffix reads (no public API has them). */
+interface Core {
+  buffer: { scrollTop: number; scrollBottom: number; savedX: number; savedY: number; savedCurAttrData: IBufferCell & { fg: number; bg: number } }
+  _inputHandler: { _curAttrData: IBufferCell }
+  _charsetService: { glevel: number; _charsets: (Record<string, string> | undefined)[] }
+}
+
+function core(terminal: Terminal): Core {
+  const c = (terminal as unknown as { _core?: Partial<Core> })._core
+  if (!c?.buffer || !c._inputHandler?._curAttrData || !Array.isArray(c._charsetService?._charsets)) {
+    throw new Error('@xterm/headless internals changed: buffer, _inputHandler or _charsetService')
+  }
+  return c as Core
+}
+
+/** DEC special graphics maps "q" to a horizontal line. */
+const lineDrawing = (charset: Record<string, string> | undefined) => charset?.['q'] === '\u2500'
+
 export function cursorRestoreSuffix(terminal: Terminal): string {
+  const { buffer: state, _inputHandler: input, _charsetService: charsets } = core(terminal)
+  let suffix = ''
+  // DECSTBM homes the cursor: it comes before anything that positions it.
+  if (state.scrollTop !== 0 || state.scrollBottom !== terminal.rows - 1) suffix += `\x1b[${state.scrollTop + 1};${state.scrollBottom + 1}r`
+  const saved = state.savedCurAttrData
+  if (state.savedX !== 0 || state.savedY !== 0 || saved.fg !== 0 || saved.bg !== 0) {
+    suffix += `\x1b[${state.savedY + 1};${state.savedX + 1}H${sgr(saved)}\x1b7`
+  }
   const buffer = terminal.buffer.active
   const x = buffer.cursorX
   const y = buffer.cursorY
-  let suffix: string
   if (x < terminal.cols) {
-    suffix = `\x1b[${y + 1};${x + 1}H`
+    suffix += `\x1b[${y + 1};${x + 1}H`
   } else {
     const line = buffer.getLine(buffer.baseY + y)
     let column = terminal.cols - 1
     let cell = line?.getCell(column)
     if (cell && cell.getWidth() === 0 && column > 0) cell = line?.getCell(--column) // a wide char's tail
     const chars = cell?.getChars() || ' '
-    suffix = `\x1b[${y + 1};${column + 1}H${cell ? sgr(cell) : ''}${chars}\x1b[0m`
+    suffix += `\x1b[${y + 1};${column + 1}H${cell ? sgr(cell) : ''}${chars}`
   }
+  // After the last cell was rewritten in the character set it was drawn with.
+  if (lineDrawing(charsets._charsets[0])) suffix += '\x1b(0'
+  if (lineDrawing(charsets._charsets[1])) suffix += '\x1b)0'
+  if (charsets.glevel === 1) suffix += '\x0e'
+  // The attributes the program draws with now (the last cell written may differ).
+  suffix += sgr(input._curAttrData)
   return suffix + (cursorHidden(terminal) ? '\x1b[?25l' : '\x1b[?25h')
 }
 

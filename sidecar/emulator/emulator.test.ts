@@ -33,6 +33,23 @@ function text(terminal: InstanceType<typeof Terminal>): string[] {
   return lines
 }
 
+/** The visible rows as text with each non-blank cell's colour and boldness. */
+function cells(terminal: InstanceType<typeof Terminal>, rows: number): string[] {
+  const buffer = terminal.buffer.active
+  const out: string[] = []
+  for (let y = buffer.length - rows; y < buffer.length; y++) {
+    const line = buffer.getLine(y)!
+    let row = ''
+    for (let x = 0; x < terminal.cols; x++) {
+      const cell = line.getCell(x)!
+      const chars = cell.getChars() || ' '
+      row += chars === ' ' ? ' ' : `${chars}[${cell.getFgColor()}${cell.isBold() ? 'b' : ''}]`
+    }
+    out.push(row.trimEnd())
+  }
+  return out
+}
+
 async function caughtUp(emulator: Emulator, journal: Journal): Promise<void> {
   while (emulator.appliedSequence < journal.lastSequence) await new Promise((r) => setTimeout(r, 10))
 }
@@ -63,6 +80,28 @@ describe('emulator snapshot', () => {
     ])
     expect(cursorHidden(restored)).toBe(cursorHidden(original))
     expect(restored.buffer.active.type).toBe(original.buffer.active.type)
+    emulator.dispose()
+  })
+
+  // What the program prints next must land as it would have on the original screen.
+  const continued: Array<[string, string, string, number, number]> = [
+    ['wrap pending with a colour set', '\x1b[31m0123456789', 'after', 10, 4],
+    ['a colour set after the last cell', 'ab\x1b[1;34m', 'cd', 10, 4],
+    ['a scroll region', 'header\x1b[5;1Hstatus\x1b[2;4r\x1b[4;1H', 'l1\nl2\nl3\nl4\n', 20, 5],
+    ['a saved cursor', '\x1b[1;3H\x1b[32m\x1b7\x1b[0m\x1b[4;1Hbottom', '\x1b8Z', 10, 4],
+    ['line drawing (G0)', 'x\x1b(0', 'lqk\x1b(Bq', 10, 4],
+    ['line drawing (G1, shifted out)', 'x\x1b)0\x0e', 'lqk\x0fq', 10, 4],
+  ]
+  it.each(continued)('%s: output after the snapshot lands as on the original screen', async (_name, input, next, cols, rows) => {
+    const { journal, emulator } = screenOf(cols, rows)
+    journal.appendData(Buffer.from(input))
+    journal.flush()
+    await caughtUp(emulator, journal)
+    const snapshot = await emulator.snapshot()
+    const original = await restore(input + next, cols, rows)
+    const restored = await restore(snapshot.screen + next, snapshot.cols, snapshot.rows)
+    expect(cells(restored, rows)).toEqual(cells(original, rows))
+    expect([restored.buffer.active.cursorX, restored.buffer.active.cursorY]).toEqual([original.buffer.active.cursorX, original.buffer.active.cursorY])
     emulator.dispose()
   })
 
