@@ -1,4 +1,5 @@
 /** A tiny element builder for the page: no framework, text always set as text (never as HTML). */
+import { ApiError, UnreachableError } from '../client/api.ts'
 
 type Child = Node | string | null | undefined | false
 type Attrs = Record<string, string | number | boolean | undefined | ((event: Event) => void)>
@@ -27,4 +28,12 @@ export function fill(parent: Element, ...children: Child[]): void {
 export function randomId(prefix: string): string {
   const bytes = crypto.getRandomValues(new Uint8Array(6))
   return `${prefix}-${Array.from(bytes, (b) => b.toString(36).padStart(2, '0')).join('')}`
+}
+
+/** A failed action in words for the page: the server's own message, or that it is unreachable
+ * (never an exception's class name). */
+export function failure(doing: string, error: unknown): string {
+  if (error instanceof ApiError) return `${doing}: ${error.message}`
+  if (error instanceof UnreachableError) return `${doing}: the termkeep server is not reachable. Check that it runs, then try again.`
+  return `${doing}: ${(error as Error)?.message ?? String(error)}`
 }

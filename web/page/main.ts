@@ -7,7 +7,7 @@
 import type { Workspace } from '../../schema/wire/registry.ts'
 import { ApiError, TermkeepClient } from '../client/api.ts'
 import { watchRegistry } from '../client/registry.ts'
-import { fill, h } from './dom.ts'
+import { failure, fill, h } from './dom.ts'
 import { SessionView } from './session-view.ts'
 import { Sidebar } from './sidebar.ts'
 
@@ -51,7 +51,7 @@ function signInScreen(message = ''): void {
       await client.registry()
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) return void (error.textContent = 'That token was not accepted.')
-      if (!(e instanceof ApiError)) return void (error.textContent = String((e as Error).message ?? e))
+      if (!(e instanceof ApiError)) return void (error.textContent = failure('Could not sign in', e))
     }
     sessionStorage.setItem(TOKEN_KEY, token)
     shell(client)
@@ -89,7 +89,7 @@ function shell(client: TermkeepClient): void {
         const record = await client.createSession(workspace.path)
         openSession(record.id, undefined, true)
       } catch (error) {
-        status.textContent = error instanceof ApiError ? `Could not start a session: ${error.message}` : String(error)
+        status.textContent = failure('Could not start a session', error)
       }
     },
   })

@@ -4,8 +4,8 @@
  */
 import { DEFAULT_COLS, DEFAULT_ROWS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
-import { ApiError, sessionLabel, type TermkeepClient } from '../client/api.ts'
-import { fill, h, randomId } from './dom.ts'
+import { sessionLabel, type TermkeepClient } from '../client/api.ts'
+import { failure, fill, h, randomId } from './dom.ts'
 import { TerminalView } from './terminal-view.ts'
 
 /** The terminal list has no watch stream; it is re-read this often while the page is visible. */
@@ -70,7 +70,7 @@ export class SessionView {
       this.#terminals = await this.client.terminals(this.sessionId)
       this.#renderTabs()
     } catch (error) {
-      this.#say(error instanceof ApiError ? `Could not list terminals: ${error.message}` : String(error))
+      this.#say(failure('Could not list terminals', error))
     }
   }
 
@@ -85,7 +85,7 @@ export class SessionView {
       await this.refresh()
       this.open(id)
     } catch (error) {
-      this.#say(error instanceof ApiError ? `Could not start a terminal: ${error.message}` : String(error))
+      this.#say(failure('Could not start a terminal', error))
     }
   }
 
@@ -136,7 +136,7 @@ export class SessionView {
       await this.client.renameTerminal(this.sessionId, info.id, title)
       await this.refresh()
     } catch (error) {
-      this.#say(error instanceof ApiError ? `Could not rename: ${error.message}` : String(error))
+      this.#say(failure('Could not rename', error))
     }
   }
 
@@ -146,7 +146,7 @@ export class SessionView {
       await this.client.closeTerminal(this.sessionId, info.id)
       await this.refresh()
     } catch (error) {
-      this.#say(error instanceof ApiError ? `Could not close: ${error.message}` : String(error))
+      this.#say(failure('Could not close', error))
     }
   }
 

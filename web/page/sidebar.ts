@@ -3,8 +3,8 @@
  * watch; a form to add a workspace by directory path; a button per workspace to start a session.
  */
 import type { Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
-import { ApiError, sessionLabel, type TermkeepClient } from '../client/api.ts'
-import { fill, h } from './dom.ts'
+import { sessionLabel, type TermkeepClient } from '../client/api.ts'
+import { failure, fill, h } from './dom.ts'
 
 export interface SidebarActions {
   openSession(sessionId: string): void
@@ -73,7 +73,7 @@ export class Sidebar {
       await this.client.createWorkspace(path)
       input.value = ''
     } catch (error) {
-      this.#error.textContent = error instanceof ApiError ? error.message : String(error)
+      this.#error.textContent = failure('Could not add the workspace', error)
     }
   }
 
