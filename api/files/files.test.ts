@@ -364,7 +364,7 @@ describe('Files.readText', () => {
 
 describe('deployment and documentation', () => {
   it('reads outside the workspace only with TERMKEEP_FILES_ALLOW_OUTSIDE=1 on the sidecar', async () => {
-    const open = await startSidecar({ dataDir: dir, databaseUrl: sidecar.databaseUrl, env: { TERMKEEP_FILES_ALLOW_OUTSIDE: '1' } })
+    const open = await startSidecar({ databaseUrl: sidecar.databaseUrl, env: { TERMKEEP_FILES_ALLOW_OUTSIDE: '1' } })
     try {
       const client = new SidecarClient({ url: open.url, secret: open.secret })
       expect((await client.readFileText('s1', { path: '../secret.txt' })).text).toBe('outside')
