@@ -1,19 +1,34 @@
-/** `termkeep display <session> <terminal>`: prints the last persisted display, in colour. */
+/**
+ * `termkeep display <session> <terminal>`: prints the last persisted display. In colour only on a
+ * terminal (not into a pipe or file, and not with NO_COLOR); colourless lines lose their trailing
+ * blanks, which carry nothing without a background colour.
+ */
 import { parseArgs } from 'node:util'
 import { displayToLines, readDisplay } from '../web/client/display.ts'
-import { REMOTE_OPTIONS, remoteClient } from './remote.ts'
-import { UsageError } from './token.ts'
+import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
+import { HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
-export async function displayCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
+const USAGE = `usage: termkeep display <session> <terminal> [--plain] [--no-history]
+
+  Prints a terminal's last persisted screen, history included; works after its process exited.
+  Colour is used only when stdout is a terminal and NO_COLOR is not set.
+
+  --plain                   no colour, trailing blanks trimmed
+  --no-history              only the screen, not the history above it
+${REMOTE_USAGE}`
+
+export async function displayCommand(args: string[], out: NodeJS.WritableStream & { isTTY?: boolean } = process.stdout): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { ...REMOTE_OPTIONS, plain: { type: 'boolean', default: false }, 'no-history': { type: 'boolean', default: false } },
+    options: { ...REMOTE_OPTIONS, ...HELP_OPTION, plain: { type: 'boolean', default: false }, 'no-history': { type: 'boolean', default: false } },
   })
-  if (positionals.length !== 2) throw new UsageError('termkeep: usage: termkeep display <session> <terminal> [--plain] [--no-history]')
+  if (printedHelp(values, USAGE, out)) return 0
+  if (positionals.length !== 2) throw new UsageError('termkeep: display takes <session> <terminal> (`termkeep display --help` shows the usage)')
   const [sessionId, terminalId] = positionals
   const display = await readDisplay(remoteClient(values), sessionId, terminalId)
-  const color = !values.plain && !process.env.NO_COLOR
-  out.write(displayToLines(display, { color, history: !values['no-history'] }))
+  const color = !values.plain && out.isTTY === true && !process.env.NO_COLOR
+  const text = displayToLines(display, { color, history: !values['no-history'] })
+  out.write(color ? text : text.replace(/[ \t]+$/gm, ''))
   return 0
 }

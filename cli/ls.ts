@@ -3,10 +3,18 @@ import { parseArgs } from 'node:util'
 import { printable } from '../schema/wire/common.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { ApiError } from '../web/client/api.ts'
-import { REMOTE_OPTIONS, remoteClient } from './remote.ts'
+import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
+import { HELP_OPTION, printedHelp } from './usage.ts'
+
+const USAGE = `usage: termkeep ls [--url URL] [--token TOKEN]
+
+  Lists workspaces in the user's order, their sessions, and each session's terminals.
+
+${REMOTE_USAGE}`
 
 export async function lsCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
-  const { values } = parseArgs({ args, options: REMOTE_OPTIONS, allowPositionals: false })
+  const { values } = parseArgs({ args, options: { ...REMOTE_OPTIONS, ...HELP_OPTION }, allowPositionals: false })
+  if (printedHelp(values, USAGE, out)) return 0
   const client = remoteClient(values)
   const registry = await client.registry()
   const archived = new Set(registry.archivedSessionIds)

@@ -11,9 +11,10 @@ import { ConfigError, parseConfig } from '../schema/config.ts'
 import { attachCommand } from './attach.ts'
 import { displayCommand } from './display.ts'
 import { lsCommand } from './ls.ts'
-import { describeRemoteError } from './remote.ts'
+import { describeRemoteError, pendingRequestUrl } from './remote.ts'
 import { serveCommand } from './serve.ts'
 import { tokenCommand } from './token.ts'
+import { CommandError, USAGE_EXIT, UsageError } from './usage.ts'
 
 const USAGE = `usage: termkeep <command>
 
@@ -27,13 +28,18 @@ const USAGE = `usage: termkeep <command>
 
   Client commands (ls, attach, display) take --url URL and --token TOKEN, or read
   TERMKEEP_URL (default http://127.0.0.1:8787) and TERMKEEP_TOKEN.
+  \`termkeep <command> --help\` describes one command. Exit codes: 0 done, 1 failed,
+  ${USAGE_EXIT} wrong usage; attach exits with the remote shell's exit code when it ends.
 `
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv
   switch (command) {
     case 'serve':
-      parseArgs({ args: rest, options: {}, allowPositionals: false })
+      if (parseArgs({ args: rest, options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: false }).values.help) {
+        process.stdout.write('usage: termkeep serve   (configured by environment variables; see the README)\n')
+        return 0
+      }
       await serveCommand(parseConfig(process.env))
       return -1 // keeps running
     case 'token':
@@ -44,29 +50,49 @@ export async function main(argv: string[]): Promise<number> {
       return attachCommand(rest)
     case 'display':
       return displayCommand(rest)
-    case undefined:
     case 'help':
     case '--help':
     case '-h':
       process.stdout.write(USAGE)
-      return command === undefined ? 2 : 0
+      return 0
+    case undefined:
+      process.stderr.write(USAGE)
+      return USAGE_EXIT
     default:
       process.stderr.write(`termkeep: unknown command "${command}"\n${USAGE}`)
-      return 2
+      return USAGE_EXIT
   }
 }
 
+/** The one line and the exit code for an error that ended a command. */
+function failure(error: unknown, command: string | undefined): [string | unknown, number] {
+  if (error instanceof UsageError) return [error.message, USAGE_EXIT]
+  if (error instanceof Error && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) {
+    return [`termkeep: ${error.message} (\`termkeep ${command} --help\` shows the usage)`, USAGE_EXIT]
+  }
+  if (error instanceof ConfigError || error instanceof CommandError) return [error.message, 1]
+  return [describeRemoteError(error) ?? error, 1]
+}
+
+let settled = false
+// A request whose connection was dropped in a way fetch never settles leaves nothing for the event
+// loop to do: without this the command would end with exit code 0 and no output at all.
+process.on('beforeExit', () => {
+  if (settled) return
+  const url = pendingRequestUrl()
+  console.error(url ? `termkeep: ${url} closed the connection without answering; is it a termkeep server?` : 'termkeep: the command ended without finishing')
+  process.exit(1)
+})
+
 main(process.argv.slice(2)).then(
   (code) => {
+    settled = true
     if (code >= 0) process.exit(code)
   },
   (error: unknown) => {
-    const message = error instanceof ConfigError || (error instanceof Error && error.name === 'UsageError')
-      ? error.message
-      : error instanceof Error && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')
-        ? `termkeep: ${error.message}`
-        : (describeRemoteError(error) ?? error)
+    settled = true
+    const [message, code] = failure(error, process.argv[2])
     console.error(message)
-    process.exit(1)
+    process.exit(code)
   },
 )

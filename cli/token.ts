@@ -7,10 +7,13 @@ import { GRANTS, isGrant, type Grant } from '../schema/grants.ts'
 import { ADMIN_NEEDS_ALL_SESSIONS, adminBoundToSessions } from '../schema/wire/tokens.ts'
 import { openStorage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
+import { HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
-export class UsageError extends Error {
-  override name = 'UsageError'
-}
+const USAGE = `usage: termkeep token create --grant G [--grant G ...] [--session ID ...] [--name NAME]
+
+  Mints a token in the configured database and prints its secret once.
+  Grants: ${GRANTS.join(', ')}
+  Without --session the token covers all sessions (admin needs all sessions).`
 
 export async function tokenCommand(config: Config, args: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -20,8 +23,10 @@ export async function tokenCommand(config: Config, args: string[]): Promise<numb
       grant: { type: 'string', multiple: true, default: [] },
       session: { type: 'string', multiple: true, default: [] },
       name: { type: 'string', default: 'cli' },
+      ...HELP_OPTION,
     },
   })
+  if (printedHelp(values, USAGE)) return 0
   if (positionals[0] !== 'create' || positionals.length !== 1) {
     throw new UsageError('termkeep: usage: termkeep token create --grant G [--session ID ...] [--name NAME]')
   }

@@ -1,5 +1,10 @@
-/** The client commands' one-line messages for an unreachable server, a bad token, bad usage. */
+/**
+ * The client commands' one-line messages for an unreachable server, a bad token, bad usage, and a
+ * server that is not termkeep (real sockets that answer HTML, hang up, or never answer).
+ */
 import { execFile } from 'node:child_process'
+import { createServer as createHttpServer } from 'node:http'
+import { createServer, type Server, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startStack, type Stack } from '../browser/stack.ts'
@@ -46,7 +51,7 @@ describe('termkeep client commands: messages', () => {
 
   it('refuses to mint an admin token bound to some sessions, before touching the database', async () => {
     const result = await run(['token', 'create', '--grant', 'admin', '--session', 's1'], { TERMKEEP_DATA_DIR: '/nonexistent/termkeep-data' })
-    expect(result.code).toBe(1)
+    expect(result.code).toBe(2) // a usage error
     expect(result.stdout).toBe('')
     expect(result.stderr.trim()).toBe('termkeep: the admin grant manages every token: give it only with sessions "all" (drop --session)')
   })
@@ -62,5 +67,71 @@ describe('termkeep client commands: messages', () => {
     expect(result.code).toBe(0)
     expect(result.stdout).toContain(stack.workspaceDir)
     expect(result.stdout).toContain(`session ${session.id}  "build"`)
+  })
+
+  it.each(['ls', 'attach', 'display'])('prints the usage of `%s --help` and exits 0', async (command) => {
+    const result = await run([command, '--help'], {})
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(new RegExp(`^usage: termkeep ${command}`))
+    expect(result.stdout).toContain('--url URL')
+    expect(result.stderr).toBe('')
+  })
+
+  it('exits 2 for every kind of wrong usage, with one line', async () => {
+    const env = { TERMKEEP_URL: stack.api.url, TERMKEEP_TOKEN: stack.token }
+    for (const args of [['ls', '--bogus'], ['attach', 'only-one'], ['display'], ['display', 's', 't', '--colour'], ['frobnicate']]) {
+      const result = await run(args, env)
+      expect(result.code, args.join(' ')).toBe(2)
+      expect(result.stderr.split('\n')[0], args.join(' ')).toMatch(/^termkeep: /)
+    }
+    expect((await run(['attach', 'only-one'], env)).stderr.trim().split('\n')).toHaveLength(1)
+  })
+
+  describe('pointed at a server that is not termkeep', () => {
+    const servers: Server[] = []
+    const sockets = new Set<Socket>()
+    async function listen(server: Server): Promise<string> {
+      servers.push(server)
+      server.on('connection', (socket) => (sockets.add(socket), socket.once('close', () => sockets.delete(socket))))
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      const address = server.address()
+      return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+    }
+    afterAll(async () => {
+      for (const socket of sockets) socket.destroy()
+      await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))))
+    })
+
+    it('says a web page is not a termkeep server, for plain requests and streams', async () => {
+      const url = await listen(createHttpServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>hello</html>')))
+      for (const args of [['ls'], ['display', 's', 't']]) {
+        const result = await run(args, { TERMKEEP_URL: url, TERMKEEP_TOKEN: 'whatever' })
+        expect(result.code, args[0]).toBe(1)
+        expect(result.stderr.trim().split('\n'), args[0]).toHaveLength(1)
+        expect(result.stderr, args[0]).toContain(`termkeep: ${url} is not a termkeep server (it answered 200 with text/html)`)
+      }
+      const notFound = await listen(createHttpServer((_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>nope</h1>')))
+      const result = await run(['ls'], { TERMKEEP_URL: notFound, TERMKEEP_TOKEN: 'whatever' })
+      expect(result.code).toBe(1)
+      expect(result.stderr.trim()).toContain(`${notFound} is not a termkeep server (it answered 404 Not Found)`)
+    })
+
+    it('fails, never exits 0 silently, when the server hangs up without answering', async () => {
+      const url = await listen(createServer((socket) => socket.destroy()))
+      const result = await run(['ls'], { TERMKEEP_URL: url, TERMKEEP_TOKEN: 'whatever' })
+      expect(result.code).toBe(1)
+      expect(result.stdout).toBe('')
+      expect(result.stderr.trim().split('\n')).toHaveLength(1)
+      expect(result.stderr).toMatch(/^termkeep: .*(closed the connection|cannot reach)/)
+    })
+
+    it('gives up on a server that never answers', async () => {
+      const url = await listen(createServer(() => {}))
+      const started = Date.now()
+      const result = await run(['ls', '--request-timeout', '1'], { TERMKEEP_URL: url, TERMKEEP_TOKEN: 'whatever' })
+      expect(result.code).toBe(1)
+      expect(result.stderr.trim()).toBe(`termkeep: no answer from ${url} within 1 s; is it a termkeep server? (--request-timeout sets the wait)`)
+      expect(Date.now() - started).toBeLessThan(15_000)
+    })
   })
 })
