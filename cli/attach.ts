@@ -63,6 +63,11 @@ export async function attachCommand(args: string[]): Promise<number> {
     process.stderr.write(`termkeep: terminal ${sessionId}/${terminalId} ${ended(info)}; \`termkeep display ${sessionId} ${terminalId}\` prints its last screen\n`)
     return 1
   }
+  return attachTo(client, sessionId, terminalId, giveUpMs)
+}
+
+/** Attaches this terminal to a live remote terminal until detach or its end (exit code). */
+export function attachTo(client: TermkeepClient, sessionId: string, terminalId: string, giveUpMs = RECONNECT_GIVE_UP_MS): Promise<number> {
   return new Attachment(client, sessionId, terminalId, giveUpMs).run()
 }
 

@@ -3,7 +3,7 @@
  *   serve                                 start the sidecar and the API (what `npm start` runs)
  *   token create [--name N] [--session ID]... --grant G...
  *                                         mint a token directly in the configured database
- *   ls | attach | display                 clients of a running server (--url/--token or
+ *   ls | new | attach | display           clients of a running server (--url/--token or
  *                                         TERMKEEP_URL/TERMKEEP_TOKEN)
  */
 import { parseArgs } from 'node:util'
@@ -11,6 +11,7 @@ import { ConfigError, parseConfig } from '../schema/config.ts'
 import { attachCommand } from './attach.ts'
 import { displayCommand } from './display.ts'
 import { lsCommand } from './ls.ts'
+import { newCommand } from './new.ts'
 import { describeRemoteError, pendingRequestUrl } from './remote.ts'
 import { serveCommand } from './serve.ts'
 import { tokenCommand } from './token.ts'
@@ -22,11 +23,12 @@ const USAGE = `usage: termkeep <command>
   token create --grant G [--grant G ...] [--session ID ...] [--name NAME]
                                           mint a token (all sessions unless --session is given)
   ls                                      list workspaces, sessions and terminals
+  new [--session ID | --cwd DIR]          start a terminal and attach to it (--detached: only start)
   attach <session> <terminal>             attach this terminal to a remote one (Ctrl-\\ detaches)
   display <session> <terminal> [--plain] [--no-history]
                                           print a terminal's last persisted screen in colour
 
-  Client commands (ls, attach, display) take --url URL and --token TOKEN, or read
+  Client commands (ls, new, attach, display) take --url URL and --token TOKEN, or read
   TERMKEEP_URL (default http://127.0.0.1:8787) and TERMKEEP_TOKEN.
   \`termkeep <command> --help\` describes one command. Exit codes: 0 done, 1 failed,
   ${USAGE_EXIT} wrong usage; attach exits with the remote shell's exit code when it ends.
@@ -46,6 +48,8 @@ export async function main(argv: string[]): Promise<number> {
       return tokenCommand(parseConfig(process.env), rest)
     case 'ls':
       return lsCommand(rest)
+    case 'new':
+      return newCommand(rest)
     case 'attach':
       return attachCommand(rest)
     case 'display':

@@ -194,6 +194,28 @@ describe('termkeep attach (real PTY, full stack)', () => {
     }
   })
 
+  it('starts a terminal with `termkeep new`: detached it prints the ids, else it attaches to it', async () => {
+    const detached = await execCli(['new', '--detached', '--cwd', stack.workspaceDir, '--title', 'from new'], env)
+    expect(detached.code, detached.stderr).toBe(0)
+    const [newSession, newTerminal] = detached.stdout.trim().split(' ')
+    expect(await client.terminal(newSession!, newTerminal!)).toMatchObject({ state: 'running', title: 'from new', cols: 80, rows: 24 })
+    expect((await client.session(newSession!)).cwd).toBe(stack.workspaceDir)
+
+    const cli = runInPty(['new', '--session', sessionId], env, 90, 25)
+    running.push(cli.pty)
+    await waitFor(async () => cli.output().includes('termkeep: started'), 20_000, 'new to start a terminal')
+    const started = cli.output().match(/termkeep: started (\S+) (\S+)/)!
+    expect(started[1]).toBe(sessionId)
+    cli.write('echo from-new-$((40+2))\r')
+    await waitFor(async () => cli.output().includes('from-new-42'), 20_000, 'the echo through new')
+    cli.write('\x1c')
+    expect(await exitedWithin(cli.exited, 20_000, 'new after Ctrl-\\')).toBe(0)
+    expect(await client.terminal(sessionId, started[2]!)).toMatchObject({ state: 'running', cols: 90, rows: 25 })
+
+    const both = await execCli(['new', '--session', sessionId, '--cwd', '/tmp'], env)
+    expect(both.code).toBe(2)
+  })
+
   it('ends when the remote shell exits, and says so', async () => {
     const cli = runInPty(['attach', sessionId, terminalId], env, 120, 40)
     running.push(cli.pty)
