@@ -1,5 +1,5 @@
 /** `termkeep token create`: mint a token for given sessions and grants, printed once. */
-import { mkdirSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { createToken } from '../api/auth/tokens.ts'
 import type { Config } from '../schema/config.ts'
@@ -7,7 +7,7 @@ import { GRANTS, isGrant, type Grant } from '../schema/grants.ts'
 import { ADMIN_NEEDS_ALL_SESSIONS, adminBoundToSessions } from '../schema/wire/tokens.ts'
 import { openStorage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
-import { HELP_OPTION, printedHelp, UsageError } from './usage.ts'
+import { CommandError, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
 const USAGE = `usage: termkeep token create --grant G [--grant G ...] [--session ID ...] [--name NAME]
 
@@ -39,7 +39,14 @@ export async function tokenCommand(config: Config, args: string[]): Promise<numb
   if (adminBoundToSessions(grants, values.session.length > 0 ? values.session : 'all')) {
     throw new UsageError(`termkeep: ${ADMIN_NEEDS_ALL_SESSIONS} (drop --session)`)
   }
-  if (config.databaseUrl.startsWith('file:')) mkdirSync(config.dataDir, { recursive: true })
+  // A token minted into a database no server reads is a token every server refuses: a file database
+  // must exist already (`npm start` creates it), e.g. this is not run from another directory.
+  const file = config.databaseUrl.startsWith('file:') ? config.databaseUrl.replace(/^file:(\/\/)?/, '').replace(/\?.*$/, '') : undefined
+  if (file !== undefined && !existsSync(file)) {
+    throw new CommandError(
+      `termkeep: no termkeep database at ${file}; run this where \`npm start\` runs, or set TERMKEEP_DATA_DIR (or DATABASE_URL) to the server's`,
+    )
+  }
   const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
   try {
     await migrate(storage.client)
@@ -47,7 +54,7 @@ export async function tokenCommand(config: Config, args: string[]): Promise<numb
     const { token, secret } = await createToken(storage.db, { name: values.name, grants, sessions })
     console.log(secret)
     console.error(
-      `termkeep: token ${token.id} (${token.name}) for ${sessions === 'all' ? 'all sessions' : sessions.join(', ')}: ${grants.join(', ')}`,
+      `termkeep: token ${token.id} (${token.name}) for ${sessions === 'all' ? 'all sessions' : sessions.join(', ')}: ${grants.join(', ')} (in ${file ?? config.databaseUrl})`,
     )
     return 0
   } finally {

@@ -3,6 +3,11 @@
  * server that is not termkeep (real sockets that answer HTML, hang up, or never answer).
  */
 import { execFile } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openStorage } from '../../storage/client.ts'
+import { migrate } from '../../storage/migrate.ts'
 import { createServer as createHttpServer } from 'node:http'
 import { createServer, type Server, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
@@ -54,6 +59,23 @@ describe('termkeep client commands: messages', () => {
     expect(result.code).toBe(2) // a usage error
     expect(result.stdout).toBe('')
     expect(result.stderr.trim()).toBe('termkeep: the admin grant manages every token: give it only with sessions "all" (drop --session)')
+  })
+
+  it('mints a token only into an existing database, and says which', async () => {
+    const missing = await run(['token', 'create', '--grant', 'workspaces:read'], { TERMKEEP_DATA_DIR: '/nonexistent/termkeep-data' })
+    expect(missing.code).toBe(1)
+    expect(missing.stdout).toBe('')
+    expect(missing.stderr.trim()).toBe(
+      'termkeep: no termkeep database at /nonexistent/termkeep-data/termkeep.db; run this where `npm start` runs, or set TERMKEEP_DATA_DIR (or DATABASE_URL) to the server\'s',
+    )
+    const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-token-'))
+    const storage = await openStorage({ url: `file:${join(dataDir, 'termkeep.db')}` })
+    await migrate(storage.client)
+    storage.close()
+    const minted = await run(['token', 'create', '--grant', 'workspaces:read', '--name', 'reader'], { TERMKEEP_DATA_DIR: dataDir })
+    expect(minted.code, minted.stderr).toBe(0)
+    expect(minted.stdout).toMatch(/^tk_\S+\n$/)
+    expect(minted.stderr).toContain(`(in ${join(dataDir, 'termkeep.db')})`)
   })
 
   it('lists workspaces, sessions and terminals', async () => {
