@@ -74,10 +74,18 @@ export class SidecarClient {
     const onTimeout = () => connect.abort(timeout.reason)
     timeout.addEventListener('abort', onTimeout)
     const signal = init.signal ? AbortSignal.any([init.signal, connect.signal]) : connect.signal
-    const probe =
-      timeoutMs > SIDECAR_CONNECT_TIMEOUT_MS
-        ? setTimeout(() => void this.#alive().then((alive) => alive || connect.abort(new Error('the sidecar is not answering'))), SIDECAR_LIVENESS_PROBE_MS)
-        : undefined
+    // Until the answer's headers arrive, a long call re-checks every second that the sidecar lives.
+    let settled = false
+    let probe: ReturnType<typeof setTimeout> | undefined
+    const probeSoon = () => {
+      probe = setTimeout(async () => {
+        const alive = await this.#alive()
+        if (settled) return // answered meanwhile: its body must not be cut
+        if (alive) probeSoon()
+        else connect.abort(new Error('the sidecar is not answering'))
+      }, SIDECAR_LIVENESS_PROBE_MS)
+    }
+    if (timeoutMs > SIDECAR_CONNECT_TIMEOUT_MS) probeSoon()
     let response: Response
     try {
       response = await this.#fetch(`${this.#url}${path}`, { ...init, headers, signal })
@@ -85,6 +93,7 @@ export class SidecarClient {
       if (init.signal?.aborted) throw cause
       throw new TermkeepError('sidecar/unavailable', 'the terminal sidecar is not reachable')
     } finally {
+      settled = true
       timeout.removeEventListener('abort', onTimeout)
       clearTimeout(probe)
     }

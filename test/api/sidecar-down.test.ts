@@ -3,6 +3,7 @@
  * while the registry, terminal list/info (served from libSQL) and health keep working.
  */
 import { mkdirSync, realpathSync } from 'node:fs'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
 import type { Hono } from 'hono'
@@ -100,6 +101,33 @@ describe('sidecar unreachable', () => {
     } finally {
       for (const socket of sockets) socket.destroy()
       silent.close()
+    }
+  })
+
+  it('never cuts a stream that answered while its liveness check was still out', async () => {
+    // A busy sidecar: its health answers late, the follow's headers come after the check started.
+    const slow = createHttpServer((request, response) => {
+      if (request.url === '/v1/health') return void setTimeout(() => response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'), 2_500)
+      setTimeout(() => {
+        response.writeHead(200, { 'content-type': 'text/event-stream' })
+        let n = 0
+        const tick = setInterval(() => {
+          response.write(`event: output\ndata: ${n++}\n\n`)
+          if (n === 6) {
+            clearInterval(tick)
+            response.end()
+          }
+        }, 500)
+      }, 1_500)
+    })
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r))
+    try {
+      const client = new SidecarClient({ url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}`, secret: 'x', fetch: nodeFetch })
+      const response = await client.follow('s1', 'live', { attachment: 'a1' }, new AbortController().signal)
+      const text = await response.text()
+      expect(text.match(/event: output/g)).toHaveLength(6)
+    } finally {
+      slow.close()
     }
   })
 
