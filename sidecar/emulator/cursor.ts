@@ -16,7 +16,8 @@ import type { IBufferCell, Terminal } from '@xterm/headless'
 
 /** The parts of xterm's core the suffix reads (no public API has them). */
 interface Core {
-  buffer: { scrollTop: number; scrollBottom: number; savedX: number; savedY: number; savedCurAttrData: IBufferCell & { fg: number; bg: number } }
+  /** `savedY` counts from the top of the history (ybase + row), as xterm stores it. */
+  buffer: { ybase: number; scrollTop: number; scrollBottom: number; savedX: number; savedY: number; savedCurAttrData: IBufferCell & { fg: number; bg: number } }
   _inputHandler: { _curAttrData: IBufferCell }
   _charsetService: { glevel: number; _charsets: (Record<string, string> | undefined)[] }
 }
@@ -34,25 +35,28 @@ const lineDrawing = (charset: Record<string, string> | undefined) => charset?.['
 
 export function cursorRestoreSuffix(terminal: Terminal): string {
   const { buffer: state, _inputHandler: input, _charsetService: charsets } = core(terminal)
+  // Under origin mode (DECOM, which serialize restores) CUP counts rows from the scroll region's top.
+  const row = (y: number) => (terminal.modes.originMode ? y - state.scrollTop : y) + 1
   let suffix = ''
   // DECSTBM homes the cursor: it comes before anything that positions it.
   if (state.scrollTop !== 0 || state.scrollBottom !== terminal.rows - 1) suffix += `\x1b[${state.scrollTop + 1};${state.scrollBottom + 1}r`
   const saved = state.savedCurAttrData
-  if (state.savedX !== 0 || state.savedY !== 0 || saved.fg !== 0 || saved.bg !== 0) {
-    suffix += `\x1b[${state.savedY + 1};${state.savedX + 1}H${sgr(saved)}\x1b7`
+  const savedRow = Math.max(0, state.savedY - state.ybase)
+  if (state.savedX !== 0 || savedRow !== 0 || saved.fg !== 0 || saved.bg !== 0) {
+    suffix += `\x1b[${row(savedRow)};${state.savedX + 1}H${sgr(saved)}\x1b7`
   }
   const buffer = terminal.buffer.active
   const x = buffer.cursorX
   const y = buffer.cursorY
   if (x < terminal.cols) {
-    suffix += `\x1b[${y + 1};${x + 1}H`
+    suffix += `\x1b[${row(y)};${x + 1}H`
   } else {
     const line = buffer.getLine(buffer.baseY + y)
     let column = terminal.cols - 1
     let cell = line?.getCell(column)
     if (cell && cell.getWidth() === 0 && column > 0) cell = line?.getCell(--column) // a wide char's tail
     const chars = cell?.getChars() || ' '
-    suffix += `\x1b[${y + 1};${column + 1}H${cell ? sgr(cell) : ''}${chars}`
+    suffix += `\x1b[${row(y)};${column + 1}H${cell ? sgr(cell) : ''}${chars}`
   }
   // After the last cell was rewritten in the character set it was drawn with.
   if (lineDrawing(charsets._charsets[0])) suffix += '\x1b(0'
