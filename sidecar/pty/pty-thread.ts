@@ -82,6 +82,8 @@ export class RemotePty {
 
   /** Resizes the PTY; resolves once the Resize record is journaled in output order. */
   resize(cols: number, rows: number): Promise<void> {
+    // The thread forgot an exited process: no `resized` would come back.
+    if (this.#exited) return Promise.resolve()
     return new Promise((resolve) => {
       this.#resizes.push(resolve)
       this.thread.post({ type: 'resize', id: this.id, cols, rows })

@@ -161,6 +161,8 @@ export class LiveTerminal {
     // One at a time, in arrival order: each compares with the geometry the one before it left, so
     // an answer never reports a size the PTY does not have.
     const resized = this.#resizing.then(async () => {
+      // The program may have exited while this one waited: refused like any resize then.
+      this.#requireControl(sender)
       if (geometry.cols === this.cols && geometry.rows === this.rows) return
       await pty.resize(geometry.cols, geometry.rows)
       this.cols = geometry.cols
