@@ -106,7 +106,9 @@ export class LocalScreen {
   /** The emulator's (normal) screen, drawn over the local one, cursor included. */
   #repaint(): string {
     const screen = this.#serializer.serialize({ scrollback: 0, excludeModes: true, excludeAltBuffer: true })
-    return `\x1b[0m${CLEAR}${screen}\x1b[0m${cursorRestoreSuffix(this.#emulator)}`
+    // Margins are global on most terminals: the region an alternate-screen program left must not
+    // clip the repaint (the suffix sets the normal screen's own region again, if it has one).
+    return `\x1b[0m\x1b[r${CLEAR}${screen}\x1b[0m${cursorRestoreSuffix(this.#emulator)}`
   }
 
   #enqueue(step: () => Promise<void>): void {
