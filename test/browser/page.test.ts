@@ -285,6 +285,21 @@ describe('web page (Chromium, full stack)', () => {
     expect(page.url()).toMatch(new RegExp(`/t/${terminalId}$`))
   })
 
+  it('folds ended terminals away behind a toggle, and names the open one\'s CLI command', async () => {
+    const { page } = browser
+    await page.locator('.attach-hint code', { hasText: `termkeep attach ${sessionId} ${terminalId}` }).waitFor()
+    const ended = (await client.terminals(sessionId)).filter((t) => t.state !== 'running' && t.state !== 'starting')
+    expect(ended.length).toBeGreaterThan(0)
+    expect(await page.locator(`.terminal-tab[data-terminal-id="${ended[0]!.id}"]`).count()).toBe(0)
+    const toggle = page.locator('.ended-toggle button')
+    expect(await toggle.getAttribute('aria-expanded')).toBe('false')
+    await toggle.click()
+    await page.locator(`.terminal-tab[data-terminal-id="${ended[0]!.id}"]`).waitFor()
+    expect(await page.locator('.ended-toggle button').getAttribute('aria-expanded')).toBe('true')
+    await page.locator('.ended-toggle button').click()
+    await page.locator(`.terminal-tab[data-terminal-id="${ended[0]!.id}"]`).waitFor({ state: 'detached' })
+  })
+
   it('shows the persisted display, read-only, once the sidecar is stopped', async () => {
     // The settled revision includes the coloured line before the sidecar goes away.
     await waitFor(async () => {

@@ -25,6 +25,9 @@ export class SessionView {
   #view: TerminalView | undefined
   #disposed = false
   #tabsKey = ''
+  /** Ended terminals (exited, closed, retired) other than the open one are folded away unless asked. */
+  #showEnded = false
+  #attachHint: HTMLElement
   #poll = setInterval(() => {
     if (document.visibilityState === 'visible') void this.refresh()
   }, TERMINAL_LIST_REFRESH_MS)
@@ -39,6 +42,7 @@ export class SessionView {
     this.#tabs = h('ul', { class: 'terminals', 'aria-label': 'Terminals' })
     this.#banner = h('p', { class: 'banner', role: 'status', 'aria-live': 'polite' })
     this.#stage = h('div', { class: 'stage' })
+    this.#attachHint = h('p', { class: 'muted hint attach-hint' })
     const title = h('h2', { id: 'session-title' }, sessionId)
     const cwd = h('span', { class: 'muted path' })
     this.element = h(
@@ -48,6 +52,7 @@ export class SessionView {
       this.#tabs,
       this.#banner,
       this.#stage,
+      this.#attachHint,
       h('p', { class: 'muted hint' }, h('kbd', {}, 'Ctrl'), '+', h('kbd', {}, 'Shift'), '+', h('kbd', {}, 'Home'), ' moves focus out of the terminal.'),
     )
     client.session(sessionId).then(
@@ -152,7 +157,7 @@ export class SessionView {
 
   /** Re-renders the tabs when they changed, keeping keyboard focus on the same control. */
   #renderTabs(): void {
-    const key = JSON.stringify([this.#view?.terminalId, this.#terminals.map((t) => [t.id, t.title, t.state])])
+    const key = JSON.stringify([this.#view?.terminalId, this.#showEnded, this.#terminals.map((t) => [t.id, t.title, t.state])])
     if (key === this.#tabsKey) return
     this.#tabsKey = key
     const focused = document.activeElement instanceof HTMLElement && this.#tabs.contains(document.activeElement) ? document.activeElement : undefined
@@ -165,15 +170,37 @@ export class SessionView {
   }
 
   #drawTabs(): void {
+    this.#drawAttachHint()
     if (this.#terminals.length === 0) {
       fill(this.#tabs, h('li', { class: 'muted' }, 'No terminals yet — press “New terminal”.'))
       return
     }
     const current = this.#view?.terminalId
+    const folded = this.#terminals.filter((t) => !isLive(t) && t.id !== current)
+    const shown = this.#showEnded ? this.#terminals : this.#terminals.filter((t) => !folded.includes(t))
+    const toggle =
+      folded.length > 0 &&
+      h(
+        'li',
+        { class: 'ended-toggle' },
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'small',
+            'aria-expanded': String(this.#showEnded),
+            onclick: () => {
+              this.#showEnded = !this.#showEnded
+              this.#renderTabs()
+            },
+          },
+          this.#showEnded ? `Hide ${folded.length} ended` : `${folded.length} ended…`,
+        ),
+      )
     fill(
       this.#tabs,
-      ...this.#terminals.map((info) => {
-        const live = info.state === 'starting' || info.state === 'running'
+      ...shown.map((info) => {
+        const live = isLive(info)
         return h(
           'li',
           { class: 'terminal-tab', 'data-terminal-id': info.id, 'data-state': info.state },
@@ -192,6 +219,18 @@ export class SessionView {
           live && h('button', { type: 'button', class: 'small danger', 'aria-label': `Close ${info.title}`, onclick: () => void this.#close(info) }, 'Close'),
         )
       }),
+      toggle,
     )
   }
+
+  /** The open live terminal's CLI command, to reach it from a shell. */
+  #drawAttachHint(): void {
+    const info = this.#terminals.find((t) => t.id === this.#view?.terminalId)
+    if (!info || !isLive(info)) return fill(this.#attachHint)
+    fill(this.#attachHint, 'From a shell: ', h('code', {}, `termkeep attach ${this.sessionId} ${info.id}`))
+  }
+}
+
+function isLive(info: TerminalInfo): boolean {
+  return info.state === 'starting' || info.state === 'running'
 }
