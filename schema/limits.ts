@@ -129,6 +129,9 @@ export const MAX_PATH_CHARS = 4_096
 export const SESSION_ID_PATTERN = /^[\w-]{1,128}$/
 /** How often a registry watch polls the event log for other API instances' mutations. */
 export const REGISTRY_POLL_MS = 250
+/** Registry events kept for watch resumption; older ones are pruned, and a watch resuming from
+ * before them gets a fresh baseline instead of increments. */
+export const REGISTRY_EVENTS_KEPT = 10_000
 
 // ── Session resources ───────────────────────────────────────────────────────
 /** One stored attachment or archived tool result. */

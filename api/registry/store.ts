@@ -4,8 +4,9 @@
  * `registry_events` in that same transaction, and is committed before the caller answers.
  * Within one process mutations also queue behind each other, so a busy retry is rare.
  */
-import { and, asc, desc, eq, gt, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, lte, sql } from 'drizzle-orm'
 import { TermkeepError } from '../../schema/errors.ts'
+import { REGISTRY_EVENTS_KEPT } from '../../schema/limits.ts'
 import { archivedSessions, registryEvents, sessions, workspaces, workspaceSessions } from '../../schema/tables.ts'
 import type { RegistryIncrement, Session, Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
 import type { Database } from '../../storage/client.ts'
@@ -121,8 +122,19 @@ export async function eventsAfter(q: Queryable, after: number, limit: number): P
 
 // ── Writes ──────────────────────────────────────────────────────────────────
 
+/** Appends an increment and prunes what falls out of the kept window (REGISTRY_EVENTS_KEPT). */
 export async function appendEvent(tx: Tx, increment: RegistryIncrement): Promise<void> {
-  await tx.insert(registryEvents).values({ kind: increment.kind, payload: increment.payload, createdAt: Date.now() })
+  const [{ seq }] = await tx
+    .insert(registryEvents)
+    .values({ kind: increment.kind, payload: increment.payload, createdAt: Date.now() })
+    .returning({ seq: registryEvents.seq })
+  await tx.delete(registryEvents).where(lte(registryEvents.seq, seq! - REGISTRY_EVENTS_KEPT))
+}
+
+/** The oldest registry event still kept (0 when none). */
+export async function oldestSeq(q: Queryable): Promise<number> {
+  const [row] = await q.select({ seq: registryEvents.seq }).from(registryEvents).orderBy(asc(registryEvents.seq)).limit(1)
+  return row?.seq ?? 0
 }
 
 /** Renumbers positions 0..n-1 in the given order (lists are short; renumbering keeps them exact). */

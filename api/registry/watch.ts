@@ -3,14 +3,15 @@
  * increment from `registry_events` in sequence order, id = its sequence. The log is read by
  * polling, because other API instances write to the same database; a mutation in this process
  * wakes its watchers at once. A reconnect with Last-Event-ID gets no baseline, only what
- * followed that id (a cursor newer than the log, e.g. from another database, gets a baseline).
+ * followed that id; a cursor newer than the log (e.g. from another database) or older than the
+ * kept events (REGISTRY_EVENTS_KEPT; the ones after it were pruned) gets a baseline.
  */
 import { REGISTRY_POLL_MS } from '../../schema/limits.ts'
 import type { Database } from '../../storage/client.ts'
 import type { Authority } from '../auth/guard.ts'
 import type { SseSink } from '../sse.ts'
 import { scopeIncrement, scopeList } from './scope.ts'
-import { eventsAfter, latestSeq, listWorkspaces, onMutation } from './store.ts'
+import { eventsAfter, latestSeq, listWorkspaces, oldestSeq, onMutation } from './store.ts'
 
 const PAGE = 500
 
@@ -18,6 +19,12 @@ export interface WatchTuning {
   pollMs?: number
   /** End the stream (cleanly) after this many polls; the client resumes with Last-Event-ID. */
   maxPolls?: number
+}
+
+/** Every event after `after` is still in the log (none pruned), and `after` is not from the future. */
+async function resumable(db: Database, after: number): Promise<boolean> {
+  const [oldest, latest] = [await oldestSeq(db), await latestSeq(db)]
+  return after <= latest && (oldest === 0 || after >= oldest - 1)
 }
 
 export async function watchRegistry(
@@ -28,7 +35,7 @@ export async function watchRegistry(
   { pollMs = REGISTRY_POLL_MS, maxPolls = Infinity }: WatchTuning = {},
 ): Promise<void> {
   let cursor: number
-  if (resumeAfter !== undefined && resumeAfter <= (await latestSeq(db))) {
+  if (resumeAfter !== undefined && (await resumable(db, resumeAfter))) {
     cursor = resumeAfter
   } else {
     // One transaction: the baseline and its sequence describe the same moment.

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createToken, revokeToken } from '../../api/auth/tokens.ts'
 import { createApp } from '../../api/app.ts'
 import type { AppEnv } from '../../api/deps.ts'
+import { REGISTRY_EVENTS_KEPT } from '../../schema/limits.ts'
 import { startSqld, type RunningSqld } from '../support/sqld.ts'
 import { json, readEvents, send, startHarness, type Harness, type SseMessage } from './harness.ts'
 
@@ -177,6 +178,25 @@ function suite(label: string, open: () => Promise<{ h: Harness; stop?: () => Pro
       await revokeToken(h.storage.db, record.id)
       const error = (await events).find((e) => e.event === 'error')
       expect(json(error!).error.code).toBe('auth/invalid-token')
+    })
+
+    it('keeps the newest events only, and gives a watch resuming from before them a baseline', async () => {
+      // A long history, written directly (10,000 mutations through the API would take minutes).
+      await h.storage.client.execute(
+        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${REGISTRY_EVENTS_KEPT}) INSERT INTO registry_events (kind, payload, created_at) SELECT 'order', '{"workspaceIds":[]}', 0 FROM n`,
+      )
+      const [{ first }] = (await h.storage.client.execute('SELECT min(seq) AS first FROM registry_events')).rows as unknown as { first: number }[]
+      await post('/v1/workspaces', { path: freshDir(h, 'prune') }) // a mutation prunes
+      const [{ oldest, kept }] = (await h.storage.client.execute('SELECT min(seq) AS oldest, count(*) AS kept FROM registry_events')).rows as unknown as { oldest: number; kept: number }[]
+      expect(Number(kept)).toBe(REGISTRY_EVENTS_KEPT)
+      expect(Number(oldest)).toBeGreaterThan(Number(first))
+      // From before the kept window: increments are missing, so a fresh baseline.
+      const stale = named(await readEvents(await watch(h.app, token, String(Number(first))), (e) => named(e).length >= 1))
+      expect(stale[0]!.event).toBe('baseline')
+      // From just before the oldest kept event: every increment is there, no baseline.
+      const edge = named(await readEvents(await watch(h.app, token, String(Number(oldest) - 1)), (e) => named(e).length >= 1))
+      expect(edge[0]!.event).not.toBe('baseline')
+      expect(Number(edge[0]!.id)).toBe(Number(oldest))
     })
 
     it('refuses a malformed Last-Event-ID with a 400', async () => {
