@@ -91,6 +91,9 @@ export class SidecarClient {
       response = await this.#fetch(`${this.#url}${path}`, { ...init, headers, signal })
     } catch (cause) {
       if (init.signal?.aborted) throw cause
+      if (timeout.aborted && timeoutMs > SIDECAR_CONNECT_TIMEOUT_MS) {
+        throw new TermkeepError('sidecar/unavailable', `the terminal sidecar did not answer within ${timeoutMs / 1000} s`)
+      }
       throw new TermkeepError('sidecar/unavailable', 'the terminal sidecar is not reachable')
     } finally {
       settled = true

@@ -30,6 +30,8 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
     if ('status' in error && error.status === 401) {
       return c.json(new TermkeepError('auth/invalid-token', 'the sidecar secret is missing or wrong').toBody(), 401)
     }
+    // The caller left and its work stopped (a long read checks the request's signal): no bug.
+    if (c.req.raw.signal.aborted) return new Response(null, { status: 503 })
     console.error('termkeep sidecar: unexpected error', c.req.method, c.req.path, error)
     return c.json(new TermkeepError('internal/error', 'internal error').toBody(), 500)
   })

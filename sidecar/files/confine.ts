@@ -31,6 +31,8 @@ export interface OpenHooks {
   beforeOpen?(absolutePath: string): void | Promise<void>
   /** After the descriptor is verified, before anything is read from it. */
   afterOpen?(absolutePath: string): void | Promise<void>
+  /** The caller went away: long reads stop (a far text page scans the file up to its offset). */
+  signal?: AbortSignal
 }
 
 // ── Pure ─────────────────────────────────────────────────────────────────────────────────
@@ -81,6 +83,8 @@ export async function resolveExisting(scope: Scope, requested: string): Promise<
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ELOOP') throw notFound(requested, 'symlink-loop')
+    // A name or path longer than the file system allows names nothing that exists.
+    if (code === 'ENAMETOOLONG') throw notFound(requested, 'name-too-long')
     if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'EACCES') throw error
     assertInside(scope, await canonicalAncestor(target), requested)
     throw notFound(requested, code === 'EACCES' ? 'permission-denied' : undefined)

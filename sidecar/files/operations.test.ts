@@ -335,3 +335,58 @@ describe('stat and list', () => {
     expect(await failure(list(scope, 'hello.txt'))).toMatchObject({ code: 'files/not-directory', details: { kind: 'file' } })
   })
 })
+
+describe('edge cases a client can send', () => {
+  it('answers a name longer than the file system allows with files/not-found, never a 500', async () => {
+    const long = 'a'.repeat(300)
+    for (const operation of [readText(scope, long), stat(scope, long), list(scope, long), readText(scope, `sub/${long}/x.txt`)]) {
+      const error = await failure(operation)
+      expect([error.code, error.details?.reason]).toEqual(['files/not-found', 'name-too-long'])
+    }
+  })
+
+  it('stats a file that is removed and written again meanwhile as present or missing, never an error', async () => {
+    const churn = join(root, 'churn.txt')
+    let stop = false
+    const writer = (async () => {
+      while (!stop) {
+        writeFileSync(churn, 'x')
+        rmSync(churn, { force: true })
+        await new Promise((r) => setImmediate(r))
+      }
+    })()
+    const outcomes = new Set<string>()
+    try {
+      const deadline = Date.now() + 1_500
+      while (Date.now() < deadline) {
+        await Promise.all(
+          Array.from({ length: 8 }, () =>
+            stat(scope, 'churn.txt').then(
+              () => outcomes.add('found'),
+              (error: unknown) => outcomes.add(error instanceof TermkeepError ? error.code : `raw ${(error as Error).message}`),
+            ),
+          ),
+        )
+      }
+    } finally {
+      stop = true
+      await writer
+    }
+    expect([...outcomes].filter((o) => o !== 'found' && o !== 'files/not-found')).toEqual([])
+  })
+
+  it('stops scanning a big file for a far text page once the caller is gone', async () => {
+    const big = join(root, 'sparse.bin')
+    execFileSync('truncate', ['-s', '4G', big])
+    try {
+      const abort = new AbortController()
+      setTimeout(() => abort.abort(), 100)
+      const started = Date.now()
+      await expect(readText(scope, 'sparse.bin', { offset: 2 }, { signal: abort.signal })).rejects.toThrow(/abort/i)
+      // Scanning 4 GB of zeros for line 2 takes many seconds; the abort ends it within a chunk.
+      expect(Date.now() - started).toBeLessThan(3_000)
+    } finally {
+      rmSync(big, { force: true })
+    }
+  })
+})

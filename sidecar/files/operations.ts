@@ -16,6 +16,7 @@ import {
   openVerified,
   resolveExisting,
   versionOf,
+  notFound,
   type Opened,
   type OpenHooks,
   type Scope,
@@ -55,6 +56,7 @@ export function readText(
       const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES)
       let position = from.byte
       for (;;) {
+        hooks?.signal?.throwIfAborted()
         const { bytesRead } = await handle.read(buffer, 0, buffer.length, position)
         if (bytesRead === 0) break
         position += bytesRead
@@ -150,7 +152,10 @@ export async function readRelated(scope: Scope, path: string, relative: string, 
 /** Identity, kind, version and size of any entry (symlinks are followed, within the scope). */
 export async function stat(scope: Scope, path: string): Promise<FileStat> {
   const absolutePath = await resolveExisting(scope, path)
-  const checked = await lstat(absolutePath, { bigint: true })
+  // Removed or replaced since it was resolved: gone, as a later look would find it.
+  const checked = await lstat(absolutePath, { bigint: true }).catch((error: NodeJS.ErrnoException) => {
+    throw error.code === 'ENOENT' || error.code === 'ENOTDIR' ? notFound(path) : error
+  })
   const kind = kindOf(checked)
   if (kind !== 'file' && kind !== 'directory') return { absolutePath, kind, version: versionOf(checked) }
   // Regular files and directories are opened and verified, so a swap cannot report outside facts.

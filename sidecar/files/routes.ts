@@ -61,7 +61,7 @@ export function fileRoutes(deps: FileRoutesDeps): Hono {
   return new Hono()
     .get('/v1/sessions/:sid/files/text', async (c) => {
       const q = query(c, TextQuery)
-      return c.json(await readText(await scope(c), q.path, q))
+      return c.json(await readText(await scope(c), q.path, q, { signal: c.req.raw.signal }))
     })
     .get('/v1/sessions/:sid/files/bytes', async (c) => {
       const q = query(c, BytesQuery)
