@@ -59,7 +59,7 @@ function colours(display: DecodedDisplay) {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'termkeep-display-e2e-'))
-  fixture = shellsFixture({ colours: PROGRAM })
+  fixture = shellsFixture({ colours: PROGRAM, quick: 'printf done; exit 0' })
   sidecar = await startSidecar({ dataDir: dir, env: { TERMKEEP_SHELLS_FILE: fixture.shellsFile } })
   await insertSession(sidecar.databaseUrl, 's', dir)
   storage = await openStorage({ url: sidecar.databaseUrl })
@@ -120,5 +120,18 @@ describe('display end to end', () => {
     const restarted = await readDisplay(app(sidecar.url, sidecar.secret))
     expect(colours(restarted!)).toEqual(expected)
     expect(restarted!.viewport.slice(0, 3).map(text)).toEqual(['red bold rgb', '    spaces', 'tail'])
+  })
+
+  it('ends screen/watch at once for a terminal whose program already exited', async () => {
+    const http = new SidecarHttp(sidecar!)
+    expect((await http.json('PUT', '/v1/sessions/s/terminals/quick', { json: { cols: 40, rows: 5, shell: fixture.path('quick') } })).status).toBe(201)
+    await waitFor(async () => (await http.json('GET', '/v1/sessions/s/terminals/quick')).body.state === 'exited', 10_000, 'the program to exit')
+    const started = Date.now()
+    const watch = await http.sse('/v1/sessions/s/terminals/quick/screen/watch')
+    const closed = await watch.until((m) => m.event === 'closed')
+    watch.close()
+    expect(closed.event).toBe('closed')
+    // Not after a heartbeat interval (15 s): nothing more can change this screen.
+    expect(Date.now() - started).toBeLessThan(5_000)
   })
 })

@@ -50,23 +50,35 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
   app.get(`${one}/screen/watch`, async (c) => {
     const { sid, tid } = ids(c)
     const { emulator, journal } = await host.live(sid, tid)
-    const first = await emulator.request<ScreenProjection>(SCREEN_TEXT)
+    // Subscribed before the first projection: nothing applied after it goes unnoticed.
+    let dirty = false
+    let wake: (() => void) | undefined
+    const off = emulator.onApplied(() => {
+      dirty = true
+      wake?.()
+    })
+    let first: ScreenProjection
+    try {
+      first = await emulator.request<ScreenProjection>(SCREEN_TEXT)
+    } catch (error) {
+      off()
+      throw error
+    }
     return streamSSE(c, async (stream) => {
       let aborted = false
       stream.onAbort(() => {
         aborted = true
-      })
-      let dirty = false
-      let wake: (() => void) | undefined
-      const off = emulator.onApplied(() => {
-        dirty = true
-        wake?.()
       })
       try {
         let last = first
         await stream.writeSSE({ event: 'screen', id: String(first.sequence), data: JSON.stringify(first) })
         let sentAt = Date.now()
         while (!aborted) {
+          // The output ended and the last screen sent shows all of it: nothing will wake this loop.
+          if (!dirty && journal.ended && emulator.caughtUp) {
+            await stream.writeSSE({ event: 'closed', data: JSON.stringify({ sequence: last.sequence }) })
+            return
+          }
           if (!dirty) {
             const woke = await new Promise<boolean>((resolve) => {
               const timer = setTimeout(() => resolve(false), heartbeat)
