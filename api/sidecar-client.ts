@@ -29,6 +29,7 @@ import {
   ATTACHMENT_HEADER,
   PRINCIPAL_HEADER,
   type CloseResult,
+  type Sender,
   type CreateTerminal,
   type ShellList,
   type TerminalEnvironment,
@@ -292,12 +293,6 @@ function files(sid: string, operation: string, query: FileQuery): string {
   for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value))
   const search = params.size > 0 ? `?${params}` : ''
   return `${session(sid)}/files/${operation}${search}`
-}
-
-/** Who sends input or a resize: the follow attachment and the principal behind it. */
-export interface Sender {
-  attachment: string | undefined
-  principal?: string
 }
 
 function senderHeaders(headers: Headers, from: Sender): void {

@@ -23,13 +23,13 @@ import {
   TerminalInfo,
   TerminalList,
   TerminalParams,
+  type Sender,
 } from '../../schema/wire/terminals.ts'
 import { guard, streamOptions } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { lastEventId, relaySSE } from '../sse.ts'
 import { issuesTouch, sizeLimit, validate } from '../validate.ts'
-import type { Sender } from '../sidecar-client.ts'
 import { listTerminals, terminalInfo } from './store.ts'
 
 const tags = ['terminals']

@@ -31,6 +31,11 @@ export const ATTACHMENT_HEADER = 'Termkeep-Attachment'
  * in every terminal info) cannot type as it.
  */
 export const PRINCIPAL_HEADER = 'Termkeep-Principal'
+/** Who sends input or a resize: the follow attachment's id, and the principal behind it. */
+export interface Sender {
+  attachment: string | undefined
+  principal?: string
+}
 export const Principal = v.pipe(v.string(), v.regex(/^[\w-]{1,128}$/, 'principals are 1–128 of [A-Za-z0-9_-]'))
 
 export const TerminalShell = v.object({

@@ -8,12 +8,11 @@ import { TermkeepError } from '../../schema/errors.ts'
 import { DEFAULT_OUTPUT_PAGE_ITEMS, MAX_INPUT_BYTES } from '../../schema/limits.ts'
 import { AttachmentId, Geometry, SessionId, TerminalId } from '../../schema/wire/common.ts'
 import { OutputQuery, type OutputPage, WatchQuery } from '../../schema/wire/output.ts'
-import { ATTACHMENT_HEADER, CreateTerminal, PRINCIPAL_HEADER, Principal, RenameTerminal } from '../../schema/wire/terminals.ts'
+import { ATTACHMENT_HEADER, CreateTerminal, PRINCIPAL_HEADER, Principal, RenameTerminal, type Sender } from '../../schema/wire/terminals.ts'
 import { sseResponse } from '../http/sse.ts'
 import { jsonBody, parse, rawBody } from '../http/validate.ts'
 import { watchOutput } from '../journal/watch.ts'
 import type { TerminalHost } from '../terminals/host.ts'
-import type { Sender } from '../terminals/terminal.ts'
 import { follow, retain } from '../terminals/streams.ts'
 
 const LastEventId = v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'Last-Event-ID is a sequence number'), v.transform(Number))

@@ -7,7 +7,7 @@ import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import { TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
-import type { TerminalInfo, TerminalShell } from '../../schema/wire/terminals.ts'
+import type { Sender, TerminalInfo, TerminalShell } from '../../schema/wire/terminals.ts'
 import type { Emulator } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import { Notifier } from '../journal/notifier.ts'
@@ -29,15 +29,6 @@ export interface TerminalInit {
   store: TerminalStore
 }
 
-/**
- * Who sends input or a resize: the follow attachment's id, and the principal behind it (the API
- * passes the token id in Termkeep-Principal). An attachment id shows in every info, so the id
- * alone must not be enough: control needs the same principal as the follow that holds it.
- */
-export interface Sender {
-  attachment: string | undefined
-  principal?: string
-}
 
 interface Controller {
   id: string
