@@ -105,7 +105,7 @@ describe('web page (Chromium, full stack)', () => {
     // A path that is not a directory is refused with the server's message, in place.
     await page.fill('#workspace-path', `${stack.workspaceDir}/missing`)
     await page.keyboard.press('Enter')
-    await waitFor(async () => ((await page.locator('.add-workspace [role="alert"]').textContent()) ?? '').length > 0, 10_000, 'the refusal')
+    await waitFor(async () => ((await page.locator('.sidebar [role="alert"]').textContent()) ?? '').length > 0, 10_000, 'the refusal')
     expect(await page.locator('.workspace').count()).toBe(0)
     await page.fill('#workspace-path', stack.workspaceDir)
     await page.keyboard.press('Enter')
@@ -298,6 +298,56 @@ describe('web page (Chromium, full stack)', () => {
     expect(await page.locator('.ended-toggle button').getAttribute('aria-expanded')).toBe('true')
     await page.locator('.ended-toggle button').click()
     await page.locator(`.terminal-tab[data-terminal-id="${ended[0]!.id}"]`).waitFor({ state: 'detached' })
+  })
+
+  it('archives and unarchives a session, renames a workspace and removes one from the list', async () => {
+    const { page } = browser
+    const alert = page.locator('.sidebar [role="alert"]')
+    const workspace = page.locator('.workspace', { hasText: stack.workspaceDir })
+    const row = (id: string) => workspace.locator('li', { has: page.locator(`[data-session-id="${id}"]`) })
+    const archived = async () => (await client.registry()).archivedSessionIds
+
+    await row(sessionId).getByRole('button', { name: /^Archive/ }).click()
+    await row(sessionId).waitFor({ state: 'detached' })
+    expect(await archived()).toContain(sessionId)
+    const toggle = workspace.locator('.archived-toggle button')
+    expect(await toggle.textContent()).toBe('1 archived…')
+    await toggle.click()
+    await row(sessionId).getByRole('button', { name: /^Unarchive/ }).click()
+    await toggle.waitFor({ state: 'detached' })
+    expect(await archived()).not.toContain(sessionId)
+    await row(sessionId).getByRole('button', { name: /^Archive/ }).waitFor()
+
+    const otherDir = realpathSync(mkdtempSync(join(tmpdir(), 'termkeep-page-other-')))
+    try {
+      const { workspace: other } = await client.createWorkspace(otherDir)
+      const second = page.locator(`.workspace[data-workspace-id="${other.id}"]`)
+      await second.waitFor()
+      const titleOf = async (id: string) => (await client.registry()).workspaces.find((w) => w.id === id)?.title
+      page.once('dialog', (dialog) => void dialog.accept('  scratch space  '))
+      await second.getByRole('button', { name: /^Rename/ }).click()
+      await second.locator('.title', { hasText: 'scratch space' }).waitFor()
+      expect(await titleOf(other.id)).toBe('scratch space')
+      // A name another workspace has is refused in words, and nothing changes.
+      const taken = (await client.registry()).workspaces.find((w) => w.id !== other.id)!.title
+      page.once('dialog', (dialog) => void dialog.accept(taken))
+      await second.getByRole('button', { name: /^Rename/ }).click()
+      await waitFor(async () => /^Could not rename the workspace: .+/.test((await alert.textContent()) ?? ''), 10_000, 'the refusal')
+      expect(await titleOf(other.id)).toBe('scratch space')
+      // Remove asks first: declined, it stays; accepted, it leaves the list and the directory stays.
+      page.once('dialog', (dialog) => void dialog.dismiss())
+      await second.getByRole('button', { name: /^Remove/ }).click()
+      await waitFor(async () => (await second.getByRole('button', { name: /^Remove/ }).isEnabled()), 10_000, 'the declined removal')
+      expect(await titleOf(other.id)).toBe('scratch space')
+      page.once('dialog', (dialog) => void dialog.accept())
+      await second.getByRole('button', { name: /^Remove/ }).click()
+      await second.waitFor({ state: 'detached' })
+      expect(await titleOf(other.id)).toBeUndefined()
+      expect(realpathSync(otherDir)).toBe(otherDir)
+      expect(await alert.textContent()).toBe('')
+    } finally {
+      rmSync(otherDir, { recursive: true, force: true })
+    }
   })
 
   it('shows the persisted display, read-only, once the sidecar is stopped', async () => {

@@ -113,6 +113,21 @@ export class TermkeepClient {
     return (await this.json<{ session: Session }>('POST', '/v1/sessions', { json: title ? { cwd, title } : { cwd } })).session
   }
 
+  async renameWorkspace(wid: string, title: string): Promise<Workspace> {
+    return (await this.json<{ workspace: Workspace }>('PATCH', `/v1/workspaces/${seg(wid)}`, { json: { title } })).workspace
+  }
+
+  /** Unregisters a workspace: nothing on disk changes and its sessions stay recorded. */
+  async removeWorkspace(wid: string): Promise<void> {
+    await this.request('DELETE', `/v1/workspaces/${seg(wid)}`)
+  }
+
+  /** Archives (`true`) or unarchives a session; returns the archived session ids. */
+  async archiveSession(sid: string, archived: boolean): Promise<string[]> {
+    const result = await this.json<{ archivedSessionIds: string[] }>(archived ? 'POST' : 'DELETE', `/v1/sessions/${seg(sid)}/archive`)
+    return result.archivedSessionIds
+  }
+
   async session(sid: string): Promise<Session> {
     return (await this.json<{ session: Session }>('GET', `/v1/sessions/${seg(sid)}`)).session
   }

@@ -1,6 +1,8 @@
 /**
  * The navigation column: workspaces and their sessions in the user's order, live from the registry
- * watch; a form to add a workspace by directory path; a button per workspace to start a session.
+ * watch; a form to add a workspace by directory path; per workspace, buttons to start a session,
+ * rename it and remove it from the list; per session, archive (archived ones fold away behind a
+ * toggle, with unarchive).
  */
 import type { Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
 import { sessionLabel, type TermkeepClient } from '../client/api.ts'
@@ -18,6 +20,8 @@ export class Sidebar {
   #registry: WorkspaceList | undefined
   #titles = new Map<string, string>()
   #selected: string | undefined
+  /** Workspaces whose archived sessions are shown. */
+  #showArchived = new Set<string>()
 
   constructor(
     private readonly client: TermkeepClient,
@@ -38,14 +42,13 @@ export class Sidebar {
       { class: 'add-workspace', 'aria-label': 'Add a workspace' },
       h('label', { for: 'workspace-path' }, 'Add a workspace (directory path)'),
       h('div', { class: 'row' }, input, h('button', { type: 'submit' }, 'Add')),
-      this.#error,
     )
     form.addEventListener('submit', (event) => {
       event.preventDefault()
       void this.#add(input)
     })
     this.#list = h('ul', { class: 'workspaces', 'aria-label': 'Workspaces' })
-    this.element = h('nav', { class: 'sidebar', 'aria-label': 'Workspaces and sessions' }, h('h2', {}, 'Workspaces'), this.#list, form)
+    this.element = h('nav', { class: 'sidebar', 'aria-label': 'Workspaces and sessions' }, h('h2', {}, 'Workspaces'), this.#list, this.#error, form)
     this.#render()
   }
 
@@ -77,6 +80,32 @@ export class Sidebar {
     }
   }
 
+  /** Runs a registry change; the registry watch shows its result, a failure is said in words. */
+  async #change(doing: string, action: () => Promise<unknown>): Promise<void> {
+    this.#error.textContent = ''
+    try {
+      await action()
+    } catch (error) {
+      this.#error.textContent = failure(doing, error)
+    }
+  }
+
+  #rename(workspace: Workspace): Promise<void> {
+    const title = window.prompt('New name for this workspace', workspace.title)
+    if (title === null) return Promise.resolve()
+    return this.#change('Could not rename the workspace', () => this.client.renameWorkspace(workspace.id, title))
+  }
+
+  #remove(workspace: Workspace): Promise<void> {
+    const question = `Remove “${workspace.title}” from the list? Nothing on disk changes, and its sessions and terminals stay as they are.`
+    if (!window.confirm(question)) return Promise.resolve()
+    return this.#change('Could not remove the workspace', () => this.client.removeWorkspace(workspace.id))
+  }
+
+  #archive(sessionId: string, archived: boolean): Promise<void> {
+    return this.#change(archived ? 'Could not archive the session' : 'Could not unarchive the session', () => this.client.archiveSession(sessionId, archived))
+  }
+
   #sessionTitle(sessionId: string): string {
     const known = this.#titles.get(sessionId)
     if (known !== undefined) return known
@@ -91,11 +120,10 @@ export class Sidebar {
   /** Re-renders, keeping keyboard focus on the same control when it still exists. */
   #render(): void {
     const focused = document.activeElement instanceof HTMLElement && this.#list.contains(document.activeElement) ? document.activeElement : undefined
-    const key = focused?.dataset.sessionId ?? focused?.dataset.startWorkspace
+    const key = focused?.dataset.key
     this.#draw()
     if (key === undefined) return
-    const again = this.#list.querySelector<HTMLElement>(`[data-session-id="${CSS.escape(key)}"], [data-start-workspace="${CSS.escape(key)}"]`)
-    again?.focus()
+    this.#list.querySelector<HTMLElement>(`[data-key="${CSS.escape(key)}"]`)?.focus()
   }
 
   #draw(): void {
@@ -108,48 +136,89 @@ export class Sidebar {
       fill(this.#list, h('li', { class: 'muted' }, 'No workspaces yet. Add a directory below.'))
       return
     }
-    fill(
-      this.#list,
-      ...this.#registry.workspaces.map((workspace) => {
-        const sessions = workspace.sessionIds.filter((id) => !archived.has(id))
-        const start = h(
+    fill(this.#list, ...this.#registry.workspaces.map((workspace) => this.#drawWorkspace(workspace, archived)))
+  }
+
+  #drawWorkspace(workspace: Workspace, archived: Set<string>): HTMLElement {
+    /** A small button that stays disabled while its action runs; `label` names it for screen readers. */
+    const small = (key: string, label: string | undefined, text: string, onclick: () => Promise<void>, danger = false) => {
+      const button = h('button', { type: 'button', class: danger ? 'small danger' : 'small', 'data-key': key, 'aria-label': label, title: label }, text)
+      button.addEventListener('click', () => {
+        button.disabled = true
+        void onclick().finally(() => (button.disabled = false))
+      })
+      return button
+    }
+    const start = small(`start:${workspace.id}`, undefined, '+ Session', () => this.actions.startSession(workspace))
+    start.title = `Start a session in ${workspace.path}`
+    const live = workspace.sessionIds.filter((id) => !archived.has(id))
+    const hidden = workspace.sessionIds.filter((id) => archived.has(id))
+    const expanded = this.#showArchived.has(workspace.id)
+    const sessionRow = (id: string, isArchived: boolean) =>
+      h(
+        'li',
+        { class: isArchived ? 'archived' : undefined },
+        h(
           'button',
-          { type: 'button', class: 'small', title: `Start a session in ${workspace.path}`, 'data-start-workspace': workspace.id },
-          '+ Session',
-        )
-        start.addEventListener('click', () => {
-          start.disabled = true
-          void this.actions.startSession(workspace).finally(() => (start.disabled = false))
-        })
-        return h(
-          'li',
-          { class: 'workspace', 'data-workspace-id': workspace.id },
-          h('div', { class: 'workspace-head' }, h('span', { class: 'title', title: workspace.path }, workspace.title), start),
-          h('div', { class: 'path muted' }, workspace.path),
-          h(
-            'ul',
-            { class: 'sessions', 'aria-label': `Sessions in ${workspace.title}` },
-            ...sessions.map((id) =>
-              h(
-                'li',
-                {},
-                h(
-                  'button',
-                  {
-                    type: 'button',
-                    class: 'session',
-                    'data-session-id': id,
-                    title: id,
-                    'aria-current': id === this.#selected ? 'page' : undefined,
-                    onclick: () => this.actions.openSession(id),
-                  },
-                  this.#sessionTitle(id),
-                ),
-              ),
-            ),
-          ),
-        )
-      }),
+          {
+            type: 'button',
+            class: 'session',
+            'data-session-id': id,
+            'data-key': `open:${id}`,
+            title: id,
+            'aria-current': id === this.#selected ? 'page' : undefined,
+            onclick: () => this.actions.openSession(id),
+          },
+          this.#sessionTitle(id),
+        ),
+        isArchived
+          ? small(`unarchive:${id}`, `Unarchive ${this.#sessionTitle(id)}`, 'Unarchive', () => this.#archive(id, false))
+          : small(`archive:${id}`, `Archive ${this.#sessionTitle(id)}`, 'Archive', () => this.#archive(id, true)),
+      )
+    const toggle =
+      hidden.length > 0 &&
+      h(
+        'li',
+        { class: 'archived-toggle' },
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'small',
+            'data-key': `archived:${workspace.id}`,
+            'aria-expanded': String(expanded),
+            onclick: () => {
+              if (expanded) this.#showArchived.delete(workspace.id)
+              else this.#showArchived.add(workspace.id)
+              this.#render()
+            },
+          },
+          expanded ? `Hide ${hidden.length} archived` : `${hidden.length} archived…`,
+        ),
+      )
+    return h(
+      'li',
+      { class: 'workspace', 'data-workspace-id': workspace.id },
+      h(
+        'div',
+        { class: 'workspace-head' },
+        h('span', { class: 'title', title: workspace.path }, workspace.title),
+        start,
+      ),
+      h(
+        'div',
+        { class: 'workspace-foot' },
+        h('span', { class: 'path muted', title: workspace.path }, workspace.path),
+        small(`rename:${workspace.id}`, `Rename ${workspace.title}`, 'Rename', () => this.#rename(workspace)),
+        small(`remove:${workspace.id}`, `Remove ${workspace.title} from the list`, 'Remove', () => this.#remove(workspace), true),
+      ),
+      h(
+        'ul',
+        { class: 'sessions', 'aria-label': `Sessions in ${workspace.title}` },
+        ...live.map((id) => sessionRow(id, false)),
+        toggle,
+        ...(expanded ? hidden.map((id) => sessionRow(id, true)) : []),
+      ),
     )
   }
 }
