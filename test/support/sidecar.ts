@@ -3,7 +3,7 @@
  * it by pid. Tests use this, never an in-process fake.
  */
 import { fork, type ChildProcess } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SIDECAR_NODE_FLAGS } from '../../sidecar/node-flags.ts'
@@ -39,10 +39,16 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
   const secret = options.secret ?? `test-secret-${Math.random().toString(36).slice(2)}-xxxxxxxx`
   const port = options.port ?? (await freePort())
   const url = `http://127.0.0.1:${port}`
+  // The shells it starts read their rc files from an empty home, not the machine's: a dotfile that
+  // waits (here pyenv's `init`, stuck for 60 s behind a lock left by a shell killed mid-start)
+  // would stall every later test that types into a shell.
+  const home = join(dataDir, 'home')
+  mkdirSync(home, { recursive: true })
   const child = fork(ENTRY, [], {
     execArgv: ['--import', 'tsx', ...SIDECAR_NODE_FLAGS, ...(process.env.TERMKEEP_SIDECAR_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     env: {
       ...process.env,
+      HOME: home,
       ...options.env,
       TERMKEEP_DATA_DIR: dataDir,
       DATABASE_URL: databaseUrl,
