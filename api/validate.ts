@@ -2,17 +2,18 @@
  * Request validation, one way for every route: hono-openapi's Standard Schema `validator` (so the
  * same valibot schema validates and documents), with the failure turned into the one error shape
  * `{error:{code:'request/invalid',message}}` (400) instead of the library's default body. JSON
- * bodies are size-checked first (413 `request/too-large`) so a huge body is never parsed.
+ * bodies are size-checked first (413 `request/too-large`) so a huge body is never parsed, then
+ * checked as UTF-8, an object and not nested deeper than MAX_JSON_DEPTH before they are parsed.
  *
  *   routes.post('/v1/x/:id', describeRoute({...}), guard('...'), validate('param', P),
  *     validate('json', Body), (c) => c.json(handle(c.req.valid('json'))))
  */
 import type { StandardSchemaV1 } from '@standard-schema/spec'
-import type { Env, MiddlewareHandler, ValidationTargets } from 'hono'
+import type { Context, Env, MiddlewareHandler, ValidationTargets } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { uniqueSymbol, validator } from 'hono-openapi'
 import { TermkeepError, type ErrorCode } from '../schema/errors.ts'
-import { MAX_JSON_BODY_BYTES } from '../schema/limits.ts'
+import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH } from '../schema/limits.ts'
 
 export interface ValidateOptions {
   /** The error code for a failure (default `request/invalid`); e.g. `terminal/invalid-geometry`. */
@@ -68,6 +69,67 @@ export function sizeLimit(maxSize: number, onTooLarge: () => never | Promise<nev
 
 /** application/json or application/<x>+json, with or without parameters (charset). */
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json\s*(;|$)/i
+const CHARSET_PARAM = /;\s*charset\s*=\s*"?([^";\s]*)/i
+const UTF8 = new TextDecoder('utf-8', { fatal: true })
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+
+/**
+ * Pure: what is wrong with a JSON request body before it is parsed, or undefined. Every request
+ * body is an object (valibot's object schema also takes an array, so `[]` would pass as `{}`),
+ * nested at most `maxDepth` deep: JSON.parse has no depth bound, and a deep body costs seconds and
+ * gigabytes before any schema sees it. Malformed JSON is left to the parser.
+ * Written here because no kept library bounds nesting without parsing first. A byte scan: the
+ * structural characters are ASCII, which never occurs inside a UTF-8 sequence; strings are
+ * skipped with indexOf to their closing quote (one preceded by an even run of backslashes).
+ */
+export function jsonBodyProblem(bytes: Uint8Array, maxDepth: number): string | undefined {
+  let at = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0 // a BOM
+  while (at < bytes.length && (bytes[at] === 0x20 || bytes[at] === 0x09 || bytes[at] === 0x0a || bytes[at] === 0x0d)) at++
+  if (at === bytes.length) return undefined
+  if (bytes[at] !== 0x7b) return 'the body must be a JSON object'
+  let depth = 0
+  for (; at < bytes.length; at++) {
+    const byte = bytes[at]
+    if (byte === QUOTE) {
+      let end = bytes.indexOf(QUOTE, at + 1)
+      while (end !== -1) {
+        let slashes = 0
+        while (bytes[end - 1 - slashes] === BACKSLASH) slashes++
+        if (slashes % 2 === 0) break
+        end = bytes.indexOf(QUOTE, end + 1)
+      }
+      if (end === -1) return undefined // unterminated: the parser says so
+      at = end
+    } else if (byte === 0x7b || byte === 0x5b) {
+      if (++depth > maxDepth) return `the body is nested more than ${maxDepth} levels deep`
+    } else if (byte === 0x7d || byte === 0x5d) {
+      depth--
+    }
+  }
+  return undefined
+}
+
+/**
+ * Reads a JSON body once, as bytes: it must be UTF-8 (RFC 8259; a charset parameter naming another
+ * is refused, invalid bytes are not replaced by U+FFFD) and pass jsonBodyProblem. hono caches the
+ * bytes, so the validator's `c.req.json()` reads them again from memory, not from the network.
+ */
+async function checkJsonBody(c: Context): Promise<void> {
+  const charset = CHARSET_PARAM.exec(c.req.header('content-type') ?? '')?.[1]?.toLowerCase()
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new TermkeepError('request/invalid', `JSON bodies are UTF-8; charset=${charset} is not accepted`)
+  }
+  const bytes = new Uint8Array(await c.req.arrayBuffer())
+  try {
+    UTF8.decode(bytes)
+  } catch {
+    throw new TermkeepError('request/invalid', 'the body is not valid UTF-8')
+  }
+  const problem = jsonBodyProblem(bytes, MAX_JSON_DEPTH)
+  if (problem) throw new TermkeepError('request/invalid', problem)
+}
 
 export function validate<S extends StandardSchemaV1, T extends keyof ValidationTargets, E extends Env = Env, P extends string = string>(
   target: T,
@@ -95,6 +157,7 @@ export function validate<S extends StandardSchemaV1, T extends keyof ValidationT
       throw new TermkeepError('request/invalid', 'the body must be JSON, sent with Content-Type: application/json')
     }
     await sizeCheck(c, async () => {
+      if (sent) await checkJsonBody(c)
       await inner(c, next)
     })
   }) as typeof inner

@@ -136,12 +136,17 @@ export const REGISTRY_EVENTS_KEPT = 10_000
 // ── Session resources ───────────────────────────────────────────────────────
 /** One stored attachment or archived tool result. */
 export const MAX_RESOURCE_BYTES = 32 * MiB
+/** An attachment's name or a tool result's tool name (graphemes). */
+export const MAX_RESOURCE_NAME_CHARS = 255
 
 // ── HTTP ────────────────────────────────────────────────────────────────────
 /** SSE comment heartbeat, so proxies and clients see a live stream. */
 export const SSE_HEARTBEAT_MS = 15_000
 /** JSON request bodies (raw input has its own limit). */
 export const MAX_JSON_BODY_BYTES = 1 * MiB
+/** Nesting of a JSON request body (arrays and objects). Every request schema is 2–3 deep; V8
+ * parses a 40 MB `[[[[…` in ~10 s and ~2 GB while the API serves nobody. */
+export const MAX_JSON_DEPTH = 32
 /** How long the API waits for the sidecar before answering 503. */
 export const SIDECAR_CONNECT_TIMEOUT_MS = 2_000
 /** Sidecar calls that do real work before answering (create spawns a shell; follow waits for the

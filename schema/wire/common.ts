@@ -38,18 +38,23 @@ const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/g
 /** Anything but whitespace and invisible format characters (zero-width space, BOM, …). */
 const VISIBLE_CHAR = /[^\s\p{Z}\p{Cf}]/u
 
+/** Half of a surrogate pair on its own (JSON's `"\ud800"`): not text, and stored as U+FFFD. */
+const LONE_SURROGATE = /\p{Cs}/u
+
 /**
- * A user-given title: NFC (so two spellings of "á" are one title), trimmed, with at least one
- * visible character and no control characters, at most `max` characters as a reader counts them
- * (graphemes: an emoji is one, not two UTF-16 units).
+ * A user-given title or name: NFC (so two spellings of "á" are one title), trimmed, with at least
+ * one visible character and no control characters or lone surrogates, at most `max` characters as
+ * a reader counts them (graphemes: an emoji is one, not two UTF-16 units). `noun` is plural
+ * ("titles", "token names").
  */
 export function titleSchema(max: number, noun: string) {
   return v.pipe(
     v.string(),
+    v.check((title) => !LONE_SURROGATE.test(title), `${noun} must be valid Unicode (a lone surrogate is not)`),
     v.normalize('NFC'),
     v.trim(),
     v.check((title) => !title.match(CONTROL_CHARS), `${noun} cannot contain control characters`),
-    v.check((title) => VISIBLE_CHAR.test(title), 'a title needs at least one visible character'),
+    v.check((title) => VISIBLE_CHAR.test(title), `${noun} need at least one visible character`),
     v.maxGraphemes(max, `${noun} are at most ${max} characters`),
   )
 }

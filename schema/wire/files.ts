@@ -22,7 +22,8 @@
  * outside-workspace {path}, bad-request {reason}. `version` is opaque: compare it for equality, never parse it.
  */
 import * as v from 'valibot'
-import { MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES, MAX_PATH_CHARS, MAX_RESOURCE_BYTES, TERMINAL_ID_PATTERN } from '../limits.ts'
+import { MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES, MAX_PATH_CHARS, MAX_RESOURCE_BYTES, MAX_RESOURCE_NAME_CHARS, TERMINAL_ID_PATTERN } from '../limits.ts'
+import { titleSchema } from './common.ts'
 
 // ── Queries (strings on the wire; numbers must be plain safe integers) ─────────────────────
 
@@ -179,7 +180,7 @@ export const ResourceId = v.pipe(v.string(), v.regex(TERMINAL_ID_PATTERN, 'resou
 
 /** `content` is UTF-8 text, or base64 with `encoding: 'base64'`; at most 32 MiB decoded. */
 export const StoreAttachment = v.strictObject({
-  name: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(255)),
+  name: titleSchema(MAX_RESOURCE_NAME_CHARS, 'attachment names'),
   mediaType: v.optional(v.pipe(v.string(), v.regex(/^[\w.+-]+\/[\w.+-]+(;.*)?$/, 'a media type like text/plain')), 'text/plain'),
   encoding: v.optional(v.picklist(['utf8', 'base64']), 'utf8'),
   content: v.string(),
@@ -187,7 +188,7 @@ export const StoreAttachment = v.strictObject({
 export type StoreAttachment = v.InferOutput<typeof StoreAttachment>
 
 export const StoreToolResult = v.strictObject({
-  toolName: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(255)),
+  toolName: titleSchema(MAX_RESOURCE_NAME_CHARS, 'tool names'),
   content: v.string(),
 })
 export type StoreToolResult = v.InferOutput<typeof StoreToolResult>

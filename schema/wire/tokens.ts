@@ -9,10 +9,12 @@
 import * as v from 'valibot'
 import { GRANTS } from '../grants.ts'
 import { MAX_PATH_CHARS, MAX_TIMESTAMP_MS } from '../limits.ts'
-import { SessionId } from './common.ts'
+import { SessionId, titleSchema } from './common.ts'
 
 /** Sessions one token may name; more is a sign of a token that should be `all`. */
 export const MAX_TOKEN_SESSIONS = 1_000
+/** A token's name (graphemes): it is listed by `GET /v1/tokens` and `termkeep token list`. */
+export const MAX_TOKEN_NAME_CHARS = 100
 
 export const Grant = v.picklist(GRANTS)
 
@@ -24,7 +26,7 @@ export const ADMIN_NEEDS_ALL_SESSIONS = 'the admin grant manages every token: gi
 
 export const CreateToken = v.pipe(
   v.object({
-    name: v.pipe(v.string(), v.trim(), v.minLength(1, 'a token needs a name'), v.maxLength(100, 'token names are at most 100 characters')),
+    name: titleSchema(MAX_TOKEN_NAME_CHARS, 'token names'),
     grants: v.pipe(v.array(Grant), v.minLength(1, 'give at least one grant')),
     sessions: v.union([v.literal('all'), v.pipe(v.array(SessionId), v.minLength(1), v.maxLength(MAX_TOKEN_SESSIONS))]),
     /** Absolute expiry, epoch milliseconds. */

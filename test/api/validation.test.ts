@@ -7,7 +7,7 @@ import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { GRANTS } from '../../schema/grants.ts'
-import { MAX_INPUT_BYTES, MAX_JSON_BODY_BYTES } from '../../schema/limits.ts'
+import { MAX_INPUT_BYTES, MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH, MAX_RESOURCE_BYTES } from '../../schema/limits.ts'
 import { startHarness, type Harness } from './harness.ts'
 import { openApiPath, ROUTES } from './route-table.ts'
 
@@ -77,6 +77,20 @@ describe('request validation', () => {
     ['POST', '/v1/workspaces/WID/move', '{"beforeId":"ws_x"}', 400, 'request/invalid', { 'content-type': 'application/x-www-form-urlencoded' }],
     ['POST', '/v1/workspaces', '{"path":"/tmp"}', 400, 'request/invalid', { 'content-type': 'text/plain;charset=UTF-8' }],
     ['PATCH', '/v1/workspaces/WID', '{"title":"y"}', 400, 'request/invalid', { 'content-type': 'multipart/form-data; boundary=x' }],
+    // Every body is a JSON object: an array is not read as {} (a move would go to the end).
+    ['POST', '/v1/workspaces/WID/move', [], 400, 'request/invalid'],
+    ['POST', '/v1/workspaces/WID/move', [[['x']]], 400, 'request/invalid'],
+    ['POST', '/v1/workspaces/WID/move', ' "ws_x"', 400, 'request/invalid', { 'content-type': 'application/json' }],
+    // Nesting beyond MAX_JSON_DEPTH is refused before parsing, even inside an object.
+    ['PATCH', '/v1/workspaces/WID', `{"title":${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}}`, 400, 'request/invalid', { 'content-type': 'application/json' }],
+    // UTF-8 only: invalid bytes are not turned into U+FFFD, another charset is not read as UTF-8.
+    ['PATCH', '/v1/workspaces/WID', new Uint8Array([...new TextEncoder().encode('{"title":"a'), 0xff, 0xfe, ...new TextEncoder().encode('"}')]), 400, 'request/invalid', { 'content-type': 'application/json' }],
+    ['PATCH', '/v1/workspaces/WID', '{"title":"caf\u00e9"}', 400, 'request/invalid', { 'content-type': 'application/json; charset=latin1' }],
+    // A lone surrogate is not text (it would be stored as U+FFFD).
+    ['PATCH', '/v1/workspaces/WID', '{"title":"a\\ud800"}', 400, 'request/invalid', { 'content-type': 'application/json' }],
+    ['POST', '/v1/tokens', { name: 'red\u001b[31m', grants: ['workspaces:read'], sessions: 'all' }, 400, 'request/invalid'],
+    ['POST', '/v1/sessions/s1/attachments', { name: 'a\u0000b', content: 'x' }, 400, 'request/invalid'],
+    ['POST', '/v1/sessions/s1/tool-results', { toolName: '\u200b', content: 'x' }, 400, 'request/invalid'],
   ]
   it.each(cases)('%s %s %j → %i %s', async (method, path, body, status, code, headers) => {
     const before = await snapshot()
@@ -103,6 +117,22 @@ describe('request validation', () => {
     } as RequestInit)
     await expectError(chunked, 413, 'request/too-large')
     expect(await snapshot()).toBe(before)
+  })
+
+  it('refuses a deeply nested body before parsing it, on the routes that take 32 MiB bodies too', async () => {
+    const deep = `{"name":"x","content":"y","z":${'['.repeat(MAX_RESOURCE_BYTES / 4)}${']'.repeat(MAX_RESOURCE_BYTES / 4)}}`
+    const before = await snapshot()
+    const response = await h.request('POST', '/v1/sessions/s1/attachments', { token: admin, body: deep, headers: { 'content-type': 'application/json' } })
+    expect(((await response.clone().json()) as any).error.message).toContain(`more than ${MAX_JSON_DEPTH} levels`)
+    await expectError(response, 400, 'request/invalid')
+    expect(await snapshot()).toBe(before)
+    // Depth counts only structure: brackets and escaped quotes inside strings are text.
+    const name = `[{\\"${'['.repeat(100)}`
+    const stored = await h.request('POST', '/v1/sessions/s1/tool-results', { token: admin, body: { toolName: 'brackets', content: name } })
+    expect(stored.status, await stored.clone().text()).toBe(201)
+    // A BOM before the object is allowed (RFC 8259 lets a parser ignore it).
+    const bom = await h.request('PATCH', `/v1/workspaces/${wid}`, { token: admin, body: '\ufeff{"title":"with bom"}', headers: { 'content-type': 'application/json; charset=utf-8' } })
+    expect(bom.status, await bom.clone().text()).toBe(200)
   })
 
   it('refuses input over 64 KiB with 413 terminal/input-too-large, counted or declared', async () => {
