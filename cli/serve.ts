@@ -14,9 +14,23 @@ import type { Config } from '../schema/config.ts'
 import { openStorage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
 import { SIDECAR_NODE_FLAGS } from '../sidecar/node-flags.ts'
+import { SIDECAR_STOP_GRACE_MS } from '../schema/limits.ts'
 
 const SIDECAR_ENTRY = fileURLToPath(new URL('../sidecar/main.ts', import.meta.url))
 const SIDECAR_START_TIMEOUT_MS = 30_000
+
+/** A database URL fit for a message: any password or query (an auth token) left out. */
+function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.protocol === 'file:') return url
+    parsed.password = ''
+    parsed.search = ''
+    return parsed.toString()
+  } catch {
+    return url
+  }
+}
 
 /** The local pair's shared secret: from SIDECAR_SECRET, else generated once into the data dir. */
 export function localSidecarSecret(config: Config): string {
@@ -53,8 +67,15 @@ function startSidecar(config: Config, secret: string): Promise<ChildProcess> {
 export async function serveCommand(config: Config): Promise<void> {
   mkdirSync(config.dataDir, { recursive: true })
   const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
-  const { applied } = await migrate(storage.client)
-  if (applied > 0) console.log(`termkeep: applied ${applied} database migration(s)`)
+  try {
+    const { applied } = await migrate(storage.client)
+    if (applied > 0) console.log(`termkeep: applied ${applied} database migration(s)`)
+  } catch (error) {
+    const cause = (error as Error & { cause?: Error }).cause?.message
+    console.error(`termkeep: the database at ${redactedUrl(config.databaseUrl)} (DATABASE_URL) could not be opened: ${(error as Error).message}${cause ? ` (${cause})` : ''}; stopping`)
+    storage.close()
+    process.exit(1)
+  }
   const secret = localSidecarSecret(config)
   let sidecar: ChildProcess
   try {
@@ -66,13 +87,25 @@ export async function serveCommand(config: Config): Promise<void> {
     process.exit(1)
   }
   let api: RunningApi | undefined
+  let stopping = false
+  const sidecarExited = new Promise<void>((resolve) => sidecar.once('exit', () => resolve()))
   const stop = async (code: number) => {
+    if (stopping) return
+    stopping = true
     await api?.close()
-    sidecar.kill('SIGTERM')
+    // Wait for the sidecar's own shutdown (last screens saved, processes killed, rows retired): a
+    // supervisor that kills what is left once this process exits would cut it short.
+    if (sidecar.exitCode === null && sidecar.signalCode === null) {
+      sidecar.kill('SIGTERM')
+      const timer = setTimeout(() => sidecar.kill('SIGKILL'), SIDECAR_STOP_GRACE_MS)
+      await sidecarExited
+      clearTimeout(timer)
+    }
     storage.close()
     process.exit(code)
   }
   sidecar.once('exit', (code) => {
+    if (stopping) return
     console.error(`termkeep: the sidecar exited (code ${code}); stopping`)
     void stop(1)
   })

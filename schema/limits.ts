@@ -96,6 +96,9 @@ export const DISPLAY_KEEP_MS = 2 * 60_000
 /** When a terminal's emulator closes, its last settle waits at most this long for the emulator
  * to catch up with the journal (a shutdown must not hang on a large backlog). */
 export const DISPLAY_DRAIN_MS = 5_000
+/** `termkeep serve` waits this long for its sidecar's shutdown (last screens, processes, rows)
+ * before it kills it and exits. */
+export const SIDECAR_STOP_GRACE_MS = 15_000
 /** Legacy text-only records: the old whole-record limits they were written under. */
 export const LEGACY_MAX_ROWS = 500
 export const LEGACY_MAX_BYTES = 4 * MiB

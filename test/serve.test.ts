@@ -3,7 +3,7 @@
  * API, prints the URL and the admin token once, and Ctrl-C stops both processes.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createServer, type AddressInfo } from 'node:net'
@@ -70,9 +70,19 @@ describe('termkeep serve', () => {
 
       const pid = await sidecarPid(sidecarPort)
       expect(pid).toBeDefined()
+      // A live terminal, so that the sidecar's shutdown has work to do (kill, last screen, rows).
+      const api = (method: string, path: string, body: unknown) =>
+        fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      expect((await api('POST', '/v1/workspaces', { path: realpathSync(dataDir) })).status).toBe(201)
+      expect((await api('POST', '/v1/sessions', { id: 'serve-s', cwd: dataDir })).status).toBe(201)
+      expect((await api('PUT', '/v1/sessions/serve-s/terminals/serve-t', { cols: 80, rows: 24 })).status).toBe(201)
+      // serve waits for its sidecar's shutdown: a supervisor that kills what is left once serve
+      // exits would otherwise cut short the sidecar's last saves. ('exit', not 'close': the
+      // sidecar shares serve's output pipes, so 'close' waits for both anyway.)
+      const sidecarAliveAtExit = new Promise<boolean>((resolve) => first.child.once('exit', () => resolve(alive(pid!))))
       first.child.kill('SIGINT')
       expect(await first.exited).toBe(0)
-      await waitFor(async () => !alive(pid!), 10_000, 'the sidecar to stop')
+      expect(await sidecarAliveAtExit).toBe(false)
     } finally {
       first.child.kill('SIGKILL')
     }
@@ -158,5 +168,21 @@ describe('termkeep serve', () => {
     const bad = serve({ PORT: 'eighty' })
     expect(await bad.exited).toBe(1)
     expect(bad.output().trim()).toBe('termkeep: invalid PORT="eighty": an integer from 1 to 65535')
+  })
+
+  it('names DATABASE_URL in one line when the database cannot be reached', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-serve-nodb-'))
+    const closed = await freePort()
+    const url = `http://127.0.0.1:${closed}`
+    const down = serve({ TERMKEEP_DATA_DIR: dataDir, PORT: String(await freePort()), DATABASE_URL: url, DATABASE_AUTH_TOKEN: 'secret-token' })
+    try {
+      expect(await down.exited).toBe(1)
+      const lines = down.output().trim().split('\n')
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toMatch(new RegExp(`^termkeep: the database at http://127\\.0\\.0\\.1:${closed}/ \\(DATABASE_URL\\) could not be opened: .+; stopping$`))
+      expect(down.output()).not.toContain('secret-token')
+    } finally {
+      down.child.kill('SIGKILL')
+    }
   })
 })
