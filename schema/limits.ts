@@ -89,6 +89,9 @@ export const MAX_DISPLAY_BYTES = 64 * MiB
 export const MAX_DISPLAY_EVENT_BYTES = 64 * KiB
 /** Quiet time after output before the screen counts as settled and is persisted. */
 export const SETTLE_WINDOW_MS = 250
+/** A screen that never goes quiet (a progress bar, a clock, a log) is still settled this long
+ * after its first unsettled change: a crash then loses at most this much of it. */
+export const SETTLE_MAX_WAIT_MS = 5_000
 /** Display revisions kept per terminal besides the newest, and how long an older one survives
  * pruning at least: a readDisplay that began on it can finish streaming. */
 export const DISPLAY_KEEP_REVISIONS = 3
@@ -96,6 +99,9 @@ export const DISPLAY_KEEP_MS = 2 * 60_000
 /** When a terminal's emulator closes, its last settle waits at most this long for the emulator
  * to catch up with the journal (a shutdown must not hang on a large backlog). */
 export const DISPLAY_DRAIN_MS = 5_000
+/** A display revision whose write failed is tried again after this, doubling up to the max. */
+export const DISPLAY_RETRY_MS = 1_000
+export const DISPLAY_RETRY_MAX_MS = 30_000
 /** `termkeep serve` waits this long for its sidecar's shutdown (last screens, processes, rows)
  * before it kills it and exits. */
 export const SIDECAR_STOP_GRACE_MS = 15_000

@@ -52,7 +52,9 @@ async function main(): Promise<void> {
     .insert(hostGenerations)
     .values({ pid: process.pid, startedAt: Date.now() })
     .returning({ generation: hostGenerations.generation })
-  const emulators = new EmulatorPool(undefined, new DisplayService(storage.db).observer) // settles display revisions
+  const displays = new DisplayService(storage.db)
+  const emulators = new EmulatorPool(undefined, displays.observer) // settles display revisions
+  const pruning = displays.startPruning() // stopped terminals' old revisions
   const terminals = new TerminalHost({
     store: new TerminalStore(storage.db),
     emulators,
@@ -80,6 +82,7 @@ async function main(): Promise<void> {
     stopping = true
     server.close()
     if ('closeAllConnections' in server) server.closeAllConnections()
+    clearInterval(pruning)
     // Kill every terminal's processes, release journals and mark rows retired before the db closes.
     await terminals.shutdown().catch((error: unknown) => console.error('termkeep sidecar: shutdown', error))
     await emulators.close()

@@ -11,13 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../schema/limits.ts'
 import { displayChunks, displayRevisions, sessions } from '../../schema/tables.ts'
 import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../schema/wire/display.ts'
-import { persistRevision, RevisionWriter } from '../../sidecar/display/persist.ts'
+import { persistRevision, pruneDisplayRevisions, RevisionWriter } from '../../sidecar/display/persist.ts'
 import { encodeRevision } from '../../sidecar/display/revision.ts'
 import { bufferDiff, emulator, replay } from '../../sidecar/display/testing/harness.ts'
 import { readAllEvents } from '../../sidecar/display/testing/sse.ts'
 import { openStorage, type Storage } from '../../storage/client.ts'
 import { migrate } from '../../storage/migrate.ts'
-import { freePort } from '../../test/support/ports.ts'
+import { freePort, waitFor } from '../../test/support/ports.ts'
 import { createApp } from '../app.ts'
 import { createToken } from '../auth/tokens.ts'
 import { SidecarClient } from '../sidecar-client.ts'
@@ -130,6 +130,61 @@ describe('readDisplay', () => {
     const events = await readAllEvents(await get('/v1/sessions/s1/terminals/burst/display'))
     const rows = events.filter((x) => x.event === 'rows').map((x) => JSON.parse(x.data) as RowsEvent)
     expect(JSON.stringify(rows)).toContain('burst 19')
+  })
+
+  it('prunes a stopped terminal\'s old revisions, the newest few and the young ones kept', async () => {
+    const e = await emulator(40, 5)
+    const old = Date.now() - DISPLAY_KEEP_MS - 1000
+    // Written without a newer write after them (the terminal stopped): nothing pruned yet.
+    for (let i = 0; i < 8; i++) {
+      await e.write(`stopped ${i}\r\n`)
+      await persistRevision(storage.db, 's1', 'stopped', encodeRevision(e.tracker), { now: old + i })
+    }
+    for (let i = 0; i < 8; i++) {
+      await e.write(`young ${i}\r\n`)
+      await persistRevision(storage.db, 's1', 'young', encodeRevision(e.tracker))
+    }
+    const kept = async (tid: string) => {
+      const where = and(eq(displayRevisions.sessionId, 's1'), eq(displayRevisions.terminalId, tid))
+      const headers = (await storage.db.select({ r: displayRevisions.revision }).from(displayRevisions).where(where)).map((r) => r.r).sort((a, b) => a - b)
+      const chunkWhere = and(eq(displayChunks.sessionId, 's1'), eq(displayChunks.terminalId, tid))
+      const chunks = (await storage.db.selectDistinct({ r: displayChunks.revision }).from(displayChunks).where(chunkWhere)).map((r) => r.r).sort((a, b) => a - b)
+      expect(chunks).toEqual(headers)
+      return headers
+    }
+    expect(await kept('stopped')).toHaveLength(8)
+    const before = await kept('t1')
+    await pruneDisplayRevisions(storage.db)
+    expect(await kept('stopped')).toEqual(Array.from({ length: DISPLAY_KEEP_REVISIONS + 1 }, (_, i) => 8 - DISPLAY_KEEP_REVISIONS + i))
+    expect(await kept('young')).toHaveLength(8)
+    expect(await kept('t1')).toEqual(before)
+    const events = await readAllEvents(await get('/v1/sessions/s1/terminals/stopped/display'))
+    expect(JSON.parse(events.at(-1)!.data)).toEqual({ revision: 8, truncated: false })
+  })
+
+  it('tries a failed write again until it lands, and a newer revision replaces the waiting one', async () => {
+    const e = await emulator(40, 5)
+    const writer = new RevisionWriter(storage.db, 's1', 'retry', { retryMs: 20 })
+    await storage.client.execute('ALTER TABLE display_chunks RENAME TO display_chunks_away')
+    try {
+      await e.write('first\r\n')
+      writer.submit(encodeRevision(e.tracker))
+      await writer.idle()
+      expect(writer.failures).toBeGreaterThanOrEqual(1)
+      expect(writer.retrying).toBe(true)
+      await e.write('second\r\n')
+      writer.submit(encodeRevision(e.tracker))
+      await new Promise((r) => setTimeout(r, 100))
+      expect(writer.written).toBe(0)
+    } finally {
+      await storage.client.execute('ALTER TABLE display_chunks_away RENAME TO display_chunks')
+    }
+    await waitFor(async () => writer.written > 0 && !writer.retrying, 10_000, 'the retried write')
+    expect(writer.written).toBe(1)
+    expect(writer.superseded).toBe(1)
+    const events = await readAllEvents(await get('/v1/sessions/s1/terminals/retry/display'))
+    const text = JSON.stringify(events.filter((x) => x.event === 'rows').map((x) => JSON.parse(x.data)))
+    expect(text).toContain('second')
   })
 
   it('the client stages a transfer and yields it only at end; a cut transfer is discarded', async () => {

@@ -73,6 +73,19 @@ describe('DisplayKeeper', () => {
     expect(emulator.requests).toHaveLength(0)
   })
 
+  it('settles output that never pauses every max-wait, even while the emulator is behind', async () => {
+    keeper.dispose()
+    keeper = new DisplayKeeper(emulator, bytes, sink, { settleMs: 250, maxWaitMs: 5_000 })
+    emulator.caughtUp = false
+    for (let t = 0; t < 12_000; t += 100) {
+      emulator.apply()
+      await vi.advanceTimersByTimeAsync(100)
+      if (emulator.requests.length > 0) emulator.answer()
+    }
+    expect(keeper.encodes).toBe(2)
+    expect(sink.submitted.map((r) => r.meta.sequence)).toEqual([51, 102])
+  })
+
   it('does not settle while the emulator is behind the journal', async () => {
     emulator.caughtUp = false
     emulator.apply()

@@ -2,14 +2,15 @@
  * Settling, on the main thread, per terminal. The emulator reports every applied sequence; when
  * none arrives for SETTLE_WINDOW_MS (or the byte source closed and the emulator caught up), the
  * keeper asks the worker to encode (`display-encode`) and hands a changed revision to the
- * RevisionWriter. Nothing here is on the byte path: the PTY and the journal never wait for it,
+ * RevisionWriter. Output that never pauses is settled anyway SETTLE_MAX_WAIT_MS after its first
+ * unsettled change (at whatever sequence the emulator has applied by then). Nothing here is on the byte path: the PTY and the journal never wait for it,
  * and the emulator only pauses for the encode itself.
  *
  * Bursts coalesce: at most one encode runs; settles that come due meanwhile collapse into one
  * more, and the writer keeps only the newest waiting revision. `drain()` (before the emulator is
  * closed) waits for the emulator to catch up, settles a last time and waits for the write.
  */
-import { SETTLE_WINDOW_MS } from '../../schema/limits.ts'
+import { SETTLE_MAX_WAIT_MS, SETTLE_WINDOW_MS } from '../../schema/limits.ts'
 import type { EncodedRevision } from './revision.ts'
 import { DISPLAY_ENCODE, type DisplayEncodeRequest, type DisplayEncodeResult } from './worker.ts'
 
@@ -34,6 +35,7 @@ export interface RevisionSink {
 
 export interface KeeperOptions {
   settleMs?: number
+  maxWaitMs?: number
   /** Counts settles that ran an encode (tests). */
   onSettle?: (result: DisplayEncodeResult) => void
 }
@@ -43,6 +45,9 @@ export class DisplayKeeper {
   readonly #bytes: ByteSource
   readonly #sink: RevisionSink
   readonly #settleMs: number
+  readonly #maxWaitMs: number
+  /** When the first change not yet settled was applied (undefined: nothing unsettled). */
+  #dirtySince: number | undefined
   readonly #onSettle?: (result: DisplayEncodeResult) => void
   readonly #unsubscribe: () => void
   #timer: ReturnType<typeof setTimeout> | undefined
@@ -59,6 +64,7 @@ export class DisplayKeeper {
     this.#bytes = bytes
     this.#sink = sink
     this.#settleMs = options.settleMs ?? SETTLE_WINDOW_MS
+    this.#maxWaitMs = options.maxWaitMs ?? SETTLE_MAX_WAIT_MS
     this.#onSettle = options.onSettle
     this.#unsubscribe = source.onApplied(() => this.#applied())
   }
@@ -66,7 +72,9 @@ export class DisplayKeeper {
   #applied(): void {
     if (this.#stopped) return
     clearTimeout(this.#timer)
-    if (this.#bytes.ended && this.#source.caughtUp) {
+    const now = Date.now()
+    this.#dirtySince ??= now
+    if ((this.#bytes.ended && this.#source.caughtUp) || now - this.#dirtySince >= this.#maxWaitMs) {
       this.#timer = undefined
       this.settle()
       return
@@ -91,6 +99,7 @@ export class DisplayKeeper {
   async #run(): Promise<void> {
     do {
       this.#again = false
+      this.#dirtySince = undefined
       const force = this.#sink.failures > this.#failuresSeen
       this.#failuresSeen = this.#sink.failures
       let result: DisplayEncodeResult

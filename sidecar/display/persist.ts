@@ -6,9 +6,9 @@
  * `RevisionWriter` is the per-terminal writer the settle loop hands revisions to. It never queues:
  * while one write is in flight, a newer revision replaces any waiting one (the latest wins).
  */
-import { and, eq, inArray, lt, lte, max, type SQL } from 'drizzle-orm'
+import { and, eq, inArray, lt, lte, max, sql, type SQL } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
-import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../schema/limits.ts'
+import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS, DISPLAY_RETRY_MAX_MS, DISPLAY_RETRY_MS } from '../../schema/limits.ts'
 import { displayChunks, displayRevisions } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
 import type { EncodedRevision } from './revision.ts'
@@ -107,13 +107,45 @@ export async function persistRevision(
   }
 }
 
-/** The per-terminal writer: at most one write in flight and one (the newest) waiting. */
+/**
+ * Deletes, for every terminal, the revisions that pruning at write time would have taken had a
+ * newer one been written: older than DISPLAY_KEEP_MS and not among the newest
+ * DISPLAY_KEEP_REVISIONS + 1. A terminal that stopped (closed, exited, retired) writes nothing
+ * more, so without this its last minutes of revisions would stay forever. One transaction.
+ */
+export async function pruneDisplayRevisions(db: Database, now = Date.now()): Promise<void> {
+  const cutoff = now - DISPLAY_KEEP_MS
+  const old = (r: string) => sql.raw(`${r}.created_at < ${Math.floor(cutoff)} AND ${r}.revision <= (
+      SELECT max(m.revision) FROM display_revisions m WHERE m.session_id = ${r}.session_id AND m.terminal_id = ${r}.terminal_id
+    ) - ${DISPLAY_KEEP_REVISIONS + 1}`)
+  await db.batch([
+    db.run(sql`DELETE FROM display_chunks WHERE EXISTS (
+      SELECT 1 FROM display_revisions r
+      WHERE r.session_id = display_chunks.session_id AND r.terminal_id = display_chunks.terminal_id AND r.revision = display_chunks.revision
+        AND ${old('r')})`),
+    db.run(sql`DELETE FROM display_revisions WHERE ${old('display_revisions')}`),
+  ])
+}
+
+export interface RevisionWriterOptions {
+  /** First wait before a failed write is tried again; doubles up to DISPLAY_RETRY_MAX_MS. */
+  retryMs?: number
+}
+
+/**
+ * The per-terminal writer: at most one write in flight and one (the newest) waiting. A failed
+ * write (database unreachable, read-only, full) is tried again, with backoff, until it lands or a
+ * newer revision replaces it: a screen is not lost because the database blinked.
+ */
 export class RevisionWriter {
   readonly #db: Database
   readonly #sessionId: string
   readonly #terminalId: string
+  readonly #retryMs: number
   #waiting: EncodedRevision | undefined
   #running: Promise<void> | undefined
+  #retry: ReturnType<typeof setTimeout> | undefined
+  #backoff: number
   /** The last revision number written (0 before the first), and how many writes ran. */
   written = 0
   writes = 0
@@ -123,10 +155,12 @@ export class RevisionWriter {
   failures = 0
   lastError: unknown
 
-  constructor(db: Database, sessionId: string, terminalId: string) {
+  constructor(db: Database, sessionId: string, terminalId: string, options: RevisionWriterOptions = {}) {
     this.#db = db
     this.#sessionId = sessionId
     this.#terminalId = terminalId
+    this.#retryMs = options.retryMs ?? DISPLAY_RETRY_MS
+    this.#backoff = this.#retryMs
   }
 
   /** Hands over a revision; returns at once. */
@@ -134,12 +168,19 @@ export class RevisionWriter {
     this.submitted++
     if (this.#waiting) this.superseded++
     this.#waiting = revision
+    if (this.#retry) return // written when the retry comes due
     this.#running ??= this.#drain()
   }
 
-  /** Resolves when everything handed over so far is written (or failed). */
+  /** Resolves when everything handed over so far is written, or its write failed (and waits for a
+   * retry): a shutdown does not wait for a database that is down. */
   async idle(): Promise<void> {
     while (this.#running) await this.#running
+  }
+
+  /** Whether a failed revision waits to be tried again. */
+  get retrying(): boolean {
+    return this.#retry !== undefined
   }
 
   async #drain(): Promise<void> {
@@ -150,11 +191,21 @@ export class RevisionWriter {
         this.writes++
         try {
           this.written = await persistRevision(this.#db, this.#sessionId, this.#terminalId, next)
+          if (this.#backoff !== this.#retryMs) console.error(`termkeep display ${this.#sessionId}/${this.#terminalId}: persisting works again`)
+          this.#backoff = this.#retryMs
         } catch (error) {
-          // Keep the screen for the next settle instead of losing it; report once per failure.
           this.lastError = error
           this.failures++
-          console.error(`termkeep display ${this.#sessionId}/${this.#terminalId}: persisting a revision failed`, error)
+          // Report the first failure of a run of them, not every retry.
+          if (this.#backoff === this.#retryMs) console.error(`termkeep display ${this.#sessionId}/${this.#terminalId}: persisting a revision failed; trying again`, error)
+          this.#waiting ??= next
+          this.#retry = setTimeout(() => {
+            this.#retry = undefined
+            this.#running ??= this.#drain()
+          }, this.#backoff)
+          this.#retry.unref?.()
+          this.#backoff = Math.min(this.#backoff * 2, DISPLAY_RETRY_MAX_MS)
+          return
         }
       }
     } finally {

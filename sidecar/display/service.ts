@@ -6,11 +6,11 @@
  *   const displays = new DisplayService(storage.db)
  *   const emulators = new EmulatorPool(EMULATOR_WORKERS, displays.observer)
  */
-import { DISPLAY_DRAIN_MS } from '../../schema/limits.ts'
+import { DISPLAY_DRAIN_MS, DISPLAY_KEEP_MS } from '../../schema/limits.ts'
 import type { Database } from '../../storage/client.ts'
 import type { EmulatorObserver } from '../emulator/emulator.ts'
 import { DisplayKeeper, type KeeperOptions } from './keeper.ts'
-import { RevisionWriter } from './persist.ts'
+import { pruneDisplayRevisions, RevisionWriter } from './persist.ts'
 
 export interface DisplayServiceOptions extends KeeperOptions {
   drainMs?: number
@@ -24,6 +24,17 @@ export class DisplayService {
   constructor(db: Database, options: DisplayServiceOptions = {}) {
     this.#db = db
     this.#options = options
+  }
+
+  /** Prunes old revisions now and every DISPLAY_KEEP_MS (pruneDisplayRevisions); a failure is
+   * logged and tried again next time. */
+  startPruning(): ReturnType<typeof setInterval> {
+    const prune = () =>
+      pruneDisplayRevisions(this.#db).catch((error: unknown) => console.error('termkeep sidecar: pruning old display revisions failed', error))
+    void prune()
+    const timer = setInterval(prune, DISPLAY_KEEP_MS)
+    timer.unref()
+    return timer
   }
 
   /** Emulator keys are `${sessionId}/${terminalId}` (ids never contain '/'). */
