@@ -5,24 +5,12 @@
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import { TermkeepError } from '../schema/errors.ts'
+import { isDatabaseUnavailable } from '../storage/unavailable.ts'
 
 export function errorResponse(c: Context, error: TermkeepError): Response {
   return c.json(error.toBody(), error.status)
 }
 
-/** libSQL failures that mean "the database is not answering", not a bug in a query. */
-const UNAVAILABLE_DB_CODES = /^(SQLITE_BUSY|SQLITE_LOCKED|SQLITE_CANTOPEN|SQLITE_IOERR|SERVER_ERROR|HRANA_\w+|CLIENT_CLOSED|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|UND_ERR_\w+)/
-
-/** Pure: is this (drizzle-wrapped) error the database being unreachable or busy? */
-export function isDatabaseUnavailable(error: unknown): boolean {
-  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string' && UNAVAILABLE_DB_CODES.test(code)) return true
-    // A remote database's transport failing (the sidecar's own failures never reach here raw).
-    if (e instanceof TypeError && e.message === 'fetch failed') return true
-  }
-  return false
-}
 
 export function onError(error: Error, c: Context): Response {
   if (error instanceof TermkeepError) return errorResponse(c, error)

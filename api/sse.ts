@@ -14,7 +14,7 @@
 import type { MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../schema/errors.ts'
 import { SSE_HEARTBEAT_MS } from '../schema/limits.ts'
-import { isDatabaseUnavailable } from './errors.ts'
+import { isDatabaseUnavailable } from '../storage/unavailable.ts'
 
 export interface SseEvent {
   event?: string

@@ -7,6 +7,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../schema/errors.ts'
 import type { Storage } from '../storage/client.ts'
+import { isDatabaseUnavailable } from '../storage/unavailable.ts'
 import { screenRoutes } from './display/routes.ts'
 import { fileRoutes } from './files/routes.ts'
 import { paths } from './paths.ts'
@@ -27,6 +28,10 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   const app = new Hono()
   app.onError((error, c) => {
     if (error instanceof TermkeepError) return c.json(error.toBody(), error.status)
+    if (isDatabaseUnavailable(error)) {
+      console.error('termkeep sidecar: the database is unavailable', c.req.method, c.req.path, (error as Error).message)
+      return c.json(new TermkeepError('database/unavailable', 'the database is not answering; try again').toBody(), 503)
+    }
     if ('status' in error && error.status === 401) {
       return c.json(new TermkeepError('auth/invalid-token', 'the sidecar secret is missing or wrong').toBody(), 401)
     }

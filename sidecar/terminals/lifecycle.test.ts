@@ -151,6 +151,24 @@ describe('create', () => {
     }
   })
 
+  it('answers 503 database/unavailable (not 500) while the database takes no writes, and works once it does', async () => {
+    const storage = await openStorage({ url: sidecar.databaseUrl })
+    const lock = await storage.client.transaction('write')
+    try {
+      await lock.execute("UPDATE sessions SET cwd = cwd WHERE id = 'nobody'")
+      const refused = await http.json('PUT', T('db-locked'), { json: { cols: 80, rows: 24 } })
+      expect(refused.status, JSON.stringify(refused.body)).toBe(503)
+      expect(refused.body.error.code).toBe('database/unavailable')
+    } finally {
+      await lock.rollback()
+      storage.close()
+    }
+    // The refused create left nothing behind: the same id is created now.
+    const { status } = await http.json('PUT', T('db-locked'), { json: { cols: 80, rows: 24 } })
+    expect(status).toBe(201)
+    await http.json('DELETE', T('db-locked'))
+  })
+
   it('answers unknown terminals with terminal/not-found everywhere', async () => {
     for (const [method, path] of [
       ['GET', T('ghost')],
