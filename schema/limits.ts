@@ -99,9 +99,10 @@ export const DISPLAY_KEEP_MS = 2 * 60_000
 /** When a terminal's emulator closes, its last settle waits at most this long for the emulator
  * to catch up with the journal (a shutdown must not hang on a large backlog). */
 export const DISPLAY_DRAIN_MS = 5_000
-/** A display revision whose write failed is tried again after this, doubling up to the max. */
-export const DISPLAY_RETRY_MS = 1_000
-export const DISPLAY_RETRY_MAX_MS = 30_000
+/** A write of the sidecar's that failed (a display revision, a terminal's state, title or exit)
+ * is tried again after this, doubling up to the max, until it lands. */
+export const PERSIST_RETRY_MS = 1_000
+export const PERSIST_RETRY_MAX_MS = 30_000
 /** `termkeep serve` waits this long for its sidecar's shutdown (last screens, processes, rows)
  * before it kills it and exits. */
 export const SIDECAR_STOP_GRACE_MS = 15_000
@@ -122,6 +123,13 @@ export const MAX_FILE_PAGE_BYTES = 2 * MiB
 export const MAX_FILE_PAGE_LINES = 5_000
 /** readAll cap: whole files beyond this are `too-large`. */
 export const MAX_FILE_BYTES = 32 * MiB
+/** The longest line a text page may skip on its way to its `offset`; a longer one is `too-large`
+ * (read around it with a byte window). Lines of several MB (minified bundles, JSON logs) pass,
+ * and a file of any size with newlines pages as before; a file without them (a disk image, a
+ * sparse file) is refused after this many bytes instead of read to its end (100 GB outlasted the
+ * API's SIDECAR_SLOW_CALL_TIMEOUT_MS and came back as a 503). Bytes, not time, so the answer is
+ * the same on any disk; 64 MiB takes under a second even from a 100 MB/s disk. */
+export const MAX_SKIPPED_LINE_BYTES = 64 * MiB
 /** Directory listing entries; more are reported as `truncated`. */
 export const MAX_LIST_ENTRIES = 2_000
 /** Changes queued for one slow `files/changes` subscriber before it is disconnected. */
@@ -173,5 +181,6 @@ export const TICKET_TTL_MS = 60_000
 
 // ── Storage ─────────────────────────────────────────────────────────────────
 /** An embedded database file is shared by the sidecar and the API; a writer waits this long for
- * the other's lock instead of failing with SQLITE_BUSY. */
+ * the other's lock instead of failing with SQLITE_BUSY (the sidecar's TERMKEEP_DB_BUSY_TIMEOUT_MS
+ * overrides it). The wait blocks the waiting process's main thread. */
 export const DB_BUSY_TIMEOUT_MS = 10_000

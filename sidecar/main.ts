@@ -45,7 +45,8 @@ async function main(): Promise<void> {
     port,
   })
   await listening(server as Server, `${listen.hostname}:${port}`)
-  const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
+  const busyTimeoutMs = milliseconds('TERMKEEP_DB_BUSY_TIMEOUT_MS', process.env.TERMKEEP_DB_BUSY_TIMEOUT_MS)
+  const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken, busyTimeoutMs })
   await migrate(storage.client)
   await migrateLegacyRecords(storage.db) // once per legacy text-only record (data_migrations ledger)
   const [{ generation }] = await storage.db
@@ -61,7 +62,7 @@ async function main(): Promise<void> {
     generation,
     dataDir: config.dataDir,
     shellsFile: process.env.TERMKEEP_SHELLS_FILE || DEFAULT_SHELLS_FILE,
-    idleReclaimMs: idleReclaimMs(process.env.TERMKEEP_TERMINAL_IDLE_MS),
+    idleReclaimMs: milliseconds('TERMKEEP_TERMINAL_IDLE_MS', process.env.TERMKEEP_TERMINAL_IDLE_MS),
   })
   await terminals.start()
   const app = createSidecarApp({
@@ -109,10 +110,11 @@ function listening(server: Server, where: string): Promise<void> {
 
 class StartError extends Error {}
 
-/** TERMKEEP_TERMINAL_IDLE_MS (sidecar only): idle reclamation delay; unset = the default. */
-function idleReclaimMs(raw: string | undefined): number | undefined {
+/** A sidecar-only millisecond setting (TERMKEEP_TERMINAL_IDLE_MS, TERMKEEP_DB_BUSY_TIMEOUT_MS);
+ * unset = the default. */
+function milliseconds(name: string, raw: string | undefined): number | undefined {
   if (raw === undefined || raw === '') return undefined
-  if (!/^\d{1,10}$/.test(raw)) throw new ConfigError('TERMKEEP_TERMINAL_IDLE_MS', 'milliseconds, a non-negative integer', raw)
+  if (!/^\d{1,10}$/.test(raw)) throw new ConfigError(name, 'milliseconds, a non-negative integer', raw)
   return Number(raw)
 }
 

@@ -18,10 +18,12 @@ export interface Storage {
 export interface StorageOptions {
   url: string
   authToken?: string
+  /** An embedded file's busy timeout (default DB_BUSY_TIMEOUT_MS). */
+  busyTimeoutMs?: number
 }
 
-export async function openStorage({ url, authToken }: StorageOptions): Promise<Storage> {
-  const client = createClient({ url, authToken, timeout: DB_BUSY_TIMEOUT_MS })
+export async function openStorage({ url, authToken, busyTimeoutMs = DB_BUSY_TIMEOUT_MS }: StorageOptions): Promise<Storage> {
+  const client = createClient({ url, authToken, timeout: busyTimeoutMs })
   if (url.startsWith('file:')) {
     // WAL lets the API read while the sidecar writes a revision; the setting persists in the file.
     await client.execute('PRAGMA journal_mode = WAL')

@@ -8,7 +8,7 @@
  */
 import { and, eq, inArray, lt, lte, max, sql, type SQL } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
-import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS, DISPLAY_RETRY_MAX_MS, DISPLAY_RETRY_MS } from '../../schema/limits.ts'
+import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS, PERSIST_RETRY_MAX_MS, PERSIST_RETRY_MS } from '../../schema/limits.ts'
 import { displayChunks, displayRevisions } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
 import type { EncodedRevision } from './revision.ts'
@@ -128,7 +128,7 @@ export async function pruneDisplayRevisions(db: Database, now = Date.now()): Pro
 }
 
 export interface RevisionWriterOptions {
-  /** First wait before a failed write is tried again; doubles up to DISPLAY_RETRY_MAX_MS. */
+  /** First wait before a failed write is tried again; doubles up to PERSIST_RETRY_MAX_MS. */
   retryMs?: number
 }
 
@@ -159,7 +159,7 @@ export class RevisionWriter {
     this.#db = db
     this.#sessionId = sessionId
     this.#terminalId = terminalId
-    this.#retryMs = options.retryMs ?? DISPLAY_RETRY_MS
+    this.#retryMs = options.retryMs ?? PERSIST_RETRY_MS
     this.#backoff = this.#retryMs
   }
 
@@ -204,7 +204,7 @@ export class RevisionWriter {
             this.#running ??= this.#drain()
           }, this.#backoff)
           this.#retry.unref?.()
-          this.#backoff = Math.min(this.#backoff * 2, DISPLAY_RETRY_MAX_MS)
+          this.#backoff = Math.min(this.#backoff * 2, PERSIST_RETRY_MAX_MS)
           return
         }
       }

@@ -26,6 +26,7 @@ let http: SidecarHttp
 const SID = 'sess-life'
 const T = (tid: string) => `/v1/sessions/${SID}/terminals/${tid}`
 const streams: SseStream[] = []
+let sidecarLog = ''
 
 async function follow(tid: string, attachment: string, headers: Record<string, string> = {}): Promise<SseStream> {
   const stream = await http.sse(`${T(tid)}/follow?attachment=${attachment}`, headers)
@@ -55,8 +56,12 @@ const gone = (pid: number) => {
 }
 
 beforeAll(async () => {
-  sidecar = await startSidecar({ env: { TERMKEEP_SHELLS_FILE: shells.shellsFile, SHELL: '/bin/sh' } })
+  // A short busy timeout: the database-lock tests hold a write lock, and each write that waits for
+  // it blocks the sidecar's main thread that long.
+  sidecar = await startSidecar({ env: { TERMKEEP_SHELLS_FILE: shells.shellsFile, SHELL: '/bin/sh', TERMKEEP_DB_BUSY_TIMEOUT_MS: '300' } })
   http = new SidecarHttp(sidecar)
+  sidecar.child.stderr?.on('data', (c: Buffer) => (sidecarLog += c.toString()))
+  sidecar.child.stdout?.on('data', (c: Buffer) => (sidecarLog += c.toString()))
   await insertSession(sidecar.databaseUrl, SID, work)
 })
 afterAll(async () => {
@@ -167,6 +172,41 @@ describe('create', () => {
     const { status } = await http.json('PUT', T('db-locked'), { json: { cols: 80, rows: 24 } })
     expect(status).toBe(201)
     await http.json('DELETE', T('db-locked'))
+  })
+
+  it('keeps a rename and an exit that the database could not take, and writes them once it can', async () => {
+    await http.json('PUT', T('db-retry'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
+    const ctl = await follow('db-retry', 'r')
+    await ctl.until((m) => m.event === 'snapshot')
+    await waitFor(async () => (await outputText('db-retry')).includes('ready'), 10_000, 'ready')
+    const storage = await openStorage({ url: sidecar.databaseUrl })
+    // Each read on a connection of its own: the one that held the lock may keep an old snapshot.
+    const row = async () => {
+      const reader = await openStorage({ url: sidecar.databaseUrl })
+      try {
+        return (await reader.client.execute("SELECT title, state, exit_code FROM terminals WHERE id = 'db-retry'")).rows[0]
+      } finally {
+        reader.close()
+      }
+    }
+    try {
+      const lock = await storage.client.transaction('write')
+      try {
+        await lock.execute("UPDATE sessions SET cwd = cwd WHERE id = 'nobody'")
+        const renamed = await http.json('PATCH', T('db-retry'), { json: { title: 'while locked' } })
+        expect(renamed.status, JSON.stringify(renamed.body)).toBe(503)
+        expect(renamed.body.error.code).toBe('database/unavailable')
+        await input('db-retry', 'r', 'q\n')
+        await ctl.until((m) => m.event === 'state' && m.data.info.state === 'exited')
+      } finally {
+        await lock.rollback()
+      }
+      // Both changes were kept and land once the database takes writes again (retried with backoff).
+      await waitFor(async () => (await row())?.exit_code === 3, 20_000, 'the exit to be written').catch(async (e) => { throw new Error(`${e.message}; row ${JSON.stringify(await row())}; sidecar said:\n${sidecarLog.slice(-4000)}`) })
+      expect(await row()).toMatchObject({ title: 'while locked', state: 'exited', exit_code: 3 })
+    } finally {
+      storage.close()
+    }
   })
 
   it('answers unknown terminals with terminal/not-found everywhere', async () => {

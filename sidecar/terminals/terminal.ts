@@ -3,7 +3,7 @@
  * lifecycle only moves forward (starting → running → exited → closed → retired); every change is
  * persisted in order and announced to followers through `changes`.
  */
-import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
+import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS, PERSIST_RETRY_MAX_MS, PERSIST_RETRY_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import { TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
@@ -65,7 +65,13 @@ export class LiveTerminal {
   readonly #store: TerminalStore
   #pty: RemotePty | undefined
   #controller: Controller | undefined
-  #persisted: Promise<void> = Promise.resolve()
+  /** Changes not yet written to the row (merged; a later value wins), the write in flight, the
+   * last write's failure while a retry waits, and the retry's backoff. */
+  #unwritten: TerminalPatch = {}
+  #writing: Promise<void> | undefined
+  #writeFailure: unknown
+  #retry: ReturnType<typeof setTimeout> | undefined
+  #backoff = PERSIST_RETRY_MS
   #resizing: Promise<void> = Promise.resolve()
   /** Open follow streams per attachment (id and principal). */
   readonly #streams = new Map<string, number>()
@@ -196,9 +202,18 @@ export class LiveTerminal {
     }
   }
 
-  /** Every persisted write so far has landed (or failed and been logged). */
-  persisted(): Promise<void> {
-    return this.#persisted
+  /**
+   * Every change so far is in the database. Rejects with the database's error while a failed
+   * write waits to be tried again (the change is kept and lands when the database answers).
+   */
+  async persisted(): Promise<void> {
+    await this.flushed()
+    if (this.#retry) throw this.#writeFailure
+  }
+
+  /** The writes in flight have landed or failed (a failed one is retried later). Never rejects. */
+  async flushed(): Promise<void> {
+    while (this.#writing) await this.#writing
   }
 
   /**
@@ -233,7 +248,8 @@ export class LiveTerminal {
     this.emulator.dispose()
     this.journal.retire()
     this.#advance('retired', {})
-    await this.#persisted
+    // The close happened whether or not the database took its row yet: a failed write is retried.
+    await this.flushed()
   }
 
   /** Abrupt stop at sidecar shutdown: SIGKILL the session, no drain. */
@@ -265,11 +281,37 @@ export class LiveTerminal {
     this.version++
     this.changes.notify()
     if (Object.keys(patch).length === 0) return
-    this.#persisted = this.#persisted
-      .then(() => this.#store.update(this.sessionId, this.id, patch))
-      .then(
-        () => undefined,
-        (error: unknown) => console.error(`termkeep sidecar: persisting terminal ${this.sessionId}/${this.id}`, error),
-      )
+    Object.assign(this.#unwritten, patch)
+    if (!this.#retry) this.#writing ??= this.#write()
+  }
+
+  /** Writes the unwritten changes, in order, until none are left or a write fails; a failure keeps
+   * them (under any newer ones) and tries again with backoff. */
+  async #write(): Promise<void> {
+    try {
+      while (Object.keys(this.#unwritten).length > 0) {
+        const patch = this.#unwritten
+        this.#unwritten = {}
+        try {
+          await this.#store.update(this.sessionId, this.id, patch)
+        } catch (error) {
+          if (this.#backoff === PERSIST_RETRY_MS) console.error(`termkeep sidecar: persisting terminal ${this.sessionId}/${this.id} failed; trying again`, error)
+          this.#unwritten = { ...patch, ...this.#unwritten }
+          this.#writeFailure = error
+          this.#retry = setTimeout(() => {
+            this.#retry = undefined
+            this.#writing ??= this.#write()
+          }, this.#backoff)
+          this.#retry.unref()
+          this.#backoff = Math.min(this.#backoff * 2, PERSIST_RETRY_MAX_MS)
+          return
+        }
+        if (this.#backoff !== PERSIST_RETRY_MS) console.error(`termkeep sidecar: persisting terminal ${this.sessionId}/${this.id} works again`)
+        this.#backoff = PERSIST_RETRY_MS
+        this.#writeFailure = undefined
+      }
+    } finally {
+      this.#writing = undefined
+    }
   }
 }
