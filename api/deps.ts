@@ -26,5 +26,10 @@ export interface AppDeps {
 }
 
 export interface AppEnv {
-  Variables: { deps: AppDeps; auth: Authority }
+  Variables: {
+    deps: AppDeps
+    auth: Authority
+    /** The EventSource ticket the request came with, until `openStream` spends it (auth/guard.ts). */
+    ticket: string | undefined
+  }
 }

@@ -65,7 +65,7 @@ export interface SseOptions {
   requestSignal?: AbortSignal
   /**
    * Asked at every heartbeat; false ends the stream (a token revoked or expired while it was
-   * open). Use `streamOptions(c)` from auth/guard.ts, which fills all three.
+   * open). Stream routes get all three from `openStream(c, …)` in auth/guard.ts.
    */
   stillAuthorized?: () => Promise<boolean>
 }
@@ -256,7 +256,8 @@ export class SseRelay {
 /**
  * Middleware: Hono answers HEAD from the GET route's response without its body, and never reads or
  * cancels that body; a stream (a relayed sidecar stream, a registry watch) would stay open behind
- * it until its source ended. Cancel it.
+ * it until its source ended. Cancel it. (Stream routes never open one for HEAD: `openStream` in
+ * auth/guard.ts answers first, since opening may act, e.g. a follow takes input control.)
  */
 export const headWithoutStreams: MiddlewareHandler = async (c, next) => {
   await next()

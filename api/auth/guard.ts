@@ -6,7 +6,8 @@
  *
  * Without an Authorization header, a GET may instead carry `?ticket=` (see tickets.ts): a
  * single-use ticket minted for exactly this stream path. The long-lived token is never read
- * from a URL.
+ * from a URL. guard only checks the ticket; `openStream` spends it once the route's own checks
+ * passed.
  */
 import { and, eq, isNull, type SQL } from 'drizzle-orm'
 import type { Context, MiddlewareHandler } from 'hono'
@@ -15,10 +16,10 @@ import type { Grant } from '../../schema/grants.ts'
 import { sessions, tokenGrants, tokens, tokenSessions } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
 import type { AppEnv } from '../deps.ts'
-import type { SseOptions } from '../sse.ts'
+import { SSE_HEADERS, type SseOptions } from '../sse.ts'
 import { documented } from '../validate.ts'
 import { hashSecret } from './secrets.ts'
-import { redeemTicket } from './tickets.ts'
+import { redeemTicket, ticketHolder } from './tickets.ts'
 
 export interface Authority {
   tokenId: string
@@ -83,19 +84,28 @@ async function authorityOf(db: Database, which: SQL, now: number): Promise<Autho
   }
 }
 
-async function authorityFor(db: Database, header: string | undefined, ticket: string | undefined, method: string, path: string) {
+const badTicket = () => new TermkeepError('auth/invalid-token', 'the ticket is unknown, used, expired or for another path')
+
+/** The request's authority, and the ticket it came with (checked, not yet spent). */
+async function authorityFor(
+  db: Database,
+  header: string | undefined,
+  ticket: string | undefined,
+  method: string,
+  path: string,
+): Promise<{ authority: Authority; ticket?: string }> {
   if (header !== undefined) {
     const secret = bearer(header)
     if (!secret) throw new TermkeepError('auth/invalid-token', 'the Authorization header must be "Bearer <token>"')
     const authority = await authenticate(db, secret)
     if (!authority) throw new TermkeepError('auth/invalid-token', 'the token is unknown, revoked or expired')
-    return authority
+    return { authority }
   }
   if (ticket !== undefined && method === 'GET') {
-    const tokenId = await redeemTicket(db, ticket, path)
+    const tokenId = await ticketHolder(db, ticket, path)
     const authority = tokenId === undefined ? undefined : await authenticateTokenId(db, tokenId)
-    if (!authority) throw new TermkeepError('auth/invalid-token', 'the ticket is unknown, used, expired or for another path')
-    return authority
+    if (!authority) throw badTicket()
+    return { authority, ticket }
   }
   throw new TermkeepError('auth/missing-token', 'send a bearer token: Authorization: Bearer <token>')
 }
@@ -114,7 +124,7 @@ export interface GuardOptions {
 export function guard(required: Requirement, options: GuardOptions = {}): MiddlewareHandler<AppEnv> {
   const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
     const { db } = c.get('deps')
-    const authority = await authorityFor(db, c.req.header('authorization'), c.req.query('ticket'), c.req.method, c.req.path)
+    const { authority, ticket } = await authorityFor(db, c.req.header('authorization'), c.req.query('ticket'), c.req.method, c.req.path)
     if (!satisfies(authority.grants, required)) {
       throw new TermkeepError('auth/forbidden', `this token lacks the grant ${describe(required)}`, {
         required: describe(required),
@@ -133,7 +143,13 @@ export function guard(required: Requirement, options: GuardOptions = {}): Middle
       if (!exists) throw new TermkeepError('session/not-found', `no session ${sessionId}`)
     }
     c.set('auth', authority)
+    c.set('ticket', ticket)
     await next()
+    // A stream answered without openStream would have left its ticket usable again.
+    if (c.var.ticket !== undefined && c.res.ok) {
+      await c.res.body?.cancel().catch(() => {})
+      throw new Error(`${c.req.path} answered a ticket without spending it: stream routes act through openStream`)
+    }
   }
   return documented(middleware, {
     security: [{ bearer: [] }],
@@ -143,12 +159,30 @@ export function guard(required: Requirement, options: GuardOptions = {}): Middle
 }
 
 /**
- * Options for every SSE response of a guarded route: the heartbeat, the client's disconnect, and
- * a re-check of the token at each heartbeat so a revoked or expired token loses its open streams.
+ * How every stream route acts, once its checks passed (guard, validate, its own lookups):
  *
- *   return relaySSE(upstream, () => abort.abort(), streamOptions(c))
+ *   return openStream(c, (options) => relaySSE(upstream, () => abort.abort(), options))
+ *
+ * - The request's ticket is spent here, in one statement, not in guard: a request refused by a
+ *   check (a bad query, a bad Last-Event-ID, no display yet) leaves it usable, and of two
+ *   requests with one ticket exactly one gets past this point (the other is 401, as if used).
+ * - A HEAD stops here with the stream's status and headers: opening a stream may act (a follow
+ *   takes input control), so HEAD never opens one. What only opening can tell (the sidecar's 404
+ *   for a terminal, 410, 503) is therefore not reflected: HEAD is 200 once the checks pass.
+ * - `open` gets the options for its SSE response: the heartbeat, the client's disconnect, and a
+ *   re-check of the token at each heartbeat so a revoked or expired token loses its open streams.
  */
-export function streamOptions(c: Context<AppEnv>): SseOptions {
+export async function openStream(c: Context<AppEnv>, open: (options: SseOptions) => Response | Promise<Response>): Promise<Response> {
+  if (c.req.method === 'HEAD') return new Response(null, { status: 200, headers: SSE_HEADERS })
+  const ticket = c.var.ticket
+  if (ticket !== undefined) {
+    c.set('ticket', undefined)
+    if ((await redeemTicket(c.var.deps.db, ticket, c.req.path)) !== c.var.auth.tokenId) throw badTicket()
+  }
+  return open(streamOptions(c))
+}
+
+function streamOptions(c: Context<AppEnv>): SseOptions {
   const { db, tuning } = c.var.deps
   const tokenId = c.var.auth.tokenId
   return {

@@ -8,7 +8,7 @@ import { describeRoute } from 'hono-openapi'
 import { TermkeepError } from '../../schema/errors.ts'
 import { ScreenProjection } from '../../schema/wire/display.ts'
 import { TerminalParams } from '../../schema/wire/terminals.ts'
-import { guard, streamOptions } from '../auth/guard.ts'
+import { guard, openStream } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { relaySSE, sseResponse } from '../sse.ts'
@@ -19,13 +19,15 @@ const tags = ['display']
 const path = (sid: string, tid: string) => `/v1/sessions/${encodeURIComponent(sid)}/terminals/${encodeURIComponent(tid)}`
 const NO_DISPLAY = { 404: error('no such session, or no settled display yet (`session/not-found`, `display/not-found`)') }
 
-async function relayScreenWatch(c: Context<AppEnv>, sid: string, tid: string): Promise<Response> {
-  const upstream = new AbortController()
-  const response = await c.var.deps.sidecar.request(`${path(sid, tid)}/screen/watch`, {
-    signal: upstream.signal,
-    headers: { accept: 'text/event-stream' },
+function relayScreenWatch(c: Context<AppEnv>, sid: string, tid: string): Promise<Response> {
+  return openStream(c, async (options) => {
+    const upstream = new AbortController()
+    const response = await c.var.deps.sidecar.request(`${path(sid, tid)}/screen/watch`, {
+      signal: upstream.signal,
+      headers: { accept: 'text/event-stream' },
+    })
+    return relaySSE(response, () => upstream.abort(), options)
   })
-  return relaySSE(response, () => upstream.abort(), streamOptions(c))
 }
 
 export const displayRoutes = new Hono<AppEnv>()
@@ -44,16 +46,15 @@ export const displayRoutes = new Hono<AppEnv>()
       const { db } = c.var.deps
       const header = await latestRevision(db, sid, tid)
       if (!header) throw new TermkeepError('display/not-found', `terminal ${tid} has no settled display yet`)
-      return sseResponse(
-        async (sink) => {
+      return openStream(c, (options) =>
+        sseResponse(async (sink) => {
           await sink.send({ event: 'begin', data: beginOf(header) })
           for await (const body of chunksOf(db, header)) {
             if (sink.signal.aborted) return
             await sink.send({ event: 'rows', data: body })
           }
           await sink.send({ event: 'end', data: { revision: header.revision, truncated: header.truncated } })
-        },
-        streamOptions(c),
+        }, options),
       )
     },
   )

@@ -25,7 +25,7 @@ import {
   StoreToolResult,
   TextQuery,
 } from '../../schema/wire/files.ts'
-import { guard, streamOptions } from '../auth/guard.ts'
+import { guard, openStream } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { relaySSE } from '../sse.ts'
@@ -121,11 +121,12 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', EmptyQuery, badQuery),
-    async (c) => {
-      const upstream = new AbortController()
-      const response = await c.var.deps.sidecar.fileChanges(sid(c), upstream.signal)
-      return relaySSE(response, () => upstream.abort(), streamOptions(c))
-    },
+    (c) =>
+      openStream(c, async (options) => {
+        const upstream = new AbortController()
+        const response = await c.var.deps.sidecar.fileChanges(sid(c), upstream.signal)
+        return relaySSE(response, () => upstream.abort(), options)
+      }),
   )
   .post(
     '/v1/sessions/:sid/read-text',

@@ -21,7 +21,7 @@ import {
   WorkspaceParams,
   WorkspaceSessionParams,
 } from '../../schema/wire/registry.ts'
-import { coversSession, guard, streamOptions } from '../auth/guard.ts'
+import { coversSession, guard, openStream } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { lastEventId, sseResponse } from '../sse.ts'
@@ -96,7 +96,8 @@ export const registryRoutes = new Hono<AppEnv>()
     async (c) => {
       const { deps, auth } = c.var
       const resume = lastEventId(c.req.header('last-event-id'))
-      return sseResponse((sink) => watchRegistry(deps.db, auth, sink, resume, { pollMs: deps.tuning?.registryPollMs, maxPolls: deps.tuning?.registryWatchMaxPolls }), streamOptions(c))
+      const tuning = { pollMs: deps.tuning?.registryPollMs, maxPolls: deps.tuning?.registryWatchMaxPolls }
+      return openStream(c, (options) => sseResponse((sink) => watchRegistry(deps.db, auth, sink, resume, tuning), options))
     },
   )
   .patch(

@@ -25,7 +25,7 @@ import {
   TerminalParams,
   type Sender,
 } from '../../schema/wire/terminals.ts'
-import { guard, streamOptions } from '../auth/guard.ts'
+import { guard, openStream } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { lastEventId, relaySSE } from '../sse.ts'
@@ -44,13 +44,15 @@ const CONTROL = { 409: error('not the controlling attachment, or not running (`t
 const LIVE = { ...NOT_FOUND, ...SIDECAR_DOWN }
 
 /** Opens an upstream SSE stream and relays it; the client going away aborts the upstream. */
-async function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
-  const upstream = new AbortController()
-  // A client that leaves while the sidecar is still answering tears the request down too.
-  const leave = () => upstream.abort()
-  c.req.raw.signal.addEventListener('abort', leave, { once: true })
-  const response = await open(upstream.signal).finally(() => c.req.raw.signal.removeEventListener('abort', leave))
-  return relaySSE(response, () => upstream.abort(), streamOptions(c))
+function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
+  return openStream(c, async (options) => {
+    const upstream = new AbortController()
+    // A client that leaves while the sidecar is still answering tears the request down too.
+    const leave = () => upstream.abort()
+    c.req.raw.signal.addEventListener('abort', leave, { once: true })
+    const response = await open(upstream.signal).finally(() => c.req.raw.signal.removeEventListener('abort', leave))
+    return relaySSE(response, () => upstream.abort(), options)
+  })
 }
 
 /** Input and resize come from the named follow attachment, held by this token (the principal:

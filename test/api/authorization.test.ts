@@ -243,6 +243,32 @@ describe('EventSource tickets', () => {
     await rightful.body?.cancel()
   })
 
+  it('is spent only by a request that passed every check, and by exactly one of two at once', async () => {
+    const token = await h.token(GRANTS)
+    const follow = '/v1/sessions/mine/terminals/t2/follow'
+    const t = await mint(token, follow)
+    const refused = await h.request('GET', `${follow}?ticket=${t.body.ticket}`)
+    expect([refused.status, ((await refused.json()) as any).error.code]).toEqual([400, 'request/invalid'])
+    // Valid now, so it gets past every check and spends the ticket (the sidecar has no t2).
+    const passed = await h.request('GET', `${follow}?ticket=${t.body.ticket}&attachment=a`)
+    expect([passed.status, ((await passed.json()) as any).error.code]).toEqual([404, 'terminal/not-found'])
+    expect((await h.request('GET', `${follow}?ticket=${t.body.ticket}&attachment=a`)).status).toBe(401)
+
+    const watch = '/v1/sessions/mine/terminals/t2/output/watch'
+    const w = await mint(token, watch)
+    const badResume = await h.request('GET', `${watch}?ticket=${w.body.ticket}`, { headers: { 'last-event-id': 'x' } })
+    expect(badResume.status).toBe(400)
+    expect((await h.request('GET', `${watch}?ticket=${w.body.ticket}`)).status).toBe(404)
+    expect((await h.request('GET', `${watch}?ticket=${w.body.ticket}`)).status).toBe(401)
+
+    const registry = await mint(token, '/v1/workspaces/watch')
+    const url = `/v1/workspaces/watch?ticket=${registry.body.ticket}`
+    expect((await h.request('GET', url, { headers: { 'last-event-id': '-1' } })).status).toBe(400)
+    const racing = await Promise.all([h.request('GET', url), h.request('GET', url)])
+    expect(racing.map((r) => r.status).sort()).toEqual([200, 401])
+    await Promise.all(racing.map((r) => r.body?.cancel()))
+  })
+
   it('carries only the minting token\'s authority, dies with it, and expires', async () => {
     const weak = await h.token(['terminals:control'])
     const t = await mint(weak, '/v1/workspaces/watch')

@@ -152,6 +152,24 @@ describe('terminal delegation through the API', () => {
     await waitFor(async () => (await h.deps.sidecar.info(SID, 't1')).controllerId === null, 10_000, 'control released upstream')
   })
 
+  it('answers HEAD on the stream routes without opening a stream: the live follower keeps control', async () => {
+    const follower = await attach('t1', 'keepA')
+    try {
+      expect((await api('POST', `${T}/t1/input`, ' ', { 'termkeep-attachment': 'keepA' })).status).toBe(204)
+      for (const path of ['follow?attachment=headB', 'retain', 'output/watch?after=0', 'screen/watch']) {
+        const head = await h.request('HEAD', `${T}/t1/${path}`, { token })
+        expect([path, head.status, head.headers.get('content-type')]).toEqual([path, 200, 'text/event-stream; charset=utf-8'])
+      }
+      // The checks before the stream still decide the status.
+      expect((await h.request('HEAD', `${T}/t1/follow`, { token })).status).toBe(400)
+      expect((await h.request('HEAD', `/v1/sessions/nope/terminals/t1/follow?attachment=headB`, { token })).status).toBe(404)
+      expect((await api('POST', `${T}/t1/input`, ' ', { 'termkeep-attachment': 'keepA' })).status).toBe(204)
+      expect((await h.deps.sidecar.info(SID, 't1')).controllerId).toBe('keepA')
+    } finally {
+      await follower.close()
+    }
+  })
+
   it('cancels the upstream too when a client disconnects from the real Node server', async () => {
     const server = await startNodeApi({ storage: h.storage, sidecarUrl: h.sidecar.url, sidecarSecret: h.sidecar.secret, host: '127.0.0.1', port: 0 })
     try {
