@@ -8,6 +8,12 @@ export const ERROR_STATUS = {
   // request shape
   'request/invalid': 400,
   'request/too-large': 413,
+  /** The request line and headers are larger than Node's HTTP parser takes (about 16 KiB). */
+  'request/headers-too-large': 431,
+  /** An `Expect` other than 100-continue. */
+  'request/expectation-failed': 417,
+  /** The request did not arrive whole within the server's time for it. */
+  'request/timeout': 408,
   'route/not-found': 404,
   // authority
   'auth/missing-token': 401,

@@ -1,13 +1,15 @@
 /**
- * Node entry for the API: builds the dependencies and serves createApp with @hono/node-server; the
+ * Node entry for the API: builds the dependencies and serves createApp with @hono/node-server
+ * (./node-server.ts, which also answers what Node refuses before the app in the error shape); the
  * sidecar is reached over node:http (./node-transport.ts) and relayed streams skip web streams
  * (./node-relay.ts).
  */
-import { serve, type ServerType } from '@hono/node-server'
+import type { AddressInfo } from 'node:net'
 import type { Storage } from '../../storage/client.ts'
 import { createApp } from '../app.ts'
 import { SidecarClient } from '../sidecar-client.ts'
 import { withNodeRelays } from './node-relay.ts'
+import { createNodeServer } from './node-server.ts'
 import { nodeFetch } from './node-transport.ts'
 
 export interface NodeApiOptions {
@@ -33,7 +35,9 @@ export function startNodeApi({ storage, sidecarUrl, sidecarSecret, host, port }:
     runtime: 'node',
   })
   return new Promise((resolve, reject) => {
-    const server: ServerType = serve({ fetch: withNodeRelays(app.fetch), hostname: host, port }, (info) => {
+    const server = createNodeServer(withNodeRelays(app.fetch), host)
+    server.listen(port, host, () => {
+      const info = server.address() as AddressInfo
       const shownHost = host.includes(':') ? `[${host}]` : host
       resolve({
         url: `http://${shownHost}:${info.port}`,
@@ -42,7 +46,7 @@ export function startNodeApi({ storage, sidecarUrl, sidecarSecret, host, port }:
           new Promise<void>((done) => {
             server.close(() => done())
             // Open SSE streams would hold close() forever; end them.
-            if ('closeAllConnections' in server) server.closeAllConnections()
+            server.closeAllConnections()
           }),
       })
     })
