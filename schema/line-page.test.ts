@@ -74,6 +74,26 @@ describe('pageOfBytes', () => {
     expect(whole).toMatchObject({ text: 'beta\n\ngamma é', lines: 3, eof: false })
   })
 
+  it('refuses a skipped line longer than maxSkippedLineBytes, exactly, however the input is chunked', () => {
+    const input = bytes('a\n0123456789\nz')
+    const outcome = (max: number, size: number, resume?: { line: number; byte: number }) => {
+      const pager = new LinePager(3, 5, 100, resume?.line, resume?.byte, max)
+      try {
+        for (let at = resume?.byte ?? 0; at < input.length; at += size) if (!pager.push(input.subarray(at, Math.min(at + size, input.length)))) break
+        return pager.finish().text
+      } catch (error) {
+        return (error as TermkeepError).details
+      }
+    }
+    for (let size = 1; size <= input.length; size++) {
+      expect(outcome(10, size)).toBe('z') // line 2 is exactly 10 bytes
+      expect(outcome(9, size)).toEqual({ limit: 9, line: 2, byte: 2 })
+      expect(outcome(9, size, { line: 2, byte: 2 })).toEqual({ limit: 9, line: 2, byte: 2 })
+    }
+    // Lines on the page have their own bound (maxBytes), not this one.
+    expect(new LinePager(1, 5, 100, 1, 0, 1).push(input)).toBe(true)
+  })
+
   it('resumes from a cursor byte exactly like a fresh scan', () => {
     const input = bytes(Array.from({ length: 50 }, (_, i) => `line ${i + 1}`).join('\r\n'))
     let page = pageOfBytes(input, 1, 7, 1000)

@@ -10,6 +10,8 @@
  *   `maxBytes` the page is refused (`files/too-large`), never shortened.
  * - A page holding a NUL byte or invalid UTF-8 is `files/not-text`. Lines before the page are
  *   skipped unread, so one binary blob early in a file does not poison later pages.
+ * - A skipped line longer than `maxSkippedLineBytes` is `files/too-large` (a file without newlines
+ *   would otherwise be scanned to its end to find a line that is not there).
  */
 import { TermkeepError } from './errors.ts'
 
@@ -51,14 +53,19 @@ export class LinePager {
   #more = false
   #consumed: number
   #nextByte = -1
+  readonly #maxSkippedLineBytes: number
+  /** Where the line being scanned starts, in bytes consumed. */
+  #lineStart: number
 
   /** `firstLine`/`startByte` let a trusted cursor resume mid-input (the bytes before are not fed). */
-  constructor(offset: number, limit: number, maxBytes: number, firstLine = 1, startByte = 0) {
+  constructor(offset: number, limit: number, maxBytes: number, firstLine = 1, startByte = 0, maxSkippedLineBytes = Infinity) {
     this.#offset = offset
     this.#limit = limit
     this.#maxBytes = maxBytes
     this.#line = firstLine
     this.#consumed = startByte
+    this.#lineStart = startByte
+    this.#maxSkippedLineBytes = maxSkippedLineBytes
   }
 
   /** Returns false once the page is complete and a further line is known to exist. */
@@ -75,11 +82,13 @@ export class LinePager {
       const end = newline === -1 ? chunk.length : newline
       if (end > pos) this.#started = true
       if (this.#line >= this.#offset) this.#take(chunk.subarray(pos, end))
+      else if (this.#consumed + end - this.#lineStart > this.#maxSkippedLineBytes) throw this.#skippedTooLong()
       if (newline === -1) {
         pos = chunk.length
       } else {
         this.#endLine(true)
         pos = newline + 1
+        this.#lineStart = this.#consumed + pos
       }
     }
     this.#consumed += chunk.length
@@ -147,6 +156,15 @@ export class LinePager {
 
   #dropLastByte(): void {
     this.#pageBytes--
+  }
+
+  #skippedTooLong(): TermkeepError {
+    const limit = this.#maxSkippedLineBytes
+    return new TermkeepError(
+      'files/too-large',
+      `line ${this.#line} is longer than ${limit} bytes (scanned from byte ${this.#lineStart} without finding its end), so line ${this.#offset} is out of reach; read the file with files/bytes (a byte window)`,
+      { limit, line: this.#line, byte: this.#lineStart },
+    )
   }
 }
 

@@ -3,7 +3,7 @@
  * front of the real sidecar process, both on one libSQL file. Sessions and workspaces are
  * inserted directly with drizzle.
  */
-import { appendFileSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Hono } from 'hono'
@@ -12,7 +12,7 @@ import { createApp } from '../app.ts'
 import { createToken, revokeToken } from '../auth/tokens.ts'
 import type { AppEnv } from '../deps.ts'
 import { SidecarClient } from '../sidecar-client.ts'
-import { MAX_FILE_PAGE_LINES } from '../../schema/limits.ts'
+import { MAX_FILE_PAGE_LINES, MAX_SKIPPED_LINE_BYTES } from '../../schema/limits.ts'
 import { sessions, workspaces, workspaceSessions } from '../../schema/tables.ts'
 import type { Grant } from '../../schema/grants.ts'
 import { openStorage, type Storage } from '../../storage/client.ts'
@@ -198,6 +198,23 @@ describe('file routes', () => {
       const { status: got, body } = await get(`/v1/sessions/s1/files/${route}`)
       expect({ route, got, code: body.error?.code }).toEqual({ route, got: status, code })
       if (details) expect(body.error).toMatchObject(details)
+    }
+  })
+
+  it('answers a far line of a huge file without newlines with 413 at once, not 503 after the slow-call timeout', async () => {
+    writeFileSync(join(root, 'disk.img'), '')
+    truncateSync(join(root, 'disk.img'), 100 * 1024 ** 3) // sparse
+    try {
+      const started = Date.now()
+      const page = await get(`/v1/sessions/s1/files/text?${q({ path: 'disk.img', offset: '2' })}`)
+      const next = await post('/v1/sessions/s1/read-text', { address: 'disk.img', offset: 2 })
+      expect(Date.now() - started).toBeLessThan(5_000)
+      for (const { status, body } of [page, next]) {
+        expect([status, body.error.code]).toEqual([413, 'files/too-large'])
+        expect(body.error).toMatchObject({ limit: MAX_SKIPPED_LINE_BYTES, line: 1, byte: 0 })
+      }
+    } finally {
+      unlinkSync(join(root, 'disk.img'))
     }
   })
 

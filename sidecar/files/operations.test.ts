@@ -2,13 +2,13 @@
  * The file operations against a real filesystem: every error kind, page boundaries, versions,
  * traversal attempts and the check-then-open races (driven through the OpenHooks seams).
  */
-import { appendFileSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES } from '../../schema/limits.ts'
+import { MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES, MAX_SKIPPED_LINE_BYTES } from '../../schema/limits.ts'
 import { isInside, lexicalTarget, type Scope } from './confine.ts'
 import { list, readAll, readBytes, readRelated, readText, stat } from './operations.ts'
 
@@ -94,6 +94,29 @@ describe('read (text pages)', () => {
     expect(error.details).toMatchObject({ limit: MAX_FILE_PAGE_BYTES, path: 'huge-line.txt' })
     expect(await readText(scope, 'huge-line.txt', { limit: 1 })).toMatchObject({ text: 'short', eof: false })
     expect(await readText(scope, 'huge-line.txt', { offset: 3 })).toMatchObject({ text: 'after', eof: true })
+  })
+
+  it('gives up on a line without an end after MAX_SKIPPED_LINE_BYTES, not at the end of the file', async () => {
+    write('no-newline.bin', '')
+    truncateSync(join(root, 'no-newline.bin'), 100 * 1024 ** 3) // 100 GiB of zeros, sparse
+    try {
+      const started = Date.now()
+      const error = await failure(readText(scope, 'no-newline.bin', { offset: 2 }))
+      expect(Date.now() - started).toBeLessThan(5_000)
+      expect(error.code).toBe('files/too-large')
+      expect(error.details).toEqual({ limit: MAX_SKIPPED_LINE_BYTES, line: 1, byte: 0, path: 'no-newline.bin' })
+      expect(error.message).toMatch(/files\/bytes/)
+    } finally {
+      unlinkSync(join(root, 'no-newline.bin'))
+    }
+    // Lines of several MB are still skipped on the way to a later one.
+    write('long-lines.txt', `${'x'.repeat(5 * 1024 * 1024)}\n${'y'.repeat(3 * 1024 * 1024)}\nwanted\n`)
+    expect(await readText(scope, 'long-lines.txt', { offset: 3 })).toMatchObject({ text: 'wanted', eof: true })
+    // The bound holds exactly, also when resuming from a remembered line start.
+    write('bounded.txt', `a\n${'b'.repeat(1000)}\nc\n${'d'.repeat(1001)}\ne\n`)
+    expect(await readText(scope, 'bounded.txt', { offset: 3, limit: 1 }, undefined, 1000)).toMatchObject({ text: 'c', eof: false })
+    expect((await failure(readText(scope, 'bounded.txt', { offset: 5 }, undefined, 1000))).details).toMatchObject({ limit: 1000, line: 4, byte: 1005 })
+    expect((await failure(readText(scope, 'bounded.txt', { offset: 3 }, undefined, 999))).details).toMatchObject({ limit: 999, line: 2, byte: 2 })
   })
 
   it('refuses NUL and invalid UTF-8 as not-text', async () => {
@@ -382,7 +405,8 @@ describe('edge cases a client can send', () => {
       const abort = new AbortController()
       setTimeout(() => abort.abort(), 100)
       const started = Date.now()
-      await expect(readText(scope, 'sparse.bin', { offset: 2 }, { signal: abort.signal })).rejects.toThrow(/abort/i)
+      // Without the skipped-line bound, which would otherwise answer first.
+      await expect(readText(scope, 'sparse.bin', { offset: 2 }, { signal: abort.signal }, Infinity)).rejects.toThrow(/abort/i)
       // Scanning 4 GB of zeros for line 2 takes many seconds; the abort ends it within a chunk.
       expect(Date.now() - started).toBeLessThan(3_000)
     } finally {

@@ -6,7 +6,7 @@ import { lstat, readdir } from 'node:fs/promises'
 import { dirname, isAbsolute, join } from 'node:path'
 import { TermkeepError } from '../../schema/errors.ts'
 import { LinePager } from '../../schema/line-page.ts'
-import { MAX_FILE_BYTES, MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES, MAX_LIST_ENTRIES } from '../../schema/limits.ts'
+import { MAX_FILE_BYTES, MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES, MAX_LIST_ENTRIES, MAX_SKIPPED_LINE_BYTES } from '../../schema/limits.ts'
 import type { DirectoryListing, FileBytes, FileStat, FileText } from '../../schema/wire/files.ts'
 import {
   badRequest,
@@ -38,12 +38,15 @@ async function withFile<T>(scope: Scope, path: string, hooks: OpenHooks | undefi
   }
 }
 
-/** A page of UTF-8 lines (see schema/line-page.ts for the exact rules). */
+/** A page of UTF-8 lines (see schema/line-page.ts for the exact rules). A line before the page
+ * longer than `maxSkippedLine` is `too-large`: a file without newlines is refused after that many
+ * bytes instead of being read to its end. */
 export function readText(
   scope: Scope,
   path: string,
   range: { offset?: number; limit?: number } = {},
   hooks?: OpenHooks,
+  maxSkippedLine = MAX_SKIPPED_LINE_BYTES,
 ): Promise<FileText> {
   const offset = range.offset ?? 1
   const limit = Math.min(range.limit ?? MAX_FILE_PAGE_LINES, MAX_FILE_PAGE_LINES)
@@ -52,7 +55,7 @@ export function readText(
     const page = await withPath(path, async () => {
       // Start at the nearest known line start at or before `offset` (paging on is then linear).
       const from = lineStarts.nearest(version, offset)
-      const pager = new LinePager(offset, limit, MAX_FILE_PAGE_BYTES, from.line, from.byte)
+      const pager = new LinePager(offset, limit, MAX_FILE_PAGE_BYTES, from.line, from.byte, maxSkippedLine)
       const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES)
       let position = from.byte
       for (;;) {
