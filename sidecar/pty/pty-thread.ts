@@ -7,7 +7,7 @@
  */
 import type { Worker } from 'node:worker_threads'
 import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_INPUT_BACKLOG_BYTES, PTY_EXIT_WAIT_MS } from '../../schema/limits.ts'
+import { MAX_INPUT_BACKLOG_BYTES, PERSIST_RETRY_MAX_MS, PERSIST_RETRY_MS, PTY_EXIT_WAIT_MS } from '../../schema/limits.ts'
 import type { Journal } from '../journal/journal.ts'
 import { startTsWorker } from '../worker-thread.ts'
 import type { PtyExit, PtySpawnOptions } from './pty-process.ts'
@@ -43,6 +43,12 @@ export class RemotePty {
   #backlog = 0
   #sentSinceReport = 0
   #confirmSoon: NodeJS.Immediate | undefined
+  /** Messages waiting behind output the journal could not write, oldest first; the retry timer,
+   * its next wait and the write's failure. */
+  #held: FromPtyThread[] = []
+  #retry: ReturnType<typeof setTimeout> | undefined
+  #retryMs = PERSIST_RETRY_MS
+  #writeFailure: Error | undefined
 
   constructor(
     private readonly thread: PtyThread,
@@ -93,6 +99,7 @@ export class RemotePty {
   /** Closes the master after reading whatever the kernel still holds; resolves at the end of the
    * byte source (everything read is journaled by then). */
   forceClose(): Promise<void> {
+    this.#dropHeld()
     if (this.#ended) return Promise.resolve()
     const ended = new Promise<void>((resolve) => this.#endWaiters.push(resolve))
     this.thread.post({ type: 'force-close', id: this.id })
@@ -101,35 +108,89 @@ export class RemotePty {
 
   /** @internal a message from the PTY thread for this terminal. */
   receive(message: FromPtyThread): void {
+    if (message.type === 'backlog') {
+      this.#backlog = message.bytes
+      this.#sentSinceReport = 0
+      return
+    }
+    // Behind output the journal could not write yet, everything waits its turn (order is the
+    // journal's contract: a resize or the end after the bytes read before them).
+    if (this.#held.length > 0) {
+      this.#held.push(message)
+      return
+    }
+    if (!this.#apply(message)) this.#hold(message)
+  }
+
+  /** Applies one message; false when its bytes could not be written (they are not confirmed). */
+  #apply(message: FromPtyThread): boolean {
     switch (message.type) {
       case 'data':
-        // Journaled synchronously below, or dropped: either way confirmed (the PTY thread stops
-        // reading while too much is unconfirmed, PTY_UNJOURNALED_MAX_BYTES).
-        this.#confirm(message.bytes.length)
         // The journal ends with this source (`end`); a flush after that would be a bug here, and
         // must not take the sidecar down with it (a retired journal ignores it anyway).
         if (this.journal.ended) {
+          this.#confirm(message.bytes.length)
           console.error(`termkeep sidecar: ${message.bytes.length} bytes after the end of a terminal's output, dropped`)
-          return
+          return true
         }
-        this.journal.appendFlushed(message.bytes)
+        try {
+          this.journal.appendFlushed(message.bytes)
+        } catch (error) {
+          if (this.#retryMs === PERSIST_RETRY_MS) {
+            console.error(`termkeep sidecar: a terminal's output could not be journaled (${(error as Error).message}); it waits, and the program's output is paused until it can be`)
+          }
+          this.#writeFailure = error as Error
+          return false
+        }
+        if (this.#retryMs !== PERSIST_RETRY_MS) console.error('termkeep sidecar: journaling a terminal\'s output works again')
+        this.#retryMs = PERSIST_RETRY_MS
+        // Confirmed once journaled: the PTY thread stops reading while too much is unconfirmed
+        // (PTY_UNJOURNALED_MAX_BYTES), so a journal that cannot write pauses the program.
+        this.#confirm(message.bytes.length)
         this.#onData()
-        return
+        return true
       case 'resized':
         if (message.applied && !this.journal.ended) this.journal.appendResize(message.cols, message.rows)
         this.#resizes.shift()?.()
-        return
+        return true
       case 'end':
         this.#end()
-        return
+        return true
       case 'exit':
         this.#exit(message.exit)
-        return
-      case 'backlog':
-        this.#backlog = message.bytes
-        this.#sentSinceReport = 0
-        return
+        return true
+      default:
+        return true
     }
+  }
+
+  /** Keeps a flush the journal could not write (a full disk) and tries it again with backoff. */
+  #hold(message: FromPtyThread): void {
+    this.#held.push(message)
+    this.#retryLater()
+  }
+
+  #retryLater(): void {
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined
+      while (this.#held.length > 0) {
+        if (!this.#apply(this.#held[0]!)) return this.#retryLater()
+        this.#held.shift()
+      }
+    }, this.#retryMs)
+    this.#retry.unref()
+    this.#retryMs = Math.min(this.#retryMs * 2, PERSIST_RETRY_MAX_MS)
+  }
+
+  /** Gives up on output that could not be journaled (the terminal is being force-closed or its
+   * thread is gone): what follows it (a resize, the end, the exit) still applies. */
+  #dropHeld(): void {
+    clearTimeout(this.#retry)
+    this.#retry = undefined
+    const held = this.#held.splice(0)
+    const lost = held.reduce((sum, m) => sum + (m.type === 'data' ? m.bytes.length : 0), 0)
+    if (lost > 0) console.error(`termkeep sidecar: ${lost} bytes of a terminal's output could not be journaled and are lost: ${this.#writeFailure?.message}`)
+    for (const message of held) if (message.type !== 'data') this.#apply(message)
   }
 
   /**
@@ -148,6 +209,7 @@ export class RemotePty {
 
   /** @internal the PTY thread is gone: nothing more will come. */
   lost(): void {
+    this.#dropHeld()
     this.#end()
     this.#exit({ exitCode: null, signal: null })
   }
