@@ -68,6 +68,7 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
       let aborted = false
       stream.onAbort(() => {
         aborted = true
+        wake?.() // a quiet terminal's wait would otherwise hold this stream until the heartbeat
       })
       try {
         let last = first
