@@ -50,6 +50,9 @@ export const DEFAULT_OUTPUT_PAGE_ITEMS = 64
 export const EMULATOR_MAX_INFLIGHT_BYTES = 1 * MiB
 /** Emulator worker threads per sidecar; terminals share them (each boot costs ~0.5 s of CPU). */
 export const EMULATOR_WORKERS = 2
+/** A screen whose emulator worker failed is rebuilt from its journal in another worker at most
+ * this many times (output that crashes the emulator itself must not loop forever). */
+export const EMULATOR_MAX_REBUILDS = 3
 /** Journal bytes an emulator feed reads ahead (one batch) when it lags, so the worker can skip
  * plain text that provably scrolls out of the history allowance instead of parsing it
  * (sidecar/display/fast-forward.ts). Larger skips more of a flood (16 MiB skipped ~95% of a

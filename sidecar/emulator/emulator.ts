@@ -13,7 +13,8 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Worker } from 'node:worker_threads'
-import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_WORKERS } from '../../schema/limits.ts'
+import { TermkeepError } from '../../schema/errors.ts'
+import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_MAX_REBUILDS, EMULATOR_WORKERS } from '../../schema/limits.ts'
 import type { Journal } from '../journal/journal.ts'
 import { startTsWorker } from '../worker-thread.ts'
 import type { EmulatorSnapshot, FromWorker, ToWorker, WireRecord } from './protocol.ts'
@@ -34,7 +35,7 @@ class WorkerSlot {
   readonly pending = new Map<number, Pending>()
   failure: Error | undefined
 
-  constructor() {
+  constructor(private readonly onFail: (slot: WorkerSlot) => void) {
     this.worker = startTsWorker(WORKER_URL)
     this.worker.unref()
     this.worker.on('message', (message: FromWorker) => this.#receive(message))
@@ -61,8 +62,10 @@ class WorkerSlot {
   #fail(error: Error): void {
     if (this.failure) return
     this.failure = error
-    for (const { reject } of this.pending.values()) reject(error)
+    const failed = new TermkeepError('sidecar/unavailable', `a terminal screen's emulator failed (${error.message}); it is rebuilt from the output journal, try again`)
+    for (const { reject } of this.pending.values()) reject(failed)
     this.pending.clear()
+    this.onFail(this)
   }
 }
 
@@ -72,6 +75,7 @@ export class EmulatorPool {
   readonly #observer: EmulatorObserver | undefined
   readonly #draining = new Set<Promise<void>>()
   #nextRequest = 1
+  #closing = false
 
   constructor(size = EMULATOR_WORKERS, observer?: EmulatorObserver) {
     this.#size = size
@@ -80,12 +84,26 @@ export class EmulatorPool {
 
   /** A screen for one terminal, fed from its journal from sequence 0. */
   open(key: string, journal: Journal): Emulator {
-    const slot = this.#pick()
-    const emulator = new Emulator(this, slot, key, journal)
-    slot.emulators.set(key, emulator)
-    slot.post({ type: 'open', key, cols: journal.initialSize.cols, rows: journal.initialSize.rows })
+    const emulator = new Emulator(this, key, journal)
     emulator.observe(this.#observer?.(emulator, journal))
     return emulator
+  }
+
+  /** @internal places an emulator's screen in a worker (again, after its worker failed). */
+  place(emulator: Emulator, journal: Journal): WorkerSlot {
+    const slot = this.#pick()
+    slot.emulators.set(emulator.key, emulator)
+    slot.post({ type: 'open', key: emulator.key, cols: journal.initialSize.cols, rows: journal.initialSize.rows })
+    return slot
+  }
+
+  /** A worker died (a bug, memory): its screens are rebuilt in another from their journals. */
+  #failed(slot: WorkerSlot): void {
+    if (this.#closing) return
+    const emulators = [...slot.emulators.values()]
+    slot.emulators.clear()
+    console.error(`termkeep sidecar: an emulator worker failed (${slot.failure?.message}); rebuilding ${emulators.length} screen(s) from their journals`)
+    for (const emulator of emulators) emulator.rebuild()
   }
 
   /** @internal keeps a dispose-time drain so close() can wait for it. */
@@ -100,6 +118,7 @@ export class EmulatorPool {
 
   async close(): Promise<void> {
     await Promise.all([...this.#draining])
+    this.#closing = true
     await Promise.all(this.#slots.map((slot) => slot.worker.terminate()))
     this.#slots.length = 0
   }
@@ -107,7 +126,7 @@ export class EmulatorPool {
   #pick(): WorkerSlot {
     for (let i = this.#slots.length - 1; i >= 0; i--) if (this.#slots[i].failure) this.#slots.splice(i, 1)
     if (this.#slots.length < this.#size) {
-      const slot = new WorkerSlot()
+      const slot = new WorkerSlot((failed) => this.#failed(failed))
       this.#slots.push(slot)
       return slot
     }
@@ -118,7 +137,9 @@ export class EmulatorPool {
 export class Emulator {
   readonly key: string
   readonly #pool: EmulatorPool
-  readonly #slot: WorkerSlot
+  #slot: WorkerSlot
+  /** Times its worker failed under it; beyond EMULATOR_MAX_REBUILDS the screen stays unavailable. */
+  #rebuilds = 0
   readonly #journal: Journal
   readonly #release: () => void
   readonly #stop = new AbortController()
@@ -132,15 +153,37 @@ export class Emulator {
   #skipped = 0
   #disposing = false
 
-  constructor(pool: EmulatorPool, slot: WorkerSlot, key: string, journal: Journal) {
+  constructor(pool: EmulatorPool, key: string, journal: Journal) {
     this.#pool = pool
-    this.#slot = slot
     this.key = key
     this.#journal = journal
     this.#release = journal.attach()
-    void this.#pump().catch((error: unknown) => {
-      if (!this.#stop.signal.aborted) console.error(`termkeep emulator ${key}: feed stopped`, error)
+    this.#slot = pool.place(this, journal)
+    this.#startPump()
+  }
+
+  #startPump(): void {
+    const slot = this.#slot
+    void this.#pump(slot).catch((error: unknown) => {
+      if (!this.#stop.signal.aborted && !slot.failure) console.error(`termkeep emulator ${this.key}: feed stopped`, error)
     })
+  }
+
+  /** @internal its worker failed: a new screen in another worker, fed again from sequence 0 (the
+   * journal holds every byte while the terminal lives). Listeners see sequences from 1 again. */
+  rebuild(): void {
+    if (this.#stop.signal.aborted) return
+    if (++this.#rebuilds > EMULATOR_MAX_REBUILDS) {
+      console.error(`termkeep emulator ${this.key}: its worker failed ${this.#rebuilds} times; the screen stays unavailable (the output journal is intact)`)
+      return
+    }
+    this.#sent = 0
+    this.#applied = 0
+    this.#inflight = 0
+    this.#skipped = 0
+    this.#wake?.()
+    this.#slot = this.#pool.place(this, this.#journal)
+    this.#startPump()
   }
 
   /** The last journal sequence the screen reflects. */
@@ -171,7 +214,9 @@ export class Emulator {
 
   /** Runs a worker-side handler (see handlers.ts) after every record sent so far is applied. */
   request<T>(kind: string, payload?: unknown): Promise<T> {
-    if (this.#slot.failure) return Promise.reject(this.#slot.failure)
+    if (this.#slot.failure) {
+      return Promise.reject(new TermkeepError('sidecar/unavailable', `the screen of terminal ${this.key} is unavailable: its emulator failed (${this.#slot.failure.message}); its output is intact`))
+    }
     if (this.#stop.signal.aborted) return Promise.reject(new Error('emulator disposed'))
     const id = this.#pool.nextRequestId()
     return new Promise<T>((resolve, reject) => {
@@ -216,9 +261,9 @@ export class Emulator {
     for (const listener of this.#listeners) listener(sequence)
   }
 
-  async #pump(): Promise<void> {
+  async #pump(slot: WorkerSlot): Promise<void> {
     const signal = this.#stop.signal
-    while (!signal.aborted && !this.#slot.failure) {
+    while (!signal.aborted && !slot.failure && slot === this.#slot) {
       if (this.#inflight >= EMULATOR_MAX_INFLIGHT_BYTES) {
         await new Promise<void>((resolve) => (this.#wake = resolve))
         continue
@@ -233,7 +278,7 @@ export class Emulator {
       // Behind the journal: read ahead in one window, so the worker can skip text that provably
       // scrolls out (sidecar/display/fast-forward.ts); at the live edge windows stay small.
       const records = await this.#journal.readRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES, true)
-      if (signal.aborted) return
+      if (signal.aborted || slot !== this.#slot || slot.failure) return
       this.#post(records)
     }
   }

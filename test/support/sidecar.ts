@@ -17,6 +17,8 @@ export interface SidecarOptions {
   secret?: string
   port?: number
   env?: Record<string, string>
+  /** Extra Node options for the sidecar process (e.g. a fault-injection preload). */
+  nodeArgs?: string[]
 }
 
 export interface RunningSidecar {
@@ -45,7 +47,7 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
   const home = join(dataDir, 'home')
   mkdirSync(home, { recursive: true })
   const child = fork(ENTRY, [], {
-    execArgv: ['--import', 'tsx', ...SIDECAR_NODE_FLAGS, ...(process.env.TERMKEEP_SIDECAR_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
+    execArgv: ['--import', 'tsx', ...SIDECAR_NODE_FLAGS, ...(process.env.TERMKEEP_SIDECAR_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(options.nodeArgs ?? [])],
     env: {
       ...process.env,
       HOME: home,
