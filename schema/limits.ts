@@ -80,7 +80,9 @@ export const PTY_EXIT_WAIT_MS = 2000
 export const CLOSE_DRAIN_MS = 3_000
 /** A failed close cleanup is retried after this long. */
 export const CLOSE_RETRY_MS = 60_000
-/** A terminal nobody holds, follows or types into is reclaimed (closed) after this long idle. */
+/** A terminal nobody holds, follows or types into, and whose program printed nothing, is
+ * reclaimed (closed) after this long idle. Output counts: a build left running unwatched for
+ * hours is not idle, and is not killed. */
 export const TERMINAL_IDLE_RECLAIM_MS = 2 * 60 * 60_000
 
 // ── Display ─────────────────────────────────────────────────────────────────

@@ -1,5 +1,5 @@
 /** The journal against a real spool file: records, exact cursors, waiting, retirement, I/O errors. */
-import { mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -113,6 +113,16 @@ describe('Journal', () => {
     release()
     // The spool is gone now: a read is a real I/O error, never an empty answer.
     await expect(j.readItems(0, 1)).rejects.toThrow()
+  })
+
+  it('removes a spool directory with its last spool, and leaves one that holds another', async () => {
+    const shared = join(dir, 'session-dir')
+    const a = new Journal(join(shared, 'a'), { cols: 80, rows: 24 })
+    const b = new Journal(join(shared, 'b'), { cols: 80, rows: 24 })
+    a.retire()
+    expect(readdirSync(shared)).toEqual(['b'])
+    b.retire()
+    expect(existsSync(shared)).toBe(false)
   })
 
   it('drops bytes that arrive after a retirement without EOF (shutdown) instead of writing a closed fd', async () => {

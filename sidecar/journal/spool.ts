@@ -6,7 +6,7 @@
  * The file stays open while any reader holds it, so retiring a journal never cuts off a reader that
  * is draining; it is unlinked when the last holder lets go.
  */
-import { closeSync, mkdirSync, openSync, read, rmSync, writeSync, writevSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, read, rmdirSync, rmSync, writeSync, writevSync } from 'node:fs'
 import { dirname } from 'node:path'
 
 export class Spool {
@@ -90,5 +90,12 @@ export class Spool {
     this.#closed = true
     closeSync(this.#fd)
     rmSync(this.path, { force: true })
+    // The session's spool directory goes with its last file (one per session otherwise stayed
+    // until the next start).
+    try {
+      rmdirSync(dirname(this.path))
+    } catch {
+      // other terminals' spools are still in it
+    }
   }
 }
