@@ -11,7 +11,6 @@ export function errorResponse(c: Context, error: TermkeepError): Response {
   return c.json(error.toBody(), error.status)
 }
 
-
 export function onError(error: Error, c: Context): Response {
   if (error instanceof TermkeepError) return errorResponse(c, error)
   if (isDatabaseUnavailable(error)) {

@@ -66,14 +66,16 @@ function startSidecar(config: Config, secret: string): Promise<ChildProcess> {
 
 export async function serveCommand(config: Config): Promise<void> {
   mkdirSync(config.dataDir, { recursive: true })
-  const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
+  let storage: Awaited<ReturnType<typeof openStorage>> | undefined
   try {
+    storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
     const { applied } = await migrate(storage.client)
     if (applied > 0) console.log(`termkeep: applied ${applied} database migration(s)`)
   } catch (error) {
     const cause = (error as Error & { cause?: Error }).cause?.message
-    console.error(`termkeep: the database at ${redactedUrl(config.databaseUrl)} (DATABASE_URL) could not be opened: ${(error as Error).message}${cause ? ` (${cause})` : ''}; stopping`)
-    storage.close()
+    const reason = `${(error as Error).message}${cause ? ` (${cause})` : ''}`.replace(/\s+/g, ' ')
+    console.error(`termkeep: the database at ${redactedUrl(config.databaseUrl)} (DATABASE_URL) could not be opened or migrated: ${reason}; stopping`)
+    storage?.close()
     process.exit(1)
   }
   const secret = localSidecarSecret(config)

@@ -170,6 +170,18 @@ describe('termkeep serve', () => {
     expect(bad.output().trim()).toBe('termkeep: invalid PORT="eighty": an integer from 1 to 65535')
   })
 
+  it('names DATABASE_URL in one line when a database file cannot be opened', async () => {
+    const down = serve({ TERMKEEP_DATA_DIR: mkdtempSync(join(tmpdir(), 'termkeep-serve-nofile-')), PORT: String(await freePort()), DATABASE_URL: 'file:/proc/nonexistent/x.db' })
+    try {
+      expect(await down.exited).toBe(1)
+      const lines = down.output().trim().split('\n')
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toMatch(/^termkeep: the database at file:\/proc\/nonexistent\/x\.db \(DATABASE_URL\) could not be opened or migrated: .+; stopping$/)
+    } finally {
+      down.child.kill('SIGKILL')
+    }
+  })
+
   it('names DATABASE_URL in one line when the database cannot be reached', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-serve-nodb-'))
     const closed = await freePort()
@@ -179,7 +191,7 @@ describe('termkeep serve', () => {
       expect(await down.exited).toBe(1)
       const lines = down.output().trim().split('\n')
       expect(lines).toHaveLength(1)
-      expect(lines[0]).toMatch(new RegExp(`^termkeep: the database at http://127\\.0\\.0\\.1:${closed}/ \\(DATABASE_URL\\) could not be opened: .+; stopping$`))
+      expect(lines[0]).toMatch(new RegExp(`^termkeep: the database at http://127\\.0\\.0\\.1:${closed}/ \\(DATABASE_URL\\) could not be opened or migrated: .+; stopping$`))
       expect(down.output()).not.toContain('secret-token')
     } finally {
       down.child.kill('SIGKILL')

@@ -162,10 +162,13 @@ describe('readDisplay', () => {
     expect(JSON.parse(events.at(-1)!.data)).toEqual({ revision: 8, truncated: false })
   })
 
-  it('tries a failed write again until it lands, and a newer revision replaces the waiting one', async () => {
+  it('tries a write the database could not take again until it lands, and a newer revision replaces the waiting one', async () => {
     const e = await emulator(40, 5)
-    const writer = new RevisionWriter(storage.db, 's1', 'retry', { retryMs: 20 })
-    await storage.client.execute('ALTER TABLE display_chunks RENAME TO display_chunks_away')
+    // The writer's own connection, with a short busy timeout; this test's holds a write lock.
+    const own = await openStorage({ url: `file:${join(dir, 'termkeep.db')}`, busyTimeoutMs: 50 })
+    const writer = new RevisionWriter(own.db, 's1', 'retry', { retryMs: 20 })
+    const lock = await storage.client.transaction('write')
+    await lock.execute("UPDATE sessions SET cwd = cwd WHERE id = 'nobody'")
     try {
       await e.write('first\r\n')
       writer.submit(encodeRevision(e.tracker))
@@ -177,9 +180,10 @@ describe('readDisplay', () => {
       await new Promise((r) => setTimeout(r, 100))
       expect(writer.written).toBe(0)
     } finally {
-      await storage.client.execute('ALTER TABLE display_chunks_away RENAME TO display_chunks')
+      await lock.rollback()
     }
     await waitFor(async () => writer.written > 0 && !writer.retrying, 10_000, 'the retried write')
+    own.close()
     expect(writer.written).toBe(1)
     expect(writer.superseded).toBe(1)
     const events = await readAllEvents(await get('/v1/sessions/s1/terminals/retry/display'))

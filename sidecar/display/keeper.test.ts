@@ -10,6 +10,8 @@ import type { DisplayEncodeResult } from './worker.ts'
 
 class FakeEmulator implements SettleSource {
   caughtUp = true
+  rebuilding = false
+  unavailable = false
   listeners = new Set<(sequence: number) => void>()
   requests: Array<(result: DisplayEncodeResult) => void> = []
   sequence = 0
@@ -84,6 +86,25 @@ describe('DisplayKeeper', () => {
     }
     expect(keeper.encodes).toBe(2)
     expect(sink.submitted.map((r) => r.meta.sequence)).toEqual([51, 102])
+  })
+
+  it('settles nothing while a rebuilt screen replays what the lost one showed, max-wait included', async () => {
+    keeper.dispose()
+    keeper = new DisplayKeeper(emulator, bytes, sink, { settleMs: 250, maxWaitMs: 1_000 })
+    for (let i = 0; i < 9; i++) {
+      emulator.apply()
+      await vi.advanceTimersByTimeAsync(100) // output without pause: unsettled for 900 ms
+    }
+    emulator.rebuilding = true // the worker failed; the new screen replays
+    for (let i = 0; i < 30; i++) {
+      emulator.apply()
+      await vi.advanceTimersByTimeAsync(100)
+    }
+    expect(emulator.requests).toHaveLength(0)
+    emulator.rebuilding = false
+    emulator.apply()
+    await vi.advanceTimersByTimeAsync(250)
+    expect(emulator.requests).toHaveLength(1)
   })
 
   it('does not settle while the emulator is behind the journal', async () => {

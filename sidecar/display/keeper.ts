@@ -3,8 +3,10 @@
  * none arrives for SETTLE_WINDOW_MS (or the byte source closed and the emulator caught up), the
  * keeper asks the worker to encode (`display-encode`) and hands a changed revision to the
  * RevisionWriter. Output that never pauses is settled anyway SETTLE_MAX_WAIT_MS after its first
- * unsettled change (at whatever sequence the emulator has applied by then). Nothing here is on the byte path: the PTY and the journal never wait for it,
- * and the emulator only pauses for the encode itself.
+ * unsettled change (at whatever sequence the emulator has applied by then); a screen rebuilt after
+ * its worker failed is not settled until it is back where the lost one was. Nothing here is on the
+ * byte path: the PTY and the journal never wait for it, and the emulator only pauses for the
+ * encode itself.
  *
  * Bursts coalesce: at most one encode runs; settles that come due meanwhile collapse into one
  * more, and the writer keeps only the newest waiting revision. `drain()` (before the emulator is
@@ -17,6 +19,10 @@ import { DISPLAY_ENCODE, type DisplayEncodeRequest, type DisplayEncodeResult } f
 /** The part of the emulator (sidecar/emulator/emulator.ts) the keeper uses. */
 export interface SettleSource {
   readonly caughtUp: boolean
+  /** A rebuilt screen replaying what its lost one had shown: nothing to settle yet. */
+  readonly rebuilding: boolean
+  /** The screen could not be rebuilt after its worker failed: requests fail for good. */
+  readonly unavailable: boolean
   onApplied(listener: (sequence: number) => void): () => void
   request<T>(kind: string, payload?: unknown): Promise<T>
 }
@@ -72,6 +78,12 @@ export class DisplayKeeper {
   #applied(): void {
     if (this.#stopped) return
     clearTimeout(this.#timer)
+    if (this.#source.rebuilding) {
+      // An older screen than the one last settled: settling it would persist the past.
+      this.#timer = undefined
+      this.#dirtySince = undefined
+      return
+    }
     const now = Date.now()
     this.#dirtySince ??= now
     if ((this.#bytes.ended && this.#source.caughtUp) || now - this.#dirtySince >= this.#maxWaitMs) {

@@ -11,6 +11,7 @@ import type { BatchItem } from 'drizzle-orm/batch'
 import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS, PERSIST_RETRY_MAX_MS, PERSIST_RETRY_MS } from '../../schema/limits.ts'
 import { displayChunks, displayRevisions } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
+import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import type { EncodedRevision } from './revision.ts'
 
 /** Chunk rows per INSERT statement (5 bound parameters each). */
@@ -196,6 +197,12 @@ export class RevisionWriter {
         } catch (error) {
           this.lastError = error
           this.failures++
+          // Only a database that cannot take the write now is waited for; anything else (a bug)
+          // would fail the same way forever: the next settle sends a newer screen.
+          if (!isDatabaseUnavailable(error)) {
+            console.error(`termkeep display ${this.#sessionId}/${this.#terminalId}: persisting a revision failed`, error)
+            continue
+          }
           // Report the first failure of a run of them, not every retry.
           if (this.#backoff === this.#retryMs) console.error(`termkeep display ${this.#sessionId}/${this.#terminalId}: persisting a revision failed; trying again`, error)
           this.#waiting ??= next

@@ -98,10 +98,21 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
           let next: ScreenProjection
           try {
             next = await emulator.request<ScreenProjection>(SCREEN_TEXT)
-          } catch {
+          } catch (error) {
+            // The emulator's worker failed and the screen is being rebuilt: the terminal goes on,
+            // so this stream waits for the rebuilt screen (one that cannot be rebuilt ends it
+            // without `closed`: the output did not end).
+            if (error instanceof TermkeepError && error.code === 'sidecar/unavailable' && !emulator.unavailable) {
+              dirty = true
+              await stream.sleep(interval)
+              continue
+            }
+            if (emulator.unavailable) return
             await stream.writeSSE({ event: 'closed', data: JSON.stringify({ sequence: last.sequence }) })
             return
           }
+          // A rebuilt screen replaying older output is not news.
+          if (emulator.rebuilding || next.sequence < last.sequence) continue
           if (!sameText(next, last)) {
             last = next
             sentAt = Date.now()

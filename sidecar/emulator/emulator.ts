@@ -138,8 +138,13 @@ export class Emulator {
   readonly key: string
   readonly #pool: EmulatorPool
   #slot: WorkerSlot
-  /** Times its worker failed under it; beyond EMULATOR_MAX_REBUILDS the screen stays unavailable. */
+  /** Times its worker failed while it was replaying (the likely culprit); beyond
+   * EMULATOR_MAX_REBUILDS the screen stays unavailable. */
   #rebuilds = 0
+  /** After a rebuild: the sequence the lost screen had reached; until the new one gets there it
+   * shows older output (not to be settled or sent as news). */
+  #rebuildTarget = 0
+  #gaveUp = false
   readonly #journal: Journal
   readonly #release: () => void
   readonly #stop = new AbortController()
@@ -173,10 +178,13 @@ export class Emulator {
    * journal holds every byte while the terminal lives). Listeners see sequences from 1 again. */
   rebuild(): void {
     if (this.#stop.signal.aborted) return
-    if (++this.#rebuilds > EMULATOR_MAX_REBUILDS) {
-      console.error(`termkeep emulator ${this.key}: its worker failed ${this.#rebuilds} times; the screen stays unavailable (the output journal is intact)`)
+    // A screen that was still replaying when its worker failed again may be what crashes it.
+    if (this.rebuilding && ++this.#rebuilds >= EMULATOR_MAX_REBUILDS) {
+      this.#gaveUp = true
+      console.error(`termkeep emulator ${this.key}: its worker failed ${this.#rebuilds + 1} times while it was rebuilt; the screen stays unavailable (the output journal is intact)`)
       return
     }
+    this.#rebuildTarget = Math.max(this.#rebuildTarget, this.#applied)
     this.#sent = 0
     this.#applied = 0
     this.#inflight = 0
@@ -194,6 +202,16 @@ export class Emulator {
   /** Journal bytes the feed skipped because they provably scrolled out (display fast-forward). */
   get fastForwarded(): number {
     return this.#skipped
+  }
+
+  /** True while a rebuilt screen replays output its lost one had already shown. */
+  get rebuilding(): boolean {
+    return this.#applied < this.#rebuildTarget
+  }
+
+  /** True when the screen could not be rebuilt (EMULATOR_MAX_REBUILDS): requests fail for good. */
+  get unavailable(): boolean {
+    return this.#gaveUp
   }
 
   /** True when the screen reflects every record journaled so far. */

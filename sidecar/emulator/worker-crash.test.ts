@@ -43,6 +43,10 @@ describe('an emulator worker that crashes', () => {
     expect((await type('before\n')).status).toBe(204)
     await waitFor(async () => (await screen()).includes('got:before'), 10_000, 'the screen before the crash')
 
+    const watch = await http.sse(`${T}/screen/watch`)
+    streams.push(watch)
+    await watch.until((m) => m.event === 'screen' && JSON.stringify(m.data).includes('got:before'))
+
     process.kill(sidecar.pid, 'SIGUSR2')
     await waitFor(async () => log.includes('emulator worker failed'), 10_000, 'the failure to be noticed')
     expect(log).toMatch(/\[fault injection\] crashing [1-9]/)
@@ -50,6 +54,15 @@ describe('an emulator worker that crashes', () => {
     await waitFor(async () => (await screen()).includes('got:before'), 10_000, 'the rebuilt screen')
     expect((await type('after\n')).status).toBe(204)
     await waitFor(async () => (await screen()).includes('got:after'), 10_000, 'the screen after the crash')
+    // The screen watch goes on through the rebuild: no `closed`, never an older screen.
+    const events: Array<{ event: string; data: any }> = []
+    await watch.until((m) => {
+      events.push(m)
+      return m.event === 'closed' || (m.event === 'screen' && JSON.stringify(m.data).includes('got:after'))
+    })
+    expect(events.map((m) => m.event)).not.toContain('closed')
+    const sequences = events.filter((m) => m.event === 'screen').map((m) => m.data.sequence as number)
+    expect(sequences).toEqual([...sequences].sort((a, b) => a - b))
     const again = await http.sse(`${T}/follow?attachment=b`)
     streams.push(again)
     const snapshot = await again.until((m) => m.event === 'snapshot')

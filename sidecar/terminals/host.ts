@@ -181,8 +181,7 @@ export class TerminalHost {
       terminals.map(async (terminal) => {
         terminal.emulator.dispose()
         terminal.journal.retire()
-        await terminal.flushed()
-        await this.#options.store.update(terminal.sessionId, terminal.id, { state: 'retired' }).catch(() => false)
+        await terminal.retireRow()
       }),
     )
     await this.#ptys.close()

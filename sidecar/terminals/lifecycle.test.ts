@@ -518,3 +518,40 @@ describe('idle reclamation', () => {
     }
   })
 })
+
+describe('shutdown', () => {
+  it('writes what the database refused before, with the retirement, when the sidecar stops', async () => {
+    const own = await startSidecar({ env: { TERMKEEP_SHELLS_FILE: shells.shellsFile, TERMKEEP_DB_BUSY_TIMEOUT_MS: '100' } })
+    const ownHttp = new SidecarHttp(own)
+    const P = `/v1/sessions/${SID}/terminals/quits-locked`
+    const storage = await openStorage({ url: own.databaseUrl })
+    try {
+      await insertSession(own.databaseUrl, SID, work)
+      await ownHttp.json('PUT', P, { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
+      const ctl = await ownHttp.sse(`${P}/follow?attachment=z`)
+      streams.push(ctl)
+      await ctl.until((m) => m.event === 'snapshot')
+      const lock = await storage.client.transaction('write')
+      try {
+        await lock.execute("UPDATE sessions SET cwd = cwd WHERE id = 'nobody'")
+        await ownHttp.fetch('POST', `${P}/input`, { body: 'q\n', headers: { 'termkeep-attachment': 'z' } })
+        await ctl.until((m) => m.event === 'state' && m.data.info.state === 'exited')
+        // Past the first retry (1 s), so the next one is 2 s away when the sidecar stops.
+        await new Promise((r) => setTimeout(r, 1_500))
+      } finally {
+        await lock.rollback()
+      }
+      await own.stop()
+      const reader = await openStorage({ url: own.databaseUrl })
+      try {
+        const { rows } = await reader.client.execute("SELECT state, exit_code FROM terminals WHERE id = 'quits-locked'")
+        expect(rows[0]).toMatchObject({ state: 'retired', exit_code: 3 })
+      } finally {
+        reader.close()
+      }
+    } finally {
+      storage.close()
+      await own.stop()
+    }
+  })
+})

@@ -10,6 +10,7 @@ import type { Geometry } from '../../schema/wire/common.ts'
 import type { Sender, TerminalInfo, TerminalShell } from '../../schema/wire/terminals.ts'
 import type { Emulator } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
+import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Notifier } from '../journal/notifier.ts'
 import { killSession } from '../pty/process-tree.ts'
 import type { PtyThread, RemotePty } from '../pty/pty-thread.ts'
@@ -217,6 +218,21 @@ export class LiveTerminal {
   }
 
   /**
+   * Sidecar shutdown: one last write of every change not yet written, with the row retired. A
+   * pending retry is cancelled (it would otherwise land later and move the row back).
+   */
+  async retireRow(): Promise<void> {
+    clearTimeout(this.#retry)
+    this.#retry = undefined
+    await this.flushed()
+    const patch = { ...this.#unwritten, state: 'retired' as const }
+    this.#unwritten = {}
+    await this.#store.update(this.sessionId, this.id, patch).catch((error: unknown) => {
+      console.error(`termkeep sidecar: retiring terminal ${this.sessionId}/${this.id} at shutdown failed`, error)
+    })
+  }
+
+  /**
    * Kills the session's processes, drains output to EOF, ends followers, releases the emulator and
    * the journal (retirement). Concurrent and repeated calls share one attempt; a failed attempt
    * leaves the terminal live for a retry.
@@ -295,6 +311,12 @@ export class LiveTerminal {
         try {
           await this.#store.update(this.sessionId, this.id, patch)
         } catch (error) {
+          // Only a database that cannot take the write now is waited for; anything else is a bug
+          // that a retry would repeat forever.
+          if (!isDatabaseUnavailable(error)) {
+            console.error(`termkeep sidecar: persisting terminal ${this.sessionId}/${this.id} failed`, error)
+            continue
+          }
           if (this.#backoff === PERSIST_RETRY_MS) console.error(`termkeep sidecar: persisting terminal ${this.sessionId}/${this.id} failed; trying again`, error)
           this.#unwritten = { ...patch, ...this.#unwritten }
           this.#writeFailure = error
