@@ -8,10 +8,11 @@
  */
 import { and, eq, inArray, lt, lte, max, sql, type SQL } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
-import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS, PERSIST_RETRY_MAX_MS, PERSIST_RETRY_MS } from '../../schema/limits.ts'
+import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../schema/limits.ts'
 import { displayChunks, displayRevisions } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
+import { Retry } from '../retry.ts'
 import type { EncodedRevision } from './revision.ts'
 
 /** Chunk rows per INSERT statement (5 bound parameters each). */
@@ -142,11 +143,9 @@ export class RevisionWriter {
   readonly #db: Database
   readonly #sessionId: string
   readonly #terminalId: string
-  readonly #retryMs: number
+  readonly #retry: Retry
   #waiting: EncodedRevision | undefined
   #running: Promise<void> | undefined
-  #retry: ReturnType<typeof setTimeout> | undefined
-  #backoff: number
   /** The last revision number written (0 before the first), and how many writes ran. */
   written = 0
   writes = 0
@@ -160,8 +159,7 @@ export class RevisionWriter {
     this.#db = db
     this.#sessionId = sessionId
     this.#terminalId = terminalId
-    this.#retryMs = options.retryMs ?? PERSIST_RETRY_MS
-    this.#backoff = this.#retryMs
+    this.#retry = new Retry(`persisting the display of ${sessionId}/${terminalId}`, options.retryMs)
   }
 
   /** Hands over a revision; returns at once. */
@@ -169,7 +167,7 @@ export class RevisionWriter {
     this.submitted++
     if (this.#waiting) this.superseded++
     this.#waiting = revision
-    if (this.#retry) return // written when the retry comes due
+    if (this.#retry.pending) return // written when the retry comes due
     this.#running ??= this.#drain()
   }
 
@@ -181,7 +179,7 @@ export class RevisionWriter {
 
   /** Whether a failed revision waits to be tried again. */
   get retrying(): boolean {
-    return this.#retry !== undefined
+    return this.#retry.pending
   }
 
   async #drain(): Promise<void> {
@@ -192,8 +190,7 @@ export class RevisionWriter {
         this.writes++
         try {
           this.written = await persistRevision(this.#db, this.#sessionId, this.#terminalId, next)
-          if (this.#backoff !== this.#retryMs) console.error(`termkeep display ${this.#sessionId}/${this.#terminalId}: persisting works again`)
-          this.#backoff = this.#retryMs
+          this.#retry.succeeded()
         } catch (error) {
           this.lastError = error
           this.failures++
@@ -203,15 +200,8 @@ export class RevisionWriter {
             console.error(`termkeep display ${this.#sessionId}/${this.#terminalId}: persisting a revision failed`, error)
             continue
           }
-          // Report the first failure of a run of them, not every retry.
-          if (this.#backoff === this.#retryMs) console.error(`termkeep display ${this.#sessionId}/${this.#terminalId}: persisting a revision failed; trying again`, error)
           this.#waiting ??= next
-          this.#retry = setTimeout(() => {
-            this.#retry = undefined
-            this.#running ??= this.#drain()
-          }, this.#backoff)
-          this.#retry.unref?.()
-          this.#backoff = Math.min(this.#backoff * 2, PERSIST_RETRY_MAX_MS)
+          this.#retry.failed(error, () => (this.#running ??= this.#drain()))
           return
         }
       }

@@ -62,7 +62,7 @@ describe.skipIf(!mounted)('a full disk under the journal', () => {
 
   it('pauses the program, keeps the sidecar up, and journals every byte once there is space', async () => {
     expect((await http.json('PUT', T, { json: { cols: 80, rows: 24, shell: shells.path('flood') } })).status).toBe(201)
-    await waitFor(async () => log.includes('could not be journaled'), 30_000, 'the journal to run out of space')
+    await waitFor(async () => log.includes("journaling a terminal's output (its program is paused meanwhile) failed"), 30_000, 'the journal to run out of space')
     // The sidecar still answers, and the terminal is still running (paused, not lost).
     expect((await http.json('GET', '/v1/health')).status).toBe(200)
     expect((await http.json('GET', T)).body.state).toBe('running')

@@ -7,8 +7,9 @@
  */
 import type { Worker } from 'node:worker_threads'
 import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_INPUT_BACKLOG_BYTES, PERSIST_RETRY_MAX_MS, PERSIST_RETRY_MS, PTY_EXIT_WAIT_MS } from '../../schema/limits.ts'
+import { MAX_INPUT_BACKLOG_BYTES, PTY_EXIT_WAIT_MS } from '../../schema/limits.ts'
 import type { Journal } from '../journal/journal.ts'
+import { Retry } from '../retry.ts'
 import { startTsWorker } from '../worker-thread.ts'
 import type { PtyExit, PtySpawnOptions } from './pty-process.ts'
 import type { FromPtyThread, ToPtyThread } from './pty-protocol.ts'
@@ -46,8 +47,7 @@ export class RemotePty {
   /** Messages waiting behind output the journal could not write, oldest first; the retry timer,
    * its next wait and the write's failure. */
   #held: FromPtyThread[] = []
-  #retry: ReturnType<typeof setTimeout> | undefined
-  #retryMs = PERSIST_RETRY_MS
+  readonly #retry = new Retry("journaling a terminal's output (its program is paused meanwhile)")
   #writeFailure: Error | undefined
 
   constructor(
@@ -136,14 +136,10 @@ export class RemotePty {
         try {
           this.journal.appendFlushed(message.bytes)
         } catch (error) {
-          if (this.#retryMs === PERSIST_RETRY_MS) {
-            console.error(`termkeep sidecar: a terminal's output could not be journaled (${(error as Error).message}); it waits, and the program's output is paused until it can be`)
-          }
           this.#writeFailure = error as Error
           return false
         }
-        if (this.#retryMs !== PERSIST_RETRY_MS) console.error('termkeep sidecar: journaling a terminal\'s output works again')
-        this.#retryMs = PERSIST_RETRY_MS
+        this.#retry.succeeded()
         // Confirmed once journaled: the PTY thread stops reading while too much is unconfirmed
         // (PTY_UNJOURNALED_MAX_BYTES), so a journal that cannot write pauses the program.
         this.#confirm(message.bytes.length)
@@ -171,22 +167,18 @@ export class RemotePty {
   }
 
   #retryLater(): void {
-    this.#retry = setTimeout(() => {
-      this.#retry = undefined
+    this.#retry.failed(this.#writeFailure, () => {
       while (this.#held.length > 0) {
         if (!this.#apply(this.#held[0]!)) return this.#retryLater()
         this.#held.shift()
       }
-    }, this.#retryMs)
-    this.#retry.unref()
-    this.#retryMs = Math.min(this.#retryMs * 2, PERSIST_RETRY_MAX_MS)
+    })
   }
 
   /** Gives up on output that could not be journaled (the terminal is being force-closed or its
    * thread is gone): what follows it (a resize, the end, the exit) still applies. */
   #dropHeld(): void {
-    clearTimeout(this.#retry)
-    this.#retry = undefined
+    this.#retry.cancel()
     const held = this.#held.splice(0)
     const lost = held.reduce((sum, m) => sum + (m.type === 'data' ? m.bytes.length : 0), 0)
     if (lost > 0) console.error(`termkeep sidecar: ${lost} bytes of a terminal's output could not be journaled and are lost: ${this.#writeFailure?.message}`)

@@ -3,7 +3,7 @@
  * lifecycle only moves forward (starting → running → exited → closed → retired); every change is
  * persisted in order and announced to followers through `changes`.
  */
-import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS, PERSIST_RETRY_MAX_MS, PERSIST_RETRY_MS } from '../../schema/limits.ts'
+import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import { TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
@@ -13,6 +13,7 @@ import type { Journal } from '../journal/journal.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Notifier } from '../journal/notifier.ts'
 import { killSession } from '../pty/process-tree.ts'
+import { Retry } from '../retry.ts'
 import type { PtyThread, RemotePty } from '../pty/pty-thread.ts'
 import type { TerminalPatch, TerminalStore } from './store.ts'
 
@@ -67,12 +68,11 @@ export class LiveTerminal {
   #pty: RemotePty | undefined
   #controller: Controller | undefined
   /** Changes not yet written to the row (merged; a later value wins), the write in flight, the
-   * last write's failure while a retry waits, and the retry's backoff. */
+   * last write's failure while a retry waits, and the retry. */
   #unwritten: TerminalPatch = {}
   #writing: Promise<void> | undefined
   #writeFailure: unknown
-  #retry: ReturnType<typeof setTimeout> | undefined
-  #backoff = PERSIST_RETRY_MS
+  readonly #retry: Retry
   #resizing: Promise<void> = Promise.resolve()
   /** Open follow streams per attachment (id and principal). */
   readonly #streams = new Map<string, number>()
@@ -82,6 +82,7 @@ export class LiveTerminal {
   constructor(init: TerminalInit) {
     this.sessionId = init.sessionId
     this.id = init.id
+    this.#retry = new Retry(`persisting terminal ${init.sessionId}/${init.id}`)
     this.title = init.title
     this.shell = init.shell
     this.cwd = init.cwd
@@ -209,7 +210,7 @@ export class LiveTerminal {
    */
   async persisted(): Promise<void> {
     await this.flushed()
-    if (this.#retry) throw this.#writeFailure
+    if (this.#retry.pending) throw this.#writeFailure
   }
 
   /** The writes in flight have landed or failed (a failed one is retried later). Never rejects. */
@@ -222,8 +223,7 @@ export class LiveTerminal {
    * pending retry is cancelled (it would otherwise land later and move the row back).
    */
   async retireRow(): Promise<void> {
-    clearTimeout(this.#retry)
-    this.#retry = undefined
+    this.#retry.cancel()
     await this.flushed()
     const patch = { ...this.#unwritten, state: 'retired' as const }
     this.#unwritten = {}
@@ -298,7 +298,7 @@ export class LiveTerminal {
     this.changes.notify()
     if (Object.keys(patch).length === 0) return
     Object.assign(this.#unwritten, patch)
-    if (!this.#retry) this.#writing ??= this.#write()
+    if (!this.#retry.pending) this.#writing ??= this.#write()
   }
 
   /** Writes the unwritten changes, in order, until none are left or a write fails; a failure keeps
@@ -317,19 +317,12 @@ export class LiveTerminal {
             console.error(`termkeep sidecar: persisting terminal ${this.sessionId}/${this.id} failed`, error)
             continue
           }
-          if (this.#backoff === PERSIST_RETRY_MS) console.error(`termkeep sidecar: persisting terminal ${this.sessionId}/${this.id} failed; trying again`, error)
           this.#unwritten = { ...patch, ...this.#unwritten }
           this.#writeFailure = error
-          this.#retry = setTimeout(() => {
-            this.#retry = undefined
-            this.#writing ??= this.#write()
-          }, this.#backoff)
-          this.#retry.unref()
-          this.#backoff = Math.min(this.#backoff * 2, PERSIST_RETRY_MAX_MS)
+          this.#retry.failed(error, () => (this.#writing ??= this.#write()))
           return
         }
-        if (this.#backoff !== PERSIST_RETRY_MS) console.error(`termkeep sidecar: persisting terminal ${this.sessionId}/${this.id} works again`)
-        this.#backoff = PERSIST_RETRY_MS
+        this.#retry.succeeded()
         this.#writeFailure = undefined
       }
     } finally {
