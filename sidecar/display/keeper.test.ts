@@ -43,6 +43,15 @@ class Sink {
   }
 }
 
+/** Output without pause: `times` applied reports, `everyMs` apart. */
+async function output(times: number, everyMs: number, each?: () => void) {
+  for (let i = 0; i < times; i++) {
+    emulator.apply()
+    await vi.advanceTimersByTimeAsync(everyMs)
+    each?.()
+  }
+}
+
 let emulator: FakeEmulator
 let bytes: { ended: boolean }
 let sink: Sink
@@ -79,11 +88,7 @@ describe('DisplayKeeper', () => {
     keeper.dispose()
     keeper = new DisplayKeeper(emulator, bytes, sink, { settleMs: 250, maxWaitMs: 5_000 })
     emulator.caughtUp = false
-    for (let t = 0; t < 12_000; t += 100) {
-      emulator.apply()
-      await vi.advanceTimersByTimeAsync(100)
-      if (emulator.requests.length > 0) emulator.answer()
-    }
+    await output(120, 100, () => emulator.requests.length > 0 && emulator.answer())
     expect(keeper.encodes).toBe(2)
     expect(sink.submitted.map((r) => r.meta.sequence)).toEqual([51, 102])
   })
@@ -91,19 +96,12 @@ describe('DisplayKeeper', () => {
   it('settles nothing while a rebuilt screen replays what the lost one showed, max-wait included', async () => {
     keeper.dispose()
     keeper = new DisplayKeeper(emulator, bytes, sink, { settleMs: 250, maxWaitMs: 1_000 })
-    for (let i = 0; i < 9; i++) {
-      emulator.apply()
-      await vi.advanceTimersByTimeAsync(100) // output without pause: unsettled for 900 ms
-    }
-    emulator.rebuilding = true // the worker failed; the new screen replays
-    for (let i = 0; i < 30; i++) {
-      emulator.apply()
-      await vi.advanceTimersByTimeAsync(100)
-    }
+    await output(9, 100) // unsettled for 900 ms when the worker fails
+    emulator.rebuilding = true // the new screen replays
+    await output(30, 100)
     expect(emulator.requests).toHaveLength(0)
     emulator.rebuilding = false
-    emulator.apply()
-    await vi.advanceTimersByTimeAsync(250)
+    await output(1, 250)
     expect(emulator.requests).toHaveLength(1)
   })
 
