@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { and, eq } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../schema/limits.ts'
-import { displayChunks, displayRevisions, sessions } from '../../schema/tables.ts'
+import { displayChunks, displayRevisions, sessions, terminals } from '../../schema/tables.ts'
 import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../schema/wire/display.ts'
 import { persistRevision, pruneDisplayRevisions, RevisionWriter } from '../../sidecar/display/persist.ts'
 import { encodeRevision } from '../../sidecar/display/revision.ts'
@@ -132,7 +132,7 @@ describe('readDisplay', () => {
     expect(JSON.stringify(rows)).toContain('burst 19')
   })
 
-  it('prunes a stopped terminal\'s old revisions, the newest few and the young ones kept', async () => {
+  it('prunes a stopped terminal\'s old revisions (the newest few kept, one for an ended terminal) and keeps young ones', async () => {
     const e = await emulator(40, 5)
     const old = Date.now() - DISPLAY_KEEP_MS - 1000
     // Written without a newer write after them (the terminal stopped): nothing pruned yet.
@@ -152,10 +152,17 @@ describe('readDisplay', () => {
       expect(chunks).toEqual(headers)
       return headers
     }
+    // A retired terminal's screen changes no more: its newest revision is all it keeps.
+    for (let i = 0; i < 5; i++) {
+      await e.write(`ended ${i}\r\n`)
+      await persistRevision(storage.db, 's1', 'ended', encodeRevision(e.tracker), { now: old + i })
+    }
+    await storage.db.insert(terminals).values({ sessionId: 's1', id: 'ended', title: 'ended', shellPath: '/bin/sh', shellArgs: [], cwd: dir, cols: 40, rows: 5, state: 'retired', hostGeneration: 1 })
     expect(await kept('stopped')).toHaveLength(8)
     const before = await kept('t1')
     await pruneDisplayRevisions(storage.db)
     expect(await kept('stopped')).toEqual(Array.from({ length: DISPLAY_KEEP_REVISIONS + 1 }, (_, i) => 8 - DISPLAY_KEEP_REVISIONS + i))
+    expect(await kept('ended')).toEqual([5])
     expect(await kept('young')).toHaveLength(8)
     expect(await kept('t1')).toEqual(before)
     const events = await readAllEvents(await get('/v1/sessions/s1/terminals/stopped/display'))

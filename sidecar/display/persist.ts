@@ -110,16 +110,20 @@ export async function persistRevision(
 }
 
 /**
- * Deletes, for every terminal, the revisions that pruning at write time would have taken had a
- * newer one been written: older than DISPLAY_KEEP_MS and not among the newest
- * DISPLAY_KEEP_REVISIONS + 1. A terminal that stopped (closed, exited, retired) writes nothing
- * more, so without this its last minutes of revisions would stay forever. One transaction.
+ * Deletes old display revisions across terminals, in one transaction. A revision goes once it is
+ * older than DISPLAY_KEEP_MS (a reader streaming it has finished) and either (a) is not among the
+ * terminal's newest DISPLAY_KEEP_REVISIONS + 1, as pruning at write time would have done had a
+ * newer one been written (a terminal that stopped writes none), or (b) is not the newest of a
+ * closed or retired terminal, whose screen can change no more: one revision is all it needs.
  */
 export async function pruneDisplayRevisions(db: Database, now = Date.now()): Promise<void> {
-  const cutoff = now - DISPLAY_KEEP_MS
-  const old = (r: string) => sql.raw(`${r}.created_at < ${Math.floor(cutoff)} AND ${r}.revision <= (
+  const cutoff = Math.floor(now - DISPLAY_KEEP_MS)
+  const old = (r: string) =>
+    sql.raw(`${r}.created_at < ${cutoff} AND ${r}.revision <= (
       SELECT max(m.revision) FROM display_revisions m WHERE m.session_id = ${r}.session_id AND m.terminal_id = ${r}.terminal_id
-    ) - ${DISPLAY_KEEP_REVISIONS + 1}`)
+    ) - (CASE WHEN EXISTS (
+      SELECT 1 FROM terminals t WHERE t.session_id = ${r}.session_id AND t.id = ${r}.terminal_id AND t.state IN ('closed', 'retired')
+    ) THEN 1 ELSE ${DISPLAY_KEEP_REVISIONS + 1} END)`)
   await db.batch([
     db.run(sql`DELETE FROM display_chunks WHERE EXISTS (
       SELECT 1 FROM display_revisions r
