@@ -164,6 +164,11 @@ export const MAX_RESOURCE_NAME_CHARS = 255
 // ── HTTP ────────────────────────────────────────────────────────────────────
 /** SSE comment heartbeat, so proxies and clients see a live stream. */
 export const SSE_HEARTBEAT_MS = 15_000
+/** Connections a listening socket (the API's, the sidecar's) queues before it accepts them, up to
+ * the kernel's somaxconn. Node's default, 511, overflowed under a burst of streams: the SYNs it
+ * dropped were retried a second later, which the API's 2 s connect budget to the sidecar often
+ * did not survive. */
+export const LISTEN_BACKLOG = 4096
 /** JSON request bodies (raw input has its own limit). */
 export const MAX_JSON_BODY_BYTES = 1 * MiB
 /** Nesting of a JSON request body (arrays and objects). Every request schema is 2–3 deep; V8

@@ -4,11 +4,12 @@
  * make a second sidecar fail (the data directory, the port) comes before the claim, which retires
  * the terminals of every earlier generation. Started by `termkeep serve` or on its own.
  */
-import { serve } from '@hono/node-server'
+import { createAdaptorServer } from '@hono/node-server'
 import { mkdirSync } from 'node:fs'
 import type { Server } from 'node:net'
 import { ConfigError, parseConfig } from '../schema/config.ts'
 import { TermkeepError } from '../schema/errors.ts'
+import { LISTEN_BACKLOG } from '../schema/limits.ts'
 import { hostGenerations } from '../schema/tables.ts'
 import { openStorage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
@@ -39,11 +40,10 @@ async function main(): Promise<void> {
   let ready: ReturnType<typeof createSidecarApp>['fetch'] | undefined
   const starting = new TermkeepError('sidecar/unavailable', 'the sidecar is starting')
   const port = Number(listen.port || 80)
-  const server = serve({
+  const server = createAdaptorServer({
     fetch: (request, env) => (ready ? ready(request, env) : Response.json(starting.toBody(), { status: starting.status })),
-    hostname: listen.hostname.replace(/^\[|\]$/g, ''),
-    port,
   })
+  server.listen({ port, host: listen.hostname.replace(/^\[|\]$/g, ''), backlog: LISTEN_BACKLOG })
   await listening(server as Server, `${listen.hostname}:${port}`)
   const busyTimeoutMs = milliseconds('TERMKEEP_DB_BUSY_TIMEOUT_MS', process.env.TERMKEEP_DB_BUSY_TIMEOUT_MS)
   const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken, busyTimeoutMs })

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createServer, type AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
+import { LISTEN_BACKLOG } from '../schema/limits.ts'
 import { UNSET_CONFIG } from './smoke/targets.ts'
 import { freePort, waitFor } from './support/ports.ts'
 
@@ -41,6 +42,12 @@ function alive(pid: number): boolean {
   }
 }
 
+/** The accept-queue size of the socket listening on `port` (`ss` shows it as Send-Q). */
+async function listenBacklog(port: number): Promise<number> {
+  const { execFileSync } = await import('node:child_process')
+  return Number(execFileSync('ss', ['-ltnH', `sport = :${port}`], { encoding: 'utf8' }).trim().split(/\s+/)[2])
+}
+
 async function sidecarPid(port: number): Promise<number | undefined> {
   const { execFileSync } = await import('node:child_process')
   const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' })
@@ -70,6 +77,9 @@ describe('termkeep serve', () => {
 
       const pid = await sidecarPid(sidecarPort)
       expect(pid).toBeDefined()
+      // Both listeners queue a burst of connections instead of dropping SYNs (Node's default 511).
+      const somaxconn = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8'))
+      for (const listening of [port, sidecarPort]) expect(await listenBacklog(listening)).toBe(Math.min(LISTEN_BACKLOG, somaxconn))
       // A live terminal, so that the sidecar's shutdown has work to do (kill, last screen, rows).
       const api = (method: string, path: string, body: unknown) =>
         fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })

@@ -5,6 +5,7 @@
  * (./node-relay.ts).
  */
 import type { AddressInfo } from 'node:net'
+import { LISTEN_BACKLOG } from '../../schema/limits.ts'
 import type { Storage } from '../../storage/client.ts'
 import { createApp } from '../app.ts'
 import { SidecarClient } from '../sidecar-client.ts'
@@ -36,7 +37,7 @@ export function startNodeApi({ storage, sidecarUrl, sidecarSecret, host, port }:
   })
   return new Promise((resolve, reject) => {
     const server = createNodeServer(withNodeRelays(app.fetch), host)
-    server.listen(port, host, () => {
+    server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
       const info = server.address() as AddressInfo
       const shownHost = host.includes(':') ? `[${host}]` : host
       resolve({
