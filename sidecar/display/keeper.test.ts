@@ -105,6 +105,16 @@ describe('DisplayKeeper', () => {
     expect(emulator.requests).toHaveLength(1)
   })
 
+  it('does not encode a rebuilt screen at its last settle while it is still short of the lost one', async () => {
+    emulator.rebuilding = true
+    emulator.caughtUp = false
+    const drained = keeper.drain(1_000)
+    await vi.advanceTimersByTimeAsync(1_000)
+    await drained
+    expect(emulator.requests).toHaveLength(0)
+    expect(keeper.encodes).toBe(0)
+  })
+
   it('does not settle while the emulator is behind the journal', async () => {
     emulator.caughtUp = false
     emulator.apply()

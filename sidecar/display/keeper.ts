@@ -131,7 +131,8 @@ export class DisplayKeeper {
 
   /**
    * The last settle before the emulator closes: wait (at most `timeoutMs`) for the emulator to
-   * apply everything journaled, encode once more, and wait for the write.
+   * apply everything journaled, encode once more, and wait for the write. A rebuilt screen still
+   * short of where the lost one was is not encoded: the revision already settled is newer.
    */
   async drain(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs
@@ -148,8 +149,10 @@ export class DisplayKeeper {
     }
     this.#stop()
     await this.#running
-    this.#running = this.#run().finally(() => (this.#running = undefined))
-    await this.#running
+    if (!this.#source.rebuilding) {
+      this.#running = this.#run().finally(() => (this.#running = undefined))
+      await this.#running
+    }
     await this.#sink.idle()
   }
 
