@@ -28,7 +28,10 @@ try {
   console.warn('disk-full.test.ts: cannot mount a tmpfs here (needs root); skipped')
 }
 
-const shells = shellsFixture({ flood: `head -c ${OUTPUT_BYTES} /dev/zero | tr '\\0' x; echo; echo FLOOD-END; exec sleep 1000` })
+const shells = shellsFixture({
+  flood: `head -c ${OUTPUT_BYTES} /dev/zero | tr '\\0' x; echo; echo FLOOD-END; exec sleep 1000`,
+  endless: 'exec yes filling-the-disk',
+})
 let sidecar: RunningSidecar
 let http: SidecarHttp
 let log = ''
@@ -74,5 +77,18 @@ describe.skipIf(!mounted)('a full disk under the journal', () => {
     expect(text.split('x').length - 1).toBe(OUTPUT_BYTES)
     expect(text.endsWith('\r\nFLOOD-END\r\n')).toBe(true)
     expect(log).toContain('works again')
+  })
+
+  it('closes a terminal paused on a full disk at once, dropping (and counting) what could not be written', async () => {
+    const P = '/v1/sessions/s-full/terminals/endless'
+    writeFileSync(ballast, Buffer.alloc(0))
+    const before = log.length
+    expect((await http.json('PUT', P, { json: { cols: 80, rows: 24, shell: shells.path('endless') } })).status).toBe(201)
+    await waitFor(async () => log.slice(before).includes('paused meanwhile) failed'), 30_000, 'the disk to fill again')
+    const closed = await http.json('DELETE', P)
+    expect(closed.status, JSON.stringify(closed.body)).toBe(200)
+    expect(closed.body.info.state).toBe('retired')
+    expect(log.slice(before)).toMatch(/\d+ bytes of a terminal's output could not be journaled and are lost/)
+    expect((await http.json('GET', '/v1/health')).status).toBe(200)
   })
 })

@@ -47,6 +47,8 @@ export class RemotePty {
   /** Messages waiting behind output the journal could not write, oldest first; the retry timer,
    * its next wait and the write's failure. */
   #held: FromPtyThread[] = []
+  /** Set by a force-close (or a lost thread): output that cannot be written is dropped. */
+  #giveUpOnHold = false
   readonly #retry = new Retry("journaling a terminal's output (its program is paused meanwhile)")
   #writeFailure: Error | undefined
 
@@ -99,6 +101,8 @@ export class RemotePty {
   /** Closes the master after reading whatever the kernel still holds; resolves at the end of the
    * byte source (everything read is journaled by then). */
   forceClose(): Promise<void> {
+    // From now on what cannot be written is dropped, not held: a close must not wait for space.
+    this.#giveUpOnHold = true
     this.#dropHeld()
     if (this.#ended) return Promise.resolve()
     const ended = new Promise<void>((resolve) => this.#endWaiters.push(resolve))
@@ -119,7 +123,13 @@ export class RemotePty {
       this.#held.push(message)
       return
     }
-    if (!this.#apply(message)) this.#hold(message)
+    if (this.#apply(message)) return
+    if (this.#giveUpOnHold) {
+      this.#held.push(message)
+      this.#dropHeld()
+      return
+    }
+    this.#hold(message)
   }
 
   /** Applies one message; false when its bytes could not be written (they are not confirmed). */
@@ -182,7 +192,11 @@ export class RemotePty {
     const held = this.#held.splice(0)
     const lost = held.reduce((sum, m) => sum + (m.type === 'data' ? m.bytes.length : 0), 0)
     if (lost > 0) console.error(`termkeep sidecar: ${lost} bytes of a terminal's output could not be journaled and are lost: ${this.#writeFailure?.message}`)
-    for (const message of held) if (message.type !== 'data') this.#apply(message)
+    // Dropped bytes count as taken, so the PTY thread reads (and ends) again.
+    for (const message of held) {
+      if (message.type === 'data') this.#confirm(message.bytes.length)
+      else this.#apply(message)
+    }
   }
 
   /**
@@ -201,6 +215,7 @@ export class RemotePty {
 
   /** @internal the PTY thread is gone: nothing more will come. */
   lost(): void {
+    this.#giveUpOnHold = true
     this.#dropHeld()
     this.#end()
     this.#exit({ exitCode: null, signal: null })
