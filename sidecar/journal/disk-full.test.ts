@@ -81,7 +81,6 @@ describe.skipIf(!mounted)('a full disk under the journal', () => {
 
   it('closes a terminal paused on a full disk at once, dropping (and counting) what could not be written', async () => {
     const P = '/v1/sessions/s-full/terminals/endless'
-    writeFileSync(ballast, Buffer.alloc(0))
     const before = log.length
     expect((await http.json('PUT', P, { json: { cols: 80, rows: 24, shell: shells.path('endless') } })).status).toBe(201)
     await waitFor(async () => log.slice(before).includes('paused meanwhile) failed'), 30_000, 'the disk to fill again')
