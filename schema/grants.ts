@@ -14,6 +14,8 @@ export const GRANTS = [
   'observe:process',
   'observe:files',
   'observe:journal',
+  'workflows:run',
+  'workflows:read',
   'admin',
 ] as const
 
