@@ -45,6 +45,10 @@ export const MAX_OUTPUT_ITEM_BYTES = 64 * KiB
 export const MAX_OUTPUT_PAGE_ITEMS = 256
 /** Default page size for readOutput. */
 export const DEFAULT_OUTPUT_PAGE_ITEMS = 64
+/** Encoded watchOutput batches (~1.4 MB each) one terminal keeps for its other watchers at the
+ * same cursor (sidecar/journal/shared-batches.ts): enough for watchers a few batches apart to
+ * share every batch, small beside the copies it saves (200 watchers had each made their own). */
+export const WATCH_SHARED_BATCHES_BYTES = 8 * MiB
 /** Bytes one emulator may have been sent but not yet applied: bounds the feed's memory while
  * the emulator (≈4× slower than a PTY) lags behind a flood; the journal holds the rest. */
 export const EMULATOR_MAX_INFLIGHT_BYTES = 1 * MiB
@@ -174,18 +178,26 @@ export const MAX_JSON_BODY_BYTES = 1 * MiB
 /** Nesting of a JSON request body (arrays and objects). Every request schema is 2–3 deep; V8
  * parses a 40 MB `[[[[…` in ~10 s and ~2 GB while the API serves nobody. */
 export const MAX_JSON_DEPTH = 32
-/** How long the API waits for the sidecar before answering 503. */
+/** Margin for the sidecar to answer once its work is done (part of close's budget below). */
 export const SIDECAR_CONNECT_TIMEOUT_MS = 2_000
-/** Sidecar calls that do real work before answering (create spawns a shell; follow waits for the
- * emulator's snapshot; the other streams replay before their first event): a loaded host can take
- * seconds, which is not "unreachable". Close has its own budget: kill grace + drain + this. */
+/** How long a sidecar call may wait for its answer's headers while the sidecar is alive (its health
+ * answers, see SIDECAR_LIVENESS_PROBE_MS): create spawns a shell, follow waits for the emulator's
+ * snapshot, streams replay before their first event, and any call may wait behind the work of
+ * hundreds of streams on a loaded host, which is busy, not unreachable. Close has its own budget:
+ * kill grace + drain + the margin above. */
 export const SIDECAR_SLOW_CALL_TIMEOUT_MS = 15_000
 /** The latest accepted timestamp (epoch ms; 9999-12-31T23:59:59.999Z): a token's `expiresAt`
  * stays an exact integer in JavaScript and in SQLite. */
 export const MAX_TIMESTAMP_MS = 253_402_300_799_999
-/** A slow call (above) with no answer after this long checks that the sidecar is alive at all
- * (its health answers within SIDECAR_CONNECT_TIMEOUT_MS); a hung sidecar is 503 in seconds. */
+/** A sidecar call with no answer after this long (and again every as long) asks whether the
+ * sidecar is alive at all: its health, or any answer it gave within this long. Liveness is never
+ * judged by the call's own answer, which may be queued behind stream work there. */
 export const SIDECAR_LIVENESS_PROBE_MS = 1_000
+/** The liveness answer's budget: a sidecar whose health does not answer within this is taken for
+ * hung, and the calls waiting for it are 503 (a dead one refuses the connection at once). Its
+ * health answers within one event-loop turn; 5 s is what a host starved of CPU (load 8 on 2
+ * cores) still met, where 2 s was sometimes missed. */
+export const SIDECAR_LIVENESS_TIMEOUT_MS = 5_000
 /** EventSource tickets live this long and open exactly one stream. */
 export const TICKET_TTL_MS = 60_000
 

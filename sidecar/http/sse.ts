@@ -61,6 +61,12 @@ export async function sseResponse(source: SseSource, requestSignal?: AbortSignal
     {
       async pull(controller) {
         try {
+          // One event per stream per event-loop turn. A socket that takes a write at once asks for
+          // the next event within the same turn (its 'drain' comes on process.nextTick), and an
+          // event read from memory (the last flush, a shared batch) needs no I/O either, so one
+          // stream could otherwise go on writing for seconds while no request, health included,
+          // was even read.
+          if (!pending) await nextTurn()
           const next = pending ?? (await events.next())
           pending = undefined
           if (next.done) {
@@ -87,4 +93,9 @@ export async function sseResponse(source: SseSource, requestSignal?: AbortSignal
       'x-accel-buffering': 'no',
     },
   })
+}
+
+/** Resolves in the check phase of the event loop, after the pending I/O of this turn was polled. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
 }
