@@ -115,6 +115,12 @@ export const PERSIST_RETRY_MAX_MS = 30_000
 /** `termkeep serve` waits this long for its sidecar's shutdown (last screens, processes, rows)
  * before it kills it and exits. */
 export const SIDECAR_STOP_GRACE_MS = 15_000
+/** `termkeep serve` starts a crashed sidecar again after this long, doubling per crash up to the
+ * max (a sidecar that cannot start must not spin), and from the start again once one stayed up a
+ * healthy minute. Meanwhile live routes answer 503 and everything stored is served. */
+export const SIDECAR_RESTART_MIN_MS = 1_000
+export const SIDECAR_RESTART_MAX_MS = 30_000
+export const SIDECAR_HEALTHY_RESET_MS = 60_000
 /** Legacy text-only records: the old whole-record limits they were written under. */
 export const LEGACY_MAX_ROWS = 500
 export const LEGACY_MAX_BYTES = 4 * MiB
