@@ -25,6 +25,7 @@ import type {
   RelatedQuery,
   TextQuery,
 } from '../schema/wire/files.ts'
+import type { SidecarHealth } from '../schema/wire/health.ts'
 import type { OutputPage } from '../schema/wire/output.ts'
 import type { CanonicalPath } from '../schema/wire/paths.ts'
 import {
@@ -43,12 +44,6 @@ export interface SidecarClientOptions {
   url: string
   secret: string
   fetch?: typeof fetch
-}
-
-export interface SidecarHealth {
-  ok: true
-  generation: number
-  pid: number
 }
 
 export class SidecarClient {

@@ -116,7 +116,14 @@ export async function serveCommand(config: Config): Promise<void> {
   process.once('SIGTERM', () => void stop(0))
   let admin: Awaited<ReturnType<typeof ensureAdminToken>>
   try {
-    api = await startNodeApi({ storage, sidecarUrl: config.sidecarUrl, sidecarSecret: secret, host: config.host, port: config.port })
+    api = await startNodeApi({
+      storage,
+      sidecarUrl: config.sidecarUrl,
+      sidecarSecret: secret,
+      host: config.host,
+      port: config.port,
+      databaseUrl: config.databaseUrl,
+    })
     admin = await ensureAdminToken(storage.db, config.adminToken)
   } catch (error) {
     // Never leave the sidecar running behind a failed start (e.g. the API port is taken).

@@ -32,5 +32,15 @@ export const migrations: BundledMigration[] = [
       "\nCREATE UNIQUE INDEX `workspaces_path_unique` ON `workspaces` (`path`);",
       "\nCREATE UNIQUE INDEX `workspaces_title_unique` ON `workspaces` (`title`);"
     ]
+  },
+  {
+    "hash": "b508b7d6122f65d8cb79be45f4636fb849f284f54179c21067d54536d8fcc660",
+    "folderMillis": 1796118339864,
+    "sql": [
+      "CREATE TABLE `health_probes` (\n\t`writer` text PRIMARY KEY NOT NULL,\n\t`checked_at` integer NOT NULL\n);\n",
+      "\nALTER TABLE `terminals` ADD `leader_pid` integer;",
+      "\nALTER TABLE `terminals` ADD `leader_start_ticks` integer;",
+      "\nALTER TABLE `terminals` ADD `boot_id` text;"
+    ]
   }
 ]

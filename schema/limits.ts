@@ -208,6 +208,12 @@ export const SIDECAR_LIVENESS_TIMEOUT_MS = 5_000
 export const TICKET_TTL_MS = 60_000
 
 // ── Storage ─────────────────────────────────────────────────────────────────
+/** Health writes a probe row at most this often per process (storage/health.ts); its result
+ * stands in between: a write on every health call would be a write per load-balancer ping. */
+export const DB_WRITE_PROBE_MS = 5_000
+/** How often the sidecar checks, unasked, that its `file:` database's path still names the file
+ * it has open (one stat), so a deleted database is logged within seconds, not at the next start. */
+export const DB_FILE_CHECK_MS = 5_000
 /** An embedded database file is shared by the sidecar and the API; a writer waits this long for
  * the other's lock instead of failing with SQLITE_BUSY (the sidecar's TERMKEEP_DB_BUSY_TIMEOUT_MS
  * overrides it). The wait blocks the waiting process's main thread. */

@@ -9,9 +9,11 @@ import { mkdirSync } from 'node:fs'
 import type { Server } from 'node:net'
 import { ConfigError, parseConfig } from '../schema/config.ts'
 import { TermkeepError } from '../schema/errors.ts'
-import { LISTEN_BACKLOG } from '../schema/limits.ts'
+import { DB_FILE_CHECK_MS, LISTEN_BACKLOG } from '../schema/limits.ts'
 import { hostGenerations } from '../schema/tables.ts'
 import { openStorage } from '../storage/client.ts'
+import { DatabaseFile } from '../storage/file-identity.ts'
+import { StorageHealth } from '../storage/health.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
 import { DataDirBusy, lockDataDir } from './data-dir-lock.ts'
@@ -48,11 +50,17 @@ async function main(): Promise<void> {
   const busyTimeoutMs = milliseconds('TERMKEEP_DB_BUSY_TIMEOUT_MS', process.env.TERMKEEP_DB_BUSY_TIMEOUT_MS)
   const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken, busyTimeoutMs })
   await migrate(storage.client)
+  // The file just opened: from now on its path must keep naming it (storage/file-identity.ts).
+  const databaseFile = DatabaseFile.opened(config.databaseUrl)
   await migrateLegacyRecords(storage.db) // once per legacy text-only record (data_migrations ledger)
   const [{ generation }] = await storage.db
     .insert(hostGenerations)
     .values({ pid: process.pid, startedAt: Date.now() })
     .returning({ generation: hostGenerations.generation })
+  const health = new StorageHealth({ client: storage.client, writer: 'sidecar', file: databaseFile && (() => databaseFile.check()) })
+  await health.check()
+  // Unasked, every few seconds: a deleted database is logged at once, not found at the next start.
+  const fileWatch = databaseFile ? setInterval(() => health.checkFile(), DB_FILE_CHECK_MS).unref() : undefined
   const displays = new DisplayService(storage.db)
   const emulators = new EmulatorPool(undefined, displays.observer) // settles display revisions
   const pruning = displays.startPruning() // stopped terminals' old revisions
@@ -70,6 +78,7 @@ async function main(): Promise<void> {
     secret: config.sidecarSecret,
     generation,
     terminals,
+    health,
     filesAllowOutside: config.filesAllowOutside,
   })
   ready = app.fetch
@@ -84,6 +93,7 @@ async function main(): Promise<void> {
     server.close()
     if ('closeAllConnections' in server) server.closeAllConnections()
     clearInterval(pruning)
+    clearInterval(fileWatch)
     // Kill every terminal's processes, release journals and mark rows retired before the db closes.
     await terminals.shutdown().catch((error: unknown) => console.error('termkeep sidecar: shutdown', error))
     await emulators.close()
