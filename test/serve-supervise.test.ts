@@ -5,14 +5,22 @@
  * backoff); the old generation's terminals are then 410, new ones work, and SIGTERM still stops
  * the API and the sidecar in order.
  */
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { alive, listenerPid, startServe, type ServedStack } from './support/serve.ts'
 import { waitFor } from './support/ports.ts'
 import { shellsFixture } from './support/terminals.ts'
 
 // Prints a burst every half second: it keeps producing output, and its screen settles between
-// bursts (so a display revision is persisted while it runs).
-const shells = shellsFixture({ ticker: 'i=0; while :; do i=$((i+1)); echo "tick $i"; sleep 0.5; done' })
+// bursts (so a display revision is persisted while it runs). It also leaves a program that ignores
+// SIGHUP, which outlives the sidecar's crash until the next sidecar kills it.
+const work = mkdtempSync(join(tmpdir(), 'termkeep-supervise-'))
+const shells = shellsFixture({
+  ticker: `nohup sleep 1000 >/dev/null 2>&1 & echo $! > ${work}/$TERMKEEP_TERMINAL_ID.pid; i=0; while :; do i=$((i+1)); echo "tick $i"; sleep 0.5; done`,
+})
+const orphanOf = (tid: string) => Number(readFileSync(join(work, `${tid}.pid`), 'utf8'))
 
 interface Health {
   status: string
@@ -52,6 +60,8 @@ describe('termkeep serve supervises its sidecar', () => {
         expect(pid).toBeGreaterThan(0)
         process.kill(pid, 'SIGKILL')
         await waitFor(async () => !alive(pid), 5_000, 'the sidecar to die')
+        const orphan = orphanOf(tid)
+        expect(alive(orphan)).toBe(true) // it outlived the sidecar
 
         // The API stays up: stored things are served, live routes are 503.
         const list = (await (await stack.call('GET', '/v1/sessions/sup/terminals')).json()) as { terminals: Array<{ id: string }> }
@@ -79,6 +89,9 @@ describe('termkeep serve supervises its sidecar', () => {
           new RegExp(`termkeep: the sidecar \\(pid ${pid}, generation \\d+\\) was killed by SIGKILL after [\\d.]+ s; starting it again in ${backoff} s \\(restart ${round}\\)`),
         )
         expect(stack.output()).toContain(`termkeep: the sidecar is up again: generation ${up} (pid ${listenerPid(stack.sidecarPort)})`)
+        // The new generation killed what the old one left running (before it took requests).
+        expect(alive(orphan)).toBe(false)
+        expect(stack.output()).toMatch(new RegExp(`killed \\d+ process\\(es\\) an earlier sidecar left running in 1 terminal\\(s\\) \\(sup/${tid}: [\\d ]*${orphan}`))
 
         // The old generation's terminal is gone (410), its row retired; its display is still served.
         const old = await stack.call('GET', `${T}/output?after=0`)

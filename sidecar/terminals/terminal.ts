@@ -12,6 +12,7 @@ import type { Emulator } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Notifier } from '../journal/notifier.ts'
+import { leaderIdentity } from '../pty/orphans.ts'
 import { killSession } from '../pty/process-tree.ts'
 import { Retry } from '../retry.ts'
 import type { PtyThread, RemotePty } from '../pty/pty-thread.ts'
@@ -139,7 +140,8 @@ export class LiveTerminal {
         this.exitSignal = signal
         this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: Date.now() })
       })
-      this.#advance('running', {})
+      // Recorded with the state, so that a sidecar after a crash of this one finds its processes.
+      this.#advance('running', leaderIdentity(pty.pid) ?? {})
     } catch (error) {
       this.error = `spawn failed: ${(error as Error).message}`
       this.journal.end()
