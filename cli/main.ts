@@ -3,7 +3,7 @@
  *   serve                                 start the sidecar and the API (what `npm start` runs)
  *   token create [--name N] [--session ID]... --grant G...
  *                                         mint a token directly in the configured database
- *   ls | new | attach | display           clients of a running server (--url/--token or
+ *   ls | new | attach | display | ps      clients of a running server (--url/--token or
  *                                         TERMKEEP_URL/TERMKEEP_TOKEN)
  */
 import { parseArgs } from 'node:util'
@@ -12,6 +12,7 @@ import { attachCommand } from './attach.ts'
 import { displayCommand } from './display.ts'
 import { lsCommand } from './ls.ts'
 import { newCommand } from './new.ts'
+import { psCommand } from './ps.ts'
 import { describeRemoteError, pendingRequestUrl } from './remote.ts'
 import { serveCommand } from './serve.ts'
 import { tokenCommand } from './token.ts'
@@ -20,15 +21,16 @@ import { CommandError, USAGE_EXIT, UsageError } from './usage.ts'
 const USAGE = `usage: termkeep <command>
 
   serve                                   start the sidecar and the API
-  token create --grant G [--grant G ...] [--session ID ...] [--name NAME]
+  token create --grant G [--grant G ...] [--session ID ...] [--name NAME] [--observe-env NAME ...]
                                           mint a token (all sessions unless --session is given)
   ls                                      list workspaces, sessions and terminals
   new [--session ID | --cwd DIR]          start a terminal and attach to it (--detached: only start)
   attach <session> <terminal>             attach this terminal to a remote one (Ctrl-\\ detaches)
   display <session> <terminal> [--plain] [--no-history]
                                           print a terminal's last persisted screen in colour
+  ps <session> <terminal> [--json]        a terminal's foreground program and process tree
 
-  Client commands (ls, new, attach, display) take --url URL and --token TOKEN, or read
+  Client commands (ls, new, attach, display, ps) take --url URL and --token TOKEN, or read
   TERMKEEP_URL (default http://127.0.0.1:8787) and TERMKEEP_TOKEN.
   \`termkeep <command> --help\` describes one command. Exit codes: 0 done, 1 failed,
   ${USAGE_EXIT} wrong usage; attach exits with the remote shell's exit code when it ends.
@@ -54,6 +56,8 @@ export async function main(argv: string[]): Promise<number> {
       return attachCommand(rest)
     case 'display':
       return displayCommand(rest)
+    case 'ps':
+      return psCommand(rest)
     case 'help':
     case '--help':
     case '-h':

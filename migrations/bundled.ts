@@ -32,5 +32,13 @@ export const migrations: BundledMigration[] = [
       "\nCREATE UNIQUE INDEX `workspaces_path_unique` ON `workspaces` (`path`);",
       "\nCREATE UNIQUE INDEX `workspaces_title_unique` ON `workspaces` (`title`);"
     ]
+  },
+  {
+    "hash": "717596c665df85190de912aca21a69ea864b3adaea755a219117f3b00db8a6ef",
+    "folderMillis": 1796113854721,
+    "sql": [
+      "CREATE TABLE `token_observe_env` (\n\t`token_id` text NOT NULL,\n\t`name` text NOT NULL,\n\tPRIMARY KEY(`token_id`, `name`),\n\tFOREIGN KEY (`token_id`) REFERENCES `tokens`(`id`) ON UPDATE no action ON DELETE cascade\n);\n",
+      "\nALTER TABLE `terminals` ADD `foreground_command` text;"
+    ]
   }
 ]

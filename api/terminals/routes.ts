@@ -44,7 +44,7 @@ const CONTROL = { 409: error('not the controlling attachment, or not running (`t
 const LIVE = { ...NOT_FOUND, ...SIDECAR_DOWN }
 
 /** Opens an upstream SSE stream and relays it; the client going away aborts the upstream. */
-function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
+export function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
   return openStream(c, async (options) => {
     const upstream = new AbortController()
     // A client that leaves while the sidecar is still answering tears the request down too.

@@ -1,0 +1,102 @@
+/**
+ * One observation request's view of one live terminal: its binding (what every handle it mints or
+ * accepts is tied to), its process tree read once from /proc, the foreground process, and the
+ * environment of that tree — looked up in the foreground process first, then the rest of the
+ * tree, never in the sidecar's own environment.
+ */
+import { TermkeepError } from '../../schema/errors.ts'
+import { OBSERVE_MAX_ENV_VALUE_BYTES } from '../../schema/limits.ts'
+import type { LiveTerminal } from '../terminals/terminal.ts'
+import { foregroundLeader } from './foreground.ts'
+import type { Binding, HandleCodec, ProcessIdentity } from './handles.ts'
+import { environOf, processTable, terminalTree, type ProcStat } from './proc.ts'
+
+export class ObservedTerminal {
+  readonly binding: Binding
+  readonly terminal: LiveTerminal
+  readonly shellPid: number
+  readonly table: ReadonlyMap<number, ProcStat>
+  /** Shell first, then descendants depth first, then session strays (proc.ts). */
+  readonly tree: readonly ProcStat[]
+  readonly foreground: ProcStat
+  /** The names the caller's token declared (the API sends them; see OBSERVE_ENV_HEADER). */
+  readonly declared: ReadonlySet<string>
+  readonly codec: HandleCodec
+  readonly #members: ReadonlySet<number>
+  readonly #environs = new Map<number, Promise<Map<string, string> | undefined>>()
+
+  private constructor(terminal: LiveTerminal, shellPid: number, declared: ReadonlySet<string>, codec: HandleCodec) {
+    this.terminal = terminal
+    this.shellPid = shellPid
+    this.declared = declared
+    this.codec = codec
+    this.binding = bindingOf(terminal)
+    this.table = processTable()
+    this.tree = terminalTree(this.table, shellPid)
+    this.#members = new Set(this.tree.map((p) => p.pid))
+    const leader = foregroundLeader(shellPid, () => this.tree)
+    if (!leader || this.tree.length === 0) throw notRunning(terminal.id)
+    this.foreground = this.#members.has(leader.pid) ? leader : this.tree[0]
+  }
+
+  /** The view of a live terminal whose program still runs, else 409 `observe/not-running`. */
+  static of(terminal: LiveTerminal, declared: ReadonlySet<string>, codec: HandleCodec): ObservedTerminal {
+    const pid = terminal.processId
+    if (terminal.state !== 'running' || pid === undefined) throw notRunning(terminal.id)
+    return new ObservedTerminal(terminal, pid, declared, codec)
+  }
+
+  /** Is this process (by identity) one of the terminal's now? */
+  member(identity: ProcessIdentity): ProcStat | undefined {
+    const process = this.table.get(identity.pid)
+    return process && this.#members.has(process.pid) && process.startTicks === identity.startTicks ? process : undefined
+  }
+
+  /** In the PTY's foreground process group. */
+  inForeground(process: ProcStat): boolean {
+    return process.pgrp === this.foreground.pgrp
+  }
+
+  /** The value of `name` in the foreground process's environment, else the first process of the
+   * tree (foreground group first) that has it. Values longer than a fact are left out. */
+  async variable(name: string): Promise<string | undefined> {
+    for (const process of this.#lookupOrder()) {
+      const value = (await this.#environ(process.pid))?.get(name)
+      if (value !== undefined) return Buffer.byteLength(value) <= OBSERVE_MAX_ENV_VALUE_BYTES ? value : undefined
+    }
+    return undefined
+  }
+
+  /** 403 `observe/undeclared` unless every name was declared on the caller's token. */
+  requireDeclared(names: readonly string[]): void {
+    const missing = names.filter((name) => !this.declared.has(name))
+    if (missing.length > 0) {
+      throw new TermkeepError('observe/undeclared', `not declared on this token (observeEnvironment): ${missing.join(', ')}`, { names: missing })
+    }
+  }
+
+  #lookupOrder(): ProcStat[] {
+    const group = this.tree.filter((p) => p.pgrp === this.foreground.pgrp && p.pid !== this.foreground.pid)
+    const rest = this.tree.filter((p) => p.pgrp !== this.foreground.pgrp)
+    return [this.foreground, ...group, ...rest]
+  }
+
+  #environ(pid: number): Promise<Map<string, string> | undefined> {
+    let environ = this.#environs.get(pid)
+    if (!environ) this.#environs.set(pid, (environ = environOf(pid)))
+    return environ
+  }
+}
+
+/** What every handle of this terminal's current incarnation is bound to. */
+export function bindingOf(terminal: Pick<LiveTerminal, 'sessionId' | 'id' | 'hostGeneration' | 'createdAt'>): Binding {
+  return { sessionId: terminal.sessionId, terminalId: terminal.id, incarnation: `${terminal.hostGeneration}.${terminal.createdAt}` }
+}
+
+export function handleInvalid(what = 'handle'): TermkeepError {
+  return new TermkeepError('observe/handle-invalid', `this ${what} is not valid for this terminal (unknown, from elsewhere, or its object is gone)`)
+}
+
+function notRunning(id: string): TermkeepError {
+  return new TermkeepError('observe/not-running', `the program of terminal ${id} has exited: there is nothing to observe`, { terminalId: id })
+}
