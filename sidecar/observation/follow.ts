@@ -24,16 +24,12 @@ import { basename, dirname } from 'node:path'
 import { OBSERVE_MAX_FOLLOW_CHUNK_BYTES, SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import type { Opened } from '../files/confine.ts'
 import { Notifier } from '../journal/notifier.ts'
+import { objectOf, sameObject, type PathIdentity } from './handles.ts'
 import { handleInvalid } from './observed.ts'
 import { openConfined } from './roots.ts'
 
-export interface FollowTarget {
-  /** The canonical root the file must stay inside, and its canonical path and identity. */
-  root: string
-  path: string
-  dev: string
-  ino: string
-}
+/** The canonical root the file must stay inside, and its canonical path and identity. */
+export type FollowTarget = Pick<PathIdentity, 'root' | 'path' | 'dev' | 'ino' | 'born'>
 
 export interface FollowChunk {
   type: 'append' | 'truncate' | 'replace'
@@ -76,7 +72,7 @@ export class FileFollower {
   /** Opens the file a handle named; 404 `observe/handle-invalid` when it no longer is that file. */
   static async open(target: FollowTarget, maxChunkBytes = OBSERVE_MAX_FOLLOW_CHUNK_BYTES): Promise<FileFollower> {
     const opened = await openConfined(target.root, target.path, 'file')
-    if (!opened || opened.absolutePath !== target.path || String(opened.stats.dev) !== target.dev || String(opened.stats.ino) !== target.ino) {
+    if (!opened || opened.absolutePath !== target.path || !sameObject(opened.stats, target)) {
       await opened?.handle.close()
       throw handleInvalid('file handle')
     }
@@ -123,8 +119,7 @@ export class FileFollower {
 
   async *#sync(): AsyncGenerator<FollowChunk, void, void> {
     const named = await lstat(this.#target.path, { bigint: true }).catch(() => undefined)
-    const held = this.#held.opened.stats
-    const moved = named === undefined || named.dev !== held.dev || named.ino !== held.ino
+    const moved = named === undefined || !sameObject(named, objectOf(this.#held.opened.stats))
     yield* this.#drain('append')
     if (!moved || !named?.isFile()) return
     const next = await openConfined(this.#target.root, this.#target.path, 'file')

@@ -2,7 +2,8 @@
  * Opaque observation handles. A handle names one object (a process, a file, a directory, the
  * terminal itself) bound to its session, terminal and the terminal's incarnation, plus the
  * object's identity: a process by pid *and* start time (a reused pid never matches), a file or
- * directory by device, inode and canonical path.
+ * directory by device, inode and canonical path — and its birth time where the filesystem keeps
+ * one, since a file deleted and created again under its name often gets the same inode back.
  *
  * The id is `h1.<kind>.<data>.<tag>`: the payload is encrypted (AES-256-CTR) so nothing in it —
  * a canonical path, a pid — is observable, and authenticated (HMAC-SHA-256 over kind and
@@ -15,6 +16,7 @@
  * kept library offers deterministic authenticated encryption in Node's crypto alone.
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, timingSafeEqual } from 'node:crypto'
+import type { BigIntStats } from 'node:fs'
 import * as v from 'valibot'
 
 /** t: terminal, j: project, e: environment, p: process, f: file, d: directory. */
@@ -35,10 +37,26 @@ export interface ProcessIdentity {
 
 /** Where a file or directory handle is confined: the canonical root it was found beneath
  * (`home`, or the variable whose value it is), and the object's identity. */
-export interface PathIdentity {
-  path: string
+export interface ObjectIdentity {
   dev: string
   ino: string
+  /** Birth time in ns ('0' where the filesystem has none). */
+  born: string
+}
+
+/** The identity of what `stats` describes. */
+export function objectOf(stats: BigIntStats): ObjectIdentity {
+  return { dev: String(stats.dev), ino: String(stats.ino), born: String(stats.birthtimeNs) }
+}
+
+/** Is `stats` the object `identity` names? */
+export function sameObject(stats: BigIntStats, identity: ObjectIdentity): boolean {
+  const now = objectOf(stats)
+  return now.dev === identity.dev && now.ino === identity.ino && now.born === identity.born
+}
+
+export interface PathIdentity extends ObjectIdentity {
+  path: string
   root: string
   base: 'home' | `env:${string}`
 }
@@ -60,6 +78,7 @@ const Payload = v.object({
       path: v.string(),
       dev: v.string(),
       ino: v.string(),
+      born: v.string(),
       root: v.string(),
       base: v.custom<PathIdentity['base']>((x) => typeof x === 'string' && (x === 'home' || x.startsWith('env:'))),
     }),

@@ -19,7 +19,7 @@ import { handlePath } from '../files/confine.ts'
 import { TreeWatch } from '../files/tree-watch.ts'
 import type { SseEvent } from '../http/sse.ts'
 import { Notifier } from '../journal/notifier.ts'
-import type { PathIdentity } from './handles.ts'
+import { objectOf, type ObjectIdentity, type PathIdentity } from './handles.ts'
 import type { ObservedTerminal } from './observed.ts'
 import { mintPath, openConfined, withHandle } from './roots.ts'
 import { watching } from './watchers.ts'
@@ -29,8 +29,7 @@ interface Candidate {
   relativePath: string
   size: number
   mtimeMs: number
-  dev: bigint
-  ino: bigint
+  identity: ObjectIdentity
 }
 
 async function discover(root: PathIdentity, options: ListOptions, signal?: AbortSignal): Promise<{ found: Candidate[]; cut: boolean }> {
@@ -56,7 +55,7 @@ async function discover(root: PathIdentity, options: ListOptions, signal?: Abort
           const stats = await lstat(join(base, entry.name), { bigint: true }).catch(() => undefined)
           if (!stats?.isFile()) continue
           const mtimeMs = Number(stats.mtimeMs)
-          found.push({ path, relativePath: relative(root.path, path), size: Number(stats.size), mtimeMs, dev: stats.dev, ino: stats.ino })
+          found.push({ path, relativePath: relative(root.path, path), size: Number(stats.size), mtimeMs, identity: objectOf(stats) })
         }
       }
     } finally {
@@ -92,7 +91,7 @@ async function listing(view: ObservedTerminal, root: PathIdentity, options: List
   const { kept, dropped } = selectNewest(found, options.maxEntries, options.maxBytes)
   return {
     entries: kept.map((file) => ({
-      handle: mintPath(view, 'f', { path: file.path, dev: String(file.dev), ino: String(file.ino), root: root.root, base: root.base }),
+      handle: mintPath(view, 'f', { path: file.path, ...file.identity, root: root.root, base: root.base }),
       relativePath: file.relativePath,
       size: file.size,
       modifiedAt: new Date(file.mtimeMs).toISOString(),

@@ -8,6 +8,7 @@
  * on its memory map lock, which must never stall the sidecar's event loop.
  */
 import { readdirSync, readFileSync } from 'node:fs'
+import type { BigIntStats } from 'node:fs'
 import { open, readlink, stat } from 'node:fs/promises'
 import { basename } from 'node:path'
 import {
@@ -217,8 +218,8 @@ export interface Descriptor {
   /** The kernel's path of the open file (never a symlink). */
   path: string
   access: 'readable' | 'writable' | 'read-write'
-  dev: bigint
-  ino: bigint
+  /** What the descriptor refers to (stat through /proc/<pid>/fd/N). */
+  stats: BigIntStats
 }
 
 const ACCESS = ['readable', 'writable', 'read-write'] as const
@@ -242,7 +243,7 @@ export async function openRegularFiles(pid: number): Promise<Descriptor[]> {
     if (!info || !stats?.isFile()) continue
     const flags = /^flags:\s*([0-7]+)$/m.exec(info.toString('latin1'))?.[1]
     const access = flags === undefined ? undefined : ACCESS[Number.parseInt(flags, 8) & 3]
-    if (access) found.push({ path, access, dev: stats.dev, ino: stats.ino })
+    if (access) found.push({ path, access, stats })
   }
   return found
 }

@@ -17,6 +17,7 @@ import type {
   OpenFilesRequest,
   ProcessSnapshot,
 } from '../../schema/wire/observation.ts'
+import { objectOf, sameObject, type ObjectIdentity } from './handles.ts'
 import { handleInvalid, type ObservedTerminal } from './observed.ts'
 import { argvOf, cwdOf, deviceIdOf, executableNameOf, openRegularFiles, ptsDeviceNumber, startedAtOf, type ProcStat } from './proc.ts'
 import { knownRoots, mintPath, shownPath } from './roots.ts'
@@ -82,7 +83,7 @@ export async function openFiles(view: ObservedTerminal, r: v.InferOutput<typeof 
     return process
   })
   const roots = await knownRoots(view)
-  const byInode = new Map<string, { path: string; shown: string; access: Access; dev: bigint; ino: bigint; root: (typeof roots)[number] }>()
+  const byInode = new Map<string, { path: string; shown: string; access: Access; identity: ObjectIdentity; root: (typeof roots)[number] }>()
   for (const process of new Map(members.map((p) => [p.pid, p])).values()) {
     for (const descriptor of await openRegularFiles(process.pid)) {
       const root = roots.find((candidate) => shownPath([candidate], descriptor.path) !== undefined)
@@ -91,16 +92,17 @@ export async function openFiles(view: ObservedTerminal, r: v.InferOutput<typeof 
       // The name must still be this file (not renamed away, not replaced), or its handle would be
       // born invalid.
       const named = await lstat(descriptor.path, { bigint: true }).catch(() => undefined)
-      if (!named?.isFile() || named.dev !== descriptor.dev || named.ino !== descriptor.ino) continue
-      const key = `${descriptor.dev}:${descriptor.ino}`
+      const identity = objectOf(descriptor.stats)
+      if (!named?.isFile() || !sameObject(named, identity)) continue
+      const key = `${identity.dev}:${identity.ino}`
       const seen = byInode.get(key)
       const access = seen && seen.access !== descriptor.access ? 'read-write' : descriptor.access
-      byInode.set(key, { ...descriptor, shown, access, root })
+      byInode.set(key, { path: descriptor.path, shown, access, identity, root })
     }
   }
   const wanted = [...byInode.values()].filter((f) => f.access === 'read-write' || f.access === r.access)
   const files = wanted.slice(0, OBSERVE_MAX_OPEN_FILES).map((f) => ({
-    handle: mintPath(view, 'f', { path: f.path, dev: String(f.dev), ino: String(f.ino), root: f.root.path, base: f.root.base }),
+    handle: mintPath(view, 'f', { path: f.path, ...f.identity, root: f.root.path, base: f.root.base }),
     path: f.shown,
     access: f.access,
   }))

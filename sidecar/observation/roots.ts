@@ -11,7 +11,7 @@ import { isAbsolute, relative } from 'node:path'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Handle } from '../../schema/wire/observation.ts'
 import { isInside, openVerified, type Opened, type Scope } from '../files/confine.ts'
-import type { PathIdentity } from './handles.ts'
+import { objectOf, sameObject, type PathIdentity } from './handles.ts'
 import { handleInvalid, type ObservedTerminal } from './observed.ts'
 
 export interface Root {
@@ -85,7 +85,7 @@ export async function openConfined(root: string, path: string, expect: 'file' | 
 }
 
 export function identityOf(opened: Opened, root: Root): PathIdentity {
-  return { path: opened.absolutePath, dev: String(opened.stats.dev), ino: String(opened.stats.ino), root: root.path, base: root.base }
+  return { path: opened.absolutePath, ...objectOf(opened.stats), root: root.path, base: root.base }
 }
 
 export function mintPath(view: ObservedTerminal, kind: 'f' | 'd', identity: PathIdentity): Handle {
@@ -94,8 +94,8 @@ export function mintPath(view: ObservedTerminal, kind: 'f' | 'd', identity: Path
 
 /**
  * Runs `use` on the file or directory a handle names, opened and verified: the handle is this
- * terminal's, of the right kind, and its path still names the same device and inode inside its
- * root. Anything else is 404 `observe/handle-invalid`.
+ * terminal's, of the right kind, and its path still names the same object (device, inode, birth)
+ * inside its root. Anything else is 404 `observe/handle-invalid`.
  */
 export async function withHandle<T>(
   view: ObservedTerminal,
@@ -108,7 +108,7 @@ export async function withHandle<T>(
   const opened = await openConfined(identity.root, identity.path, kind === 'f' ? 'file' : 'directory')
   if (!opened) throw handleInvalid(kind === 'f' ? 'file handle' : 'directory handle')
   try {
-    if (opened.absolutePath !== identity.path || String(opened.stats.dev) !== identity.dev || String(opened.stats.ino) !== identity.ino) {
+    if (opened.absolutePath !== identity.path || !sameObject(opened.stats, identity)) {
       throw handleInvalid(kind === 'f' ? 'file handle' : 'directory handle')
     }
     return await use(opened, identity)

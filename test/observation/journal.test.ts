@@ -6,7 +6,7 @@
  * once, in order. Then the foreground switching with `sleep` and `cat`, in the context, in the
  * terminal's info and in `termkeep ps`.
  */
-import { readFileSync, utimesSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { psCommand } from '../../cli/ps.ts'
@@ -107,8 +107,8 @@ describe('discover journal files, then follow the newest', () => {
     // An older session of the same agent, and files that must never be listed.
     const older = join(home, '.fakeagent', 'sessions', '2025-01-01')
     await o.type('t1', 'say hello\r')
+    await waitFor(async () => readFileSync(journal(), 'utf8').includes('hello'), 10_000, 'hello in the journal')
     writeFileSync(join(home, '.fakeagent', 'sessions', 'notes.txt'), 'not a journal')
-    const { mkdirSync } = await import('node:fs')
     mkdirSync(older, { recursive: true })
     writeFileSync(join(older, 'old.jsonl'), '{"n":1}\n')
     utimesSync(join(older, 'old.jsonl'), new Date('2025-01-01'), new Date('2025-01-01'))
