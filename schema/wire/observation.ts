@@ -48,7 +48,12 @@ export const EnvironmentName = v.pipe(
 )
 
 /** An opaque handle's id: only the broker that issued it can read it. */
-export const HandleId = v.pipe(v.string(), v.minLength(1, 'a handle id is not empty'), v.maxLength(OBSERVE_MAX_HANDLE_CHARS))
+export const HandleId = v.pipe(
+  v.string(),
+  v.minLength(1, 'a handle id is not empty'),
+  v.maxLength(OBSERVE_MAX_HANDLE_CHARS),
+  v.description('an opaque handle id issued by this terminal\'s observation routes'),
+)
 export const Handle = v.object({ id: HandleId })
 export type Handle = v.InferOutput<typeof Handle>
 
@@ -62,6 +67,7 @@ export const RelativePath = v.pipe(
   v.check((p) => !p.includes('\0'), 'paths cannot contain NUL'),
   v.check((p) => !p.startsWith('/'), 'the path must be relative (no leading /)'),
   v.check((p) => !hasParent(p), 'the path must not contain ..'),
+  v.description('relative to its root: no leading /, no .. segment, no NUL'),
 )
 
 /** Path data from a provider's own records: absolute, no `..` segment, no NUL. */
@@ -71,13 +77,15 @@ export const ProviderPath = v.pipe(
   v.check((p) => !p.includes('\0'), 'paths cannot contain NUL'),
   v.check((p) => p.startsWith('/'), 'a provider path is absolute'),
   v.check((p) => !hasParent(p), 'the path must not contain ..'),
+  v.description('an absolute path from the provider\'s own records (no .. segment, no NUL); accepted only beneath its declared root'),
 )
 
+const EXTENSION = `\\.[A-Za-z0-9_.+~-]{1,${OBSERVE_MAX_EXTENSION_CHARS - 1}}`
 /** A file name suffix such as `.jsonl`. */
 export const Extension = v.pipe(
   v.string(),
   v.maxLength(OBSERVE_MAX_EXTENSION_CHARS, `an extension is at most ${OBSERVE_MAX_EXTENSION_CHARS} characters`),
-  v.regex(/^\.[A-Za-z0-9_.+~-]+$/, 'an extension is "." followed by letters, digits or _.+~-'),
+  v.regex(new RegExp(`^${EXTENSION}$`), 'an extension is "." followed by letters, digits or _.+~-'),
 )
 
 const HomeBeneath = v.object({ homeRelative: RelativePath })
@@ -265,18 +273,23 @@ const QueryInteger = (min: number, max: number, name: string) =>
 
 export const WatchDirectoryQuery = v.object({
   root: HandleId,
-  /** Comma-separated, e.g. `.jsonl,.json`. */
+  /** Comma-separated, e.g. `.jsonl,.json` (split with extensionList). */
   extensions: v.pipe(
     v.string(),
-    v.transform((list) => list.split(',')),
-    v.array(Extension),
-    v.minLength(1),
-    v.maxLength(OBSERVE_MAX_EXTENSIONS, `at most ${OBSERVE_MAX_EXTENSIONS} extensions`),
+    v.regex(
+      new RegExp(`^${EXTENSION}(,${EXTENSION}){0,${OBSERVE_MAX_EXTENSIONS - 1}}$`),
+      `extensions is a comma-separated list of 1–${OBSERVE_MAX_EXTENSIONS} suffixes such as .jsonl`,
+    ),
   ),
   maxDepth: QueryInteger(0, OBSERVE_MAX_LIST_DEPTH, 'maxDepth'),
   maxEntries: QueryInteger(1, OBSERVE_MAX_LIST_ENTRIES, 'maxEntries'),
   maxBytes: QueryInteger(1, OBSERVE_MAX_LIST_BYTES, 'maxBytes'),
 })
+
+/** Pure: WatchDirectoryQuery's `extensions` as a list. */
+export function extensionList(extensions: string): string[] {
+  return extensions.split(',')
+}
 
 export const FollowFileQuery = v.object({
   handle: HandleId,

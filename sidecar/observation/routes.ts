@@ -11,6 +11,7 @@ import { OBSERVE_MAX_DECLARED_ENV } from '../../schema/limits.ts'
 import { SessionId, TerminalId } from '../../schema/wire/common.ts'
 import {
   EnvironmentName,
+  extensionList,
   FollowFileQuery,
   OBSERVATION_OPERATIONS,
   OBSERVE_ENV_HEADER,
@@ -76,7 +77,8 @@ export function observationRoutes(host: TerminalHost, secret: string): Hono {
   app.get(`${base}/files/watchDirectory`, async (c) => {
     const query = parse(WatchDirectoryQuery, c.req.query())
     const observed = await view(c)
-    return sseResponse((signal) => watchDirectory(observed, { ...query, root: { id: query.root } }, signal), c.req.raw.signal)
+    const options = { ...query, extensions: extensionList(query.extensions), root: { id: query.root } }
+    return sseResponse((signal) => watchDirectory(observed, options, signal), c.req.raw.signal)
   })
 
   app.get(`${base}/files/follow`, async (c) => {
