@@ -6,8 +6,10 @@
  * once, in order. Then the foreground switching with `sleep` and `cat`, in the context, in the
  * terminal's info and in `termkeep ps`.
  */
+import { execFile } from 'node:child_process'
 import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { psCommand } from '../../cli/ps.ts'
 import { OBSERVE_MAX_FOLLOW_CHUNK_BYTES } from '../../schema/limits.ts'
@@ -30,6 +32,36 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await o?.stop()
+})
+
+describe('tokens', () => {
+  it('store the declared names in their own table, list them, and refuse bad ones', async () => {
+    const listed = await o.call('GET', '/v1/tokens')
+    const mine = listed.body.tokens.find((t: any) => t.name === 'observer')
+    expect(mine.observeEnvironment).toEqual(['FAKEAGENT_DATA', 'FAKEAGENT_SECRET', 'SIDECAR_SECRET'])
+    const rows = await o.stack.storage.client.execute({ sql: 'SELECT name FROM token_observe_env WHERE token_id = ? ORDER BY name', args: [mine.id] })
+    expect(rows.rows.map((r) => r.name)).toEqual(['FAKEAGENT_DATA', 'FAKEAGENT_SECRET', 'SIDECAR_SECRET'])
+    for (const observeEnvironment of [['lower'], ['A=B'], [42], 'HOME', Array.from({ length: 33 }, (_, i) => `V${i}`)]) {
+      const bad = await o.call('POST', '/v1/tokens', { json: { name: 'x', grants: ['observe:process'], sessions: 'all', observeEnvironment } })
+      expect([bad.status, bad.body.error.code], JSON.stringify(observeEnvironment)).toEqual([400, 'request/invalid'])
+    }
+  })
+
+  it('are minted by `termkeep token create --observe-env`', async () => {
+    const bin = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
+    const env = { ...process.env, TERMKEEP_DATA_DIR: o.stack.sidecar.dataDir, DATABASE_URL: o.stack.sidecar.databaseUrl }
+    const args = [bin, 'token', 'create', '--grant', 'observe:process', '--session', o.sid, '--observe-env', 'FAKEAGENT_DATA']
+    const minted = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) =>
+      execFile(process.execPath, args, { env }, (error, stdout, stderr) => (error ? reject(new Error(stderr)) : resolve({ stdout, stderr }))),
+    )
+    expect(minted.stderr).toContain('observes FAKEAGENT_DATA')
+    const token = minted.stdout.trim()
+    const declared = await o.observe('t1', 'processes/environment', token, { names: ['FAKEAGENT_DATA'] })
+    expect(declared.body.environment).toEqual({ FAKEAGENT_DATA: `${home}/.fakeagent` })
+    expect((await o.observe('t1', 'processes/environment', token, { names: ['FAKEAGENT_SECRET'] })).status).toBe(403)
+    const refused = await new Promise<string>((resolve) => execFile(process.execPath, [...args.slice(0, -1), 'bad-name'], { env }, (_e, _o, stderr) => resolve(stderr)))
+    expect(refused).toContain('is not an environment variable name')
+  })
 })
 
 describe('context and processes', () => {
