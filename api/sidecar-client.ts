@@ -29,7 +29,6 @@ import {
   type ObservationFacts,
   type ObservationOperationName,
   type ObservationRequest,
-  type ObservationResponse,
 } from '../schema/wire/observation.ts'
 import type { OutputPage } from '../schema/wire/output.ts'
 import type { CanonicalPath } from '../schema/wire/paths.ts'
@@ -212,17 +211,21 @@ export class SidecarClient {
     return this.json(`${terminal(sid, tid)}/observation`, { headers: observeHeaders(declared) }, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
-  /** One JSON operation of the table (descendants, openFiles, …, readJsonLine). */
+  /**
+   * One JSON operation of the table (descendants, openFiles, …, readJsonLine): the open response,
+   * whose body is ObservationResponse<K>, for the API to pass on unparsed (a 256-process tree is
+   * ~100 KB that would otherwise be parsed and encoded again).
+   */
   observe<K extends ObservationOperationName>(
     sid: string,
     tid: string,
     operation: K,
     request: ObservationRequest<K>,
     declared: readonly string[],
-  ): Promise<ObservationResponse<K>> {
+  ): Promise<Response> {
     const init = jsonInit('POST', request)
     observeHeaders(declared, init.headers as Headers)
-    return this.json(`${terminal(sid, tid)}/${observationPath(operation)}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+    return this.request(`${terminal(sid, tid)}/${observationPath(operation)}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   /** SSE `snapshot` events; `query` is WatchDirectoryQuery's wire form. */

@@ -184,6 +184,9 @@ export const OBSERVE_MAX_FOLLOW_CHUNK_BYTES = 64 * KiB
 export const OBSERVE_MAX_WATCHERS_PER_TERMINAL = 32
 /** Directory changes within this long make one new `watchDirectory` snapshot, not one each. */
 export const OBSERVE_WATCH_SETTLE_MS = 50
+/** A /proc read (a whole tree's stat, cmdline and cwd: milliseconds) that has not answered in
+ * this long is stuck on a process's memory; the request is 503 and the next gets a fresh thread. */
+export const OBSERVE_PROC_TIMEOUT_MS = 5_000
 /** An opaque handle's id on the wire (it carries an encrypted canonical path of ≤ 4,096 chars). */
 export const OBSERVE_MAX_HANDLE_CHARS = 8_192
 /** After output or input, the terminal's foreground program is looked at again this soon (a

@@ -122,7 +122,9 @@ for (const [name, operation] of Object.entries(OBSERVATION_OPERATIONS) as [Obser
       const { sid, tid } = c.req.valid('param')
       const request = c.req.valid('json') as Record<string, unknown>
       const declared = await declaredFor(c, operation.environmentNames?.(request))
-      return c.json(await c.var.deps.sidecar.observe(sid, tid, name, request as never, declared))
+      const upstream = await c.var.deps.sidecar.observe(sid, tid, name, request as never, declared)
+      // The sidecar's JSON as it came: its shape is the contract (schema/wire/observation.ts).
+      return new Response(upstream.body, { status: upstream.status, headers: { 'content-type': 'application/json' } })
     },
   )
 }

@@ -10,9 +10,11 @@
  * change without any I/O. Each look is two small /proc reads.
  */
 import { FOREGROUND_CHECK_DELAY_MS, FOREGROUND_POLL_MS } from '../../schema/limits.ts'
-import { argvOf, executableNameOf, readStat, type ProcStat } from './proc.ts'
+import { readStat, type ProcStat } from './proc.ts'
+import { procReader } from './proc-reader.ts'
 
-/** The leader (or, once it left, a member) of `shellPid`'s terminal's foreground process group. */
+/** The leader (or, once it left, a member) of `shellPid`'s terminal's foreground process group.
+ * Reads /proc synchronously: the /proc thread's (proc-worker.ts). */
 export function foregroundLeader(shellPid: number, members?: () => Iterable<ProcStat>): ProcStat | undefined {
   const shell = readStat(shellPid)
   if (!shell || shell.state === 'Z') return undefined
@@ -23,11 +25,6 @@ export function foregroundLeader(shellPid: number, members?: () => Iterable<Proc
     if (process.pgrp === shell.tpgid && process.session === shell.session && process.state !== 'Z') return process
   }
   return shell
-}
-
-export async function foregroundName(shellPid: number): Promise<string | undefined> {
-  const leader = foregroundLeader(shellPid)
-  return leader ? executableNameOf(await argvOf(leader.pid), leader.comm) : undefined
 }
 
 export class ForegroundTracker {
@@ -72,7 +69,7 @@ export class ForegroundTracker {
     try {
       do {
         this.#again = false
-        const name = await foregroundName(this.#shellPid)
+        const name = await procReader.foregroundName(this.#shellPid)
         if (this.#closed) return
         if (name !== undefined && name !== this.#last) {
           this.#last = name

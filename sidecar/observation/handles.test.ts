@@ -19,6 +19,9 @@ describe('HandleCodec', () => {
     const id = codec.mint(binding, file).id
     expect(codec.mint(binding, file).id).toBe(id)
     expect(codec.mint(binding, { ...file, ino: '124' }).id).not.toBe(id)
+    // Built in another order (or with a stray field), it is still the same object.
+    const reordered = { base: 'home', root: '/home/alice', born: '0', ino: '123', dev: '2049', path: file.kind === 'f' ? file.path : '', kind: 'f', extra: 1 }
+    expect(new HandleCodec(SECRET).mint(binding, reordered as unknown as HandleBody).id).toBe(id)
     expect(id).toMatch(/^h1\.f\.[\w-]+\.[\w-]{43}$/)
     const decoded = Buffer.from(id.split('.')[2], 'base64url').toString('latin1')
     for (const secret of ['alice', 'codex', 'jsonl', '2049', 's1', 't1']) expect(decoded).not.toContain(secret)

@@ -7,49 +7,45 @@
 import { TermkeepError } from '../../schema/errors.ts'
 import { OBSERVE_MAX_ENV_VALUE_BYTES } from '../../schema/limits.ts'
 import type { LiveTerminal } from '../terminals/terminal.ts'
-import { foregroundLeader } from './foreground.ts'
 import type { Binding, HandleCodec, ProcessIdentity } from './handles.ts'
-import { environOf, processTable, terminalTree, type ProcStat } from './proc.ts'
+import type { ProcStat } from './proc.ts'
+import { procReader } from './proc-reader.ts'
 
 export class ObservedTerminal {
   readonly binding: Binding
   readonly terminal: LiveTerminal
-  readonly shellPid: number
-  readonly table: ReadonlyMap<number, ProcStat>
   /** Shell first, then descendants depth first, then session strays (proc.ts). */
   readonly tree: readonly ProcStat[]
   readonly foreground: ProcStat
   /** The names the caller's token declared (the API sends them; see OBSERVE_ENV_HEADER). */
   readonly declared: ReadonlySet<string>
   readonly codec: HandleCodec
-  readonly #members: ReadonlySet<number>
-  readonly #environs = new Map<number, Promise<Map<string, string> | undefined>>()
+  readonly #members: ReadonlyMap<number, ProcStat>
+  readonly #environs = new Map<number, Promise<Record<string, string> | undefined>>()
 
-  private constructor(terminal: LiveTerminal, shellPid: number, declared: ReadonlySet<string>, codec: HandleCodec) {
+  private constructor(terminal: LiveTerminal, tree: ProcStat[], foreground: ProcStat, declared: ReadonlySet<string>, codec: HandleCodec) {
     this.terminal = terminal
-    this.shellPid = shellPid
+    this.tree = tree
     this.declared = declared
     this.codec = codec
     this.binding = bindingOf(terminal)
-    this.table = processTable()
-    this.tree = terminalTree(this.table, shellPid)
-    this.#members = new Set(this.tree.map((p) => p.pid))
-    const leader = foregroundLeader(shellPid, () => this.tree)
-    if (!leader || this.tree.length === 0) throw notRunning(terminal.id)
-    this.foreground = this.#members.has(leader.pid) ? leader : this.tree[0]
+    this.#members = new Map(tree.map((p) => [p.pid, p]))
+    this.foreground = this.#members.has(foreground.pid) ? foreground : tree[0]
   }
 
   /** The view of a live terminal whose program still runs, else 409 `observe/not-running`. */
-  static of(terminal: LiveTerminal, declared: ReadonlySet<string>, codec: HandleCodec): ObservedTerminal {
+  static async of(terminal: LiveTerminal, declared: ReadonlySet<string>, codec: HandleCodec): Promise<ObservedTerminal> {
     const pid = terminal.processId
     if (terminal.state !== 'running' || pid === undefined) throw notRunning(terminal.id)
-    return new ObservedTerminal(terminal, pid, declared, codec)
+    const { tree, foreground } = await procReader.tree(pid)
+    if (tree.length === 0 || !foreground) throw notRunning(terminal.id)
+    return new ObservedTerminal(terminal, tree, foreground, declared, codec)
   }
 
   /** Is this process (by identity) one of the terminal's now? */
   member(identity: ProcessIdentity): ProcStat | undefined {
-    const process = this.table.get(identity.pid)
-    return process && this.#members.has(process.pid) && process.startTicks === identity.startTicks ? process : undefined
+    const process = this.#members.get(identity.pid)
+    return process && process.startTicks === identity.startTicks ? process : undefined
   }
 
   /** In the PTY's foreground process group. */
@@ -61,8 +57,11 @@ export class ObservedTerminal {
    * tree (foreground group first) that has it. Values longer than a fact are left out. */
   async variable(name: string): Promise<string | undefined> {
     for (const process of this.#lookupOrder()) {
-      const value = (await this.#environ(process.pid))?.get(name)
-      if (value !== undefined) return Buffer.byteLength(value) <= OBSERVE_MAX_ENV_VALUE_BYTES ? value : undefined
+      const environ = await this.#environ(process.pid)
+      if (environ && Object.hasOwn(environ, name)) {
+        const value = environ[name]
+        return Buffer.byteLength(value) <= OBSERVE_MAX_ENV_VALUE_BYTES ? value : undefined
+      }
     }
     return undefined
   }
@@ -81,9 +80,9 @@ export class ObservedTerminal {
     return [this.foreground, ...group, ...rest]
   }
 
-  #environ(pid: number): Promise<Map<string, string> | undefined> {
+  #environ(pid: number): Promise<Record<string, string> | undefined> {
     let environ = this.#environs.get(pid)
-    if (!environ) this.#environs.set(pid, (environ = environOf(pid)))
+    if (!environ) this.#environs.set(pid, (environ = procReader.environ(pid)))
     return environ
   }
 }

@@ -2,15 +2,15 @@
  * Process facts from Linux /proc: the process table, a terminal's process tree, and one
  * process's argv, environment, working directory and open descriptors.
  *
- * The table is read synchronously (a `stat` file is a few hundred bytes the kernel formats from
- * memory; sessionMembers in ../pty/process-tree.ts reads the same files the same way). cmdline and
- * environ are read asynchronously: the kernel copies them out of the target's memory and can wait
- * on its memory map lock, which must never stall the sidecar's event loop.
+ * Everything here reads synchronously, and runs in observation's own thread (proc-worker.ts), not
+ * on the sidecar's event loop: 200 processes' cmdline and cwd take ~1 ms read one after the other
+ * but ~20 ms as 1,000 thread-pool round trips, and the kernel copies cmdline and environ out of
+ * the target's memory under its memory-map lock, which can make a read wait — which may stall
+ * that thread, never the terminals.
  */
-import { readdirSync, readFileSync } from 'node:fs'
-import type { BigIntStats } from 'node:fs'
-import { open, readlink, stat } from 'node:fs/promises'
+import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, statSync } from 'node:fs'
 import { basename } from 'node:path'
+import { objectOf, type ObjectIdentity } from './handles.ts'
 import {
   OBSERVE_MAX_ARGUMENT_CHARS,
   OBSERVE_MAX_ARGUMENTS,
@@ -108,18 +108,13 @@ export function terminalTree(table: ReadonlyMap<number, ProcStat>, shellPid: num
   return [...tree, ...strays]
 }
 
-/** Pure: is `pid` in the tree of `shellPid` (an ancestor chain reaching it, or its session)? */
-export function inTree(table: ReadonlyMap<number, ProcStat>, shellPid: number, pid: number): boolean {
-  return terminalTree(table, shellPid).some((p) => p.pid === pid)
-}
-
 // ── Per process ──────────────────────────────────────────────────────────────────────────
 
 /** Up to `max` bytes of a /proc text file, or undefined when it cannot be read. */
-async function readBounded(path: string, max = OBSERVE_MAX_PROC_TEXT_BYTES): Promise<Buffer | undefined> {
-  let file
+function readBounded(path: string, max = OBSERVE_MAX_PROC_TEXT_BYTES): Buffer | undefined {
+  let fd: number
   try {
-    file = await open(path, 'r')
+    fd = openSync(path, 'r')
   } catch {
     return undefined
   }
@@ -128,22 +123,22 @@ async function readBounded(path: string, max = OBSERVE_MAX_PROC_TEXT_BYTES): Pro
     let total = 0
     while (total < max) {
       const buffer = Buffer.allocUnsafe(Math.min(64 * 1024, max - total))
-      const { bytesRead } = await file.read(buffer, 0, buffer.length, null)
-      if (bytesRead === 0) break
-      parts.push(buffer.subarray(0, bytesRead))
-      total += bytesRead
+      const read = readSync(fd, buffer, 0, buffer.length, null)
+      if (read === 0) break
+      parts.push(buffer.subarray(0, read))
+      total += read
     }
     return Buffer.concat(parts, total)
   } catch {
     return undefined // exited while read, or not ours to read
   } finally {
-    await file.close().catch(() => {})
+    closeSync(fd)
   }
 }
 
 /** The process's argv (bounded; a kernel thread or zombie has none). */
-export async function argvOf(pid: number): Promise<string[] | undefined> {
-  const raw = await readBounded(`/proc/${pid}/cmdline`)
+export function argvOf(pid: number): string[] | undefined {
+  const raw = readBounded(`/proc/${pid}/cmdline`)
   if (!raw || raw.length === 0) return undefined
   const text = raw.toString('utf8')
   const parts = (text.endsWith('\0') ? text.slice(0, -1) : text).split('\0')
@@ -151,19 +146,24 @@ export async function argvOf(pid: number): Promise<string[] | undefined> {
 }
 
 /** The environment the process started with (later setenv calls are not visible to anyone). */
-export async function environOf(pid: number): Promise<Map<string, string> | undefined> {
-  const raw = await readBounded(`/proc/${pid}/environ`)
+export function environOf(pid: number): Record<string, string> | undefined {
+  const raw = readBounded(`/proc/${pid}/environ`)
   if (!raw) return undefined
-  const values = new Map<string, string>()
+  const values: Record<string, string> = {}
   for (const entry of raw.toString('utf8').split('\0')) {
     const equals = entry.indexOf('=')
-    if (equals > 0 && !values.has(entry.slice(0, equals))) values.set(entry.slice(0, equals), entry.slice(equals + 1))
+    const name = entry.slice(0, equals)
+    if (equals > 0 && !Object.hasOwn(values, name)) values[name] = entry.slice(equals + 1)
   }
   return values
 }
 
-export async function cwdOf(pid: number): Promise<string | undefined> {
-  return readlink(`/proc/${pid}/cwd`).catch(() => undefined)
+export function cwdOf(pid: number): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/cwd`)
+  } catch {
+    return undefined
+  }
 }
 
 /** Pure: the program's name as tmux shows it: argv[0]'s last segment (a login shell's leading
@@ -219,13 +219,13 @@ export interface Descriptor {
   path: string
   access: 'readable' | 'writable' | 'read-write'
   /** What the descriptor refers to (stat through /proc/<pid>/fd/N). */
-  stats: BigIntStats
+  identity: ObjectIdentity
 }
 
 const ACCESS = ['readable', 'writable', 'read-write'] as const
 
 /** The regular files `pid` holds open (sockets, pipes, devices and deleted files left out). */
-export async function openRegularFiles(pid: number): Promise<Descriptor[]> {
+export function openRegularFiles(pid: number): Descriptor[] {
   let fds: string[]
   try {
     fds = readdirSync(`/proc/${pid}/fd`)
@@ -234,16 +234,24 @@ export async function openRegularFiles(pid: number): Promise<Descriptor[]> {
   }
   const found: Descriptor[] = []
   for (const fd of fds.slice(0, OBSERVE_MAX_DESCRIPTORS_PER_PROCESS)) {
-    const path = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => undefined)
-    if (!path?.startsWith('/') || path.endsWith(' (deleted)')) continue
-    const [info, stats] = await Promise.all([
-      readBounded(`/proc/${pid}/fdinfo/${fd}`, 4096),
-      stat(`/proc/${pid}/fd/${fd}`, { bigint: true }).catch(() => undefined),
-    ])
-    if (!info || !stats?.isFile()) continue
+    let path: string
+    try {
+      path = readlinkSync(`/proc/${pid}/fd/${fd}`)
+    } catch {
+      continue
+    }
+    if (!path.startsWith('/') || path.endsWith(' (deleted)')) continue
+    const info = readBounded(`/proc/${pid}/fdinfo/${fd}`, 4096)
+    let stats
+    try {
+      stats = statSync(`/proc/${pid}/fd/${fd}`, { bigint: true })
+    } catch {
+      continue // closed meanwhile, or not ours to look at
+    }
+    if (!info || !stats.isFile()) continue
     const flags = /^flags:\s*([0-7]+)$/m.exec(info.toString('latin1'))?.[1]
     const access = flags === undefined ? undefined : ACCESS[Number.parseInt(flags, 8) & 3]
-    if (access) found.push({ path, access, stats })
+    if (access) found.push({ path, access, identity: objectOf(stats) })
   }
   return found
 }

@@ -17,9 +17,10 @@ import type {
   OpenFilesRequest,
   ProcessSnapshot,
 } from '../../schema/wire/observation.ts'
-import { objectOf, sameObject, type ObjectIdentity } from './handles.ts'
+import { sameObject, type ObjectIdentity } from './handles.ts'
 import { handleInvalid, type ObservedTerminal } from './observed.ts'
-import { argvOf, cwdOf, deviceIdOf, executableNameOf, openRegularFiles, ptsDeviceNumber, startedAtOf, type ProcStat } from './proc.ts'
+import { deviceIdOf, executableNameOf, ptsDeviceNumber, startedAtOf, type ProcStat } from './proc.ts'
+import { procReader } from './proc-reader.ts'
 import { knownRoots, mintPath, shownPath } from './roots.ts'
 
 function processHandle(view: ObservedTerminal, process: ProcStat): Handle {
@@ -28,7 +29,7 @@ function processHandle(view: ObservedTerminal, process: ProcStat): Handle {
 
 export async function context(view: ObservedTerminal): Promise<ObservationFacts> {
   const leader = view.foreground
-  const [argv, home] = [await argvOf(leader.pid), await view.variable('HOME')]
+  const [[{ argv }], home] = await Promise.all([procReader.details([leader.pid]), view.variable('HOME')])
   const startedAt = startedAtOf(leader.startTicks)
   const index = view.terminal.ttyIndex
   // Proven: the kernel named this PTY's slave for its master, and it is the process's controlling tty.
@@ -50,24 +51,23 @@ export async function context(view: ObservedTerminal): Promise<ObservationFacts>
 export async function descendants(view: ObservedTerminal): Promise<Descendants> {
   const shown = view.tree.slice(0, OBSERVE_MAX_PROCESSES)
   const roots = await knownRoots(view)
-  const processes = await Promise.all(
-    shown.map(async (process): Promise<ProcessSnapshot> => {
-      const [argv, cwd] = await Promise.all([argvOf(process.pid), cwdOf(process.pid)])
-      const startedAt = startedAtOf(process.startTicks)
-      const where = cwd === undefined ? undefined : shownPath(roots, cwd)
-      return {
-        handle: processHandle(view, process),
-        executableName: executableNameOf(argv, process.comm),
-        pid: process.pid,
-        parentPid: process.ppid,
-        state: process.state,
-        foreground: view.inForeground(process),
-        ...(argv && argv.length > 1 ? { arguments: argv.slice(1, OBSERVE_MAX_ARGUMENTS + 1) } : {}),
-        ...(startedAt ? { startedAt } : {}),
-        ...(where !== undefined ? { cwd: where } : {}),
-      }
-    }),
-  )
+  const details = await procReader.details(shown.map((p) => p.pid))
+  const processes = shown.map((process, i): ProcessSnapshot => {
+    const { argv, cwd } = details[i]
+    const startedAt = startedAtOf(process.startTicks)
+    const where = cwd === undefined ? undefined : shownPath(roots, cwd)
+    return {
+      handle: processHandle(view, process),
+      executableName: executableNameOf(argv, process.comm),
+      pid: process.pid,
+      parentPid: process.ppid,
+      state: process.state,
+      foreground: view.inForeground(process),
+      ...(argv && argv.length > 1 ? { arguments: argv.slice(1, OBSERVE_MAX_ARGUMENTS + 1) } : {}),
+      ...(startedAt ? { startedAt } : {}),
+      ...(where !== undefined ? { cwd: where } : {}),
+    }
+  })
   return { processes, truncated: view.tree.length > shown.length }
 }
 
@@ -84,15 +84,16 @@ export async function openFiles(view: ObservedTerminal, r: v.InferOutput<typeof 
   })
   const roots = await knownRoots(view)
   const byInode = new Map<string, { path: string; shown: string; access: Access; identity: ObjectIdentity; root: (typeof roots)[number] }>()
-  for (const process of new Map(members.map((p) => [p.pid, p])).values()) {
-    for (const descriptor of await openRegularFiles(process.pid)) {
+  const pids = [...new Set(members.map((p) => p.pid))]
+  for (const descriptors of await procReader.descriptors(pids)) {
+    for (const descriptor of descriptors) {
       const root = roots.find((candidate) => shownPath([candidate], descriptor.path) !== undefined)
       const shown = shownPath(roots, descriptor.path)
       if (!root || shown === undefined) continue
       // The name must still be this file (not renamed away, not replaced), or its handle would be
       // born invalid.
       const named = await lstat(descriptor.path, { bigint: true }).catch(() => undefined)
-      const identity = objectOf(descriptor.stats)
+      const identity = descriptor.identity
       if (!named?.isFile() || !sameObject(named, identity)) continue
       const key = `${identity.dev}:${identity.ino}`
       const seen = byInode.get(key)
