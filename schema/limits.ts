@@ -187,6 +187,9 @@ export const OBSERVE_WATCH_SETTLE_MS = 50
 /** A /proc read (a whole tree's stat, cmdline and cwd: milliseconds) that has not answered in
  * this long is stuck on a process's memory; the request is 503 and the next gets a fresh thread. */
 export const OBSERVE_PROC_TIMEOUT_MS = 5_000
+/** The /proc thread ends after this long without a request (a sidecar nobody observes does not
+ * carry its ~35 MB); the next request starts it again in a few hundred ms. */
+export const OBSERVE_PROC_IDLE_MS = 60_000
 /** An opaque handle's id on the wire (it carries an encrypted canonical path of ≤ 4,096 chars). */
 export const OBSERVE_MAX_HANDLE_CHARS = 8_192
 /** After output or input, the terminal's foreground program is looked at again this soon (a

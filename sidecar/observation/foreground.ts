@@ -7,14 +7,15 @@
  * When to look: a shell starts a command right after the Enter that asked for it, and a command
  * ends by giving the terminal back, usually printing a prompt — so shortly after input or output
  * (at most once per FOREGROUND_CHECK_DELAY_MS), plus every FOREGROUND_POLL_MS for programs that
- * change without any I/O. Each look is two small /proc reads.
+ * change without any I/O. Each look is two /proc/<pid>/stat reads (small, formatted from the
+ * kernel's memory without touching the process's own; read at once, as sessionMembers does) and
+ * the leader's cmdline, which is copied out of its memory and so read through the thread pool.
  */
+import { open } from 'node:fs/promises'
 import { FOREGROUND_CHECK_DELAY_MS, FOREGROUND_POLL_MS } from '../../schema/limits.ts'
-import { readStat, type ProcStat } from './proc.ts'
-import { procReader } from './proc-reader.ts'
+import { argvFrom, executableNameOf, readStat, type ProcStat } from './proc.ts'
 
-/** The leader (or, once it left, a member) of `shellPid`'s terminal's foreground process group.
- * Reads /proc synchronously: the /proc thread's (proc-worker.ts). */
+/** The leader (or, once it left, a member) of `shellPid`'s terminal's foreground process group. */
 export function foregroundLeader(shellPid: number, members?: () => Iterable<ProcStat>): ProcStat | undefined {
   const shell = readStat(shellPid)
   if (!shell || shell.state === 'Z') return undefined
@@ -25,6 +26,29 @@ export function foregroundLeader(shellPid: number, members?: () => Iterable<Proc
     if (process.pgrp === shell.tpgid && process.session === shell.session && process.state !== 'Z') return process
   }
   return shell
+}
+
+const CMDLINE_START_BYTES = 4096
+
+/** The foreground program's name, as tmux shows it. */
+export async function foregroundName(shellPid: number): Promise<string | undefined> {
+  const leader = foregroundLeader(shellPid)
+  if (!leader) return undefined
+  return executableNameOf(argvFrom(await cmdlineStart(leader.pid)), leader.comm)
+}
+
+/** argv[0] is all a name needs: the command line's first bytes, not all of it. */
+async function cmdlineStart(pid: number): Promise<Buffer | undefined> {
+  const file = await open(`/proc/${pid}/cmdline`, 'r').catch(() => undefined)
+  if (!file) return undefined
+  try {
+    const { buffer, bytesRead } = await file.read(Buffer.alloc(CMDLINE_START_BYTES), 0, CMDLINE_START_BYTES, 0)
+    return buffer.subarray(0, bytesRead)
+  } catch {
+    return undefined
+  } finally {
+    await file.close().catch(() => {})
+  }
 }
 
 export class ForegroundTracker {
@@ -69,7 +93,7 @@ export class ForegroundTracker {
     try {
       do {
         this.#again = false
-        const name = await procReader.foregroundName(this.#shellPid)
+        const name = await foregroundName(this.#shellPid)
         if (this.#closed) return
         if (name !== undefined && name !== this.#last) {
           this.#last = name

@@ -11,35 +11,18 @@ import type { Binding, HandleCodec, ProcessIdentity } from './handles.ts'
 import type { ProcStat } from './proc.ts'
 import { procReader } from './proc-reader.ts'
 
-export class ObservedTerminal {
-  readonly binding: Binding
-  readonly terminal: LiveTerminal
+/** The terminal's process tree as read once, for one request. */
+export class ProcessTree {
   /** Shell first, then descendants depth first, then session strays (proc.ts). */
-  readonly tree: readonly ProcStat[]
+  readonly processes: readonly ProcStat[]
+  /** The leader of the PTY's foreground process group (the shell at its prompt). */
   readonly foreground: ProcStat
-  /** The names the caller's token declared (the API sends them; see OBSERVE_ENV_HEADER). */
-  readonly declared: ReadonlySet<string>
-  readonly codec: HandleCodec
   readonly #members: ReadonlyMap<number, ProcStat>
-  readonly #environs = new Map<number, Promise<Record<string, string> | undefined>>()
 
-  private constructor(terminal: LiveTerminal, tree: ProcStat[], foreground: ProcStat, declared: ReadonlySet<string>, codec: HandleCodec) {
-    this.terminal = terminal
-    this.tree = tree
-    this.declared = declared
-    this.codec = codec
-    this.binding = bindingOf(terminal)
-    this.#members = new Map(tree.map((p) => [p.pid, p]))
-    this.foreground = this.#members.has(foreground.pid) ? foreground : tree[0]
-  }
-
-  /** The view of a live terminal whose program still runs, else 409 `observe/not-running`. */
-  static async of(terminal: LiveTerminal, declared: ReadonlySet<string>, codec: HandleCodec): Promise<ObservedTerminal> {
-    const pid = terminal.processId
-    if (terminal.state !== 'running' || pid === undefined) throw notRunning(terminal.id)
-    const { tree, foreground } = await procReader.tree(pid)
-    if (tree.length === 0 || !foreground) throw notRunning(terminal.id)
-    return new ObservedTerminal(terminal, tree, foreground, declared, codec)
+  constructor(processes: ProcStat[], foreground: ProcStat) {
+    this.processes = processes
+    this.#members = new Map(processes.map((p) => [p.pid, p]))
+    this.foreground = this.#members.has(foreground.pid) ? foreground : processes[0]
   }
 
   /** Is this process (by identity) one of the terminal's now? */
@@ -53,10 +36,52 @@ export class ObservedTerminal {
     return process.pgrp === this.foreground.pgrp
   }
 
+  /** Where a variable is looked up: the foreground process, its group, then the rest. */
+  lookupOrder(): ProcStat[] {
+    const group = this.processes.filter((p) => p.pgrp === this.foreground.pgrp && p.pid !== this.foreground.pid)
+    const rest = this.processes.filter((p) => p.pgrp !== this.foreground.pgrp)
+    return [this.foreground, ...group, ...rest]
+  }
+}
+
+export class ObservedTerminal {
+  readonly binding: Binding
+  readonly terminal: LiveTerminal
+  readonly shellPid: number
+  /** The names the caller's token declared (the API sends them; see OBSERVE_ENV_HEADER). */
+  readonly declared: ReadonlySet<string>
+  readonly codec: HandleCodec
+  #tree: Promise<ProcessTree> | undefined
+  readonly #environs = new Map<number, Promise<Record<string, string> | undefined>>()
+
+  private constructor(terminal: LiveTerminal, shellPid: number, declared: ReadonlySet<string>, codec: HandleCodec) {
+    this.terminal = terminal
+    this.shellPid = shellPid
+    this.declared = declared
+    this.codec = codec
+    this.binding = bindingOf(terminal)
+  }
+
+  /** The view of a live terminal whose program still runs, else 409 `observe/not-running`. The
+   * process tree is read when an operation first needs it (a file read does not). */
+  static of(terminal: LiveTerminal, declared: ReadonlySet<string>, codec: HandleCodec): ObservedTerminal {
+    const pid = terminal.processId
+    if (terminal.state !== 'running' || pid === undefined) throw notRunning(terminal.id)
+    return new ObservedTerminal(terminal, pid, declared, codec)
+  }
+
+  tree(): Promise<ProcessTree> {
+    this.#tree ??= procReader.tree(this.shellPid).then(({ tree, foreground }) => {
+      if (tree.length === 0 || !foreground) throw notRunning(this.terminal.id)
+      return new ProcessTree(tree, foreground)
+    })
+    return this.#tree
+  }
+
   /** The value of `name` in the foreground process's environment, else the first process of the
    * tree (foreground group first) that has it. Values longer than a fact are left out. */
   async variable(name: string): Promise<string | undefined> {
-    for (const process of this.#lookupOrder()) {
+    for (const process of (await this.tree()).lookupOrder()) {
       const environ = await this.#environ(process.pid)
       if (environ && Object.hasOwn(environ, name)) {
         const value = environ[name]
@@ -72,12 +97,6 @@ export class ObservedTerminal {
     if (missing.length > 0) {
       throw new TermkeepError('observe/undeclared', `not declared on this token (observeEnvironment): ${missing.join(', ')}`, { names: missing })
     }
-  }
-
-  #lookupOrder(): ProcStat[] {
-    const group = this.tree.filter((p) => p.pgrp === this.foreground.pgrp && p.pid !== this.foreground.pid)
-    const rest = this.tree.filter((p) => p.pgrp !== this.foreground.pgrp)
-    return [this.foreground, ...group, ...rest]
   }
 
   #environ(pid: number): Promise<Record<string, string> | undefined> {

@@ -1,12 +1,14 @@
 /**
  * The sidecar's side of observation's /proc thread (proc-worker.ts): typed requests, answered in
- * order. The thread starts on first use and does not keep the sidecar alive. A request that gets
- * no answer within OBSERVE_PROC_TIMEOUT_MS (a read stuck on a process's memory) fails with 503,
- * and that thread is left to itself: the next request starts a fresh one.
+ * order. The thread starts on first use, ends after OBSERVE_PROC_IDLE_MS without requests (it
+ * costs ~35 MB while it lives, which a sidecar nobody observes should not carry) and never keeps
+ * the sidecar alive. A request that gets no answer within OBSERVE_PROC_TIMEOUT_MS (a read stuck on
+ * a process's memory) fails with 503, and that thread is left to itself: the next request starts
+ * a fresh one.
  */
 import type { Worker } from 'node:worker_threads'
 import { TermkeepError } from '../../schema/errors.ts'
-import { OBSERVE_PROC_TIMEOUT_MS } from '../../schema/limits.ts'
+import { OBSERVE_PROC_IDLE_MS, OBSERVE_PROC_TIMEOUT_MS } from '../../schema/limits.ts'
 import { startTsWorker } from '../worker-thread.ts'
 import type { Descriptor, ProcStat } from './proc.ts'
 
@@ -15,7 +17,6 @@ export type ProcRequest =
   | { op: 'details'; pids: number[] }
   | { op: 'environ'; pid: number }
   | { op: 'descriptors'; pids: number[] }
-  | { op: 'foregroundName'; shellPid: number }
 
 export interface Details {
   argv: string[] | undefined
@@ -34,6 +35,7 @@ class ProcReader {
   #worker: Worker | undefined
   #next = 0
   readonly #pending = new Map<number, Pending>()
+  #idle: NodeJS.Timeout | undefined
 
   /** The shell's tree (shell, descendants, session strays) and its foreground leader. */
   tree(shellPid: number): Promise<{ tree: ProcStat[]; foreground: ProcStat | undefined }> {
@@ -52,11 +54,8 @@ class ProcReader {
     return this.#ask({ op: 'descriptors', pids }) as Promise<Descriptor[][]>
   }
 
-  foregroundName(shellPid: number): Promise<string | undefined> {
-    return this.#ask({ op: 'foregroundName', shellPid }) as Promise<string | undefined>
-  }
-
   #ask(request: ProcRequest): Promise<unknown> {
+    clearTimeout(this.#idle)
     const worker = this.#start()
     const id = ++this.#next
     return new Promise((resolve, reject) => {
@@ -80,6 +79,10 @@ class ProcReader {
       clearTimeout(pending.timer)
       if (message.error !== undefined) pending.reject(new Error(`the /proc thread failed: ${message.error}`))
       else pending.resolve(message.result)
+      if (this.#pending.size === 0) {
+        this.#idle = setTimeout(() => this.#pending.size === 0 && this.#lose(worker, new Error('idle')), OBSERVE_PROC_IDLE_MS)
+        this.#idle.unref()
+      }
     })
     worker.on('error', (error) => this.#lose(worker, error))
     worker.on('exit', (code) => this.#lose(worker, new Error(`the /proc thread exited with ${code}`)))

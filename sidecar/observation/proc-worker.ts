@@ -5,7 +5,7 @@
  */
 import { parentPort } from 'node:worker_threads'
 import { foregroundLeader } from './foreground.ts'
-import { argvOf, cwdOf, environOf, executableNameOf, openRegularFiles, processTable, terminalTree } from './proc.ts'
+import { argvOf, cwdOf, environOf, openRegularFiles, processTable, terminalTree } from './proc.ts'
 import type { ProcRequest } from './proc-reader.ts'
 
 const port = parentPort
@@ -23,10 +23,6 @@ function answer(request: ProcRequest): unknown {
       return environOf(request.pid)
     case 'descriptors':
       return request.pids.map((pid) => openRegularFiles(pid))
-    case 'foregroundName': {
-      const leader = foregroundLeader(request.shellPid)
-      return leader ? executableNameOf(argvOf(leader.pid), leader.comm) : undefined
-    }
   }
 }
 

@@ -138,7 +138,11 @@ function readBounded(path: string, max = OBSERVE_MAX_PROC_TEXT_BYTES): Buffer | 
 
 /** The process's argv (bounded; a kernel thread or zombie has none). */
 export function argvOf(pid: number): string[] | undefined {
-  const raw = readBounded(`/proc/${pid}/cmdline`)
+  return argvFrom(readBounded(`/proc/${pid}/cmdline`))
+}
+
+/** Pure: argv from /proc/<pid>/cmdline's bytes. */
+export function argvFrom(raw: Buffer | undefined): string[] | undefined {
   if (!raw || raw.length === 0) return undefined
   const text = raw.toString('utf8')
   const parts = (text.endsWith('\0') ? text.slice(0, -1) : text).split('\0')

@@ -28,7 +28,7 @@ function processHandle(view: ObservedTerminal, process: ProcStat): Handle {
 }
 
 export async function context(view: ObservedTerminal): Promise<ObservationFacts> {
-  const leader = view.foreground
+  const leader = (await view.tree()).foreground
   const [[{ argv }], home] = await Promise.all([procReader.details([leader.pid]), view.variable('HOME')])
   const startedAt = startedAtOf(leader.startTicks)
   const index = view.terminal.ttyIndex
@@ -49,7 +49,8 @@ export async function context(view: ObservedTerminal): Promise<ObservationFacts>
 }
 
 export async function descendants(view: ObservedTerminal): Promise<Descendants> {
-  const shown = view.tree.slice(0, OBSERVE_MAX_PROCESSES)
+  const tree = await view.tree()
+  const shown = tree.processes.slice(0, OBSERVE_MAX_PROCESSES)
   const roots = await knownRoots(view)
   const details = await procReader.details(shown.map((p) => p.pid))
   const processes = shown.map((process, i): ProcessSnapshot => {
@@ -62,23 +63,24 @@ export async function descendants(view: ObservedTerminal): Promise<Descendants> 
       pid: process.pid,
       parentPid: process.ppid,
       state: process.state,
-      foreground: view.inForeground(process),
+      foreground: tree.inForeground(process),
       ...(argv && argv.length > 1 ? { arguments: argv.slice(1, OBSERVE_MAX_ARGUMENTS + 1) } : {}),
       ...(startedAt ? { startedAt } : {}),
       ...(where !== undefined ? { cwd: where } : {}),
     }
   })
-  return { processes, truncated: view.tree.length > shown.length }
+  return { processes, truncated: tree.processes.length > shown.length }
 }
 
 type Access = 'readable' | 'writable' | 'read-write'
 
 export async function openFiles(view: ObservedTerminal, r: v.InferOutput<typeof OpenFilesRequest>): Promise<OpenFiles> {
   // Every handle is checked before anything is read: one bad handle refuses the whole request.
+  const tree = await view.tree()
   const members = r.processes.map((ref) => {
     const id = 'handle' in ref ? (ref.handle as Handle).id : (ref as Handle).id
     const identity = view.codec.open(id, view.binding, ['p'])
-    const process = identity && view.member(identity)
+    const process = identity && tree.member(identity)
     if (!process) throw handleInvalid('process handle')
     return process
   })

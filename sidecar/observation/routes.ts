@@ -68,7 +68,7 @@ export function observationRoutes(host: TerminalHost, secret: string): Hono {
     const sid = parse(SessionId, c.req.param('sid'), 'request/invalid')
     const tid = parse(TerminalId, c.req.param('tid'), 'terminal/invalid-id')
     const declared = new Set(parse(Declared, c.req.header(OBSERVE_ENV_HEADER), 'request/invalid'))
-    return await ObservedTerminal.of(await host.live(sid, tid), declared, codec)
+    return ObservedTerminal.of(await host.live(sid, tid), declared, codec)
   }
 
   const app = new Hono()
