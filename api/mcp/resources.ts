@@ -7,13 +7,13 @@
  * stream outlives a request to carry change notifications. The capability says so
  * (`subscribe: false`); `wait_for` is the event-driven way to learn that a screen changed.
  */
-import type { ReadResourceResult, Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js'
 import { MCP_MAX_LISTED_RESOURCES, SESSION_ID_PATTERN, TERMINAL_ID_PATTERN } from '../../schema/limits.ts'
 import type { ScreenProjection } from '../../schema/wire/display.ts'
 import type { WorkspaceList } from '../../schema/wire/registry.ts'
 import type { TerminalList } from '../../schema/wire/terminals.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Dispatcher } from './dispatch.ts'
+import type { ReadResourceResult, Resource, ResourceTemplate } from './sdk.ts'
 import { screenText } from './text.ts'
 
 export const SCREEN_TEMPLATE = 'termkeep://sessions/{sid}/terminals/{tid}/screen'

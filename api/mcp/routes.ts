@@ -5,7 +5,6 @@
  * and nothing is kept between them. GET (a standalone notification stream) and DELETE (ending a
  * session) have nothing to serve without sessions: 405, as the transport specification allows.
  */
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { Hono, type Context } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import { TermkeepError } from '../../schema/errors.ts'
@@ -17,6 +16,7 @@ import { error, sse } from '../openapi.ts'
 import { validate } from '../validate.ts'
 import { Catalog } from './catalog.ts'
 import { Dispatcher } from './dispatch.ts'
+import { WebStandardStreamableHTTPServerTransport } from './sdk.ts'
 import { mcpServer } from './server.ts'
 import { TOOLS } from './tools.ts'
 

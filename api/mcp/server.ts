@@ -4,7 +4,12 @@
  * runs a tool whose every route the caller may call, and turns any failure into a tool error
  * carrying termkeep's `{error:{code,message}}`; resources serve terminal screens.
  */
-import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import { TermkeepError } from '../../schema/errors.ts'
+import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
+import { describe, type Authority } from '../auth/guard.ts'
+import type { Catalog } from './catalog.ts'
+import type { Dispatcher } from './dispatch.ts'
+import { listScreens, readScreen, TEMPLATES } from './resources.ts'
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -13,15 +18,21 @@ import {
   ListToolsRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  Server,
   type CallToolResult,
-} from '@modelcontextprotocol/sdk/types.js'
-import { TermkeepError } from '../../schema/errors.ts'
-import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
-import { describe, type Authority } from '../auth/guard.ts'
-import type { Catalog } from './catalog.ts'
-import type { Dispatcher } from './dispatch.ts'
-import { listScreens, readScreen, TEMPLATES } from './resources.ts'
+  type jsonSchemaValidator,
+} from './sdk.ts'
 import { errorResult } from './tool.ts'
+
+/**
+ * The SDK validates with a JSON Schema validator only what a client answers to a server's
+ * elicitation request, and termkeep's server never sends one. Passing this instead of the SDK's
+ * default keeps Ajv from being constructed at all (it compiles schemas with `new Function`,
+ * which Workers forbid); wrangler.toml stubs the `ajv` import out of the Workers bundle.
+ */
+const NO_ELICITATION: jsonSchemaValidator = {
+  getValidator: () => () => ({ valid: false, data: undefined, errorMessage: 'termkeep does not ask clients for input' }),
+}
 
 export interface McpCall {
   catalog: Catalog
@@ -55,7 +66,11 @@ function rpcError(error: TermkeepError): McpError {
 export function mcpServer({ catalog, authority, dispatcher, requestSignal }: McpCall): Server {
   const server = new Server(
     { name: 'termkeep', version: '1' },
-    { capabilities: { tools: { listChanged: false }, resources: { subscribe: false, listChanged: false } }, instructions: INSTRUCTIONS },
+    {
+      capabilities: { tools: { listChanged: false }, resources: { subscribe: false, listChanged: false } },
+      instructions: INSTRUCTIONS,
+      jsonSchemaValidator: NO_ELICITATION,
+    },
   )
 
   /** Runs `work` with a dispatcher whose requests (and streams) end when it does. */

@@ -3,7 +3,7 @@
  * from the routes' guards: catalog.ts), its input (input.ts) and what it does with the arguments.
  * `routeTool` is the common kind: one route, its answer passed back as JSON or as text.
  */
-import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js'
+import type { CallToolResult, ToolAnnotations } from './sdk.ts'
 import type { GenericSchema } from 'valibot'
 import type { TermkeepError } from '../../schema/errors.ts'
 import type { Authority } from '../auth/guard.ts'

@@ -88,6 +88,13 @@ describe('tools/list and authority', () => {
     const bare = await fetch(`${api.url}/mcp`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' })
     expect(bare.status).toBe(400)
     expect((await bare.json()).error.code).toBe('request/invalid')
+    // Junk the SDK's transport refuses comes back in termkeep's error shape, never as a 500.
+    const streamable = { ...auth, accept: 'application/json, text/event-stream', 'content-type': 'application/json' }
+    for (const body of ['{"jsonrpc":"2.0"}', '{"jsonrpc":"2.0","id":1}', '{"jsonrpc":"1.0","id":1,"method":"x"}', '[]', 'nul', '{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}']) {
+      const response = await fetch(`${api.url}/mcp`, { method: 'POST', headers: streamable, body })
+      expect(response.status, body).toBe(400)
+      expect((await response.json()).error.code, body).toBe('request/invalid')
+    }
     const unauthenticated = await fetch(`${api.url}/mcp`, { method: 'POST', headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }, body: '{}' })
     expect(unauthenticated.status).toBe(401)
   })
