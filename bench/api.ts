@@ -38,6 +38,8 @@ type Autocannon = (options: {
   duration: number
   workers?: number
   headers?: Record<string, string>
+  method?: string
+  body?: string
 }) => Promise<AutocannonResult>
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 
@@ -46,15 +48,16 @@ const CONNECTIONS = 16
 const STREAM_BYTES = Number(process.env.BENCH_STREAM_BYTES ?? 48 * 1024 * 1024)
 const STREAM_ROUNDS = 5
 
-async function rps(url: string, headers: Record<string, string> = {}): Promise<number> {
+/** Requests per second for one request sent over and over (a GET unless `request` says). */
+export async function rps(url: string, headers: Record<string, string> = {}, request: { method?: string; body?: string } = {}): Promise<number> {
   // The load generator runs in its own thread, off the measured server's event loop.
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, workers: 1, headers })
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, workers: 1, headers, ...request })
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`)
   return result.requests.average
 }
 
 /** Alternates the two targets twice and keeps each one's best run (the machine is shared). */
-async function compare(api: () => Promise<number>, bare: () => Promise<number>): Promise<[number, number]> {
+export async function compare(api: () => Promise<number>, bare: () => Promise<number>): Promise<[number, number]> {
   let [a, b] = [0, 0]
   for (let round = 0; round < 2; round++) {
     b = Math.max(b, await bare())

@@ -5,7 +5,7 @@
  * is not mounted fails at its first listing instead of offering what cannot work.
  */
 import type { Hono } from 'hono'
-import { requirementOf, satisfies, type Authority, type Requirement } from '../auth/guard.ts'
+import { describe, requirementOf, satisfies, type Authority, type Requirement } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import type { RouteRef, Tool } from './tool.ts'
 
@@ -41,7 +41,21 @@ export class Catalog {
     })
   }
 
-  /** The routes' requirements of a tool, for documentation (docs/mcp.md, tests). */
+  /** The grants a tool needs, as docs/mcp.md and its refusal spell them: `a + b`; `a or b` where
+   * either does. */
+  grants(tool: Tool): string {
+    const parts = new Set<string>()
+    for (const alternatives of this.requirements(tool)) {
+      const [only] = alternatives
+      if (alternatives.length > 1 || only === undefined) parts.add(alternatives.map(describe).join(' or '))
+      else if (typeof only === 'string') parts.add(only)
+      else if ('allOf' in only) for (const grant of only.allOf) parts.add(grant)
+      else parts.add(describe(only))
+    }
+    return [...parts].join(' + ') || 'any valid token'
+  }
+
+  /** The routes' requirements of a tool (of an inner list, any one). */
   requirements(tool: Tool): Requirement[][] {
     return tool.uses.map((use) => (Array.isArray(use) ? (use as readonly RouteRef[]) : [use as RouteRef]).map((route) => this.#requirement(route)))
   }

@@ -6,7 +6,7 @@
  */
 import { TermkeepError } from '../../schema/errors.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
-import { describe, type Authority } from '../auth/guard.ts'
+import type { Authority } from '../auth/guard.ts'
 import type { Catalog } from './catalog.ts'
 import type { Dispatcher } from './dispatch.ts'
 import { listScreens, readScreen, TEMPLATES } from './resources.ts'
@@ -100,7 +100,7 @@ export function mcpServer({ catalog, authority, dispatcher, requestSignal }: Mcp
     if (!catalog.allows(tool, authority)) {
       // The routes' own requirements, checked before anything runs: a composite tool must not do
       // its first step when a later one would be refused.
-      const needed = catalog.requirements(tool).map((alternatives) => alternatives.map(describe).join(' or ')).join('; ')
+      const needed = catalog.grants(tool)
       return errorResult(new TermkeepError('auth/forbidden', `this token lacks the grants of ${tool.name}: ${needed}`, { required: needed }))
     }
     return withCall(extra.signal, async (call, signal) => {
