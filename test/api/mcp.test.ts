@@ -153,6 +153,10 @@ describe('terminals', () => {
     const person = await h.request('GET', '/v1/sessions/s1/terminals/mcp-1/follow?attachment=person', { token: adminToken })
     expect(person.status).toBe(200)
     try {
+      // Over HTTP too: a follow asking for control only if free is refused before its stream starts.
+      const second = await h.request('GET', '/v1/sessions/s1/terminals/mcp-1/follow?attachment=other&control=if-free', { token: adminToken })
+      expect(second.status).toBe(409)
+      expect((await second.json()).error).toMatchObject({ code: 'terminal/control-unavailable', reason: 'controlled', controllerId: 'person' })
       const before = factsOf(await callTool(admin, 'read_output', { sid: 's1', tid: 'mcp-1', after: 0 })).next
       const refused = errorOf(await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-1', text: 'echo typed-over-$((2+2))', keys: ['Enter'] }))
       expect(refused).toMatchObject({ code: 'terminal/control-unavailable', reason: 'controlled', controllerId: 'person' })
