@@ -1,6 +1,7 @@
 /**
- * The public route table of ../shared/DESIGN.md as data: method, path template, required grant,
- * and the home that serves it. The authorization matrix and the OpenAPI coverage test iterate it.
+ * The public route table (docs/api.md lists it for readers) as data: method, path template,
+ * required grant, and the home that serves it. The authorization matrix and the OpenAPI coverage
+ * test iterate it.
  */
 import type { Requirement } from '../../api/auth/guard.ts'
 
