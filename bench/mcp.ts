@@ -5,20 +5,10 @@
  * pays the endpoint's token check, a fresh stateless SDK server, the JSON-RPC framing and an
  * internal request that runs the route's own guard and validation again.
  */
-import { serve } from '@hono/node-server'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { createApp } from '../api/app.ts'
-import { createToken } from '../api/auth/tokens.ts'
-import { withNodeRelays } from '../api/runtime/node-relay.ts'
-import { nodeFetch } from '../api/runtime/node-transport.ts'
-import { SidecarClient } from '../api/sidecar-client.ts'
-import { GRANTS } from '../schema/grants.ts'
-import { openStorage } from '../storage/client.ts'
-import { migrate } from '../storage/migrate.ts'
-import { startSidecar } from '../test/support/sidecar.ts'
 import { compare, rps } from './api.ts'
+import { startBenchStack } from './stack.ts'
 import type { BenchRow, BenchScenario } from './table.ts'
 
 const METRIC = 'tools/call read_screen vs GET …/screen'
@@ -32,20 +22,9 @@ function toolCall(name: string, args: Record<string, unknown>): string {
 const scenario: BenchScenario = {
   name: 'mcp',
   async run(): Promise<BenchRow[]> {
-    const dir = mkdtempSync(join(tmpdir(), 'termkeep-bench-mcp-'))
-    const sidecar = await startSidecar({ dataDir: dir })
-    const storage = await openStorage({ url: sidecar.databaseUrl })
-    await migrate(storage.client)
-    const client = new SidecarClient({ url: sidecar.url, secret: sidecar.secret, fetch: nodeFetch })
-    const app = createApp({ db: storage.db, client: storage.client, sidecar: client, runtime: 'node' })
-    const http = await new Promise<ReturnType<typeof serve>>((resolve) => {
-      const s = serve({ fetch: withNodeRelays(app.fetch), hostname: '127.0.0.1', port: 0 }, () => resolve(s))
-    })
-    const address = http.address()
-    const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+    const stack = await startBenchStack('mcp')
+    const { dir, base, auth } = stack
     try {
-      const { secret } = await createToken(storage.db, { name: 'bench', grants: GRANTS, sessions: 'all' })
-      const auth = { authorization: `Bearer ${secret}` }
       const json = { ...auth, 'content-type': 'application/json' }
       const ws = join(dir, 'workspace')
       mkdirSync(ws, { recursive: true })
@@ -69,11 +48,7 @@ const scenario: BenchScenario = {
       const note = `not measured: ${String((error as Error).message ?? error).slice(0, 160)}`
       return [{ area: 'mcp', metric: METRIC, value: 0, unit: 'req/s', target: `≥ ${TARGET}×`, met: false, note }]
     } finally {
-      http.close()
-      if ('closeAllConnections' in http) http.closeAllConnections()
-      await sidecar.stop()
-      storage.close()
-      rmSync(dir, { recursive: true, force: true })
+      await stack.close()
     }
   },
 }
