@@ -23,13 +23,8 @@ import type {
   RelatedQuery,
   TextQuery,
 } from '../schema/wire/files.ts'
-import {
-  OBSERVE_ENV_HEADER,
-  observationPath,
-  type ObservationFacts,
-  type ObservationOperationName,
-  type ObservationRequest,
-} from '../schema/wire/observation.ts'
+import { OBSERVE_ENV_HEADER, type ObservationFacts } from '../schema/wire/observation.ts'
+import { observationPath, type ObservationOperationName, type ObservationRequest } from '../schema/wire/observation-operations.ts'
 import type { OutputPage } from '../schema/wire/output.ts'
 import type { CanonicalPath } from '../schema/wire/paths.ts'
 import {

@@ -8,18 +8,13 @@
 import { Hono, type Context } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import { TermkeepError } from '../../schema/errors.ts'
+import { capabilitiesOf, FOLLOW_EVENTS, FollowFileQuery, ObservationContext, undeclaredNames, WatchDirectoryQuery } from '../../schema/wire/observation.ts'
 import {
-  capabilitiesOf,
-  FOLLOW_EVENTS,
-  FollowFileQuery,
   OBSERVATION_OPERATIONS,
-  ObservationContext,
   observationPath,
-  undeclaredNames,
-  WatchDirectoryQuery,
   type ObservationOperation,
   type ObservationOperationName,
-} from '../../schema/wire/observation.ts'
+} from '../../schema/wire/observation-operations.ts'
 import { TerminalParams } from '../../schema/wire/terminals.ts'
 import { guard } from '../auth/guard.ts'
 import { observedEnvironmentNames } from '../auth/tokens.ts'

@@ -9,15 +9,8 @@ import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
 import { OBSERVE_MAX_DECLARED_ENV } from '../../schema/limits.ts'
 import { SessionId, TerminalId } from '../../schema/wire/common.ts'
-import {
-  EnvironmentName,
-  extensionList,
-  FollowFileQuery,
-  OBSERVATION_OPERATIONS,
-  OBSERVE_ENV_HEADER,
-  WatchDirectoryQuery,
-  type ObservationOperationName,
-} from '../../schema/wire/observation.ts'
+import { EnvironmentName, extensionList, FollowFileQuery, OBSERVE_ENV_HEADER, WatchDirectoryQuery } from '../../schema/wire/observation.ts'
+import { OBSERVATION_OPERATIONS, type ObservationOperationName } from '../../schema/wire/observation-operations.ts'
 import { RawJson, sseResponse, type SseEvent } from '../http/sse.ts'
 import { jsonBody, parse } from '../http/validate.ts'
 import type { TerminalHost } from '../terminals/host.ts'
