@@ -46,7 +46,9 @@ export function scriptProblem(script: string): string | undefined {
       new vm.Script(`(async function () {\n${script}\n})`, { filename: 'script' })
     } catch (again) {
       const at = /^script:(\d+)/.exec(String((again as Error).stack))
-      if (at) line = ` (line ${Number(at[1]) - 1})`
+      const number = at ? Number(at[1]) - 1 : 0
+      if (number > script.split('\n').length) line = ' (at the end of the script)'
+      else if (number > 0) line = ` (line ${number})`
     }
     return `the script does not parse: ${error.message}${line}`
   }

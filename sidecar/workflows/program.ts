@@ -8,8 +8,8 @@
  * are the helpers `agent`, `parallel`, `pipeline`, `readText`, `log` and `input` (no `require`,
  * `process`, timers, filesystem or network). Hook misuse (bad arguments, an unknown option, a limit
  * exceeded, an unknown profile) throws a fatal WorkflowError (`error.fatal`, `error.code`); the
- * first one dooms the run: every later hook call throws it again and the run ends `error` with it,
- * even if the script caught it. `parallel`/`pipeline` rethrow fatal errors; an ordinary error of an
+ * first one dooms the run: every later hook call but log() throws it again and the run ends `error`
+ * with it, even if the script caught it. `parallel`/`pipeline` rethrow fatal errors; an ordinary error of an
  * item, or an agent that did not complete, makes that item `null`.
  */
 import type * as Util from 'node:util'
@@ -213,8 +213,8 @@ export function runScript(start: ScriptStart): void {
 
   let logBytes = 0
   let logCount = 0
+  // Not doomed by a fatal error (it starts nothing): a script may report the error it caught.
   function log(...args: unknown[]): void {
-    healthy()
     const message = args.map((arg) => (typeof arg === 'string' ? arg : util.inspect(arg, { depth: 4, breakLength: Infinity }))).join(' ')
     const size = bytes(message)
     if (size > limits.maxLogMessageBytes) throw fatal('LOG_CAP', `one log message is at most ${limits.maxLogMessageBytes} bytes (this one is ${size})`)
