@@ -47,7 +47,7 @@ export const AgentProfile = v.strictObject({
   command: v.pipe(
     v.array(v.pipe(v.string(), v.check((s) => !s.includes('\0'), 'no NUL in arguments'))),
     v.minLength(1, 'command is a non-empty argv array, e.g. ["my-agent", "--print"]'),
-    v.check((argv) => argv[0].length > 0, 'the command (argv[0]) is empty'),
+    v.check((argv) => argv.length === 0 || argv[0].length > 0, 'the command (argv[0]) is empty'),
   ),
   prompt: v.picklist(['argument', 'stdin', 'env'], 'prompt is one of "argument", "stdin", "env"'),
   cwd: v.optional(v.pipe(v.string(), v.minLength(1), v.check((s) => !s.includes('\0'), 'no NUL in cwd'))),
