@@ -21,6 +21,7 @@ import {
   MAX_WORKFLOW_LOG_MESSAGES,
   MAX_WORKFLOW_RESULT_BYTES,
   WORKFLOW_READS_IN_FLIGHT,
+  WORKFLOW_SCRIPT_HEAP_MB,
 } from '../../schema/limits.ts'
 import { titleFrom, titleSchema } from '../../schema/wire/common.ts'
 import type { TerminalHost } from '../terminals/host.ts'
@@ -266,8 +267,12 @@ export class WorkflowRun {
   #exited(exit: ScriptExit): void {
     if (this.#settling) return
     const how = exit.error ? `could not start (${exit.error.message})` : exit.signal ? `was killed (${exit.signal})` : `exited with code ${exit.code}`
-    const stderr = this.#process.stderr
-    this.#fail(`the script process ${how} before the script finished${stderr ? `: ${stderr.split('\n').slice(-3).join(' | ')}` : ''}`)
+    // V8's own report (out of memory) says why; a stack trace after it does not.
+    const lines = this.#process.stderr.split('\n').filter((line) => line.trim() !== '')
+    const fatal = lines.find((line) => /FATAL ERROR/.test(line))
+    const heap = fatal && /heap/i.test(fatal) ? ` (a script's heap is limited to ${WORKFLOW_SCRIPT_HEAP_MB} MB)` : ''
+    const why = fatal ?? lines.at(-1)
+    this.#fail(`the script process ${how} before the script finished${why ? `: ${why.trim()}${heap}` : ''}`)
   }
 
   /** A termination path: the run ends `error` with the host-observed count. */

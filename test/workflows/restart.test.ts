@@ -23,6 +23,8 @@ afterAll(async () => {
 })
 
 it('a run whose sidecar was killed reads as interrupted after a restart', async () => {
+  const finished = await startRun(h, token, { script: "log('done before'); return 'kept'" })
+  await runEvents(h, token, finished.id)
   const started = await startRun(h, token, { script: "log('going'); return await parallel(['slow [sleep:600000]', 'quick [result]'], (p) => agent(p))" })
   const rid = started.id
   const before = await runEvents(h, token, rid, (e) => e.some((x) => x.event === 'workflow/agent-end'))
@@ -35,6 +37,9 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
   // Its script process has a watchdog for this; the members lost their terminals (SIGHUP).
   expect(await eventually(() => !alive(scriptPid))).toBe(true)
   expect(await eventually(() => processesOfRun(rid).length === 0)).toBe(true)
+  // A finished run replays from the database with no sidecar at all.
+  const replayed = await runEvents(h, token, finished.id)
+  expect(replayed.map((e) => e.event)).toEqual(['workflow/start', 'workflow/log', 'workflow/end'])
   // Nothing could write the end: the database still says running until a sidecar starts again.
   const stale = (await (await h.request('GET', `/v1/sessions/s1/workflows/${rid}`, { token })).json()) as any
   expect(stale.status).toBe('running')
@@ -57,4 +62,23 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
   // Cancelling it now changes nothing and needs no sidecar.
   const cancel = await h.request('POST', `/v1/sessions/s1/workflows/${rid}/cancel`, { token, body: {} })
   expect(((await cancel.json()) as any).run.status).toBe('interrupted')
+})
+
+it('a sidecar stopped gracefully (SIGTERM) ends its runs as cancelled, their members closed', async () => {
+  const current = restarted!
+  // Start through the restarted sidecar: the harness's API client still points at the killed one.
+  const response = await fetch(`${current.url}/v1/sessions/s1/workflows`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${current.secret}`, 'content-type': 'application/json', 'termkeep-principal': 'tok_none' },
+    body: JSON.stringify({ script: "return await agent('long [sleep:600000]')" }),
+  })
+  expect(response.status).toBe(201)
+  const { runId } = (await response.json()) as { runId: string }
+  await runEvents(h, token, runId, (e) => e.some((x) => x.event === 'workflow/agent-start'))
+  await current.stop()
+  restarted = undefined
+  const detail = (await (await h.request('GET', `/v1/sessions/s1/workflows/${runId}`, { token })).json()) as any
+  expect(detail).toMatchObject({ status: 'cancelled', cancelReason: 'the sidecar stopped', log: { valid: true } })
+  expect(detail.members.map((m: any) => m.state)).toEqual(['cancelled'])
+  expect(processesOfRun(runId)).toEqual([])
 })

@@ -144,6 +144,22 @@ describe('failure discipline', () => {
     expect(result.value).toBe('undefinedundefinedundefinedundefined')
   })
 
+  it('a script process that dies (killed, or out of its heap) ends the run as error; its members are closed', async () => {
+    const started = await startRun(h, token, { script: "await agent('held [hang]')" })
+    await runEvents(h, token, started.id, (e) => e.some((x) => x.event === 'workflow/agent-start'))
+    const [row] = (await h.storage.client.execute({ sql: 'SELECT pid FROM workflow_runs WHERE id = ?', args: [started.id] })).rows
+    process.kill(Number(row.pid), 'SIGKILL')
+    const events = await runEvents(h, token, started.id)
+    expect(endOf(events)).toMatchObject({ stopReason: 'error', error: expect.stringMatching(/^the script process was killed \(SIGKILL\)/), agentsStarted: 1 })
+    expect(events.filter((e) => e.event === 'workflow/agent-end').map((e) => json(e).outcome)).toEqual(['cancelled'])
+    expect(processesOfRun(started.id)).toEqual([])
+    await expectValidLog(h, token, started.id, events)
+
+    const hungry = await run({ script: 'const all = []; for (;;) all.push(new Array(1e6).fill(all.length))' })
+    expect(hungry.result.stopReason).toBe('error')
+    expect(hungry.result.error).toMatch(/^the script process (exited|was killed).*: FATAL ERROR: .*heap.* \(a script's heap is limited to 256 MB\)$/)
+  })
+
   it('returns what the script returns, with input in scope and logs in order', async () => {
     const { result, events } = await run({ script: "log('n is', input.n); log({ deep: [1] }); return { doubled: input.n * 2 }", input: { n: 21 } })
     expect(result).toEqual({ stopReason: 'completed', value: { doubled: 42 }, agentsStarted: 0 })
@@ -293,6 +309,7 @@ describe('refused before anything is published', () => {
     ['a concurrency of 0', { script: 'return 1', concurrency: 0 }, 'request/invalid', /concurrency/],
     ['a concurrency over the limit', { script: 'return 1', concurrency: 99 }, 'request/invalid', /at most 8/],
     ['no script', { input: 1 }, 'request/invalid', /script/],
+    ['an oversized input', { script: 'return 1', input: 'x'.repeat(600 * 1024) }, 'request/invalid', /input is at most 524288 bytes/],
   ])('%s: a typed 400, and no run, event or terminal', async (_name, body, code, message) => {
     const before = await tableCounts()
     const response = await h.request('POST', '/v1/sessions/s1/workflows', { token, body })
