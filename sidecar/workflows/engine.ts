@@ -57,6 +57,8 @@ export function scriptProblem(script: string): string | undefined {
 export class WorkflowEngine {
   readonly #deps: EngineDeps
   readonly #runs = new Map<string, WorkflowRun>()
+  /** Starts past their checks and not yet registered: they count against MAX_RUNNING_WORKFLOWS. */
+  #starting = 0
   #stopping = false
 
   constructor(deps: EngineDeps) {
@@ -81,7 +83,7 @@ export class WorkflowEngine {
   /** Starts a run; every refusal comes before anything is written. Resolves with its id. */
   async startRun(sessionId: string, request: StartWorkflow, tokenId: string): Promise<string> {
     if (this.#stopping) throw new TermkeepError('sidecar/unavailable', 'the sidecar is stopping')
-    if (this.#runs.size >= MAX_RUNNING_WORKFLOWS) {
+    if (this.#runs.size + this.#starting >= MAX_RUNNING_WORKFLOWS) {
       throw new TermkeepError('workflow/limit-reached', `at most ${MAX_RUNNING_WORKFLOWS} runs at once on this host; wait for one to end`, { limit: MAX_RUNNING_WORKFLOWS })
     }
     const problem = scriptProblem(request.script)
@@ -91,6 +93,15 @@ export class WorkflowEngine {
       const configured = profiles.names.length > 0 ? profiles.names.join(', ') : 'none: the sidecar has no TERMKEEP_AGENTS'
       throw new TermkeepError('workflow/unknown-profile', `no agent profile "${request.profile}" (configured: ${configured})`, { profile: request.profile })
     }
+    this.#starting++
+    try {
+      return await this.#start(sessionId, request, tokenId)
+    } finally {
+      this.#starting--
+    }
+  }
+
+  async #start(sessionId: string, request: StartWorkflow, tokenId: string): Promise<string> {
     const sessionCwd = await this.#deps.terminals.sessionCwd(sessionId)
     if (sessionCwd === undefined) throw new TermkeepError('session/not-found', `no session ${sessionId}`)
     const id = randomId('wf')

@@ -89,6 +89,15 @@ describe('combinators', () => {
     expect(result.value).toEqual({ mapped: [10, null, 30], thunks: ['x', 'result: y'], piped: [2, null] })
   })
 
+  it('a script that returns without awaiting its agents ends with them cancelled, none left behind', async () => {
+    const { id, result, events } = await run({ script: "agent('forgotten [hang]'); agent('queued too'); return 'early'" })
+    expect(result).toEqual({ stopReason: 'completed', value: 'early', agentsStarted: 2 })
+    // Both had been started when the script returned: each is closed and ended cancelled.
+    expect(events.filter((e) => e.event === 'workflow/agent-start')).toHaveLength(2)
+    expect(events.filter((e) => e.event === 'workflow/agent-end').map((e) => json(e).outcome)).toEqual(['cancelled', 'cancelled'])
+    expect(processesOfRun(id)).toEqual([])
+  })
+
   it('agent() resolves with the member: stopReason, text, exitCode, terminal, seq', async () => {
     const { id, result } = await run({ script: "const r = await agent('solo [exit:2]'); return r" })
     expect(result.value).toMatchObject({ stopReason: 'error', exitCode: 2, terminal: `${id}-1`, seq: 1, truncated: false })
