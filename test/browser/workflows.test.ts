@@ -56,6 +56,7 @@ describe('web page: workflow runs (Chromium, full stack)', () => {
     await page.locator(`.run[data-run-id="${run.id}"][data-status="completed"]`).waitFor({ timeout: 30_000 })
     const detail = await client.workflow('s1', run.id)
     expect(detail.result?.value).toEqual(['result: quick', expect.stringContaining('typed: hello from the page')])
+    expect(detail.log).toEqual({ valid: true })
     expect(browser.errors).toEqual([])
   })
 })

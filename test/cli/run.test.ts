@@ -26,6 +26,16 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
   })
 }
 
+/** The run the command started (its id is in the first line) has a valid, ended log. */
+async function expectValidLog(stderr: string): Promise<void> {
+  const rid = /run (wf_\S+) started/.exec(stderr)?.[1]
+  expect(rid, stderr).toBeDefined()
+  const client = new TermkeepClient({ url: stack.api.url, token: stack.token })
+  const detail = await client.workflow('s1', rid!)
+  expect(detail.log).toEqual({ valid: true })
+  expect(detail.result).not.toBeNull()
+}
+
 function script(name: string, body: string): string {
   const file = join(dir, name)
   writeFileSync(file, body)
@@ -56,12 +66,14 @@ describe('termkeep run', () => {
     expect(lines.filter((l) => /^\[agent [12]\] started: [ab] /.test(l))).toHaveLength(2)
     expect(lines).toContain('[agent 2] failed (exit 4)')
     expect(lines.at(-1)).toBe('[run] completed (2 agents)')
+    await expectValidLog(result.stderr)
   })
 
   it('exits 1 with the reason when the run fails, and --json prints every event as a line', async () => {
     const failing = await cli(['run', 's1', script('bad.js', "await agent('x', { modle: 'y' })")])
     expect(failing.code).toBe(1)
     expect(failing.stderr).toContain('[run] error: UNSUPPORTED_OPTION: agent() has no option "modle"')
+    await expectValidLog(failing.stderr)
     const json = await cli(['run', 's1', script('json.js', "log('one'); return 7"), '--json'])
     expect(json.code).toBe(0)
     const events = json.stdout.trim().split('\n').map((line) => JSON.parse(line))
@@ -101,5 +113,6 @@ describe('termkeep run', () => {
     expect(stderr).toContain('[agent 1] cancelled')
     expect(stderr).toContain('[run] cancelled: Ctrl-C in termkeep run (2 agents)')
     expect(processesOfRun(rid)).toEqual([])
+    await expectValidLog(stderr)
   })
 })

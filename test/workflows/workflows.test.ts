@@ -278,7 +278,9 @@ describe('readText', () => {
     // A token that may run workflows but not read files reads nothing through a script.
     const runner = await h.token(['workflows:run', 'workflows:read'])
     const started = await startRun(h, runner, { script: "try { await readText('notes.txt') } catch (e) { return e.code }" })
-    expect(endOf(await runEvents(h, runner, started.id)).value).toBe('auth/forbidden')
+    const events = await runEvents(h, runner, started.id)
+    expect(endOf(events).value).toBe('auth/forbidden')
+    await expectValidLog(h, token, started.id, events)
   })
 
   it('reads nothing more once the token that started the run is revoked, while the run goes on', async () => {
@@ -297,7 +299,9 @@ describe('readText', () => {
     await person.until('ready for input')
     await person.type('done\r')
     await person.close()
-    expect(endOf(await runEvents(h, token, started.id)).value).toEqual({ before: 'one', after: 'auth/invalid-token' })
+    const all = await runEvents(h, token, started.id)
+    expect(endOf(all).value).toEqual({ before: 'one', after: 'auth/invalid-token' })
+    await expectValidLog(h, token, started.id, all)
   })
 })
 
