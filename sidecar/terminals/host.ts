@@ -236,7 +236,10 @@ export class TerminalHost {
     }
     if (!isDirectory(cwd)) throw new TermkeepError('terminal/spawn-failed', `the session's directory is missing: ${cwd}`, { cwd })
     const geometry = { cols: request.cols, rows: request.rows }
-    return this.#launch(sessionId, id, { shell, cwd, title: request.title ?? shell.name, geometry, env: {} })
+    // A command runs as `shell -c command` (tmux new-window 'cmd', docker run): its exit is the
+    // terminal's exit, and the args are recorded in the row like any shell's.
+    const launched = request.command === undefined ? shell : { ...shell, args: [...shell.args, '-c', request.command] }
+    return this.#launch(sessionId, id, { shell: launched, cwd, title: request.title ?? shell.name, geometry, env: {} })
   }
 
   async #startProgram(sessionId: string, id: string, program: ProgramSpec): Promise<LiveTerminal> {
