@@ -70,8 +70,12 @@ export async function runCommand(args: string[], io: Output = { out: process.std
 
   let cancelling: Promise<unknown> | undefined
   const cancel = () => {
-    if (cancelling) return
-    io.err.write('termkeep: cancelling the run; its agents are being closed…\n')
+    if (cancelling) {
+      // A second Ctrl-C: stop waiting. The server finishes the cancel whether or not we watch.
+      io.err.write('termkeep: not waiting for the cancel to finish\n')
+      process.exit(EXIT.cancelled)
+    }
+    io.err.write('termkeep: cancelling the run; its agents are being closed… (Ctrl-C again: stop waiting)\n')
     cancelling = client.cancelWorkflow(sessionId, run.id, 'Ctrl-C in termkeep run').catch((error: unknown) => {
       io.err.write(`termkeep: could not cancel the run: ${(error as Error).message}\n`)
     })

@@ -219,6 +219,7 @@ export class SessionView {
               onclick: () => this.open(info.id),
             },
             info.title || info.id,
+            info.workflow && h('span', { class: 'state' }, ` agent #${info.workflow.seq}`),
             h('span', { class: `state ${live ? 'live' : ''}` }, ` ${info.state}`),
           ),
           live && h('button', { type: 'button', class: 'small', 'aria-label': `Rename ${info.title}`, onclick: () => void this.#rename(info) }, 'Rename'),
