@@ -14,16 +14,11 @@
  * agent costs anyway. Each side runs ROUNDS times, interleaved; the median counts.
  */
 import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
-import { createToken } from '../api/auth/tokens.ts'
-import { startNodeApi } from '../api/runtime/node.ts'
 import { sessions, workspaces, workspaceSessions } from '../schema/tables.ts'
-import { openStorage } from '../storage/client.ts'
-import { migrate } from '../storage/migrate.ts'
-import { startSidecar } from '../test/support/sidecar.ts'
 import { readSse } from '../web/client/sse.ts'
+import { startBenchStack } from './stack.ts'
 import type { BenchRow, BenchScenario } from './table.ts'
 
 const AGENTS = 20
@@ -57,31 +52,29 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 const scenario: BenchScenario = {
   name: 'workflows',
   async run(): Promise<BenchRow[]> {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'termkeep-bench-workflows-')))
-    const root = join(dir, 'ws')
-    mkdirSync(root)
-    const sidecar = await startSidecar({ dataDir: dir, env: { TERMKEEP_AGENTS: JSON.stringify({ default: { command: COMMAND, prompt: 'argument' } }) } })
-    const storage = await openStorage({ url: sidecar.databaseUrl })
-    await migrate(storage.client)
-    const api = await startNodeApi({ storage, sidecarUrl: sidecar.url, sidecarSecret: sidecar.secret, host: '127.0.0.1', port: 0 })
+    const stack = await startBenchStack('workflows', undefined, {
+      sidecarEnv: { TERMKEEP_AGENTS: JSON.stringify({ default: { command: COMMAND, prompt: 'argument' } }) },
+    })
     try {
-      await storage.db.insert(workspaces).values({ id: 'w', path: root, title: 'ws', position: 1 })
-      await storage.db.insert(sessions).values({ id: 's', cwd: root })
-      await storage.db.insert(workspaceSessions).values({ workspaceId: 'w', sessionId: 's', position: 1 })
-      const { secret } = await createToken(storage.db, { name: 'bench', grants: ['workflows:run', 'workflows:read'], sessions: ['s'] })
-      const headers = { authorization: `Bearer ${secret}` }
+      const root = join(realpathSync(stack.dir), 'ws')
+      mkdirSync(root)
+      await stack.storage.db.insert(workspaces).values({ id: 'w', path: root, title: 'ws', position: 1 })
+      await stack.storage.db.insert(sessions).values({ id: 's', cwd: root })
+      await stack.storage.db.insert(workspaceSessions).values({ workspaceId: 'w', sessionId: 's', position: 1 })
+      const headers = stack.auth
+      const base = stack.base
       const script = `return (await parallel(input, (p) => agent(p))).filter((text) => text !== null).length`
       /** One run through the API; resolves with its wall time (ms) once its end event arrived. */
       const viaTermkeep = async (): Promise<number> => {
         const start = performance.now()
-        const response = await fetch(`${api.url}/v1/sessions/s/workflows`, {
+        const response = await fetch(`${base}/v1/sessions/s/workflows`, {
           method: 'POST',
           headers: { ...headers, 'content-type': 'application/json' },
           body: JSON.stringify({ script, input: prompts, concurrency: CONCURRENCY }),
         })
         if (response.status !== 201) throw new Error(`bench run refused: ${response.status} ${await response.text()}`)
         const { run } = (await response.json()) as { run: { id: string } }
-        const events = await fetch(`${api.url}/v1/sessions/s/workflows/${run.id}/events`, { headers })
+        const events = await fetch(`${base}/v1/sessions/s/workflows/${run.id}/events`, { headers })
         for await (const event of readSse(events.body!)) {
           if (event.event !== 'workflow/end') continue
           const { result } = JSON.parse(event.data)
@@ -116,10 +109,7 @@ const scenario: BenchScenario = {
         },
       ]
     } finally {
-      await api.close()
-      await sidecar.stop()
-      storage.close()
-      rmSync(dir, { recursive: true, force: true })
+      await stack.close()
     }
   },
 }
