@@ -3,7 +3,7 @@
  *   serve                                 start the sidecar and the API (what `npm start` runs)
  *   token create [--name N] [--session ID]... --grant G...
  *                                         mint a token directly in the configured database
- *   ls | new | attach | display           clients of a running server (--url/--token or
+ *   ls | new | attach | display | run     clients of a running server (--url/--token or
  *                                         TERMKEEP_URL/TERMKEEP_TOKEN)
  */
 import { parseArgs } from 'node:util'
@@ -12,6 +12,7 @@ import { attachCommand } from './attach.ts'
 import { displayCommand } from './display.ts'
 import { lsCommand } from './ls.ts'
 import { newCommand } from './new.ts'
+import { runCommand } from './run.ts'
 import { describeRemoteError, pendingRequestUrl } from './remote.ts'
 import { serveCommand } from './serve.ts'
 import { tokenCommand } from './token.ts'
@@ -27,11 +28,14 @@ const USAGE = `usage: termkeep <command>
   attach <session> <terminal>             attach this terminal to a remote one (Ctrl-\\ detaches)
   display <session> <terminal> [--plain] [--no-history]
                                           print a terminal's last persisted screen in colour
+  run <session> <script.js> [--input JSON]
+                                          run a workflow script; stream its events (Ctrl-C cancels)
 
-  Client commands (ls, new, attach, display) take --url URL and --token TOKEN, or read
+  Client commands (ls, new, attach, display, run) take --url URL and --token TOKEN, or read
   TERMKEEP_URL (default http://127.0.0.1:8787) and TERMKEEP_TOKEN.
   \`termkeep <command> --help\` describes one command. Exit codes: 0 done, 1 failed,
-  ${USAGE_EXIT} wrong usage; attach exits with the remote shell's exit code when it ends.
+  ${USAGE_EXIT} wrong usage; attach exits with the remote shell's exit code when it ends; run exits
+  0 / 1 / 130 for a run completed / failed / cancelled.
 `
 
 export async function main(argv: string[]): Promise<number> {
@@ -54,6 +58,8 @@ export async function main(argv: string[]): Promise<number> {
       return attachCommand(rest)
     case 'display':
       return displayCommand(rest)
+    case 'run':
+      return runCommand(rest)
     case 'help':
     case '--help':
     case '-h':
