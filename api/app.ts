@@ -20,6 +20,7 @@ import { tokenRoutes } from './routes/tokens.ts'
 import { web } from './routes/web.ts'
 import { headWithoutStreams } from './sse.ts'
 import { terminalRoutes } from './terminals/routes.ts'
+import { workflowRoutes } from './workflows/routes.ts'
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
@@ -38,6 +39,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', displayRoutes)
   app.route('/', fileRoutes)
   app.route('/', observationRoutes)
+  app.route('/', workflowRoutes)
   // MCP tools call the routes above through this same app (api/mcp/dispatch.ts).
   app.route('/', mcpRoutes(app))
   app.get('/openapi.json', describeRoute({ tags: ['health'], summary: 'This OpenAPI 3.1 document (no token)' }), openApiDocument(app))

@@ -9,10 +9,10 @@
  *   the baseline is a bare fs.watch reader in this process (the same inotify wake-up, then a read
  *   from its offset). p99 over all lines. Target ≤ 100 ms.
  */
-import { appendFileSync, closeSync, openSync, readdirSync, readFileSync, readSync, watch, writeFileSync } from 'node:fs'
+import { appendFileSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, watch, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createToken } from '../api/auth/tokens.ts'
-import { startStack, type Stack } from '../test/browser/stack.ts'
+import { startBenchStack, type BenchStack } from './stack.ts'
 import { waitFor } from '../test/support/ports.ts'
 import type { BenchRow, BenchScenario } from './table.ts'
 
@@ -54,13 +54,14 @@ function bareProcWalk(root: number): number {
 
 class Api {
   constructor(
-    readonly stack: Stack,
+    readonly stack: BenchStack,
     readonly token: string,
   ) {}
-  async call(method: string, path: string, json?: unknown, token = this.token): Promise<any> {
-    const headers: Record<string, string> = { authorization: `Bearer ${token}` }
+  /** `token` undefined: the stack's all-grants token. */
+  async call(method: string, path: string, json?: unknown, token: string | undefined = this.token): Promise<any> {
+    const headers: Record<string, string> = token === undefined ? { ...this.stack.auth } : { authorization: `Bearer ${token}` }
     if (json !== undefined) headers['content-type'] = 'application/json'
-    const response = await fetch(`${this.stack.api.url}${path}`, { method, headers, body: json === undefined ? undefined : JSON.stringify(json) })
+    const response = await fetch(`${this.stack.base}${path}`, { method, headers, body: json === undefined ? undefined : JSON.stringify(json) })
     if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`)
     return response.status === 204 ? undefined : response.json()
   }
@@ -69,14 +70,14 @@ class Api {
 /** A terminal with a held follow (so input can be sent), and a way to type into it. */
 async function terminal(api: Api, tid: string): Promise<(text: string) => Promise<void>> {
   const base = `/v1/sessions/${SID}/terminals/${tid}`
-  await api.call('PUT', base, { cols: 120, rows: 30 }, api.stack.token)
+  await api.call('PUT', base, { cols: 120, rows: 30 }, undefined)
   const follow = new AbortController()
-  const held = await fetch(`${api.stack.api.url}${base}/follow?attachment=bench`, { headers: { authorization: `Bearer ${api.stack.token}` }, signal: follow.signal })
+  const held = await fetch(`${api.stack.base}${base}/follow?attachment=bench`, { headers: api.stack.auth, signal: follow.signal })
   void held.body?.pipeTo(new WritableStream()).catch(() => {})
   return async (text) => {
-    const r = await fetch(`${api.stack.api.url}${base}/input`, {
+    const r = await fetch(`${api.stack.base}${base}/input`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${api.stack.token}`, 'termkeep-attachment': 'bench', 'content-type': 'application/octet-stream' },
+      headers: { ...api.stack.auth, 'termkeep-attachment': 'bench', 'content-type': 'application/octet-stream' },
       body: text,
     })
     if (r.status !== 204) throw new Error(`input ${r.status}`)
@@ -160,7 +161,7 @@ async function followRow(api: Api, home: string): Promise<BenchRow> {
   // termkeep: follow over SSE through the API.
   const got = arrivals('api')
   const stop = new AbortController()
-  const response = await fetch(`${api.stack.api.url}/v1/sessions/${SID}/terminals/follow/observation/files/follow?handle=${encodeURIComponent(handle.id)}`, {
+  const response = await fetch(`${api.stack.base}/v1/sessions/${SID}/terminals/follow/observation/files/follow?handle=${encodeURIComponent(handle.id)}`, {
     headers: { authorization: `Bearer ${api.token}` },
     signal: stop.signal,
   })
@@ -223,10 +224,12 @@ async function followRow(api: Api, home: string): Promise<BenchRow> {
 const scenario: BenchScenario = {
   name: 'observation',
   async run(): Promise<BenchRow[]> {
-    const stack = await startStack('bench-observation')
+    // bash: the tree is made with its job control (`&`, `jobs -p`).
+    const stack = await startBenchStack('observation', undefined, { sidecarEnv: { SHELL: '/bin/bash' } })
     try {
-      const admin = new Api(stack, stack.token)
-      await admin.call('POST', '/v1/sessions', { id: SID, cwd: stack.workspaceDir })
+      const workspace = join(stack.dir, 'workspace')
+      mkdirSync(workspace)
+      await new Api(stack, '').call('POST', '/v1/sessions', { id: SID, cwd: workspace }, undefined)
       const { secret } = await createToken(stack.storage.db, {
         name: 'bench-observer',
         grants: ['observe:process', 'observe:files', 'observe:journal'],
@@ -237,7 +240,7 @@ const scenario: BenchScenario = {
       const home = join(stack.sidecar.dataDir, 'home')
       return [await descendantsRow(api), await followRow(api, home)]
     } finally {
-      await stack.stop()
+      await stack.close()
     }
   },
 }

@@ -3,7 +3,7 @@
  *   serve                                 start the sidecar and the API (what `npm start` runs)
  *   token create [--name N] [--session ID]... --grant G...
  *                                         mint a token directly in the configured database
- *   ls | new | attach | display | ps      clients of a running server (--url/--token or
+ *   ls | new | attach | display | run | ps  clients of a running server (--url/--token or
  *                                         TERMKEEP_URL/TERMKEEP_TOKEN)
  */
 import { parseArgs } from 'node:util'
@@ -13,6 +13,7 @@ import { displayCommand } from './display.ts'
 import { lsCommand } from './ls.ts'
 import { newCommand } from './new.ts'
 import { psCommand } from './ps.ts'
+import { runCommand } from './run.ts'
 import { describeRemoteError, pendingRequestUrl } from './remote.ts'
 import { serveCommand } from './serve.ts'
 import { tokenCommand } from './token.ts'
@@ -28,12 +29,15 @@ const USAGE = `usage: termkeep <command>
   attach <session> <terminal>             attach this terminal to a remote one (Ctrl-\\ detaches)
   display <session> <terminal> [--plain] [--no-history]
                                           print a terminal's last persisted screen in colour
+  run <session> <script.js> [--input JSON]
+                                          run a workflow script; stream its events (Ctrl-C cancels)
   ps <session> <terminal> [--json]        a terminal's foreground program and process tree
 
-  Client commands (ls, new, attach, display, ps) take --url URL and --token TOKEN, or read
+  Client commands (ls, new, attach, display, run, ps) take --url URL and --token TOKEN, or read
   TERMKEEP_URL (default http://127.0.0.1:8787) and TERMKEEP_TOKEN.
   \`termkeep <command> --help\` describes one command. Exit codes: 0 done, 1 failed,
-  ${USAGE_EXIT} wrong usage; attach exits with the remote shell's exit code when it ends.
+  ${USAGE_EXIT} wrong usage; attach exits with the remote shell's exit code when it ends; run exits
+  0 / 1 / 130 for a run completed / failed / cancelled.
 `
 
 export async function main(argv: string[]): Promise<number> {
@@ -58,6 +62,8 @@ export async function main(argv: string[]): Promise<number> {
       return displayCommand(rest)
     case 'ps':
       return psCommand(rest)
+    case 'run':
+      return runCommand(rest)
     case 'help':
     case '--help':
     case '-h':

@@ -64,6 +64,14 @@ export const ERROR_STATUS = {
   'observe/not-running': 409,
   /** Too many watchers (watchDirectory, follow) open on one terminal. */
   'observe/limit-reached': 409,
+  // workflows
+  'workflow/not-found': 404,
+  /** The script does not parse (a syntax error), refused before anything is published. */
+  'workflow/invalid-script': 400,
+  /** The request names an agent profile the sidecar's TERMKEEP_AGENTS does not define. */
+  'workflow/unknown-profile': 400,
+  /** MAX_RUNNING_WORKFLOWS script processes are alive already. */
+  'workflow/limit-reached': 409,
   // infrastructure
   'sidecar/unavailable': 503,
   'database/unavailable': 503,

@@ -14,6 +14,8 @@ import { observationRoutes } from './observation/routes.ts'
 import { paths } from './paths.ts'
 import { terminalRoutes } from './routes/terminals.ts'
 import type { TerminalHost } from './terminals/host.ts'
+import type { WorkflowEngine } from './workflows/engine.ts'
+import { workflowRoutes } from './workflows/routes.ts'
 
 export interface SidecarDeps {
   storage: Storage
@@ -23,6 +25,8 @@ export interface SidecarDeps {
   terminals: TerminalHost
   /** TERMKEEP_FILES_ALLOW_OUTSIDE: file reads may leave the session's workspace (off by default). */
   filesAllowOutside?: boolean
+  /** Workflow runs (scripts that start sub-agents in terminals). */
+  workflows?: WorkflowEngine
 }
 
 export function createSidecarApp(deps: SidecarDeps): Hono {
@@ -49,6 +53,7 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.route('/', screenRoutes(deps.terminals))
   app.route('/', fileRoutes(deps))
   app.route('/', observationRoutes(deps.terminals, deps.secret))
+  if (deps.workflows) app.route('/', workflowRoutes(deps.workflows))
   return app
 }
 

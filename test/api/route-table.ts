@@ -38,6 +38,7 @@ const OBSERVATION: RouteRow[] = [
     'readJsonLine',
   ].map((op) => ({ path: `${O}/files/${op}`, grant: 'observe:files' as const })),
 ].map((row) => ({ method: 'POST', home: 'api', ...row }))
+const W = '/v1/sessions/:sid/workflows'
 
 export const ROUTES: RouteRow[] = [
   { method: 'GET', path: '/v1/health', grant: null, home: 'api' },
@@ -80,6 +81,11 @@ export const ROUTES: RouteRow[] = [
   { method: 'POST', path: '/v1/sessions/:sid/read-text', grant: 'files:read', home: 'files' },
   { method: 'POST', path: '/v1/sessions/:sid/attachments', grant: 'sessions:write', home: 'files' },
   { method: 'POST', path: '/v1/sessions/:sid/tool-results', grant: 'sessions:write', home: 'files' },
+  { method: 'POST', path: W, grant: 'workflows:run', home: 'api' },
+  { method: 'GET', path: W, grant: 'workflows:read', home: 'api' },
+  { method: 'GET', path: `${W}/:rid`, grant: 'workflows:read', home: 'api' },
+  { method: 'GET', path: `${W}/:rid/events`, grant: 'workflows:read', home: 'api' },
+  { method: 'POST', path: `${W}/:rid/cancel`, grant: 'workflows:run', home: 'api' },
   { method: 'POST', path: '/v1/tokens', grant: 'admin', home: 'api' },
   { method: 'GET', path: '/v1/tokens', grant: 'admin', home: 'api' },
   { method: 'DELETE', path: '/v1/tokens/:id', grant: 'admin', home: 'api' },

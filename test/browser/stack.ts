@@ -25,14 +25,13 @@ export interface Stack {
   stop(): Promise<void>
 }
 
-/** `sidecarEnv`: extra environment for the sidecar (and so for the shells it starts). */
-export async function startStack(name: string, sidecarEnv: Record<string, string> = {}): Promise<Stack> {
+export async function startStack(name: string, options: { sidecarEnv?: Record<string, string> } = {}): Promise<Stack> {
   const root = mkdtempSync(join(tmpdir(), `termkeep-${name}-`))
   mkdirSync(join(root, 'project'))
   const workspaceDir = realpathSync(join(root, 'project'))
   // The page tests type bash syntax and rely on bash's bracketed paste: pin the default shell
   // rather than inherit whatever $SHELL (or none, as in CI) the test runner has.
-  const sidecar = await startSidecar({ dataDir: join(root, 'data'), env: { SHELL: '/bin/bash', ...sidecarEnv } })
+  const sidecar = await startSidecar({ dataDir: join(root, 'data'), env: { SHELL: '/bin/bash', ...options.sidecarEnv } })
   const storage = await openStorage({ url: sidecar.databaseUrl })
   await migrate(storage.client)
   const api = await startNodeApi({ storage, sidecarUrl: sidecar.url, sidecarSecret: sidecar.secret, host: '127.0.0.1', port: 0 })

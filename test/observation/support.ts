@@ -31,7 +31,7 @@ export class Observation {
   ) {}
 
   static async start(name: string, sidecarEnv: Record<string, string> = {}): Promise<Observation> {
-    const stack = await startStack(name, sidecarEnv)
+    const stack = await startStack(name, { sidecarEnv })
     const sid = `obs-${name}`
     const self = new Observation(stack, sid)
     const created = await self.call('POST', '/v1/sessions', { json: { id: sid, cwd: stack.workspaceDir } })

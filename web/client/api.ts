@@ -6,6 +6,7 @@
  */
 import type { Session, Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
+import type { RunDetail, RunList, RunSummary, StartWorkflow } from '../../schema/wire/workflows.ts'
 import { readSse, type SseEvent } from './sse.ts'
 
 export class ApiError extends Error {
@@ -166,6 +167,36 @@ export class TermkeepClient {
       headers: { 'termkeep-attachment': attachment },
     })
   }
+
+  // ── workflows ─────────────────────────────────────────────────────────────
+  async workflows(sid: string, query: { limit?: number; before?: string } = {}): Promise<RunList> {
+    const params = new URLSearchParams()
+    if (query.limit !== undefined) params.set('limit', String(query.limit))
+    if (query.before !== undefined) params.set('before', query.before)
+    return this.json('GET', `${workflowsPath(sid)}${params.size > 0 ? `?${params}` : ''}`)
+  }
+
+  async workflow(sid: string, rid: string): Promise<RunDetail> {
+    return this.json('GET', `${workflowsPath(sid)}/${seg(rid)}`)
+  }
+
+  async startWorkflow(sid: string, body: StartWorkflow): Promise<RunSummary> {
+    return (await this.json<{ run: RunSummary }>('POST', workflowsPath(sid), { json: body })).run
+  }
+
+  /** Answers once the run settled (its members' terminals closed). */
+  async cancelWorkflow(sid: string, rid: string, reason?: string): Promise<RunSummary> {
+    return (await this.json<{ run: RunSummary }>('POST', `${workflowsPath(sid)}/${seg(rid)}/cancel`, { json: reason ? { reason } : {} })).run
+  }
+
+  /** The run's events (SSE); `lastEventId` resumes after that sequence. */
+  workflowEvents(sid: string, rid: string, options: { lastEventId?: string; signal?: AbortSignal } = {}): Promise<AsyncGenerator<SseEvent>> {
+    return this.stream(`${workflowsPath(sid)}/${seg(rid)}/events`, options)
+  }
+}
+
+export function workflowsPath(sid: string): string {
+  return `/v1/sessions/${seg(sid)}/workflows`
 }
 
 export function terminalPath(sid: string, tid: string): string {
