@@ -57,9 +57,9 @@ class Api {
     readonly stack: BenchStack,
     readonly token: string,
   ) {}
-  /** `token` undefined: the stack's all-grants token. */
-  async call(method: string, path: string, json?: unknown, token: string | undefined = this.token): Promise<any> {
-    const headers: Record<string, string> = token === undefined ? { ...this.stack.auth } : { authorization: `Bearer ${token}` }
+  /** As the observer, or with `auth` (the stack's all-grants token for setting up). */
+  async call(method: string, path: string, json?: unknown, auth: Record<string, string> = { authorization: `Bearer ${this.token}` }): Promise<any> {
+    const headers: Record<string, string> = { ...auth }
     if (json !== undefined) headers['content-type'] = 'application/json'
     const response = await fetch(`${this.stack.base}${path}`, { method, headers, body: json === undefined ? undefined : JSON.stringify(json) })
     if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`)
@@ -70,7 +70,7 @@ class Api {
 /** A terminal with a held follow (so input can be sent), and a way to type into it. */
 async function terminal(api: Api, tid: string): Promise<(text: string) => Promise<void>> {
   const base = `/v1/sessions/${SID}/terminals/${tid}`
-  await api.call('PUT', base, { cols: 120, rows: 30 }, undefined)
+  await api.call('PUT', base, { cols: 120, rows: 30 }, api.stack.auth)
   const follow = new AbortController()
   const held = await fetch(`${api.stack.base}${base}/follow?attachment=bench`, { headers: api.stack.auth, signal: follow.signal })
   void held.body?.pipeTo(new WritableStream()).catch(() => {})
@@ -229,7 +229,7 @@ const scenario: BenchScenario = {
     try {
       const workspace = join(stack.dir, 'workspace')
       mkdirSync(workspace)
-      await new Api(stack, '').call('POST', '/v1/sessions', { id: SID, cwd: workspace }, undefined)
+      await new Api(stack, '').call('POST', '/v1/sessions', { id: SID, cwd: workspace }, stack.auth)
       const { secret } = await createToken(stack.storage.db, {
         name: 'bench-observer',
         grants: ['observe:process', 'observe:files', 'observe:journal'],
