@@ -34,6 +34,13 @@ export const MAX_TITLE_CHARS = 120
 /** Live (not yet closed) terminals per session, counting pending and failed creates. */
 export const MAX_TERMINALS_PER_SESSION = 16
 
+/** UTF-16 units one grapheme of a title or name may take: a text longer than its grapheme limit
+ * times this is refused before its graphemes are counted, because Intl.Segmenter is quadratic in
+ * the length (a 200,000-character title blocked the API for 54 s). The longest emoji sequences
+ * (a kiss with two skin tones) take 15 units, a letter with 30 combining marks (Unicode's
+ * stream-safe bound, UAX #15) 31. */
+export const MAX_UTF16_UNITS_PER_GRAPHEME = 32
+
 // ── Output journal ──────────────────────────────────────────────────────────
 /** A PTY read is split into native Data records of at most this many raw bytes, so one record
  * always fits the encoded item budget: 48,000 raw → 64,000 base64 chars, leaving 1,536 bytes for
@@ -158,6 +165,16 @@ export const REGISTRY_EVENTS_KEPT = 10_000
 // ── Session resources ───────────────────────────────────────────────────────
 /** One stored attachment or archived tool result. */
 export const MAX_RESOURCE_BYTES = 32 * MiB
+/** Characters of a resource's wire text (base64 or UTF-8), or bytes of a large JSON body, the API
+ * converts at once before it yields to its event loop: a few milliseconds each, where a whole
+ * 32 MiB attachment held every other request for seconds. */
+export const CONTENT_SLICE_SIZE = 1 * MiB
+/** A stored resource larger than this is written as parts of this size, one statement each with
+ * a yield between: the embedded database driver writes a blob on the event loop (~10 ms/MiB). */
+export const RESOURCE_PART_BYTES = 1 * MiB
+/** A resource's parts still unfinished after this long belong to a store a crash cut short
+ * (a store takes seconds); the next store deletes them. */
+export const RESOURCE_UPLOAD_ABANDON_MS = 60 * 60_000
 /** An attachment's name or a tool result's tool name (graphemes). */
 export const MAX_RESOURCE_NAME_CHARS = 255
 
