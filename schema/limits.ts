@@ -29,6 +29,14 @@ export const MAX_INPUT_BYTES = 64 * KiB
 /** Input a terminal's program has not read yet (it waits in the sidecar, in order); more input is
  * refused (409 terminal/input-backlog-full) until the program reads. */
 export const MAX_INPUT_BACKLOG_BYTES = 1 * MiB
+/** An input batch's `Idempotency-Key` (visible ASCII): room for a UUID or a client's own
+ * "<stream>-<counter>", short enough to keep hundreds per terminal in memory. */
+export const MAX_IDEMPOTENCY_KEY_CHARS = 128
+/** Input keys a terminal remembers (per terminal, oldest forgotten first), and for how long: a
+ * retry after a 503 comes within seconds or minutes, not after hundreds of later batches or an
+ * hour. A key forgotten (or a sidecar restarted, which retires its terminals anyway) is new. */
+export const INPUT_KEYS_REMEMBERED = 512
+export const INPUT_KEY_MEMORY_MS = 10 * 60_000
 /** Terminal titles after trimming (and at least one visible character). */
 export const MAX_TITLE_CHARS = 120
 /** Live (not yet closed) terminals per session, counting pending and failed creates. */
