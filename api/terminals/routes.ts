@@ -8,7 +8,7 @@ import { Hono, type Context } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_INPUT_BYTES } from '../../schema/limits.ts'
+import { INPUT_KEY_MEMORY_MS, INPUT_KEYS_REMEMBERED, MAX_IDEMPOTENCY_KEY_CHARS, MAX_INPUT_BYTES } from '../../schema/limits.ts'
 import { AttachmentId, SessionId } from '../../schema/wire/common.ts'
 import { OutputPage, OutputQuery, WatchQuery } from '../../schema/wire/output.ts'
 import {
@@ -162,8 +162,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     describeRoute({
       tags,
       summary: 'Raw input bytes (control characters included), at most 64 KiB; controller only',
-      description:
-        'An optional `Idempotency-Key` header (1–128 visible ASCII characters) names the batch: the sidecar remembers the keys it applied to this terminal (the last 512, for 10 minutes, per token) and answers a repeat with 204 without typing it again, so a batch retried after a 503 is typed at most once. The same key with other bytes is 422 `terminal/idempotency-key-reused`; a malformed key is 400.',
+      description: `An optional \`Idempotency-Key\` header (1–${MAX_IDEMPOTENCY_KEY_CHARS} visible ASCII characters) names the batch: the sidecar remembers the keys it applied to this terminal (the last ${INPUT_KEYS_REMEMBERED}, for ${INPUT_KEY_MEMORY_MS / 60_000} minutes, per token) and answers a repeat with 204 without typing it again, so a batch retried after a 503 is typed at most once. The same key with other bytes is 422 \`terminal/idempotency-key-reused\`; a malformed key is 400.`,
       requestBody: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
       responses: {
         204: { description: 'accepted (or, for a repeated Idempotency-Key, accepted the first time)' },
