@@ -11,6 +11,7 @@ import { OutputQuery, type OutputPage, WatchQuery } from '../../schema/wire/outp
 import {
   ATTACHMENT_HEADER,
   CreateTerminal,
+  FollowQuery,
   IDEMPOTENCY_KEY_HEADER,
   IdempotencyKey,
   PRINCIPAL_HEADER,
@@ -110,13 +111,13 @@ export function terminalRoutes(host: TerminalHost): Hono {
 
   app.get(`${one}/follow`, async (c) => {
     const { sid, tid } = ids(c)
-    const attachment = parse(AttachmentId, c.req.query('attachment'), 'request/invalid')
+    const { attachment, control } = parse(FollowQuery, c.req.query(), 'request/invalid')
     const principal = principalHeader(c)
     const lastEventId = c.req.header('last-event-id')
     const resumeAfter = lastEventId === undefined ? undefined : parse(LastEventId, lastEventId, 'output/invalid-cursor')
     const terminal = await host.live(sid, tid)
     if (resumeAfter !== undefined) checkCursor(resumeAfter, terminal.journal.lastSequence)
-    return sseResponse((signal) => follow(terminal, attachment, principal, resumeAfter, signal), c.req.raw.signal)
+    return sseResponse((signal) => follow(terminal, attachment, principal, resumeAfter, signal, control), c.req.raw.signal)
   })
   app.get(`${one}/retain`, async (c) => {
     const { sid, tid } = ids(c)
