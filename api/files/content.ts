@@ -81,6 +81,11 @@ async function* utf8Slices(text: string, limit: number): AsyncGenerator<Uint8Arr
 export async function encodeUtf8(text: string, limit: number): Promise<Uint8Array<ArrayBuffer>> {
   const parts: Uint8Array[] = []
   for await (const part of utf8Slices(text, limit)) parts.push(part)
+  return concatBytes(parts)
+}
+
+/** Pure: `parts` as one array. */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
   const bytes = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0))
   let offset = 0
   for (const part of parts) {

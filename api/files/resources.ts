@@ -17,7 +17,7 @@ import type { StoreAttachment, StoredResource, StoreToolResult } from '../../sch
 import type { Database } from '../../storage/client.ts'
 import { randomId } from '../auth/secrets.ts'
 import { yieldToLoop } from '../event-loop.ts'
-import { decodeBase64, encodeUtf8 } from './content.ts'
+import { concatBytes, decodeBase64, encodeUtf8 } from './content.ts'
 
 export type ResourceKind = 'attachment' | 'tool-result'
 
@@ -80,13 +80,7 @@ async function loadContent(db: Database, id: string, inline: Uint8Array): Promis
     parts.push(asBytes(part!.content))
     await yieldToLoop()
   }
-  const bytes = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0))
-  let offset = 0
-  for (const part of parts) {
-    bytes.set(part, offset)
-    offset += part.length
-  }
-  return bytes
+  return concatBytes(parts)
 }
 
 const asBytes = (content: Uint8Array) => new Uint8Array(content.buffer, content.byteOffset, content.byteLength)
