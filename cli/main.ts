@@ -15,7 +15,7 @@ type Command = (args: string[]) => Promise<number>
 
 async function serve(args: string[]): Promise<number> {
   if (parseArgs({ args, options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: false }).values.help) {
-    process.stdout.write('usage: termkeep serve   (configured by environment variables; see the README)\n')
+    process.stdout.write('usage: termkeep serve   (configured by environment variables; see docs/operations.md)\n')
     return 0
   }
   const { serveCommand } = await import('./serve.ts')

@@ -35,9 +35,7 @@ describe('readSse', () => {
     expect(await parseAll(chunks)).toEqual(expected)
   })
 
-  it('keeps events whole across the slices it feeds the parser (a CRLF on a slice boundary too)', async () => {
-    // One read holding many events, one of them far longer than a slice, and a CR LF pair that
-    // straddles the 8 KiB slice boundary.
+  it('parses one large read of many events, long and short, CRLF and LF', async () => {
     const long = 'x'.repeat(20_000)
     const first = `data: ${'y'.repeat(8192 - 'data: '.length)}`
     const text = `${first}\r\n\r\nevent: big\ndata: ${long}\n\n${Array.from({ length: 500 }, (_, i) => `id: ${i}\ndata: ${i}\n\n`).join('')}`

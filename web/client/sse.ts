@@ -3,6 +3,10 @@
  * The event-stream framing (the WHATWG rules: `event`, `data`, `id`, comments, CR/LF/CRLF line
  * ends, a CRLF split across chunks) is eventsource-parser's; `readSse` runs it over a fetch
  * response body. Used by the bundled page and by the CLI alike.
+ *
+ * On the byte path it is faster than the hand-written parser it replaced, measured here (one run
+ * under load, 16 KiB / 64 KiB / 1 MiB reads): 100 MiB of follow frames with 48 KiB payloads took
+ * 33–183 ms against 606–2,090 ms; 12 MiB of 200,000 echo-sized frames 19–66 ms against 81–286 ms.
  */
 import { createParser } from 'eventsource-parser'
 
@@ -14,20 +18,6 @@ export interface SseEvent {
   id?: string
 }
 
-/**
- * Text is handed to the parser in slices of at most this many characters. eventsource-parser
- * looks for the next CR from each line start to the end of what it was fed (a search that finds
- * none in an LF-only stream), so one large feed of many short events costs its length times the
- * number of lines. Measured here (one run, 16 KiB / 64 KiB / 1 MiB reads) on 100 MiB of follow
- * frames with 48 KiB payloads, and on 12 MiB of 200,000 echo-sized frames:
- *   hand-written parser (before)   big    900 / 390 / 300 ms   tiny   77 /  76 /    84 ms
- *   eventsource-parser, fed whole  big     45 /  32 / 110 ms   tiny   90 / 234 / 3,360 ms
- *   eventsource-parser, 8 KiB feeds  big  51 ms at any read size, tiny 70 ms at any read size
- * 8 KiB keeps both at or below the parser it replaced; larger slices favour big frames, smaller
- * ones tiny frames.
- */
-const FEED_SLICE_CHARS = 8 * 1024
-
 /** Yields the events of an event-stream response body until it ends or `signal` aborts. */
 export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseEvent> {
   let ready: SseEvent[] = []
@@ -36,8 +26,9 @@ export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortS
   })
   let endsWithCr = false
   const feed = (text: string) => {
-    if (text.length > 0) endsWithCr = text.endsWith('\r')
-    for (let at = 0; at < text.length; at += FEED_SLICE_CHARS) parser.feed(text.slice(at, at + FEED_SLICE_CHARS))
+    if (text.length === 0) return []
+    endsWithCr = text.endsWith('\r')
+    parser.feed(text)
     const events = ready
     ready = []
     return events
