@@ -29,6 +29,7 @@
  */
 import * as v from 'valibot'
 import { MAX_OUTPUT_PAGE_ITEMS } from '../limits.ts'
+import { pageLimit } from './common.ts'
 
 /** What asciinema registers for its recordings. */
 export const ASCIICAST_CONTENT_TYPE = 'application/x-asciicast'
@@ -58,14 +59,6 @@ const Cursor = v.pipe(
 )
 export const OutputQuery = v.object({
   after: v.optional(Cursor, '0'),
-  limit: v.optional(
-    v.pipe(
-      v.string(),
-      v.regex(/^\d{1,4}$/, 'limit is a positive integer'),
-      v.transform(Number),
-      v.minValue(1),
-      v.maxValue(MAX_OUTPUT_PAGE_ITEMS, `limit is at most ${MAX_OUTPUT_PAGE_ITEMS}`),
-    ),
-  ),
+  limit: v.optional(pageLimit(MAX_OUTPUT_PAGE_ITEMS)),
 })
 export const WatchQuery = v.object({ after: v.optional(Cursor, '0') })

@@ -21,7 +21,7 @@
  */
 import * as v from 'valibot'
 import { MAX_SESSION_PAGE, MAX_WORKSPACE_TITLE_CHARS } from '../limits.ts'
-import { SessionId, titleSchema } from './common.ts'
+import { pageLimit, SessionId, titleSchema } from './common.ts'
 import { AbsolutePath } from './paths.ts'
 
 export const WorkspaceId = v.pipe(v.string(), v.regex(/^[\w-]{1,128}$/, 'workspace ids are 1–128 of [A-Za-z0-9_-]'))
@@ -83,15 +83,7 @@ export const NO_WORKSPACE = 'none'
 export const SessionListQuery = v.object({
   /** Only the members of this workspace, or (`none`) the sessions that belong to none. */
   workspace: v.optional(WorkspaceId),
-  limit: v.optional(
-    v.pipe(
-      v.string(),
-      v.regex(/^\d{1,4}$/, 'limit is a positive integer'),
-      v.transform(Number),
-      v.minValue(1),
-      v.maxValue(MAX_SESSION_PAGE, `limit is at most ${MAX_SESSION_PAGE}`),
-    ),
-  ),
+  limit: v.optional(pageLimit(MAX_SESSION_PAGE)),
   /** `next` of the previous page, sent back as it came. */
   cursor: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}\.[\w-]{1,128}$/, 'cursor is the `next` of a previous page'))),
 })
