@@ -13,6 +13,8 @@ import { fileRoutes } from './files/routes.ts'
 import { paths } from './paths.ts'
 import { terminalRoutes } from './routes/terminals.ts'
 import type { TerminalHost } from './terminals/host.ts'
+import type { WorkflowEngine } from './workflows/engine.ts'
+import { workflowRoutes } from './workflows/routes.ts'
 
 export interface SidecarDeps {
   storage: Storage
@@ -22,6 +24,8 @@ export interface SidecarDeps {
   terminals: TerminalHost
   /** TERMKEEP_FILES_ALLOW_OUTSIDE: file reads may leave the session's workspace (off by default). */
   filesAllowOutside?: boolean
+  /** Workflow runs (scripts that start sub-agents in terminals). */
+  workflows?: WorkflowEngine
 }
 
 export function createSidecarApp(deps: SidecarDeps): Hono {
@@ -47,6 +51,7 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.route('/', terminalRoutes(deps.terminals))
   app.route('/', screenRoutes(deps.terminals))
   app.route('/', fileRoutes(deps))
+  if (deps.workflows) app.route('/', workflowRoutes(deps.workflows))
   return app
 }
 

@@ -13,6 +13,8 @@ import {
   ResolveQuery,
   SessionCreated,
   SessionEnvelope,
+  SessionList,
+  SessionListQuery,
   SessionParams,
   WorkspaceCreated,
   WorkspaceEnvelope,
@@ -38,6 +40,7 @@ import {
   unarchiveSession,
 } from './operations.ts'
 import { scopeArchived, scopeList, scopeWorkspace } from './scope.ts'
+import { listSessions } from './sessions.ts'
 import { listWorkspaces, sessionById } from './store.ts'
 import { watchRegistry } from './watch.ts'
 
@@ -169,6 +172,19 @@ export const registryRoutes = new Hono<AppEnv>()
       const { wid, sid } = c.req.valid('param')
       return c.json({ workspace: await moveSession(c.var.deps.db, c.var.auth, wid, sid, c.req.valid('json').beforeId) })
     },
+  )
+  .get(
+    '/v1/sessions',
+    describeRoute({
+      tags: ['sessions'],
+      summary: 'Recorded sessions, newest first, a page at a time (`workspace=none`: those in no workspace)',
+      description:
+        'Only the sessions the token may touch. `workspace` filters to one workspace\'s members, or with `none` to the sessions that belong to no workspace; `cursor` is the previous page\'s `next`.',
+      responses: { 200: json(SessionList) },
+    }),
+    guard('workspaces:read'),
+    validate('query', SessionListQuery),
+    async (c) => c.json(await listSessions(c.var.deps.db, c.var.auth, c.req.valid('query'))),
   )
   .post(
     '/v1/sessions',

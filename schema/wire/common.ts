@@ -65,6 +65,17 @@ export function withinGraphemes(text: string, max: number): boolean {
  * ("titles", "token names"). The length is bounded first, before any step that reads the whole
  * text: the body limits let a name be tens of megabytes long.
  */
+/** A `?limit=` query parameter: a page size from 1 to `max`. */
+export function pageLimit(max: number) {
+  return v.pipe(
+    v.string(),
+    v.regex(/^\d{1,4}$/, 'limit is a positive integer'),
+    v.transform(Number),
+    v.minValue(1),
+    v.maxValue(max, `limit is at most ${max}`),
+  )
+}
+
 export function titleSchema(max: number, noun: string) {
   const tooLong = `${noun} are at most ${max} characters`
   return v.pipe(

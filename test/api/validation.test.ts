@@ -198,7 +198,9 @@ describe('GET /openapi.json', () => {
     }
     expect(Object.entries(kinds).filter(([, kind]) => kind === 'unsaid')).toEqual([])
     const T = '/v1/sessions/{sid}/terminals/{tid}'
-    for (const op of [`PUT ${T}`, `PATCH ${T}`, `DELETE ${T}`, `POST ${T}/input`, `POST ${T}/resize`, `GET ${T}/follow`]) expect(kinds[op], op).toBe('unknown')
+    for (const op of [`PUT ${T}`, `PATCH ${T}`, `DELETE ${T}`, `POST ${T}/input`, `POST ${T}/resize`, `GET ${T}/follow`, 'POST /v1/sessions/{sid}/workflows']) {
+      expect(kinds[op], op).toBe('unknown')
+    }
     for (const op of ['POST /v1/workspaces', 'POST /v1/sessions', 'GET /v1/workspaces/resolve', `GET ${T}/output`, 'GET /v1/sessions/{sid}/files/text']) expect(kinds[op], op).toBe('not done')
     const input = doc.paths[`${T}/input`].post
     expect(input.parameters.map((p: any) => [p.in, p.name])).toContainEqual(['header', 'idempotency-key'])
