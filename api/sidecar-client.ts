@@ -30,6 +30,7 @@ import type { OutputPage } from '../schema/wire/output.ts'
 import type { CanonicalPath } from '../schema/wire/paths.ts'
 import {
   ATTACHMENT_HEADER,
+  IDEMPOTENCY_KEY_HEADER,
   PRINCIPAL_HEADER,
   type CloseResult,
   type FollowControl,
@@ -165,10 +166,12 @@ export class SidecarClient {
     return this.json(terminal(sid, tid), { method: 'DELETE' }, CLOSE_BUDGET_MS)
   }
 
-  /** `from`: the follow attachment sending, and its principal (the caller's token id). */
-  async input(sid: string, tid: string, from: Sender, bytes: Uint8Array<ArrayBuffer>): Promise<void> {
+  /** `from`: the follow attachment sending, and its principal (the caller's token id); `key`: the
+   * batch's Idempotency-Key, if the client gave one. */
+  async input(sid: string, tid: string, from: Sender, bytes: Uint8Array<ArrayBuffer>, key?: string): Promise<void> {
     const headers = new Headers({ 'content-type': 'application/octet-stream' })
     senderHeaders(headers, from)
+    if (key !== undefined) headers.set(IDEMPOTENCY_KEY_HEADER, key)
     const response = await this.request(`${terminal(sid, tid)}/input`, { method: 'POST', headers, body: bytes })
     await response.body?.cancel()
   }
@@ -258,6 +261,11 @@ export class SidecarClient {
   /** Cancels a run; answers once it settled (its members' terminals closed). */
   cancelWorkflow(sid: string, rid: string, body: CancelWorkflow): Promise<RunStarted> {
     return this.json(`${session(sid)}/workflows/${encodeURIComponent(rid)}/cancel`, jsonInit('POST', body), SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  /** The output as an asciicast v2 recording: the open response, its body streamed as it comes. */
+  cast(sid: string, tid: string, signal: AbortSignal): Promise<Response> {
+    return this.request(`${terminal(sid, tid)}/output.cast`, { signal }, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   // ── Workspace files (schema/wire/files.ts) ───────────────────────────────

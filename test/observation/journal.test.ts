@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { psCommand } from '../../cli/ps.ts'
+import { remoteTokenCommand } from '../../cli/token-remote.ts'
 import { OBSERVE_MAX_FOLLOW_CHUNK_BYTES } from '../../schema/limits.ts'
 import { waitFor } from '../support/ports.ts'
 import { Observation, type EventStream } from './support.ts'
@@ -41,6 +42,10 @@ describe('tokens', () => {
     expect(mine.observeEnvironment).toEqual(['FAKEAGENT_DATA', 'FAKEAGENT_SECRET', 'SIDECAR_SECRET'])
     const rows = await o.stack.storage.client.execute({ sql: 'SELECT name FROM token_observe_env WHERE token_id = ? ORDER BY name', args: [mine.id] })
     expect(rows.rows.map((r) => r.name)).toEqual(['FAKEAGENT_DATA', 'FAKEAGENT_SECRET', 'SIDECAR_SECRET'])
+    let listing = ''
+    const out = { write: (chunk: string) => ((listing += chunk), true) } as unknown as NodeJS.WritableStream
+    expect(await remoteTokenCommand(['ls', '--url', o.stack.api.url, '--token', o.stack.token], out)).toBe(0)
+    expect(listing).toMatch(new RegExp(`^${mine.id}  observer .* observes: FAKEAGENT_DATA, FAKEAGENT_SECRET, SIDECAR_SECRET  created`, 'm'))
     for (const observeEnvironment of [['lower'], ['A=B'], [42], 'HOME', Array.from({ length: 33 }, (_, i) => `V${i}`)]) {
       const bad = await o.call('POST', '/v1/tokens', { json: { name: 'x', grants: ['observe:process'], sessions: 'all', observeEnvironment } })
       expect([bad.status, bad.body.error.code], JSON.stringify(observeEnvironment)).toEqual([400, 'request/invalid'])
