@@ -220,6 +220,11 @@ export class SidecarClient {
     return this.json(`${session(sid)}/workflows/${encodeURIComponent(rid)}/cancel`, jsonInit('POST', body), SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
+  /** The output as an asciicast v2 recording: the open response, its body streamed as it comes. */
+  cast(sid: string, tid: string, signal: AbortSignal): Promise<Response> {
+    return this.request(`${terminal(sid, tid)}/output.cast`, { signal }, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
   // ── Workspace files (schema/wire/files.ts) ───────────────────────────────
 
   readFileText(sid: string, query: TextQuery): Promise<FileText> {

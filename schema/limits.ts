@@ -152,6 +152,9 @@ export const MAX_WORKSPACE_TITLE_CHARS = 200
 export const MAX_PATH_CHARS = 4_096
 /** Session ids (caller-chosen or generated). */
 export const SESSION_ID_PATTERN = /^[\w-]{1,128}$/
+/** Sessions in one page of `GET /v1/sessions` (and the default): a page stays a small answer
+ * however many sessions accumulated; a client pages on with `cursor`. */
+export const MAX_SESSION_PAGE = 500
 /** How often a registry watch polls the event log for other API instances' mutations. */
 export const REGISTRY_POLL_MS = 250
 /** Registry events kept for watch resumption; older ones are pruned, and a watch resuming from

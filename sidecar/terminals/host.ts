@@ -38,6 +38,9 @@ export interface TerminalHostOptions {
   idleReclaimMs?: number
 }
 
+/** The terminal type every shell is told it runs in (the emulator is xterm.js). */
+export const TERMINAL_TYPE = 'xterm-256color'
+
 /** Variables of the sidecar that a shell must not inherit (secrets, or confusing to a terminal). */
 const WITHHELD_ENV = [
   'SIDECAR_SECRET',
@@ -311,7 +314,7 @@ export class TerminalHost {
     const env: Record<string, string> = {}
     for (const [name, value] of Object.entries(process.env)) if (value !== undefined) env[name] = value
     for (const name of WITHHELD_ENV) delete env[name]
-    return { ...env, TERM: 'xterm-256color', COLORTERM: 'truecolor', TERMKEEP_SESSION_ID: sessionId, TERMKEEP_TERMINAL_ID: id }
+    return { ...env, TERM: TERMINAL_TYPE, COLORTERM: 'truecolor', TERMKEEP_SESSION_ID: sessionId, TERMKEEP_TERMINAL_ID: id }
   }
 
   /** Live and pending terminals of a session (a spawning one is both: counted once). */

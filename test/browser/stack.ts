@@ -25,7 +25,12 @@ export interface Stack {
   stop(): Promise<void>
 }
 
-export async function startStack(name: string, options: { sidecarEnv?: Record<string, string> } = {}): Promise<Stack> {
+export interface StackOptions {
+  /** More environment for the sidecar (e.g. TERMKEEP_SHELLS_FILE for scripted "shells"). */
+  sidecarEnv?: Record<string, string>
+}
+
+export async function startStack(name: string, options: StackOptions = {}): Promise<Stack> {
   const root = mkdtempSync(join(tmpdir(), `termkeep-${name}-`))
   mkdirSync(join(root, 'project'))
   const workspaceDir = realpathSync(join(root, 'project'))
