@@ -6,22 +6,15 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startNodeApi, type RunningApi } from '../../api/runtime/node.ts'
-import { callTool, errorOf, factsOf, mcpClient } from '../support/mcp.ts'
+import { callTool, errorOf, factsOf, mcpStack, type McpStack } from '../support/mcp.ts'
 import { AGENTS_ENV, eventually, prepare, processesOfRun, runEvents } from '../workflows/support.ts'
 import { startHarness, type Harness } from './harness.ts'
 
 let h: Harness
-let api: RunningApi
+let stack: McpStack
 let admin: Client
 let adminToken: string
-const clients: Client[] = []
-
-async function client(token: string): Promise<Client> {
-  const c = await mcpClient(api.url, token)
-  clients.push(c)
-  return c
-}
+const client = (token: string) => stack.client(token)
 
 async function runCount(): Promise<number> {
   return Number((await h.storage.client.execute('SELECT count(*) AS n FROM workflow_runs')).rows[0]!.n)
@@ -42,13 +35,12 @@ async function readAll(c: Client, rid: string, after: number, bounds: Record<str
 beforeAll(async () => {
   h = await startHarness({ sidecarEnv: AGENTS_ENV })
   ;({ token: adminToken } = await prepare(h))
-  api = await startNodeApi({ storage: h.storage, sidecarUrl: h.sidecar.url, sidecarSecret: h.sidecar.secret, host: '127.0.0.1', port: 0 })
+  stack = await mcpStack(h)
   admin = await client(adminToken)
 }, 60_000)
 
 afterAll(async () => {
-  for (const c of clients) await c.close().catch(() => {})
-  await api?.close()
+  await stack?.close()
   await h?.close()
 })
 
