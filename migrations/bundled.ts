@@ -46,5 +46,13 @@ export const migrations: BundledMigration[] = [
       "\nALTER TABLE `terminals` ADD `workflow_seq` integer;",
       "\nCREATE INDEX `terminals_workflow` ON `terminals` (`workflow_run`,`workflow_seq`);"
     ]
+  },
+  {
+    "hash": "68d8f498e3f72bb017fa6bd234a740e8ddd2da99db4689e3689c9ae74b1f75df",
+    "folderMillis": 1796116871392,
+    "sql": [
+      "CREATE TABLE `resource_parts` (\n\t`resource_id` text NOT NULL,\n\t`seq` integer NOT NULL,\n\t`content` blob NOT NULL,\n\tPRIMARY KEY(`resource_id`, `seq`)\n);\n",
+      "\nCREATE TABLE `resource_uploads` (\n\t`resource_id` text PRIMARY KEY NOT NULL,\n\t`started_at` integer NOT NULL\n);\n"
+    ]
   }
 ]

@@ -17,6 +17,8 @@ const EXPECTED_TABLES = [
   'host_generations',
   'legacy_terminal_records',
   'registry_events',
+  'resource_parts',
+  'resource_uploads',
   'sessions',
   'stream_tickets',
   'terminals',
