@@ -351,6 +351,13 @@ export const MCP_WAIT_MAX_MS = 10 * 60_000
  * context holds tens of kilobytes, not megabytes. More is cut from the front and said so; the
  * journal keeps every byte for `read_output`. */
 export const MCP_TEXT_MAX_BYTES = 64 * KiB
+/** A stream read (`workflow_events`, …) answers once no event came for `quietMs` (default; at
+ * most the max: the call holds one request and stream that long waiting for the next event). */
+export const MCP_STREAM_QUIET_DEFAULT_MS = 1_000
+export const MCP_STREAM_QUIET_MAX_MS = 60_000
+/** Events one stream read returns (default and at most): an agent pages on with the cursor. */
+export const MCP_STREAM_DEFAULT_EVENTS = 200
+export const MCP_STREAM_MAX_EVENTS = 1_000
 /** Terminals `resources/list` names at most (a resource per live terminal screen). */
 export const MCP_MAX_LISTED_RESOURCES = 256
 /** After a program's output ended, how long the API waits for the sidecar to record its exit
