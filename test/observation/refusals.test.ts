@@ -7,7 +7,8 @@
  * JSON reads and watchDirectory.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OBSERVE_MAX_WATCHERS_PER_TERMINAL } from '../../schema/limits.ts'
@@ -22,6 +23,9 @@ let home: string
 let sessions: string
 /** The agent's journal directory under sessions/. */
 let day: string
+/** A directory outside the home, and what its file holds. */
+let outside: string
+const SECRET = `secret-${Math.random().toString(36).slice(2)}-never-returned`
 const ALL = ['observe:process', 'observe:files', 'observe:journal']
 
 beforeAll(async () => {
@@ -31,10 +35,12 @@ beforeAll(async () => {
   await o.terminal('t2')
   home = await o.startAgent('t1', observer, 'r1', { env: 'ROOTY=/' })
   sessions = join(home, '.fakeagent', 'sessions')
-  // Escape hatches planted in the agent's home.
-  symlinkSync('/etc', join(home, 'etc-link'))
+  // Escape hatches planted in the agent's home, leading to a secret outside it.
+  outside = realpathSync(mkdtempSync(join(tmpdir(), 'termkeep-outside-')))
+  writeFileSync(join(outside, 'secret.txt'), SECRET)
+  symlinkSync(outside, join(home, 'outside-link'))
   day = readdirSync(sessions)[0]
-  symlinkSync('/etc/hostname', join(sessions, day, 'evil.jsonl'))
+  symlinkSync(join(outside, 'secret.txt'), join(sessions, day, 'evil.jsonl'))
   execFileSync('mkfifo', [join(sessions, day, 'pipe.jsonl')])
   writeFileSync(join(home, 'state.json'), JSON.stringify({ ok: true }))
   writeFileSync(join(home, 'broken.json'), '{"ok": tru')
@@ -42,6 +48,7 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await o?.stop()
+  if (outside) rmSync(outside, { recursive: true, force: true })
 })
 
 const files = (op: string, json: unknown, tid = 't1', token = observer) => o.observe(tid, `files/${op}`, token, json)
@@ -201,11 +208,11 @@ describe('escapes', () => {
   })
 
   it('answer null, never content, when a symlink leads out or a file is special', async () => {
-    expect((await files('resolveHomeDirectory', { relativePath: 'etc-link' })).body).toEqual({ handle: null })
-    expect((await files('resolveHomeRelative', { relativePath: 'etc-link/hostname' })).body).toEqual({ handle: null })
+    expect((await files('resolveHomeDirectory', { relativePath: 'outside-link' })).body).toEqual({ handle: null })
+    expect((await files('resolveHomeRelative', { relativePath: 'outside-link/secret.txt' })).body).toEqual({ handle: null })
     expect((await files('resolveHomeRelative', { relativePath: `.fakeagent/sessions/${day}/evil.jsonl` })).body).toEqual({ handle: null })
     expect((await files('resolveHomeRelative', { relativePath: `.fakeagent/sessions/${day}/pipe.jsonl` })).body).toEqual({ handle: null })
-    expect((await files('resolvePathUnderHome', { providerPath: '/etc/hostname', beneath: { homeRelative: '.fakeagent' } })).body).toEqual({ handle: null })
+    expect((await files('resolvePathUnderHome', { providerPath: join(outside, 'secret.txt'), beneath: { homeRelative: '.fakeagent' } })).body).toEqual({ handle: null })
     const beneath = await files('resolveHomeRelative', { relativePath: 'state.json', beneath: { homeRelative: '.fakeagent' } })
     expect(beneath.body).toEqual({ handle: null })
 
@@ -213,7 +220,7 @@ describe('escapes', () => {
     const listed = await files('listDirectory', { root, extensions: ['.jsonl'], maxDepth: 2, maxEntries: 100, maxBytes: 5_000_000 })
     expect(listed.body.entries.map((e: any) => e.relativePath)).toEqual([`${day}/r1.jsonl`])
     const text = JSON.stringify([listed.body])
-    expect(text).not.toContain(readFileSync('/etc/hostname', 'utf8').trim())
+    expect(text).not.toContain(SECRET)
   })
 })
 
