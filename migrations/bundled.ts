@@ -54,5 +54,13 @@ export const migrations: BundledMigration[] = [
       "CREATE TABLE `resource_parts` (\n\t`resource_id` text NOT NULL,\n\t`seq` integer NOT NULL,\n\t`content` blob NOT NULL,\n\tPRIMARY KEY(`resource_id`, `seq`)\n);\n",
       "\nCREATE TABLE `resource_uploads` (\n\t`resource_id` text PRIMARY KEY NOT NULL,\n\t`started_at` integer NOT NULL\n);\n"
     ]
+  },
+  {
+    "hash": "717596c665df85190de912aca21a69ea864b3adaea755a219117f3b00db8a6ef",
+    "folderMillis": 1796117598365,
+    "sql": [
+      "CREATE TABLE `token_observe_env` (\n\t`token_id` text NOT NULL,\n\t`name` text NOT NULL,\n\tPRIMARY KEY(`token_id`, `name`),\n\tFOREIGN KEY (`token_id`) REFERENCES `tokens`(`id`) ON UPDATE no action ON DELETE cascade\n);\n",
+      "\nALTER TABLE `terminals` ADD `foreground_command` text;"
+    ]
   }
 ]
