@@ -54,5 +54,13 @@ export const migrations: BundledMigration[] = [
       "CREATE TABLE `resource_parts` (\n\t`resource_id` text NOT NULL,\n\t`seq` integer NOT NULL,\n\t`content` blob NOT NULL,\n\tPRIMARY KEY(`resource_id`, `seq`)\n);\n",
       "\nCREATE TABLE `resource_uploads` (\n\t`resource_id` text PRIMARY KEY NOT NULL,\n\t`started_at` integer NOT NULL\n);\n"
     ]
+  },
+  {
+    "hash": "88135840fb290e12847edc881d74f1b50dcdc94303991afbf30df1edb09828ec",
+    "folderMillis": 1796118049860,
+    "sql": [
+      "ALTER TABLE `workflow_runs` ADD `idempotency_key` text;",
+      "\nCREATE UNIQUE INDEX `workflow_runs_idempotency_key` ON `workflow_runs` (`session_id`,`token_id`,`idempotency_key`);"
+    ]
   }
 ]

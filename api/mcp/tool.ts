@@ -22,6 +22,8 @@ export interface ToolContext {
   call: Dispatcher
   authority: Authority
   signal: AbortSignal
+  /** Test knobs (AppDeps.tuning); production uses the named limits. */
+  tuning?: { sendRetryMs?: number }
 }
 
 export interface Tool {
