@@ -1,0 +1,123 @@
+/**
+ * MCP `send_keys` when the sidecar stalls under its input (api/mcp/send.ts): the write carries an
+ * Idempotency-Key and is retried within the call, so keys the stalled sidecar typed as it resumed
+ * are not typed again by the retry; and a stall that outlasts the call's retry bound is answered
+ * as an error that says the outcome is unknown. The MCP SDK's own client talks to the app; the
+ * app's sidecar client stops the real sidecar (SIGSTOP) as that input request leaves, and resumes
+ * it once the request failed (the API's 503), or, for the bound, once the call has answered.
+ */
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { mkdirSync, realpathSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createApp } from '../../api/app.ts'
+import { nodeFetch } from '../../api/runtime/node-transport.ts'
+import { SidecarClient } from '../../api/sidecar-client.ts'
+import { GRANTS } from '../../schema/grants.ts'
+import { callTool, errorOf, factsOf } from '../support/mcp.ts'
+import { waitFor } from '../support/ports.ts'
+import { startHarness, TUNING, type Harness } from './harness.ts'
+
+let h: Harness
+let token: string
+const clients: Client[] = []
+/** Set by a test: the next input request stops the sidecar until `resume` says. */
+let stallNext: { resume: 'after-attempt' | 'by-test' } | undefined
+let stalledPid: number | undefined
+
+/** Through the app's own sidecar client: stops the sidecar as the next input request leaves. */
+const stallingFetch: typeof fetch = async (input, init) => {
+  const url = input instanceof Request ? input.url : String(input)
+  const stall = init?.method === 'POST' && url.endsWith('/input') ? stallNext : undefined
+  if (!stall) return nodeFetch(input, init)
+  stallNext = undefined
+  stalledPid = h.sidecar.pid
+  process.kill(stalledPid, 'SIGSTOP')
+  try {
+    return await nodeFetch(input, init)
+  } finally {
+    if (stall.resume === 'after-attempt') resume()
+  }
+}
+
+function resume(): void {
+  if (stalledPid === undefined) return
+  process.kill(stalledPid, 'SIGCONT')
+  stalledPid = undefined
+}
+
+/** An MCP client of an app over the harness's database and sidecar (retrying for `retryMs`). */
+async function mcp(retryMs?: number): Promise<Client> {
+  const sidecar = new SidecarClient({ url: h.sidecar.url, secret: h.sidecar.secret, fetch: stallingFetch })
+  const app = createApp({ ...h.deps, sidecar, tuning: { ...TUNING, mcpSendRetryMs: retryMs } })
+  const client = new McpClient({ name: 'termkeep-test', version: '1' })
+  const transport = new StreamableHTTPClientTransport(new URL('http://termkeep.test/mcp'), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+    fetch: async (url, init) => app.request(String(url), init),
+  })
+  await client.connect(transport)
+  clients.push(client)
+  return client
+}
+
+beforeAll(async () => {
+  h = await startHarness()
+  token = await h.token(GRANTS)
+  const dir = realpathSync((mkdirSync(join(h.dir, 'ws'), { recursive: true }), join(h.dir, 'ws')))
+  await h.request('POST', '/v1/sessions', { token, body: { id: 's1', cwd: dir } })
+}, 60_000)
+afterAll(async () => {
+  resume()
+  for (const client of clients) await client.close().catch(() => {})
+  await h?.close()
+})
+
+async function output(tid: string): Promise<string> {
+  let text = ''
+  for (let after = 0; ; ) {
+    const page = (await (await h.request('GET', `/v1/sessions/s1/terminals/${tid}/output?after=${after}&limit=256`, { token })).json()) as any
+    for (const item of page.items) if (item.kind === 'data') text += Buffer.from(item.data, 'base64').toString()
+    if (page.items.length === 0 || page.next === after) return text
+    after = page.next
+  }
+}
+
+const count = (text: string, marker: string) => text.split(marker).length - 1
+
+/** Sends a last command and waits for its output: input is ordered, so everything before it ran. */
+async function settled(client: Client, tid: string, n: number): Promise<string> {
+  factsOf(await callTool(client, 'send_keys', { sid: 's1', tid, text: `echo END${n}-$((40+2))`, keys: ['Enter'] }))
+  let text = ''
+  await waitFor(async () => (text = await output(tid)).includes(`END${n}-42`), 20_000, 'the last command')
+  return text
+}
+
+describe('send_keys through a stalled sidecar', () => {
+  it('retries the input under its key within the call: the keys are typed once', async () => {
+    const client = await mcp()
+    expect((await h.request('PUT', '/v1/sessions/s1/terminals/t1', { token, body: { cols: 80, rows: 24 } })).status).toBe(201)
+    stallNext = { resume: 'after-attempt' }
+    const sent = factsOf(await callTool(client, 'send_keys', { sid: 's1', tid: 't1', text: 'echo MCP-$((3*4))', keys: ['Enter'] }))
+    expect(stallNext).toBeUndefined() // the stall happened
+    expect(sent).toMatchObject({ sent: 'echo MCP-$((3*4))\r'.length })
+    expect(count(await settled(client, 't1', 1), 'MCP-12')).toBe(1)
+  })
+
+  it('answers an error saying the outcome is unknown when the input never lands within the bound', async () => {
+    const client = await mcp(1_000)
+    expect((await h.request('PUT', '/v1/sessions/s1/terminals/t2', { token, body: { cols: 80, rows: 24 } })).status).toBe(201)
+    stallNext = { resume: 'by-test' }
+    let refused: ReturnType<typeof errorOf>
+    try {
+      refused = errorOf(await callTool(client, 'send_keys', { sid: 's1', tid: 't2', text: 'echo LATE-$((5*5))', keys: ['Enter'] }))
+    } finally {
+      resume()
+    }
+    expect(refused).toMatchObject({ code: 'sidecar/unavailable', outcome: 'unknown', message: expect.stringContaining('outcome is unknown') })
+    // Unknown indeed: as it resumes, the sidecar types it or refuses it (the call's follow, and
+    // so its control, ended meanwhile), which one depends on the order it sees the two in; never twice.
+    expect(count(await settled(await mcp(), 't2', 2), 'LATE-25')).toBeLessThanOrEqual(1)
+  })
+})
