@@ -12,6 +12,7 @@ import { displayRoutes } from './display/routes.ts'
 import { notFound, onError } from './errors.ts'
 import { fileRoutes } from './files/routes.ts'
 import { mcpRoutes } from './mcp/routes.ts'
+import { observationRoutes } from './observation/routes.ts'
 import { openApiDocument } from './openapi.ts'
 import { registryRoutes } from './registry/routes.ts'
 import { health } from './routes/health.ts'
@@ -37,6 +38,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', terminalRoutes)
   app.route('/', displayRoutes)
   app.route('/', fileRoutes)
+  app.route('/', observationRoutes)
   app.route('/', workflowRoutes)
   // MCP tools call the routes above through this same app (api/mcp/dispatch.ts).
   app.route('/', mcpRoutes(app))

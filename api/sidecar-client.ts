@@ -24,6 +24,8 @@ import type {
   RelatedQuery,
   TextQuery,
 } from '../schema/wire/files.ts'
+import { OBSERVE_ENV_HEADER, type ObservationFacts } from '../schema/wire/observation.ts'
+import { observationPath, type ObservationOperationName, type ObservationRequest } from '../schema/wire/observation-operations.ts'
 import type { OutputPage } from '../schema/wire/output.ts'
 import type { CanonicalPath } from '../schema/wire/paths.ts'
 import {
@@ -208,6 +210,44 @@ export class SidecarClient {
     return this.request(`${terminal(sid, tid)}/output/watch?${params}`, streamInit(signal, query.lastEventId), SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
+  // ── Terminal observation (schema/wire/observation.ts) ─────────────────────
+  // `declared`: the caller's token's observeEnvironment names; the sidecar re-checks them.
+
+  observationContext(sid: string, tid: string, declared: readonly string[]): Promise<ObservationFacts> {
+    return this.json(`${terminal(sid, tid)}/observation`, { headers: observeHeaders(declared) }, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  /**
+   * One JSON operation of the table (descendants, openFiles, …, readJsonLine): the open response,
+   * whose body is ObservationResponse<K>, for the API to pass on unparsed (a 256-process tree is
+   * ~100 KB that would otherwise be parsed and encoded again).
+   */
+  observe<K extends ObservationOperationName>(
+    sid: string,
+    tid: string,
+    operation: K,
+    request: ObservationRequest<K>,
+    declared: readonly string[],
+  ): Promise<Response> {
+    const init = jsonInit('POST', request)
+    observeHeaders(declared, init.headers as Headers)
+    return this.request(`${terminal(sid, tid)}/${observationPath(operation)}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  /** SSE `snapshot` events; `query` is WatchDirectoryQuery's wire form. */
+  watchDirectory(sid: string, tid: string, query: Record<string, string>, declared: readonly string[], signal: AbortSignal): Promise<Response> {
+    const init = streamInit(signal)
+    observeHeaders(declared, init.headers as Headers)
+    return this.request(`${terminal(sid, tid)}/observation/files/watchDirectory?${new URLSearchParams(query)}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  /** SSE `append` / `truncate` / `replace` events; `query` is FollowFileQuery's wire form. */
+  followFile(sid: string, tid: string, query: Record<string, string>, declared: readonly string[], signal: AbortSignal): Promise<Response> {
+    const init = streamInit(signal)
+    observeHeaders(declared, init.headers as Headers)
+    return this.request(`${terminal(sid, tid)}/observation/files/follow?${new URLSearchParams(query)}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
   // ── Workflows (schema/wire/workflows.ts) ──────────────────────────────────
 
   /**
@@ -317,6 +357,11 @@ function files(sid: string, operation: string, query: FileQuery): string {
 function senderHeaders(headers: Headers, from: Sender): void {
   if (from.attachment !== undefined) headers.set(ATTACHMENT_HEADER, from.attachment)
   if (from.principal !== undefined) headers.set(PRINCIPAL_HEADER, from.principal)
+}
+
+function observeHeaders(declared: readonly string[], headers = new Headers()): Headers {
+  if (declared.length > 0) headers.set(OBSERVE_ENV_HEADER, declared.join(','))
+  return headers
 }
 
 function jsonInit(method: string, body: unknown): RequestInit {

@@ -10,6 +10,7 @@ const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = [
   () => import('./files.ts'),
   () => import('./journal.ts'),
   () => import('./display.ts'),
+  () => import('./observation.ts'),
   () => import('./mcp.ts'),
   () => import('./workflows.ts'),
 ]

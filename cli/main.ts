@@ -46,12 +46,13 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   export: async () => (await import('./export.ts')).exportCommand,
   close: async () => (await import('./close.ts')).closeCommand,
   run: async () => (await import('./run.ts')).runCommand,
+  ps: async () => (await import('./ps.ts')).psCommand,
 }
 
 const USAGE = `usage: termkeep <command>
 
   serve                                   start the sidecar and the API
-  token create --grant G [--grant G ...] [--session ID ...] [--name NAME]
+  token create --grant G [--grant G ...] [--session ID ...] [--name NAME] [--observe-env NAME ...]
                                           mint a token (all sessions unless --session is given)
   token ls | revoke <id>                  list or revoke tokens (admin)
   ls                                      list workspaces, sessions and terminals
@@ -70,6 +71,7 @@ const USAGE = `usage: termkeep <command>
   close <session> <terminal>              end a terminal's processes and close it
   run <session> <script.js> [--input JSON]
                                           run a workflow script; stream its events (Ctrl-C cancels)
+  ps <session> <terminal> [--json]        a terminal's foreground program and process tree
 
   Client commands (all but serve and token create) take --url URL and --token TOKEN, or read
   TERMKEEP_URL (default http://127.0.0.1:8787) and TERMKEEP_TOKEN. Listings take --json.

@@ -28,7 +28,9 @@ const day = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z')
 export function tokenLine(token: TokenRecord): string {
   const sessions = token.sessions === 'all' ? 'all sessions' : `sessions: ${token.sessions.join(', ')}`
   const expires = token.expiresAt === null ? '' : `  expires ${day(token.expiresAt)}`
-  return `${token.id}  ${printable(token.name)}  ${sessions}  grants: ${token.grants.join(', ')}  created ${day(token.createdAt)}${expires}`
+  // Older servers list no observeEnvironment.
+  const observes = token.observeEnvironment?.length ? `  observes: ${token.observeEnvironment.join(', ')}` : ''
+  return `${token.id}  ${printable(token.name)}  ${sessions}  grants: ${token.grants.join(', ')}${observes}  created ${day(token.createdAt)}${expires}`
 }
 
 export async function remoteTokenCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {

@@ -56,6 +56,16 @@ export const ERROR_STATUS = {
   'files/bad-request': 400,
   'resource/not-found': 404,
   'token/not-found': 404,
+  // terminal observation (agent providers)
+  /** A handle that is malformed, tampered, from another terminal, session or incarnation, or
+   * whose object (a process, a file) is gone. */
+  'observe/handle-invalid': 404,
+  /** An environment variable name the token did not declare (`observeEnvironment`). */
+  'observe/undeclared': 403,
+  /** The terminal's program has exited: there is no process tree left to observe. */
+  'observe/not-running': 409,
+  /** Too many watchers (watchDirectory, follow) open on one terminal. */
+  'observe/limit-reached': 409,
   // workflows
   'workflow/not-found': 404,
   /** The script does not parse (a syntax error), refused before anything is published. */

@@ -169,6 +169,63 @@ export const MAX_FILE_CHANGES_QUEUED = 10_000
 /** Directories the OS watcher of one workspace watches (one inotify watch each), shallowest first. */
 export const MAX_WATCHED_DIRECTORIES = 8_192
 
+// ── Terminal observation (agent providers) ─────────────────────────────────
+/** Processes one `descendants` answer reports (a larger tree is cut, `truncated`). */
+export const OBSERVE_MAX_PROCESSES = 256
+/** Open files one `openFiles` answer reports. */
+export const OBSERVE_MAX_OPEN_FILES = 128
+/** Descriptors looked at per process for `openFiles`: a server holding 100,000 sockets must not
+ * make one request read 100,000 links. */
+export const OBSERVE_MAX_DESCRIPTORS_PER_PROCESS = 4_096
+/** Names in one `environment` request. */
+export const OBSERVE_MAX_ENV_NAMES = 16
+/** Environment variable names one token may declare (`observeEnvironment`). */
+export const OBSERVE_MAX_DECLARED_ENV = 32
+/** What an environment variable name may look like: upper case, as the seed's manifests declare
+ * them; never a way to smuggle `=` or NUL into a lookup. */
+export const OBSERVE_ENV_NAME_PATTERN = /^[A-Z][A-Z0-9_]{0,127}$/
+/** A value longer than this is left out of an `environment` answer (a bounded fact, not a dump). */
+export const OBSERVE_MAX_ENV_VALUE_BYTES = 32 * KiB
+/** How much of /proc/<pid>/environ and /proc/<pid>/cmdline is read (the kernel's ARG_MAX-ish
+ * bound for both together is 2 MiB; a process that exceeds this loses the tail, not the call). */
+export const OBSERVE_MAX_PROC_TEXT_BYTES = 2 * MiB
+/** Arguments reported per process, and characters per argument. */
+export const OBSERVE_MAX_ARGUMENTS = 64
+export const OBSERVE_MAX_ARGUMENT_CHARS = 4_096
+/** Directory listing options (the seed's host caps): extensions per listing and their length,
+ * depth below the root, entries, and the summed size of the listed files. */
+export const OBSERVE_MAX_EXTENSIONS = 16
+export const OBSERVE_MAX_EXTENSION_CHARS = 64
+export const OBSERVE_MAX_LIST_DEPTH = 8
+export const OBSERVE_MAX_LIST_ENTRIES = 256
+export const OBSERVE_MAX_LIST_BYTES = 16 * MiB
+/** Directory entries one listing looks at in all: a root over a huge tree answers `truncated`
+ * after this many instead of walking it for seconds. */
+export const OBSERVE_MAX_LIST_SCANNED = 20_000
+/** One `read` / `readJson` / `readJsonLine` (the seed's host cap). */
+export const OBSERVE_MAX_READ_BYTES = 4 * MiB
+/** One `follow` chunk: the host lowers a larger `maxChunkBytes` to this (one SSE event stays
+ * under ~90 KB with its base64). */
+export const OBSERVE_MAX_FOLLOW_CHUNK_BYTES = 64 * KiB
+/** `watchDirectory` and `follow` streams open at once on one terminal. */
+export const OBSERVE_MAX_WATCHERS_PER_TERMINAL = 32
+/** Directory changes within this long make one new `watchDirectory` snapshot, not one each. */
+export const OBSERVE_WATCH_SETTLE_MS = 50
+/** A /proc read (a whole tree's stat, cmdline and cwd: milliseconds) that has not answered in
+ * this long is stuck on a process's memory; the request is 503 and the next gets a fresh thread. */
+export const OBSERVE_PROC_TIMEOUT_MS = 5_000
+/** The /proc thread ends after this long without a request (a sidecar nobody observes does not
+ * carry its ~35 MB); the next request starts it again in a few hundred ms. */
+export const OBSERVE_PROC_IDLE_MS = 60_000
+/** An opaque handle's id on the wire (it carries an encrypted canonical path of ≤ 4,096 chars). */
+export const OBSERVE_MAX_HANDLE_CHARS = 8_192
+/** After output or input, the terminal's foreground program is looked at again this soon (a
+ * command the shell just started has its process group by then); at most once per this long. */
+export const FOREGROUND_CHECK_DELAY_MS = 150
+/** And this often regardless, for a program that changes without a byte of I/O (a script that
+ * starts `sleep`): two /proc reads per live terminal. */
+export const FOREGROUND_POLL_MS = 2_000
+
 // ── Registry ────────────────────────────────────────────────────────────────
 /** Workspace titles after trimming. */
 export const MAX_WORKSPACE_TITLE_CHARS = 200
@@ -303,6 +360,13 @@ export const MCP_WAIT_MAX_MS = 10 * 60_000
  * context holds tens of kilobytes, not megabytes. More is cut from the front and said so; the
  * journal keeps every byte for `read_output`. */
 export const MCP_TEXT_MAX_BYTES = 64 * KiB
+/** A stream read (`workflow_events`, …) answers once no event came for `quietMs` (default; at
+ * most the max: the call holds one request and stream that long waiting for the next event). */
+export const MCP_STREAM_QUIET_DEFAULT_MS = 1_000
+export const MCP_STREAM_QUIET_MAX_MS = 60_000
+/** Events one stream read returns (default and at most): an agent pages on with the cursor. */
+export const MCP_STREAM_DEFAULT_EVENTS = 200
+export const MCP_STREAM_MAX_EVENTS = 1_000
 /** Terminals `resources/list` names at most (a resource per live terminal screen). */
 export const MCP_MAX_LISTED_RESOURCES = 256
 /** After a program's output ended, how long the API waits for the sidecar to record its exit

@@ -104,6 +104,9 @@ export const terminals = sqliteTable(
     updatedAt: integer('updated_at').notNull().default(now),
     exitedAt: integer('exited_at'),
     closedAt: integer('closed_at'),
+    /** The name of the program in the PTY's foreground process group (tmux's
+     * pane_current_command), recorded by the sidecar when it changes; null once it exited. */
+    foregroundCommand: text('foreground_command'),
     /** A workflow run's sub-agent: the run and the member's seq (null for other terminals). */
     workflowRun: text('workflow_run'),
     workflowSeq: integer('workflow_seq'),
@@ -352,6 +355,19 @@ export const tokenSessions = sqliteTable(
     sessionId: text('session_id').notNull(),
   },
   (t) => [primaryKey({ columns: [t.tokenId, t.sessionId] })],
+)
+
+/** Environment variable names a token declared for terminal observation (`observeEnvironment`):
+ * `processes/environment` and the environment-rooted resolvers answer only for these. */
+export const tokenObserveEnv = sqliteTable(
+  'token_observe_env',
+  {
+    tokenId: text('token_id')
+      .notNull()
+      .references(() => tokens.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tokenId, t.name] })],
 )
 
 /** Short-lived, single-use tickets for EventSource (which cannot send headers). */

@@ -10,6 +10,7 @@ import type { Storage } from '../storage/client.ts'
 import { isDatabaseUnavailable } from '../storage/unavailable.ts'
 import { screenRoutes } from './display/routes.ts'
 import { fileRoutes } from './files/routes.ts'
+import { observationRoutes } from './observation/routes.ts'
 import { paths } from './paths.ts'
 import { terminalRoutes } from './routes/terminals.ts'
 import type { TerminalHost } from './terminals/host.ts'
@@ -51,6 +52,7 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.route('/', terminalRoutes(deps.terminals))
   app.route('/', screenRoutes(deps.terminals))
   app.route('/', fileRoutes(deps))
+  app.route('/', observationRoutes(deps.terminals, deps.secret))
   if (deps.workflows) app.route('/', workflowRoutes(deps.workflows))
   return app
 }

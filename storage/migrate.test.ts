@@ -23,6 +23,7 @@ const EXPECTED_TABLES = [
   'stream_tickets',
   'terminals',
   'token_grants',
+  'token_observe_env',
   'token_sessions',
   'tokens',
   'tool_results',

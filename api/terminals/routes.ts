@@ -57,7 +57,7 @@ const RETRY = {
 const liveUnknown = (retry: string) => ({ ...NOT_FOUND, ...sidecarDownUnknown(retry) })
 
 /** Opens an upstream SSE stream and relays it; the client going away aborts the upstream. */
-function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
+export function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
   return openStream(c, async (options) => {
     const upstream = new AbortController()
     // A client that leaves while the sidecar is still answering tears the request down too.

@@ -87,6 +87,9 @@ export const TerminalInfo = v.object({
   controllerId: v.nullable(v.string()),
   createdAt: v.number(),
   updatedAt: v.number(),
+  /** The program in the foreground (its argv[0]'s name, like tmux's pane_current_command):
+   * `vim` while vim runs, the shell's name at its prompt; null once the program exited. */
+  foregroundCommand: v.nullable(v.string()),
   /** Only on a workflow run's sub-agent terminal. */
   workflow: v.optional(TerminalWorkflow),
 })
@@ -113,6 +116,7 @@ export function terminalInfoOf(row: typeof terminals.$inferSelect, controllerId:
     controllerId,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
+    foregroundCommand: row.foregroundCommand,
     ...workflowOf(row),
   }
 }

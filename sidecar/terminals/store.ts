@@ -9,7 +9,7 @@ import type { Database } from '../../storage/client.ts'
 
 export type TerminalRow = typeof terminals.$inferSelect
 export type TerminalPatch = Partial<
-  Pick<TerminalRow, 'title' | 'cols' | 'rows' | 'state' | 'exitCode' | 'exitSignal' | 'error' | 'exitedAt' | 'closedAt'>
+  Pick<TerminalRow, 'title' | 'cols' | 'rows' | 'state' | 'exitCode' | 'exitSignal' | 'error' | 'exitedAt' | 'closedAt' | 'foregroundCommand'>
 >
 
 /** The states a row may be in for `next` to be written: every earlier one. */

@@ -12,6 +12,8 @@ import type { Emulator } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Notifier } from '../journal/notifier.ts'
+import { ForegroundTracker } from '../observation/foreground.ts'
+import { executableNameOf } from '../observation/proc.ts'
 import { killSession } from '../pty/process-tree.ts'
 import { Retry } from '../retry.ts'
 import type { PtyThread, RemotePty } from '../pty/pty-thread.ts'
@@ -63,6 +65,8 @@ export class LiveTerminal {
   exitCode: number | null = null
   exitSignal: number | null = null
   error: string | null = null
+  /** The foreground program's name (observation/foreground.ts); null before spawn and after exit. */
+  foregroundCommand: string | null = null
   updatedAt: number
   /** Open retain streams and follow streams: either suspends idle reclamation. */
   holds = 0
@@ -70,6 +74,7 @@ export class LiveTerminal {
   lastActivity = Date.now()
   readonly #store: TerminalStore
   #pty: RemotePty | undefined
+  #foreground: ForegroundTracker | undefined
   #controller: Controller | undefined
   /** Changes not yet written to the row (merged; a later value wins), the write in flight, the
    * last write's failure while a retry waits, and the retry. */
@@ -102,6 +107,16 @@ export class LiveTerminal {
     this.#store = init.store
   }
 
+  /** The pid of the program the terminal started (its session leader), once spawned. */
+  get processId(): number | undefined {
+    return this.#pty && this.#pty.pid > 0 ? this.#pty.pid : undefined
+  }
+
+  /** N of the PTY's slave /dev/pts/N, when the kernel proved it for the master descriptor. */
+  get ttyIndex(): number | undefined {
+    return this.#pty?.ttyIndex
+  }
+
   get controllerId(): string | null {
     return this.#controller?.id ?? null
   }
@@ -128,6 +143,7 @@ export class LiveTerminal {
       controllerId: this.state === 'retired' || this.state === 'closed' ? null : this.controllerId,
       createdAt: this.createdAt,
       updatedAt: this.updatedAt,
+      foregroundCommand: this.foregroundCommand,
       ...(this.workflow ? { workflow: this.workflow } : {}),
     }
   }
@@ -139,14 +155,27 @@ export class LiveTerminal {
       const options = { file: this.shell.path, args: this.shell.args, cwd: this.cwd, env, cols: this.cols, rows: this.rows }
       const pty = await thread.spawn(options, this.journal)
       this.#pty = pty
-      pty.onData(() => (this.lastActivity = Date.now()))
+      // What the shell starts and ends shows in the terminal's I/O: look at the foreground then.
+      const started = executableNameOf([this.shell.path], this.shell.name)
+      const foreground = new ForegroundTracker(pty.pid, started, (name) => {
+        this.foregroundCommand = name
+        this.#changed({ foregroundCommand: name })
+      })
+      this.#foreground = foreground
+      pty.onData(() => {
+        this.lastActivity = Date.now()
+        foreground.poke()
+      })
       pty.onEnd(() => this.journal.end())
       pty.onExit(({ exitCode, signal }) => {
+        foreground.close()
         this.exitCode = exitCode
         this.exitSignal = signal
-        this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: Date.now() })
+        this.foregroundCommand = null
+        this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: Date.now(), foregroundCommand: null })
       })
-      this.#advance('running', {})
+      this.foregroundCommand = started
+      this.#advance('running', { foregroundCommand: started })
     } catch (error) {
       this.error = `spawn failed: ${(error as Error).message}`
       this.journal.end()
@@ -172,6 +201,7 @@ export class LiveTerminal {
     const write = () => {
       this.#requireControl(sender).write(bytes)
       this.lastActivity = Date.now()
+      this.#foreground?.poke()
     }
     if (key !== undefined) return this.#inputKeys.apply(sender.principal, sender.attachment, key, bytes, write)
     write()
@@ -278,6 +308,7 @@ export class LiveTerminal {
   }
 
   async #close(): Promise<void> {
+    this.#foreground?.close()
     if (this.#pty) {
       const survivors = await killSession(this.#pty.pid, CLOSE_KILL_GRACE_MS)
       if (survivors.length > 0) {
@@ -301,6 +332,7 @@ export class LiveTerminal {
 
   /** Abrupt stop at sidecar shutdown: SIGKILL the session, no drain. */
   kill(): void {
+    this.#foreground?.close()
     if (!this.#pty) return
     void killSession(this.#pty.pid, 0, 0)
   }

@@ -28,6 +28,7 @@ const TABLES = [
   'tokens',
   'token_grants',
   'token_sessions',
+  'token_observe_env',
   'stream_tickets',
   'terminals',
   'attachments',

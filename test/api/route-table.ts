@@ -15,6 +15,29 @@ export interface RouteRow {
 
 const T = '/v1/sessions/:sid/terminals/:tid'
 const F = '/v1/sessions/:sid/files'
+const O = `${T}/observation`
+const OBSERVE_ANY: Requirement = { anyOf: ['observe:process', 'observe:files', 'observe:journal'] }
+/** One POST route per seed method (schema/wire/observation.ts), with its grant. */
+const OBSERVATION: RouteRow[] = [
+  ...['descendants', 'openFiles', 'environment'].map((op) => ({ path: `${O}/processes/${op}`, grant: 'observe:process' as const })),
+  ...[
+    'resolveHomeDirectory',
+    'resolveDirectoryRelativeToEnvironment',
+    'resolveRelativeToEnvironment',
+    'resolvePathUnderEnvironment',
+    'environmentRelativePath',
+    'resolveHomeRelative',
+    'resolvePathUnderHome',
+    'homeRelativePath',
+    'canonicalFile',
+    'realpath',
+    'stat',
+    'listDirectory',
+    'read',
+    'readJson',
+    'readJsonLine',
+  ].map((op) => ({ path: `${O}/files/${op}`, grant: 'observe:files' as const })),
+].map((row) => ({ method: 'POST', home: 'api', ...row }))
 const W = '/v1/sessions/:sid/workflows'
 
 export const ROUTES: RouteRow[] = [
@@ -68,6 +91,10 @@ export const ROUTES: RouteRow[] = [
   { method: 'POST', path: '/v1/tokens', grant: 'admin', home: 'api' },
   { method: 'GET', path: '/v1/tokens', grant: 'admin', home: 'api' },
   { method: 'DELETE', path: '/v1/tokens/:id', grant: 'admin', home: 'api' },
+  { method: 'GET', path: O, grant: OBSERVE_ANY, home: 'api' },
+  ...OBSERVATION,
+  { method: 'GET', path: `${O}/files/watchDirectory`, grant: 'observe:files', home: 'api' },
+  { method: 'GET', path: `${O}/files/follow`, grant: 'observe:journal', home: 'api' },
   // MCP: any valid token reaches the endpoint; each tool then needs its routes' grants.
   { method: 'POST', path: '/mcp', grant: { allOf: [] }, home: 'api' },
   { method: 'GET', path: '/mcp', grant: { allOf: [] }, home: 'api' },

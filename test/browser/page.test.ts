@@ -139,6 +139,17 @@ describe('web page (Chromium, full stack)', () => {
     await browser.screenshot('page-1-colours')
   })
 
+  it('shows the foreground program on the terminal tab while it runs', async () => {
+    const { page } = browser
+    const foreground = page.locator(`.terminal-tab[data-terminal-id="${terminalId}"] .foreground`)
+    await waitForPrompt()
+    await type('sleep 300')
+    await foreground.filter({ hasText: 'sleep' }).waitFor({ timeout: 15_000 })
+    await interrupt()
+    // Back at the prompt the shell is in the foreground, which the tab's title already says.
+    await foreground.waitFor({ state: 'detached', timeout: 15_000 })
+  })
+
   it('pastes with bracketed paste when the shell asked for it', async () => {
     const { page } = browser
     const sent: Buffer[] = []

@@ -163,7 +163,7 @@ export class SessionView {
 
   /** Re-renders the tabs when they changed, keeping keyboard focus on the same control. */
   #renderTabs(): void {
-    const key = JSON.stringify([this.#view?.terminalId, this.#showEnded, this.#terminals.map((t) => [t.id, t.title, t.state])])
+    const key = JSON.stringify([this.#view?.terminalId, this.#showEnded, this.#terminals.map((t) => [t.id, t.title, t.state, t.foregroundCommand])])
     if (key === this.#tabsKey) return
     this.#tabsKey = key
     const focused = document.activeElement instanceof HTMLElement && this.#tabs.contains(document.activeElement) ? document.activeElement : undefined
@@ -219,6 +219,9 @@ export class SessionView {
               onclick: () => this.open(info.id),
             },
             info.title || info.id,
+            // The program in the foreground (as tmux's pane_current_command), when it says more
+            // than the title does.
+            live && info.foregroundCommand && info.foregroundCommand !== info.title && h('span', { class: 'foreground', title: 'in the foreground' }, ` ${info.foregroundCommand}`),
             info.workflow && h('span', { class: 'state' }, ` agent #${info.workflow.seq}`),
             h('span', { class: `state ${live ? 'live' : ''}` }, ` ${info.state}`),
           ),
