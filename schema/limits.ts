@@ -372,9 +372,10 @@ export const MCP_MAX_LISTED_RESOURCES = 256
 /** After a program's output ended, how long the API waits for the sidecar to record its exit
  * (the exit is reported right after the end of output and written to the database at once). */
 export const MCP_EXIT_RECORD_WAIT_MS = 2_000
-/** `send_keys` retries an input whose outcome is unknown (503) within its one tool call for at
- * most this long: the agent waits on the call, and a few API timeouts cover a stall or a restart. */
-export const MCP_SEND_RETRY_MS = 15_000
+/** `send_keys` and `run_workflow` retry a request whose outcome is unknown (503) within their one
+ * tool call for at most this long: the agent waits on the call, and a few API timeouts cover a
+ * stall or a restart. */
+export const MCP_RETRY_MS = 15_000
 
 // ── Storage ─────────────────────────────────────────────────────────────────
 /** An embedded database file is shared by the sidecar and the API; a writer waits this long for

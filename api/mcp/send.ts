@@ -13,21 +13,19 @@
  * Named keys become bytes with schema/keys.ts; arrows and Home/End follow the terminal's
  * application cursor mode (DECCKM) as the follow's snapshot reports it.
  *
- * The write carries an Idempotency-Key of its own, so it is retried within the call while its
- * outcome is unknown (a 503 from a stalled sidecar; also a 503 from the database, or a full input
- * backlog, where nothing was done yet) for at most MCP_SEND_RETRY_MS, and typed once however often
- * it is sent. If it never lands, the call is an error saying whether the keys may have been typed.
+ * The write carries an Idempotency-Key of its own (keyed.ts), so it is retried within the call
+ * while its outcome is unknown (a 503 from a stalled sidecar; also a 503 from the database, or a
+ * full input backlog, where nothing was done yet) for at most MCP_RETRY_MS, and typed once however
+ * often it is sent. If it never lands, the call is an error saying the outcome is unknown.
  */
 import { keyBytes } from '../../schema/keys.ts'
-import { MCP_SEND_RETRY_MS } from '../../schema/limits.ts'
-import { retrying } from '../../schema/retry.ts'
 import { IDEMPOTENCY_KEY_HEADER } from '../../schema/wire/common.ts'
-import { randomId } from '../auth/secrets.ts'
 import { ATTACHMENT_HEADER, TerminalParams, type FollowSnapshot } from '../../schema/wire/terminals.ts'
 import { MCP_ATTACHMENT_ID, SendArgs } from '../../schema/wire/mcp.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Dispatcher } from './dispatch.ts'
 import { EventStream } from './events.ts'
+import { keyedRequest } from './keyed.ts'
 import { toolInput } from './input.ts'
 import { jsonResult, type Tool } from './tool.ts'
 
@@ -54,39 +52,6 @@ export async function followForInput(
     throw new TermkeepError('terminal/unavailable', 'the terminal ended before it could take input')
   }
   return { stream, snapshot: JSON.parse(first.data) as FollowSnapshot }
-}
-
-/** Worth another attempt under the same key: the outcome is unknown, or nothing was done yet. */
-const retryable = (error: unknown) =>
-  error instanceof TermkeepError && (error.status === 503 || error.code === 'terminal/input-backlog-full')
-
-/**
- * Sends `bytes` as one input batch under a fresh key, retrying while that may help. A batch that
- * never landed after a 503 from the sidecar (which may still type it) is an error saying so.
- */
-export async function sendInput(call: Dispatcher, params: Record<string, string>, bytes: Uint8Array, retryMs = MCP_SEND_RETRY_MS): Promise<void> {
-  const headers = { [ATTACHMENT_HEADER]: MCP_ATTACHMENT_ID, [IDEMPOTENCY_KEY_HEADER]: randomId('mcp') }
-  let unknown = false
-  try {
-    await retrying(
-      async () => {
-        try {
-          await call.open('POST', INPUT, { params, body: bytes, headers })
-        } catch (error) {
-          if (error instanceof TermkeepError && error.code === 'sidecar/unavailable') unknown = true
-          throw error
-        }
-      },
-      { retryable, giveUpMs: retryMs, signal: call.signal },
-    )
-  } catch (error) {
-    if (!unknown || !retryable(error)) throw error
-    throw new TermkeepError(
-      'sidecar/unavailable',
-      `the outcome is unknown: the terminal host did not confirm the input within ${retryMs / 1000} s, and it may still type it (once) when it resumes; read_screen shows whether it arrived`,
-      { outcome: 'unknown' },
-    )
-  }
 }
 
 export function inputBytes(args: SendArgs, modes: { applicationCursorKeys: boolean }): Uint8Array {
@@ -117,7 +82,11 @@ export const sendKeys: Tool = {
     }
     try {
       const bytes = inputBytes(args, { applicationCursorKeys: applicationCursorKeys(followed.snapshot) })
-      await sendInput(call, params, bytes, tuning?.sendRetryMs)
+      await keyedRequest(call, (key) => call.open('POST', INPUT, { params, body: bytes, headers: { [ATTACHMENT_HEADER]: MCP_ATTACHMENT_ID, [IDEMPOTENCY_KEY_HEADER]: key } }), {
+        retryable: (error) => error.code === 'terminal/input-backlog-full',
+        retryMs: tuning?.retryMs,
+        unknown: 'it may still type the keys (once) when it resumes; read_screen shows whether they arrived',
+      })
       return jsonResult({ sent: bytes.length, sequence: followed.snapshot.sequence, tookControlFrom })
     } finally {
       followed.stream.close()

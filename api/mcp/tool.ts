@@ -26,7 +26,7 @@ export interface ToolContext {
    * route only some calls of a tool use, checked before the tool's first step. */
   need(routes: readonly RouteRef[], purpose: string): void
   /** Test knobs (AppDeps.tuning); production uses the named limits. */
-  tuning?: { sendRetryMs?: number }
+  tuning?: { retryMs?: number }
 }
 
 export interface Tool {
