@@ -12,6 +12,7 @@
  * told (`failed`), and the input queued behind the batch is dropped with it: typing resumes from a
  * known point, never with a gap in the middle.
  */
+import { concatBytes } from '../../api/files/content.ts'
 import { MAX_INPUT_BYTES } from '../../schema/limits.ts'
 import { retrying } from '../../schema/retry.ts'
 import { ApiError, outcomeUnknown } from './api.ts'
@@ -90,7 +91,9 @@ export class InputQueue {
   async #flush(): Promise<void> {
     try {
       while (this.#pending.length > 0) {
-        const bytes = concat(this.#pending.splice(0))
+        // Always a copy: a retry must send exactly the bytes its key was first sent with, even if
+        // the caller reuses its buffers.
+        const bytes = concatBytes(this.#pending.splice(0))
         this.#pendingBytes -= bytes.length
         for (let offset = 0; offset < bytes.length; offset += MAX_INPUT_BYTES) {
           const batch = bytes.subarray(offset, offset + MAX_INPUT_BYTES)
@@ -122,16 +125,4 @@ export class InputQueue {
       },
     })
   }
-}
-
-/** Always a copy: a retry must send exactly the bytes its key was first sent with, even if the
- * caller reuses its buffers. */
-function concat(parts: Uint8Array[]): Uint8Array {
-  const bytes = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  let at = 0
-  for (const part of parts) {
-    bytes.set(part, at)
-    at += part.length
-  }
-  return bytes
 }
