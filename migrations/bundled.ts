@@ -62,5 +62,13 @@ export const migrations: BundledMigration[] = [
       "CREATE TABLE `token_observe_env` (\n\t`token_id` text NOT NULL,\n\t`name` text NOT NULL,\n\tPRIMARY KEY(`token_id`, `name`),\n\tFOREIGN KEY (`token_id`) REFERENCES `tokens`(`id`) ON UPDATE no action ON DELETE cascade\n);\n",
       "\nALTER TABLE `terminals` ADD `foreground_command` text;"
     ]
+  },
+  {
+    "hash": "88135840fb290e12847edc881d74f1b50dcdc94303991afbf30df1edb09828ec",
+    "folderMillis": 1796118722871,
+    "sql": [
+      "ALTER TABLE `workflow_runs` ADD `idempotency_key` text;",
+      "\nCREATE UNIQUE INDEX `workflow_runs_idempotency_key` ON `workflow_runs` (`session_id`,`token_id`,`idempotency_key`);"
+    ]
   }
 ]

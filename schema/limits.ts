@@ -37,6 +37,15 @@ export const MAX_IDEMPOTENCY_KEY_CHARS = 128
  * hour. A key forgotten (or a sidecar restarted, which retires its terminals anyway) is new. */
 export const INPUT_KEYS_REMEMBERED = 512
 export const INPUT_KEY_MEMORY_MS = 10 * 60_000
+/** How long a client keeps retrying one request whose outcome is unknown (a network failure, a
+ * 503 from a stalled sidecar) before it gives up and tells the user: an input batch of the page,
+ * `termkeep attach` or `send`, a `termkeep run` start. As long as attach waits for a lost server,
+ * and far inside INPUT_KEY_MEMORY_MS, so the last retry still finds its key remembered. */
+export const UNKNOWN_OUTCOME_RETRY_MS = 60_000
+/** The wait before the first such retry, doubling up to the max: quick after a blip, while a
+ * server that stays away is asked once every few seconds, not hammered. */
+export const RETRY_FIRST_DELAY_MS = 250
+export const RETRY_MAX_DELAY_MS = 4_000
 /** A terminal's `command` (`shell -c command`): a command line, not a script; a longer script
  * belongs in a file the command runs. */
 export const MAX_COMMAND_CHARS = 16_384
@@ -363,6 +372,10 @@ export const MCP_MAX_LISTED_RESOURCES = 256
 /** After a program's output ended, how long the API waits for the sidecar to record its exit
  * (the exit is reported right after the end of output and written to the database at once). */
 export const MCP_EXIT_RECORD_WAIT_MS = 2_000
+/** `send_keys` and `run_workflow` retry a request whose outcome is unknown (503) within their one
+ * tool call for at most this long: the agent waits on the call, and a few API timeouts cover a
+ * stall or a restart. */
+export const MCP_RETRY_MS = 15_000
 
 // ── Storage ─────────────────────────────────────────────────────────────────
 /** An embedded database file is shared by the sidecar and the API; a writer waits this long for

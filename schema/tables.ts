@@ -13,6 +13,7 @@ import {
   real,
   sqliteTable,
   text,
+  uniqueIndex,
 } from 'drizzle-orm/sqlite-core'
 
 const now = sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`
@@ -223,6 +224,9 @@ export const workflowRuns = sqliteTable(
     profile: text('profile'),
     /** The caller's token: the authority `readText()` is re-derived from on every call. */
     tokenId: text('token_id').notNull(),
+    /** The start's Idempotency-Key, if it had one: unique per session and token, and kept as long
+     * as the run, so a retried start finds the run its first attempt started. */
+    idempotencyKey: text('idempotency_key'),
     hostGeneration: integer('host_generation').notNull(),
     /** The script process, by pid and start time (clock ticks since boot), so a sidecar that
      * finds it orphaned kills that process and never a reused pid. */
@@ -239,7 +243,11 @@ export const workflowRuns = sqliteTable(
     updatedAt: integer('updated_at').notNull().default(now),
     endedAt: integer('ended_at'),
   },
-  (t) => [index('workflow_runs_session').on(t.sessionId, t.createdAt), index('workflow_runs_status').on(t.status, t.hostGeneration)],
+  (t) => [
+    index('workflow_runs_session').on(t.sessionId, t.createdAt),
+    index('workflow_runs_status').on(t.status, t.hostGeneration),
+    uniqueIndex('workflow_runs_idempotency_key').on(t.sessionId, t.tokenId, t.idempotencyKey),
+  ],
 )
 
 /** A run's event log, in order: `sequence` (1, 2, 3…) is the SSE event id. */
