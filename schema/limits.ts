@@ -101,6 +101,13 @@ export const SETTLE_MAX_WAIT_MS = 5_000
  * pruning at least: a readDisplay that began on it can finish streaming. */
 export const DISPLAY_KEEP_REVISIONS = 3
 export const DISPLAY_KEEP_MS = 2 * 60_000
+/** Stored history rows are grouped into chunks of at most this much JSON: large enough that a
+ * 10,000-row history is a few dozen database rows, small enough to page through. */
+export const DISPLAY_HISTORY_CHUNK_BYTES = 32 * KiB
+/** The newest history chunk below this size absorbs the next revision's new rows (rewritten
+ * whole), so a shell that adds a line per revision does not leave a chunk per line; the rewrite
+ * is bounded by this per revision. */
+export const DISPLAY_HISTORY_MERGE_BYTES = 4 * KiB
 /** When a terminal's emulator closes, its last settle waits at most this long for the emulator
  * to catch up with the journal (a shutdown must not hang on a large backlog). */
 export const DISPLAY_DRAIN_MS = 5_000

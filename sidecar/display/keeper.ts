@@ -34,6 +34,8 @@ export interface ByteSource {
 
 export interface RevisionSink {
   submit(revision: EncodedRevision): void
+  /** What the database holds of the history (the encode carries only the rows after it). */
+  readonly stored?: { token: string; from: number }
   idle(): Promise<void>
   /** Failed writes so far; a new failure makes the next settle re-send an unchanged screen. */
   readonly failures: number
@@ -116,7 +118,7 @@ export class DisplayKeeper {
       this.#failuresSeen = this.#sink.failures
       let result: DisplayEncodeResult
       try {
-        result = await this.#source.request<DisplayEncodeResult>(DISPLAY_ENCODE, { force } satisfies DisplayEncodeRequest)
+        result = await this.#source.request<DisplayEncodeResult>(DISPLAY_ENCODE, { force, stored: this.#sink.stored } satisfies DisplayEncodeRequest)
       } catch {
         return // the emulator went away; its last settled revision stays
       }

@@ -2,13 +2,16 @@
  * The display layer's part of the emulator worker (imported by sidecar/emulator/worker.ts). Every
  * screen gets a DisplayTracker when it opens, so parser hooks see its output from the first byte.
  * Request kinds, answered in order with the screen's records:
- *   `display-encode` {force?, budget?} → DisplayEncodeResult: the revision when the display changed
- *                    since the last one this screen returned (or `force`), else {changed:false}.
+ *   `display-encode` {force?, budget?, stored?} → DisplayEncodeResult: the revision when the display
+ *                    changed since the last one this screen returned (or `force`), else
+ *                    {changed:false}; it carries the history rows after `stored` (what the database
+ *                    holds of the current epoch), or all of them in a new epoch.
  *   `screen-text`    {} → ScreenProjection (the plain projection).
  */
 import type { Terminal } from '@xterm/headless'
 import { registerRequestHandler, registerScreenSetup, type EmulatorContext } from '../emulator/handlers.ts'
 import { plainProjection } from './plain.ts'
+import { HistoryPosition } from './history.ts'
 import { encodeRevision, sameDisplay, type EncodedRevision } from './revision.ts'
 import { DisplayTracker } from './tracker.ts'
 
@@ -18,12 +21,14 @@ export const SCREEN_TEXT = 'screen-text'
 export interface DisplayEncodeRequest {
   force?: boolean
   budget?: number
+  stored?: { token: string; from: number }
 }
 
 export type DisplayEncodeResult = { changed: false; sequence: number } | { changed: true; revision: EncodedRevision }
 
 interface ScreenDisplay {
   tracker: DisplayTracker
+  history: HistoryPosition
   last?: EncodedRevision
   /** Sequence and tracker generation when `last` was encoded: unchanged means nothing to encode. */
   lastSequence: number
@@ -36,7 +41,7 @@ const displays = new WeakMap<Terminal, ScreenDisplay>()
 function displayOf(context: EmulatorContext): ScreenDisplay {
   let display = displays.get(context.terminal)
   if (!display) {
-    display = { tracker: new DisplayTracker(context.terminal), lastSequence: -1, lastGeneration: -1, lastGeometry: '' }
+    display = { tracker: new DisplayTracker(context.terminal), history: new HistoryPosition(context.terminal), lastSequence: -1, lastGeneration: -1, lastGeometry: '' }
     displays.set(context.terminal, display)
   }
   return display
@@ -54,7 +59,7 @@ registerRequestHandler(DISPLAY_ENCODE, (context, payload): DisplayEncodeResult =
   const untouched =
     sequence === display.lastSequence && display.tracker.generation === display.lastGeneration && geometry === display.lastGeometry
   if (untouched && !request.force) return { changed: false, sequence }
-  const revision = encodeRevision(display.tracker, { sequence, budget: request.budget })
+  const revision = encodeRevision(display.tracker, display.history, { sequence, budget: request.budget, stored: request.stored })
   display.lastSequence = sequence
   display.lastGeneration = display.tracker.generation
   display.lastGeometry = geometry
