@@ -186,6 +186,7 @@ export const ScreenProjection = v.object({
   rows: v.number(),
   title: v.string(),
   alternateScreen: v.boolean(),
+  /** As in the display: `col` equals `cols` when a wrap is pending after the last column. */
   cursor: v.object({ row: v.number(), col: v.number(), visible: v.boolean() }),
   /** History tail (oldest first, at most SCREEN_HISTORY_ROWS) then the viewport, right-trimmed. */
   lines: v.array(v.string()),

@@ -12,6 +12,7 @@ import headless from '@xterm/headless'
 import { FastForward, type FeedRecord } from '../display/fast-forward.ts'
 import { cursorRestoreSuffix } from './cursor.ts'
 import { registerRequestHandler, requestHandler, runScreenSetups, type EmulatorContext } from './handlers.ts'
+import { useUnicode11 } from './widths.ts'
 import { historyRows, type EmulatorSnapshot, type FromWorker, type ToWorker, type WireRecord } from './protocol.ts'
 // Request handlers of other areas register themselves here (display issue: import its module).
 import '../display/worker.ts'
@@ -51,6 +52,7 @@ class Screen implements EmulatorContext {
 
   constructor(readonly key: string, cols: number, rows: number) {
     this.terminal = new Terminal({ cols, rows, scrollback: historyRows(cols), allowProposedApi: true })
+    useUnicode11(this.terminal)
     this.serializer = new SerializeAddon()
     this.terminal.loadAddon(this.serializer)
     this.fastForward = new FastForward({ cols, rows })

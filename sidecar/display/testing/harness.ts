@@ -7,6 +7,7 @@ import { decodeDisplay, type DecodedDisplay } from '../../../api/display/decode.
 import { replayAnsi } from '../../../api/display/replay.ts'
 import { MAX_DISPLAY_BYTES, MAX_DISPLAY_EVENT_BYTES } from '../../../schema/limits.ts'
 import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../../schema/wire/display.ts'
+import { useUnicode11 } from '../../emulator/widths.ts'
 import { historyRowsFor } from '../allowance.ts'
 import { RowEncoder } from '../encode.ts'
 import { regionRows, type RevisionMeta } from '../revision.ts'
@@ -23,6 +24,7 @@ export interface Emulated {
 
 export function emulator(cols: number, rows: number, scrollback = historyRowsFor(cols)): Emulated {
   const terminal = new Terminal({ cols, rows, scrollback, allowProposedApi: true })
+  useUnicode11(terminal)
   const tracker = new DisplayTracker(terminal)
   return { terminal, tracker, write: (data) => new Promise<void>((resolve) => terminal.write(data, resolve)) }
 }
