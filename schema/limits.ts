@@ -53,6 +53,11 @@ export const EMULATOR_WORKERS = 2
 /** A screen whose emulator worker failed is rebuilt from its journal in another worker at most
  * this many times (output that crashes the emulator itself must not loop forever). */
 export const EMULATOR_MAX_REBUILDS = 3
+/** A terminal whose output has been quiet this long, with no follower or screen watcher, and whose
+ * newest revision holds its whole screen, gives its emulator back (memory); the emulator is
+ * rebuilt from that revision and the journal after it when output, a follow or a screen read
+ * needs it. */
+export const EMULATOR_RELEASE_IDLE_MS = 30_000
 /** Journal bytes an emulator feed reads ahead (one batch) when it lags, so the worker can skip
  * plain text that provably scrolls out of the history allowance instead of parsing it
  * (sidecar/display/fast-forward.ts). Larger skips more of a flood (16 MiB skipped ~95% of a

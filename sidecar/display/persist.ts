@@ -127,7 +127,7 @@ function revisionStatements(db: Database, sessionId: string, terminalId: string,
       historyEpoch: epoch,
       historyFirst: history.first,
       historyEnd: history.end,
-      restore: options.restore ?? null,
+      restore: options.restore ?? revision.restore ?? null,
     }),
   )
   // Prune: keep the newest DISPLAY_KEEP_REVISIONS + 1, and anything younger than DISPLAY_KEEP_MS.
@@ -245,6 +245,9 @@ export class RevisionWriter {
   lastError: unknown
   /** Called after each revision landed. */
   onWritten: ((revision: number, sequence: number) => void) | undefined
+  /** The last revision handed over is written and carries its emulator state (a rebuild can
+   * start from it). */
+  restorable = false
 
   constructor(db: Database, sessionId: string, terminalId: string, options: RevisionWriterOptions = {}) {
     this.#db = db
@@ -258,9 +261,15 @@ export class RevisionWriter {
     return this.#stored && { token: this.#stored.token, from: this.#stored.end }
   }
 
+  /** The database epoch of the current history and the worker's token for it. */
+  get epoch(): { token: string; epoch: number } | undefined {
+    return this.#stored && { token: this.#stored.token, epoch: this.#stored.epoch }
+  }
+
   /** Hands over a revision; returns at once. */
   submit(revision: EncodedRevision, restore?: unknown): void {
     this.submitted++
+    this.restorable = false
     if (this.#waiting) this.superseded++
     this.#waiting = { revision, restore }
     if (this.#retry.pending) return // written when the retry comes due
@@ -299,6 +308,7 @@ export class RevisionWriter {
           this.writtenSequence = next.revision.meta.sequence
           this.bytesWritten += bytes
           this.#retry.succeeded()
+          if (!this.#waiting) this.restorable = next.revision.restore !== undefined && next.revision.restore !== null
           this.onWritten?.(revision, next.revision.meta.sequence)
         } catch (error) {
           this.lastError = error

@@ -14,6 +14,7 @@ import { ChunkPacker, type PackSummary, type PlannedRow } from '../../schema/dis
 import { MAX_DISPLAY_BYTES, MAX_DISPLAY_EVENT_BYTES } from '../../schema/limits.ts'
 import type { CellStyle, Cursor, EncodedRow, InputModes, Palette } from '../../schema/wire/display.ts'
 import { RowEncoder } from './encode.ts'
+import type { EmulatorState } from '../emulator/restore.ts'
 import type { HistoryLocation, HistoryPosition } from './history.ts'
 import type { CapturedScreen, DisplayTracker } from './tracker.ts'
 
@@ -44,6 +45,9 @@ export interface EncodedRevision extends PackSummary {
   /** This revision's style table (id → style; 0 is `{}`), for the history rows it carries. */
   styles: CellStyle[]
   history: HistoryPart
+  /** The emulator state a rebuild from this revision needs (sidecar/emulator/restore.ts); null
+   * when it cannot be rebuilt from it; absent for one-off screens. */
+  restore?: EmulatorState | null
 }
 
 export interface EncodeOptions {
@@ -167,5 +171,7 @@ export function sameDisplay(a: EncodedRevision, b: EncodedRevision): boolean {
   const k = b.history
   if (h.token !== k.token || h.first !== k.first || h.end !== k.end) return false
   if (JSON.stringify({ ...a.meta, sequence: 0 }) !== JSON.stringify({ ...b.meta, sequence: 0 })) return false
+  // State no display shows still counts: a rebuild from the older revision would miss it.
+  if (JSON.stringify(a.restore) !== JSON.stringify(b.restore)) return false
   return a.head.length === b.head.length && a.head.every((chunk, i) => chunk === b.head[i])
 }

@@ -17,7 +17,7 @@ import { SCREEN_TEXT } from './worker.ts'
 /** What the routes need of the terminal host (sidecar/terminals/host.ts satisfies it). */
 export interface ScreenHost {
   /** The live terminal, or a typed 404 / 410. */
-  live(sessionId: string, terminalId: string): Promise<{ emulator: SettleSource; journal: { readonly ended: boolean } }>
+  live(sessionId: string, terminalId: string): Promise<{ emulator: SettleSource & { hold(): () => void }; journal: { readonly ended: boolean } }>
 }
 
 export interface ScreenRouteOptions {
@@ -50,7 +50,9 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
   app.get(`${one}/screen/watch`, async (c) => {
     const { sid, tid } = ids(c)
     const { emulator, journal } = await host.live(sid, tid)
-    // Subscribed before the first projection: nothing applied after it goes unnoticed.
+    // Subscribed before the first projection: nothing applied after it goes unnoticed. A watcher
+    // keeps the screen in its emulator.
+    const hold = emulator.hold()
     let dirty = false
     let wake: (() => void) | undefined
     const off = emulator.onApplied(() => {
@@ -62,6 +64,7 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
       first = await emulator.request<ScreenProjection>(SCREEN_TEXT)
     } catch (error) {
       off()
+      hold()
       throw error
     }
     return streamSSE(c, async (stream) => {
@@ -125,6 +128,7 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
         }
       } finally {
         off()
+        hold()
       }
     })
   })

@@ -6,9 +6,12 @@
  *   const displays = new DisplayService(storage.db)
  *   const emulators = new EmulatorPool(EMULATOR_WORKERS, displays.observer)
  */
+import { beginOf, chunksOf, latestRevision } from '../../api/display/store.ts'
 import { DISPLAY_DRAIN_MS, DISPLAY_KEEP_MS } from '../../schema/limits.ts'
 import type { Database } from '../../storage/client.ts'
 import type { EmulatorObserver } from '../emulator/emulator.ts'
+import type { RestorePayload } from '../emulator/protocol.ts'
+import type { EmulatorState } from '../emulator/restore.ts'
 import { DisplayKeeper, type KeeperOptions } from './keeper.ts'
 import { pruneDisplayRevisions, RevisionWriter } from './persist.ts'
 
@@ -20,6 +23,7 @@ export class DisplayService {
   readonly #db: Database
   readonly #options: DisplayServiceOptions
   readonly keepers = new Map<string, DisplayKeeper>()
+  readonly writers = new Map<string, RevisionWriter>()
 
   constructor(db: Database, options: DisplayServiceOptions = {}) {
     this.#db = db
@@ -40,8 +44,12 @@ export class DisplayService {
   /** Emulator keys are `${sessionId}/${terminalId}` (ids never contain '/'). */
   readonly observer: EmulatorObserver = (emulator, journal) => {
     const slash = emulator.key.indexOf('/')
-    const writer = new RevisionWriter(this.#db, emulator.key.slice(0, slash), emulator.key.slice(slash + 1))
+    const sessionId = emulator.key.slice(0, slash)
+    const terminalId = emulator.key.slice(slash + 1)
+    const writer = new RevisionWriter(this.#db, sessionId, terminalId)
     const keeper = new DisplayKeeper(emulator, journal, writer, this.#options)
+    emulator.restoreFrom(() => restorePayload(this.#db, sessionId, terminalId, writer))
+    this.writers.set(emulator.key, writer)
     this.keepers.set(emulator.key, keeper)
     return {
       drain: async () => {
@@ -53,4 +61,19 @@ export class DisplayService {
       },
     }
   }
+}
+
+/**
+ * A released emulator's way back: the terminal's newest revision as readDisplay streams it, with
+ * the state stored beside it; undefined when it has none (then the journal is replayed whole).
+ * When the database's history is of the writer's current epoch, the rebuilt screen continues it.
+ */
+export async function restorePayload(db: Database, sessionId: string, terminalId: string, writer: RevisionWriter): Promise<RestorePayload | undefined> {
+  const header = await latestRevision(db, sessionId, terminalId)
+  if (!header?.restore || header.format !== 2) return undefined
+  const bodies: string[] = []
+  for await (const body of chunksOf(db, header)) bodies.push(body)
+  const epoch = writer.epoch
+  const history = epoch && epoch.epoch === header.historyEpoch ? { token: epoch.token, first: header.historyFirst! } : undefined
+  return { sequence: header.sequence, begin: beginOf(header), bodies, state: header.restore as EmulatorState, history }
 }

@@ -9,7 +9,9 @@
  *   `screen-text`    {} → ScreenProjection (the plain projection).
  */
 import type { Terminal } from '@xterm/headless'
-import { registerRequestHandler, registerScreenSetup, type EmulatorContext } from '../emulator/handlers.ts'
+import type { EncodedRow, RowsEvent } from '../../schema/wire/display.ts'
+import { registerRequestHandler, registerScreenRestore, registerScreenSetup, type EmulatorContext } from '../emulator/handlers.ts'
+import { captureState } from '../emulator/restore.ts'
 import { plainProjection } from './plain.ts'
 import { HistoryPosition } from './history.ts'
 import { encodeRevision, sameDisplay, type EncodedRevision } from './revision.ts'
@@ -51,6 +53,11 @@ registerScreenSetup((context) => {
   displayOf(context)
 })
 
+/** The display tracker of a screen (tests compare a rebuilt screen's with the original's). */
+export function trackerOf(terminal: Terminal): DisplayTracker | undefined {
+  return displays.get(terminal)?.tracker
+}
+
 registerRequestHandler(DISPLAY_ENCODE, (context, payload): DisplayEncodeResult => {
   const request = (payload ?? {}) as DisplayEncodeRequest
   const display = displayOf(context)
@@ -60,12 +67,40 @@ registerRequestHandler(DISPLAY_ENCODE, (context, payload): DisplayEncodeResult =
     sequence === display.lastSequence && display.tracker.generation === display.lastGeneration && geometry === display.lastGeometry
   if (untouched && !request.force) return { changed: false, sequence }
   const revision = encodeRevision(display.tracker, display.history, { sequence, budget: request.budget, stored: request.stored })
+  // What a rebuild from this revision needs besides it; none when its history is incomplete.
+  revision.restore = revision.truncated ? null : (captureState(terminal) ?? null)
   display.lastSequence = sequence
   display.lastGeneration = display.tracker.generation
   display.lastGeometry = geometry
   if (!request.force && display.last && sameDisplay(display.last, revision)) return { changed: false, sequence }
-  display.last = revision
+  // Kept only to compare with the next one: without the rows and styles it carried.
+  display.last = { ...revision, styles: [], history: { ...revision.history, rows: [] } }
   return { changed: true, revision }
 })
+
+/** A screen rebuilt from a revision: the last alternate screen and the history epoch come back. */
+registerScreenRestore((context, payload, decoded) => {
+  const display = displayOf(context)
+  if (!decoded.begin.alternateScreen && decoded.alternate.length > 0) {
+    display.tracker.lastAlternate = { rows: alternateRows(payload.bodies), styles: decoded.styles }
+  }
+  if (payload.history) display.history.adopt(payload.history.token, payload.history.first)
+})
+
+/** The alternate region's rows as the revision encoded them (a row split over events rejoined). */
+function alternateRows(bodies: string[]): EncodedRow[] {
+  const rows: EncodedRow[] = []
+  let continues = false
+  for (const body of bodies) {
+    const event = JSON.parse(body) as RowsEvent
+    if (event.region !== 'alternate') continue
+    event.rows.forEach((row, i) => {
+      if (i === 0 && continues) rows[rows.length - 1].push(...row.slice(1))
+      else rows.push(row)
+    })
+    if (event.rows.length > 0) continues = event.partial === true
+  }
+  return rows
+}
 
 registerRequestHandler(SCREEN_TEXT, (context) => plainProjection(context.terminal, displayOf(context).tracker, context.sequence))

@@ -30,6 +30,8 @@ export async function* follow(
   const journal = terminal.journal
   const release = journal.attach()
   const token = terminal.attach(attachmentId, principal)
+  // A follower keeps the screen in its emulator (no idle release while anyone watches).
+  const hold = terminal.emulator.hold()
   try {
     let cursor: number
     let geometry: Geometry
@@ -76,6 +78,7 @@ export async function* follow(
       if (woke === 'timeout') yield { comment: 'heartbeat' }
     }
   } finally {
+    hold()
     terminal.detach(token)
     release()
   }
