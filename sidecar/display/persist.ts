@@ -238,6 +238,8 @@ export class RevisionWriter {
   submitted = 0
   superseded = 0
   failures = 0
+  /** Revisions that landed. */
+  landed = 0
   /** Bytes of display data written (header fields, events, history chunks), for benchmarks. */
   bytesWritten = 0
   /** The sequence of the last revision written. */
@@ -307,6 +309,7 @@ export class RevisionWriter {
           this.written = revision
           this.writtenSequence = next.revision.meta.sequence
           this.bytesWritten += bytes
+          this.landed++
           this.#retry.succeeded()
           if (!this.#waiting) this.restorable = next.revision.restore !== undefined && next.revision.restore !== null
           this.onWritten?.(revision, next.revision.meta.sequence)

@@ -12,6 +12,7 @@ import { TermkeepError } from '../../schema/errors.ts'
 import { SCREEN_WATCH_INTERVAL_MS, SSE_HEARTBEAT_MS, TERMINAL_ID_PATTERN, SESSION_ID_PATTERN } from '../../schema/limits.ts'
 import type { ScreenProjection } from '../../schema/wire/display.ts'
 import type { SettleSource } from './keeper.ts'
+import type { DisplayStats } from './service.ts'
 import { SCREEN_TEXT } from './worker.ts'
 
 /** What the routes need of the terminal host (sidecar/terminals/host.ts satisfies it). */
@@ -34,6 +35,14 @@ function ids(c: Context): { sid: string; tid: string } {
 }
 
 const sameText = (a: ScreenProjection, b: ScreenProjection) => JSON.stringify({ ...a, sequence: 0 }) === JSON.stringify({ ...b, sequence: 0 })
+
+/**
+ * GET /v1/display/stats → DisplayStats (sidecar only, behind its secret): revisions and bytes the
+ * display pipeline wrote, emulators released and rebuilt. For benchmarks and operations.
+ */
+export function displayStatsRoute(stats: () => DisplayStats): Hono {
+  return new Hono().get('/v1/display/stats', (c) => c.json(stats()))
+}
 
 export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {}): Hono {
   const interval = options.intervalMs ?? SCREEN_WATCH_INTERVAL_MS

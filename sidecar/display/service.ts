@@ -9,7 +9,7 @@
 import { beginOf, chunksOf, latestRevision } from '../../api/display/store.ts'
 import { DISPLAY_DRAIN_MS, DISPLAY_KEEP_MS } from '../../schema/limits.ts'
 import type { Database } from '../../storage/client.ts'
-import type { EmulatorObserver } from '../emulator/emulator.ts'
+import type { Emulator, EmulatorObserver } from '../emulator/emulator.ts'
 import type { RestorePayload } from '../emulator/protocol.ts'
 import type { EmulatorState } from '../emulator/restore.ts'
 import { DisplayKeeper, type KeeperOptions } from './keeper.ts'
@@ -19,11 +19,32 @@ export interface DisplayServiceOptions extends KeeperOptions {
   drainMs?: number
 }
 
+/** One terminal's display pipeline, as `GET /v1/display/stats` reports it. */
+export interface TerminalDisplayStats {
+  key: string
+  released: boolean
+  releases: number
+  restores: number
+  appliedSequence: number
+  revisions: number
+  writtenSequence: number
+  bytesWritten: number
+}
+
+export interface DisplayStats {
+  terminals: TerminalDisplayStats[]
+  /** Every writer of this sidecar, closed terminals' included. */
+  revisions: number
+  bytesWritten: number
+}
+
 export class DisplayService {
   readonly #db: Database
   readonly #options: DisplayServiceOptions
   readonly keepers = new Map<string, DisplayKeeper>()
-  readonly writers = new Map<string, RevisionWriter>()
+  readonly #live = new Map<string, { emulator: Emulator; writer: RevisionWriter }>()
+  /** What the writers of closed terminals wrote. */
+  #closed = { revisions: 0, bytesWritten: 0 }
 
   constructor(db: Database, options: DisplayServiceOptions = {}) {
     this.#db = db
@@ -49,16 +70,40 @@ export class DisplayService {
     const writer = new RevisionWriter(this.#db, sessionId, terminalId)
     const keeper = new DisplayKeeper(emulator, journal, writer, this.#options)
     emulator.restoreFrom(() => restorePayload(this.#db, sessionId, terminalId, writer))
-    this.writers.set(emulator.key, writer)
     this.keepers.set(emulator.key, keeper)
+    this.#live.set(emulator.key, { emulator, writer })
     return {
       drain: async () => {
         try {
           await keeper.drain(this.#options.drainMs ?? DISPLAY_DRAIN_MS)
         } finally {
           if (this.keepers.get(emulator.key) === keeper) this.keepers.delete(emulator.key)
+          if (this.#live.get(emulator.key)?.writer === writer) {
+            this.#live.delete(emulator.key)
+            this.#closed.revisions += writer.landed
+            this.#closed.bytesWritten += writer.bytesWritten
+          }
         }
       },
+    }
+  }
+
+  /** What the display pipeline did so far (benchmarks, operations). */
+  stats(): DisplayStats {
+    const terminals = [...this.#live].map(([key, { emulator, writer }]) => ({
+      key,
+      released: emulator.released,
+      releases: emulator.releases,
+      restores: emulator.restores,
+      appliedSequence: emulator.appliedSequence,
+      revisions: writer.written,
+      writtenSequence: writer.writtenSequence,
+      bytesWritten: writer.bytesWritten,
+    }))
+    return {
+      terminals,
+      revisions: this.#closed.revisions + [...this.#live.values()].reduce((n, t) => n + t.writer.landed, 0),
+      bytesWritten: this.#closed.bytesWritten + terminals.reduce((n, t) => n + t.bytesWritten, 0),
     }
   }
 }
