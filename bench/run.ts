@@ -10,6 +10,7 @@ const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = [
   () => import('./files.ts'),
   () => import('./journal.ts'),
   () => import('./display.ts'),
+  () => import('./display-scale.ts'),
 ]
 
 const wanted = new Set(process.argv.slice(2))

@@ -100,8 +100,10 @@ export const MAX_DISPLAY_EVENT_BYTES = 64 * KiB
 /** Quiet time after output before the screen counts as settled and is persisted. */
 export const SETTLE_WINDOW_MS = 250
 /** A screen that never goes quiet (a progress bar, a clock, a log) is still settled this long
- * after its first unsettled change: a crash then loses at most this much of it. */
-export const SETTLE_MAX_WAIT_MS = 5_000
+ * after its first unsettled change. With the emulator's own lag (≤ ~2 s measured in a 3-terminal
+ * flood on 2 cores, bench display-scale) and the write, the newest revision then covers the
+ * journal up to at most 5 s ago at any moment (docs/display.md): what a crash can lose. */
+export const SETTLE_MAX_WAIT_MS = 2_000
 /** Display revisions kept per terminal besides the newest, and how long an older one survives
  * pruning at least: a readDisplay that began on it can finish streaming. */
 export const DISPLAY_KEEP_REVISIONS = 3

@@ -10,6 +10,7 @@ import { beginOf, chunksOf, latestRevision } from '../../api/display/store.ts'
 import { DISPLAY_DRAIN_MS, DISPLAY_KEEP_MS } from '../../schema/limits.ts'
 import type { Database } from '../../storage/client.ts'
 import type { Emulator, EmulatorObserver } from '../emulator/emulator.ts'
+import type { Journal } from '../journal/journal.ts'
 import type { RestorePayload } from '../emulator/protocol.ts'
 import type { EmulatorState } from '../emulator/restore.ts'
 import { DisplayKeeper, type KeeperOptions } from './keeper.ts'
@@ -26,6 +27,8 @@ export interface TerminalDisplayStats {
   releases: number
   restores: number
   appliedSequence: number
+  /** The journal's last sequence (the revision lag is measured against it). */
+  journalSequence: number
   revisions: number
   writtenSequence: number
   bytesWritten: number
@@ -33,6 +36,8 @@ export interface TerminalDisplayStats {
 
 export interface DisplayStats {
   terminals: TerminalDisplayStats[]
+  /** The sidecar's main-thread memory (process.memoryUsage()). */
+  memory: NodeJS.MemoryUsage
   /** Every writer of this sidecar, closed terminals' included. */
   revisions: number
   bytesWritten: number
@@ -42,7 +47,7 @@ export class DisplayService {
   readonly #db: Database
   readonly #options: DisplayServiceOptions
   readonly keepers = new Map<string, DisplayKeeper>()
-  readonly #live = new Map<string, { emulator: Emulator; writer: RevisionWriter }>()
+  readonly #live = new Map<string, { emulator: Emulator; writer: RevisionWriter; journal: Journal }>()
   /** What the writers of closed terminals wrote. */
   #closed = { revisions: 0, bytesWritten: 0 }
 
@@ -71,7 +76,7 @@ export class DisplayService {
     const keeper = new DisplayKeeper(emulator, journal, writer, this.#options)
     emulator.restoreFrom(() => restorePayload(this.#db, sessionId, terminalId, writer))
     this.keepers.set(emulator.key, keeper)
-    this.#live.set(emulator.key, { emulator, writer })
+    this.#live.set(emulator.key, { emulator, writer, journal })
     return {
       drain: async () => {
         try {
@@ -90,17 +95,19 @@ export class DisplayService {
 
   /** What the display pipeline did so far (benchmarks, operations). */
   stats(): DisplayStats {
-    const terminals = [...this.#live].map(([key, { emulator, writer }]) => ({
+    const terminals = [...this.#live].map(([key, { emulator, writer, journal }]) => ({
       key,
       released: emulator.released,
       releases: emulator.releases,
       restores: emulator.restores,
       appliedSequence: emulator.appliedSequence,
+      journalSequence: journal.lastSequence,
       revisions: writer.written,
       writtenSequence: writer.writtenSequence,
       bytesWritten: writer.bytesWritten,
     }))
     return {
+      memory: process.memoryUsage(),
       terminals,
       revisions: this.#closed.revisions + [...this.#live.values()].reduce((n, t) => n + t.writer.landed, 0),
       bytesWritten: this.#closed.bytesWritten + terminals.reduce((n, t) => n + t.bytesWritten, 0),
