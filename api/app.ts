@@ -11,6 +11,7 @@ import type { AppDeps, AppEnv } from './deps.ts'
 import { displayRoutes } from './display/routes.ts'
 import { notFound, onError } from './errors.ts'
 import { fileRoutes } from './files/routes.ts'
+import { mcpRoutes } from './mcp/routes.ts'
 import { openApiDocument } from './openapi.ts'
 import { registryRoutes } from './registry/routes.ts'
 import { health } from './routes/health.ts'
@@ -35,6 +36,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', terminalRoutes)
   app.route('/', displayRoutes)
   app.route('/', fileRoutes)
+  // MCP tools call the routes above through this same app (api/mcp/dispatch.ts).
+  app.route('/', mcpRoutes(app))
   app.get('/openapi.json', describeRoute({ tags: ['health'], summary: 'This OpenAPI 3.1 document (no token)' }), openApiDocument(app))
   return app
 }

@@ -29,6 +29,7 @@ import {
   ATTACHMENT_HEADER,
   PRINCIPAL_HEADER,
   type CloseResult,
+  type FollowControl,
   type Sender,
   type CreateTerminal,
   type ShellList,
@@ -181,8 +182,14 @@ export class SidecarClient {
   }
 
   /** SSE streams: the open upstream response, to relay as it arrives. `signal` tears it down. */
-  follow(sid: string, tid: string, query: { attachment: string; principal?: string; lastEventId?: string }, signal: AbortSignal): Promise<Response> {
+  follow(
+    sid: string,
+    tid: string,
+    query: { attachment: string; control?: FollowControl; principal?: string; lastEventId?: string },
+    signal: AbortSignal,
+  ): Promise<Response> {
     const params = new URLSearchParams({ attachment: query.attachment })
+    if (query.control !== undefined && query.control !== 'take') params.set('control', query.control)
     const init = streamInit(signal, query.lastEventId)
     if (query.principal !== undefined) (init.headers as Headers).set(PRINCIPAL_HEADER, query.principal)
     return this.request(`${terminal(sid, tid)}/follow?${params}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)

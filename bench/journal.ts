@@ -26,7 +26,7 @@ import { startSidecar } from '../test/support/sidecar.ts'
 import { insertSession, rssKiB, shellsFixture, SidecarHttp } from '../test/support/terminals.ts'
 import type { BenchRow, BenchScenario } from './table.ts'
 
-/** × 1 MiB; TERMKEEP_BENCH_JOURNAL_MIB overrides it for quick iterations (the README uses 200). */
+/** × 1 MiB; TERMKEEP_BENCH_JOURNAL_MIB overrides it for quick iterations (docs/benchmarks.md uses 200). */
 const FILE_CHUNKS = Number(process.env.TERMKEEP_BENCH_JOURNAL_MIB || 200)
 const COLS = 120
 const ROWS = 40

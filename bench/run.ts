@@ -11,6 +11,7 @@ const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = [
   () => import('./journal.ts'),
   () => import('./display.ts'),
   () => import('./display-scale.ts'),
+  () => import('./mcp.ts'),
 ]
 
 const wanted = new Set(process.argv.slice(2))

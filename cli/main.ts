@@ -39,7 +39,7 @@ export async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'serve':
       if (parseArgs({ args: rest, options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: false }).values.help) {
-        process.stdout.write('usage: termkeep serve   (configured by environment variables; see the README)\n')
+        process.stdout.write('usage: termkeep serve   (configured by environment variables; see docs/operations.md)\n')
         return 0
       }
       await serveCommand(parseConfig(process.env))

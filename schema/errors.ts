@@ -15,6 +15,8 @@ export const ERROR_STATUS = {
   /** The request did not arrive whole within the server's time for it. */
   'request/timeout': 408,
   'route/not-found': 404,
+  /** The path exists, not for this method (GET and DELETE on the stateless `/mcp`). */
+  'request/method-not-allowed': 405,
   // authority
   'auth/missing-token': 401,
   'auth/invalid-token': 401,

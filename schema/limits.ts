@@ -29,6 +29,9 @@ export const MAX_INPUT_BYTES = 64 * KiB
 /** Input a terminal's program has not read yet (it waits in the sidecar, in order); more input is
  * refused (409 terminal/input-backlog-full) until the program reads. */
 export const MAX_INPUT_BACKLOG_BYTES = 1 * MiB
+/** A terminal's `command` (`shell -c command`): a command line, not a script; a longer script
+ * belongs in a file the command runs. */
+export const MAX_COMMAND_CHARS = 16_384
 /** Terminal titles after trimming (and at least one visible character). */
 export const MAX_TITLE_CHARS = 120
 /** Live (not yet closed) terminals per session, counting pending and failed creates. */
@@ -202,6 +205,27 @@ export const MAX_TIMESTAMP_MS = 253_402_300_799_999
 export const SIDECAR_LIVENESS_PROBE_MS = 1_000
 /** EventSource tickets live this long and open exactly one stream. */
 export const TICKET_TTL_MS = 60_000
+
+// ── MCP (api/mcp/) ──────────────────────────────────────────────────────────
+/** A `wait` pattern: a short RE2 regex (compiling costs time and memory in its length). */
+export const MCP_PATTERN_MAX_CHARS = 1_024
+/** The screen text a pattern is matched against: its last this many characters (the projection's
+ * history tail and viewport rarely reach it). RE2 runs in time linear in the text, so a pattern
+ * can cost at most one pass over this per screen change; a backtracking engine could hang. */
+export const MCP_PATTERN_TEXT_MAX_CHARS = 256 * KiB
+/** `wait` and `run` give up after this long unless told otherwise, and are never told more than
+ * the max: a tool call holds one request (and, for `run`, input control) that long. */
+export const MCP_WAIT_DEFAULT_MS = 30_000
+export const MCP_WAIT_MAX_MS = 10 * 60_000
+/** Output text one tool result carries (`run`'s output, an output page as text): an agent's
+ * context holds tens of kilobytes, not megabytes. More is cut from the front and said so; the
+ * journal keeps every byte for `read_output`. */
+export const MCP_TEXT_MAX_BYTES = 64 * KiB
+/** Terminals `resources/list` names at most (a resource per live terminal screen). */
+export const MCP_MAX_LISTED_RESOURCES = 256
+/** After a program's output ended, how long the API waits for the sidecar to record its exit
+ * (the exit is reported right after the end of output and written to the database at once). */
+export const MCP_EXIT_RECORD_WAIT_MS = 2_000
 
 // ── Storage ─────────────────────────────────────────────────────────────────
 /** An embedded database file is shared by the sidecar and the API; a writer waits this long for

@@ -40,7 +40,7 @@ export function satisfies(grants: ReadonlySet<Grant>, required: Requirement): bo
   return required.allOf.every((g) => grants.has(g))
 }
 
-function describe(required: Requirement): string {
+export function describe(required: Requirement): string {
   if (typeof required === 'string') return required
   if ('anyOf' in required) return required.anyOf.join(' or ')
   return required.allOf.length === 0 ? 'any valid token' : required.allOf.join(' and ')
@@ -121,6 +121,15 @@ export interface GuardOptions {
   allSessions?: boolean
 }
 
+/** Where a guard keeps its requirement, so a caller of the route (the MCP tools) can ask the route
+ * itself what it needs instead of restating it. */
+const REQUIRES = Symbol('termkeep.requires')
+
+/** The requirement of a route's guard among its handlers, if it has one. */
+export function requirementOf(handler: unknown): Requirement | undefined {
+  return (handler as { [REQUIRES]?: Requirement })[REQUIRES]
+}
+
 export function guard(required: Requirement, options: GuardOptions = {}): MiddlewareHandler<AppEnv> {
   const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
     const { db } = c.get('deps')
@@ -151,12 +160,13 @@ export function guard(required: Requirement, options: GuardOptions = {}): Middle
       throw new Error(`${c.req.path} answered a ticket without spending it: stream routes act through openStream`)
     }
   }
-  return documented(middleware, {
+  return documented(Object.assign(middleware, { [REQUIRES]: required }), {
     security: [{ bearer: [] }],
     'x-termkeep-grant': describe(required),
     responses: UNAUTHORIZED,
   })
 }
+
 
 /**
  * How every stream route acts, once its checks passed (guard, validate, its own lookups):

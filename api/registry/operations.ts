@@ -1,6 +1,7 @@
 /**
- * The registry operations (contracts-digest §5): workspaces over canonical directories, sessions
- * that join the workspace owning their canonical cwd, the user's orders and the archive set.
+ * The registry operations (docs/architecture.md, "Workspaces and sessions"): workspaces over
+ * canonical directories, sessions that join the workspace owning their canonical cwd, the user's
+ * orders and the archive set.
  * Paths are canonicalized by the sidecar (the API has no filesystem); each mutation is one
  * `mutate` transaction with its watch increments.
  */

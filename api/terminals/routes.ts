@@ -191,17 +191,18 @@ export const terminalRoutes = new Hono<AppEnv>()
     describeRoute({
       tags,
       summary: 'Attach: screen snapshot, then output and state; the newest attachment controls input',
-      responses: { 200: sse('snapshot, then output and state', ['snapshot', 'output', 'state']), ...GONE, ...LIVE },
+      description: '`control=if-free` attaches only when no other attachment controls the terminal (else 409 `terminal/control-unavailable` {reason: `controlled`}); the default `take` takes control from whoever held it.',
+      responses: { 200: sse('snapshot, then output and state', ['snapshot', 'output', 'state']), ...CONTROL, ...GONE, ...LIVE },
     }),
     guard({ allOf: ['terminals:control', 'terminals:output'] }),
     validate('param', TerminalParams),
     validate('query', FollowQuery),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      const { attachment } = c.req.valid('query')
+      const { attachment, control } = c.req.valid('query')
       const resume = resumeHeader(c)
       const principal = c.var.auth.tokenId
-      return relay(c, (signal) => c.var.deps.sidecar.follow(sid, tid, { attachment, principal, lastEventId: resume }, signal))
+      return relay(c, (signal) => c.var.deps.sidecar.follow(sid, tid, { attachment, control, principal, lastEventId: resume }, signal))
     },
   )
   .get(

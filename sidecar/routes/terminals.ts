@@ -8,7 +8,7 @@ import { TermkeepError } from '../../schema/errors.ts'
 import { DEFAULT_OUTPUT_PAGE_ITEMS, MAX_INPUT_BYTES } from '../../schema/limits.ts'
 import { AttachmentId, Geometry, SessionId, TerminalId } from '../../schema/wire/common.ts'
 import { OutputQuery, type OutputPage, WatchQuery } from '../../schema/wire/output.ts'
-import { ATTACHMENT_HEADER, CreateTerminal, PRINCIPAL_HEADER, Principal, RenameTerminal, type Sender } from '../../schema/wire/terminals.ts'
+import { ATTACHMENT_HEADER, CreateTerminal, FollowQuery, PRINCIPAL_HEADER, Principal, RenameTerminal, type Sender } from '../../schema/wire/terminals.ts'
 import { sseResponse } from '../http/sse.ts'
 import { jsonBody, parse, rawBody } from '../http/validate.ts'
 import { watchOutput } from '../journal/watch.ts'
@@ -98,13 +98,13 @@ export function terminalRoutes(host: TerminalHost): Hono {
 
   app.get(`${one}/follow`, async (c) => {
     const { sid, tid } = ids(c)
-    const attachment = parse(AttachmentId, c.req.query('attachment'), 'request/invalid')
+    const { attachment, control } = parse(FollowQuery, c.req.query(), 'request/invalid')
     const principal = principalHeader(c)
     const lastEventId = c.req.header('last-event-id')
     const resumeAfter = lastEventId === undefined ? undefined : parse(LastEventId, lastEventId, 'output/invalid-cursor')
     const terminal = await host.live(sid, tid)
     if (resumeAfter !== undefined) checkCursor(resumeAfter, terminal.journal.lastSequence)
-    return sseResponse((signal) => follow(terminal, attachment, principal, resumeAfter, signal), c.req.raw.signal)
+    return sseResponse((signal) => follow(terminal, attachment, principal, resumeAfter, signal, control), c.req.raw.signal)
   })
   app.get(`${one}/retain`, async (c) => {
     const { sid, tid } = ids(c)

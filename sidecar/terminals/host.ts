@@ -208,12 +208,15 @@ export class TerminalHost {
     const geometry = { cols: request.cols, rows: request.rows }
     const createdAt = Date.now()
     const title = request.title ?? shell.name
+    // A command runs as `shell -c command` (tmux new-window 'cmd', docker run): its exit is the
+    // terminal's exit, and the args are recorded in the row like any shell's.
+    const launched = request.command === undefined ? shell : { ...shell, args: [...shell.args, '-c', request.command] }
     await store.insert({
       sessionId,
       id,
       title,
       shellPath: shell.path,
-      shellArgs: shell.args,
+      shellArgs: launched.args,
       cwd,
       cols: geometry.cols,
       rows: geometry.rows,
@@ -229,7 +232,7 @@ export class TerminalHost {
       sessionId,
       id,
       title,
-      shell,
+      shell: launched,
       cwd,
       geometry,
       hostGeneration: this.generation,

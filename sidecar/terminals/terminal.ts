@@ -179,9 +179,16 @@ export class LiveTerminal {
   }
 
   /** A follow stream attaches: it becomes the exclusive controller; the previous one is read-only.
-   * Returns the handle to detach with. */
-  attach(attachmentId: string, principal?: string): string {
+   * Returns the handle to detach with. With `ifFree`, another attachment holding control refuses
+   * the attach instead (checked and attached in one step: nothing can take control in between). */
+  attach(attachmentId: string, principal?: string, ifFree = false): string {
     const key = `${principal ?? ''}/${attachmentId}`
+    if (ifFree && this.#controller !== undefined && this.#controller.key !== key) {
+      throw new TermkeepError('terminal/control-unavailable', `another attachment (${this.#controller.id}) controls terminal ${this.id}`, {
+        reason: 'controlled',
+        controllerId: this.#controller.id,
+      })
+    }
     this.#streams.set(key, (this.#streams.get(key) ?? 0) + 1)
     this.#controller = { id: attachmentId, principal, key }
     this.followers++

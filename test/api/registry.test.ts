@@ -1,6 +1,6 @@
 /**
  * Workspace registry and sessions through the in-process API, with the real sidecar
- * canonicalizing paths (contracts-digest §5).
+ * canonicalizing paths (docs/architecture.md, "Workspaces and sessions").
  */
 import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'

@@ -1,6 +1,7 @@
 /**
- * The public route table of ../shared/DESIGN.md as data: method, path template, required grant,
- * and the home that serves it. The authorization matrix and the OpenAPI coverage test iterate it.
+ * The public route table (docs/api.md lists it for readers) as data: method, path template,
+ * required grant, and the home that serves it. The authorization matrix and the OpenAPI coverage
+ * test iterate it.
  */
 import type { Requirement } from '../../api/auth/guard.ts'
 
@@ -59,6 +60,10 @@ export const ROUTES: RouteRow[] = [
   { method: 'POST', path: '/v1/tokens', grant: 'admin', home: 'api' },
   { method: 'GET', path: '/v1/tokens', grant: 'admin', home: 'api' },
   { method: 'DELETE', path: '/v1/tokens/:id', grant: 'admin', home: 'api' },
+  // MCP: any valid token reaches the endpoint; each tool then needs its routes' grants.
+  { method: 'POST', path: '/mcp', grant: { allOf: [] }, home: 'api' },
+  { method: 'GET', path: '/mcp', grant: { allOf: [] }, home: 'api' },
+  { method: 'DELETE', path: '/mcp', grant: { allOf: [] }, home: 'api' },
   // Not in the design table: EventSource tickets (any valid token).
   { method: 'POST', path: '/v1/tickets', grant: { allOf: [] }, home: 'api' },
 ]

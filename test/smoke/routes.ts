@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SQLD_BIN } from '../support/sqld.ts'
 import { startBackend, type SmokeBackend } from './backend.ts'
 import { attachTerminal, bearer, createSession, openSse, post, rowText, scratch, until } from './client.ts'
+import { callTool, factsOf, mcpClient, textOf } from '../support/mcp.ts'
 import { readSse } from './sse.ts'
 import type { RunningTarget } from './targets.ts'
 
@@ -172,6 +173,24 @@ export const ROUTE_CHECKS: RouteCheck[] = [
       const second = await post(`${url}/v1/sessions/${sid}/read-text`, secret, { next: page.next })
       expect(second.status).toBe(200)
       expect(await second.json()).toMatchObject({ text: 'drei', eof: true })
+    },
+  },
+  {
+    name: 'MCP: the SDK client lists the tools a token may call, and run_command runs through the same routes',
+    async run({ url, runtime, backend }) {
+      const secret = await backend.token(['workspaces:write', 'sessions:write', 'terminals:control', 'terminals:output'])
+      const sid = await createSession(url, secret, scratch(backend, `mcp-${runtime}`))
+      const client = await mcpClient(url, secret)
+      try {
+        const names = (await client.listTools()).tools.map((t) => t.name)
+        expect(names).toEqual(expect.arrayContaining(['create_session', 'create_terminal', 'run_command', 'send_keys', 'read_output']))
+        expect(names).not.toContain('read_screen') // terminals:screen is not granted
+        const result = await callTool(client, 'run_command', { sid, command: `echo mcp-on-${runtime}-$((6*7)); exit 5` })
+        expect(textOf(result)).toBe(`mcp-on-${runtime}-42\n`)
+        expect(factsOf(result)).toMatchObject({ state: 'exited', exitCode: 5, timedOut: false })
+      } finally {
+        await client.close()
+      }
     },
   },
 ]
