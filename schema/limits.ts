@@ -108,9 +108,14 @@ export const SETTLE_WINDOW_MS = 250
  * journal up to at most 5 s ago at any moment (docs/display.md): what a crash can lose. */
 export const SETTLE_MAX_WAIT_MS = 2_000
 /** Display revisions kept per terminal besides the newest, and how long an older one survives
- * pruning at least: a readDisplay that began on it can finish streaming. */
+ * pruning at least: a readDisplay that began on it can finish streaming. Its own part is the
+ * viewport (read first, within milliseconds); its history rows are shared with the revisions
+ * after it, so they outlive it anyway until they scroll out of every kept revision. (It was 2
+ * minutes while every revision held its whole history: a busy terminal then kept ~100 revisions.) */
 export const DISPLAY_KEEP_REVISIONS = 3
-export const DISPLAY_KEEP_MS = 2 * 60_000
+export const DISPLAY_KEEP_MS = 15_000
+/** How often the sidecar sweeps the revisions of terminals that write no more. */
+export const DISPLAY_PRUNE_SWEEP_MS = 2 * 60_000
 /** Stored history rows are grouped into chunks of at most this much JSON: large enough that a
  * 10,000-row history is a few dozen database rows, small enough to page through. */
 export const DISPLAY_HISTORY_CHUNK_BYTES = 32 * KiB

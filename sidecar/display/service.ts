@@ -7,7 +7,7 @@
  *   const emulators = new EmulatorPool(EMULATOR_WORKERS, displays.observer)
  */
 import { beginOf, chunksOf, latestRevision } from '../../api/display/store.ts'
-import { DISPLAY_DRAIN_MS, DISPLAY_KEEP_MS } from '../../schema/limits.ts'
+import { DISPLAY_DRAIN_MS, DISPLAY_PRUNE_SWEEP_MS } from '../../schema/limits.ts'
 import type { Database } from '../../storage/client.ts'
 import type { Emulator, EmulatorObserver } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
@@ -56,13 +56,13 @@ export class DisplayService {
     this.#options = options
   }
 
-  /** Prunes old revisions now and every DISPLAY_KEEP_MS (pruneDisplayRevisions); a failure is
+  /** Prunes old revisions now and every DISPLAY_PRUNE_SWEEP_MS (pruneDisplayRevisions); a failure is
    * logged and tried again next time. */
   startPruning(): ReturnType<typeof setInterval> {
     const prune = () =>
       pruneDisplayRevisions(this.#db).catch((error: unknown) => console.error('termkeep sidecar: pruning old display revisions failed', error))
     void prune()
-    const timer = setInterval(prune, DISPLAY_KEEP_MS)
+    const timer = setInterval(prune, DISPLAY_PRUNE_SWEEP_MS)
     timer.unref()
     return timer
   }
