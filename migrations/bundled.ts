@@ -34,10 +34,10 @@ export const migrations: BundledMigration[] = [
     ]
   },
   {
-    "hash": "3648313be892b34d390daafc0cad97f20f80738b4c06f7e7b78fe045f2b28c49",
-    "folderMillis": 1796113922071,
+    "hash": "4a1d63a9d7dff307c34737bfdfb3ea691526b42c45e984547f7f97afe521738b",
+    "folderMillis": 1796117064281,
     "sql": [
-      "CREATE TABLE `display_history` (\n\t`session_id` text NOT NULL,\n\t`terminal_id` text NOT NULL,\n\t`epoch` integer NOT NULL,\n\t`first_row` integer NOT NULL,\n\t`row_count` integer NOT NULL,\n\t`body` text NOT NULL,\n\tPRIMARY KEY(`session_id`, `terminal_id`, `epoch`, `first_row`)\n);\n",
+      "CREATE TABLE `display_history` (\n\t`session_id` text NOT NULL,\n\t`terminal_id` text NOT NULL,\n\t`epoch` integer NOT NULL,\n\t`first_row` integer NOT NULL,\n\t`row_count` integer NOT NULL,\n\t`body` blob NOT NULL,\n\tPRIMARY KEY(`session_id`, `terminal_id`, `epoch`, `first_row`)\n);\n",
       "\nALTER TABLE `display_revisions` ADD `format` integer DEFAULT 1 NOT NULL;",
       "\nALTER TABLE `display_revisions` ADD `head_chunks` integer;",
       "\nALTER TABLE `display_revisions` ADD `history_epoch` integer;",

@@ -7,6 +7,7 @@
 import { sql } from 'drizzle-orm'
 import {
   blob,
+  customType,
   index,
   integer,
   primaryKey,
@@ -16,6 +17,12 @@ import {
 } from 'drizzle-orm/sqlite-core'
 
 const now = sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`
+
+/** A BLOB as plain bytes on every runtime (no Buffer: the API also runs on Workers and Deno). */
+const bytes = customType<{ data: Uint8Array; driverData: ArrayBuffer | Uint8Array }>({
+  dataType: () => 'blob',
+  fromDriver: (value) => (value instanceof Uint8Array ? value : new Uint8Array(value)),
+})
 
 // ── Workspace registry ──────────────────────────────────────────────────────
 
@@ -179,9 +186,10 @@ export const displayHistory = sqliteTable(
     epoch: integer('epoch').notNull(),
     firstRow: integer('first_row').notNull(),
     rowCount: integer('row_count').notNull(),
-    /** `{"styles":[…],"rows":[…]}`: rows oldest first, style ids into the chunk's own table
-     * (0 = default, `styles[0]` is id 1). */
-    body: text('body').notNull(),
+    /** `{"styles":[…],"rows":[…]}`, deflated (zlib format; DecompressionStream('deflate') reads it
+     * on every runtime): rows oldest first, style ids into the chunk's own table (0 = default,
+     * `styles[0]` is id 1). Log-like rows shrink ~5–10×. */
+    body: bytes('body').notNull(),
   },
   (t) => [primaryKey({ columns: [t.sessionId, t.terminalId, t.epoch, t.firstRow] })],
 )

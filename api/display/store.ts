@@ -104,7 +104,7 @@ async function* historyRows(db: Database, header: Header, first: number, end: nu
     if (page.length === 0) throw lost(header, `history rows below ${next}`)
     for (const chunk of page) {
       if (chunk.firstRow + chunk.rowCount < next) throw lost(header, `history rows ${chunk.firstRow + chunk.rowCount}–${next - 1}`)
-      const body = JSON.parse(chunk.body) as { styles: CellStyle[]; rows: EncodedRow[] }
+      const body = JSON.parse(await inflate(chunk.body)) as { styles: CellStyle[]; rows: EncodedRow[] }
       const styles: CellStyle[] = [{}, ...body.styles]
       for (let i = Math.min(next, chunk.firstRow + chunk.rowCount) - 1; i >= Math.max(first, chunk.firstRow); i--) {
         yield { row: body.rows[i - chunk.firstRow], styles }
@@ -113,6 +113,13 @@ async function* historyRows(db: Database, header: Header, first: number, end: nu
       if (next <= first) return
     }
   }
+}
+
+/** A stored history chunk's body (deflated JSON, schema/tables.ts), with the web platform's own
+ * decompressor: the same on Node, Deno and Workers. */
+async function inflate(bytes: Uint8Array): Promise<string> {
+  const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream('deflate'))
+  return new Response(stream).text()
 }
 
 /** The revision's style table as its head events define it: style JSON → id. */

@@ -17,7 +17,10 @@ export interface HistoryChunk {
   styles: string[]
   /** Style JSON → chunk-local id, to continue the table when the chunk absorbs more rows. */
   ids: Map<string, number>
+  /** Its JSON's size (the merge and size limits count it). */
   bytes: number
+  /** The body as stored, once built (persist.ts). */
+  stored?: Uint8Array
 }
 
 export const chunkBody = (chunk: HistoryChunk) => `{"styles":[${chunk.styles.join(',')}],"rows":[${chunk.rows.join(',')}]}`

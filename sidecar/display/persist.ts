@@ -13,6 +13,7 @@
  * remembers what the database holds of the current epoch (`stored`), which the next encode uses to
  * carry only the rows after it.
  */
+import { deflateSync } from 'node:zlib'
 import { and, eq, inArray, lt, lte, max, sql, type SQL } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
 import { utf8Length } from '../../schema/display-pack.ts'
@@ -80,7 +81,7 @@ function revisionStatements(db: Database, sessionId: string, terminalId: string,
   const now = options.now ?? Date.now()
   const statements: BatchItem<'sqlite'>[] = []
   for (let i = 0; i < chunks.length; i += CHUNKS_PER_INSERT) {
-    const rows = chunks.slice(i, i + CHUNKS_PER_INSERT).map((c) => ({ sessionId, terminalId, epoch, firstRow: c.first, rowCount: c.rows.length, body: chunkBody(c) }))
+    const rows = chunks.slice(i, i + CHUNKS_PER_INSERT).map((c) => ({ sessionId, terminalId, epoch, firstRow: c.first, rowCount: c.rows.length, body: deflated(c) }))
     // A chunk that absorbed new rows replaces its smaller self (same first row): a superset, so
     // any revision reading it finds its rows.
     statements.push(
@@ -147,6 +148,12 @@ function revisionStatements(db: Database, sessionId: string, terminalId: string,
   )
   statements.push(...(options.also?.(db) ?? []))
   return statements
+}
+
+/** A chunk's stored body (schema/tables.ts: displayHistory.body); kept on the chunk for `bytesOf`. */
+function deflated(chunk: HistoryChunk): Uint8Array {
+  chunk.stored ??= deflateSync(chunkBody(chunk))
+  return chunk.stored
 }
 
 /** A display_history chunk that no revision's rows overlap (after the revisions were pruned). */
@@ -344,6 +351,6 @@ export class RevisionWriter {
 function bytesOf(revision: EncodedRevision, chunks: HistoryChunk[]): number {
   let bytes = utf8Length(JSON.stringify(revision.meta)) + 160
   for (const body of revision.head) bytes += utf8Length(body)
-  for (const chunk of chunks) bytes += chunk.bytes
+  for (const chunk of chunks) bytes += deflated(chunk).length
   return bytes
 }

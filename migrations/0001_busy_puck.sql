@@ -4,7 +4,7 @@ CREATE TABLE `display_history` (
 	`epoch` integer NOT NULL,
 	`first_row` integer NOT NULL,
 	`row_count` integer NOT NULL,
-	`body` text NOT NULL,
+	`body` blob NOT NULL,
 	PRIMARY KEY(`session_id`, `terminal_id`, `epoch`, `first_row`)
 );
 --> statement-breakpoint
