@@ -19,6 +19,7 @@ import { tokenRoutes } from './routes/tokens.ts'
 import { web } from './routes/web.ts'
 import { headWithoutStreams } from './sse.ts'
 import { terminalRoutes } from './terminals/routes.ts'
+import { workflowRoutes } from './workflows/routes.ts'
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
@@ -36,6 +37,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', terminalRoutes)
   app.route('/', displayRoutes)
   app.route('/', fileRoutes)
+  app.route('/', workflowRoutes)
   // MCP tools call the routes above through this same app (api/mcp/dispatch.ts).
   app.route('/', mcpRoutes(app))
   app.get('/openapi.json', describeRoute({ tags: ['health'], summary: 'This OpenAPI 3.1 document (no token)' }), openApiDocument(app))

@@ -4,6 +4,7 @@
  * rebuilt as the same TermkeepError on this side of the wire.
  */
 import { errorFromBody, TermkeepError } from '../schema/errors.ts'
+import { deriveSigningKey } from './auth/secrets.ts'
 import {
   CLOSE_DRAIN_MS,
   CLOSE_KILL_GRACE_MS,
@@ -37,6 +38,7 @@ import {
   type TerminalInfo,
   type TerminalList,
 } from '../schema/wire/terminals.ts'
+import type { CancelWorkflow, RunStarted, StartWorkflow } from '../schema/wire/workflows.ts'
 
 export interface SidecarClientOptions {
   url: string
@@ -204,6 +206,25 @@ export class SidecarClient {
     return this.request(`${terminal(sid, tid)}/output/watch?${params}`, streamInit(signal, query.lastEventId), SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
+  // ── Workflows (schema/wire/workflows.ts) ──────────────────────────────────
+
+  /** Starts a run under `principal` (the caller's token id: readText() is re-checked against it). */
+  startWorkflow(sid: string, body: StartWorkflow, principal: string): Promise<RunStarted> {
+    const init = jsonInit('POST', body)
+    ;(init.headers as Headers).set(PRINCIPAL_HEADER, principal)
+    return this.json(`${session(sid)}/workflows`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  /** Cancels a run; answers once it settled (its members' terminals closed). */
+  cancelWorkflow(sid: string, rid: string, body: CancelWorkflow): Promise<RunStarted> {
+    return this.json(`${session(sid)}/workflows/${encodeURIComponent(rid)}/cancel`, jsonInit('POST', body), SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  /** The output as an asciicast v2 recording: the open response, its body streamed as it comes. */
+  cast(sid: string, tid: string, signal: AbortSignal): Promise<Response> {
+    return this.request(`${terminal(sid, tid)}/output.cast`, { signal }, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
   // ── Workspace files (schema/wire/files.ts) ───────────────────────────────
 
   readFileText(sid: string, query: TextQuery): Promise<FileText> {
@@ -243,27 +264,11 @@ export class SidecarClient {
     return this.request(files(sid, 'changes', {}), streamInit(signal))
   }
 
-  /**
-   * An HMAC-SHA-256 key derived (HKDF) from the shared secret for one purpose, e.g. signing
-   * readText continuations. Every API instance of a deployment derives the same key.
-   */
+  /** The signing key for one purpose (auth/secrets.ts `deriveSigningKey`), derived once. */
   signingKey(purpose: string): Promise<CryptoKey> {
     let key = this.#keys.get(purpose)
     if (!key) {
-      // Configuration guarantees ≥ 16 characters; a blank secret would make every signature forgeable.
-      if (this.#secret.length < 16) throw new Error('the sidecar secret is too short to derive a signing key')
-      const encode = (s: string) => new TextEncoder().encode(s)
-      key = crypto.subtle
-        .importKey('raw', encode(this.#secret), 'HKDF', false, ['deriveKey'])
-        .then((material) =>
-          crypto.subtle.deriveKey(
-            { name: 'HKDF', hash: 'SHA-256', salt: encode('termkeep'), info: encode(purpose) },
-            material,
-            { name: 'HMAC', hash: 'SHA-256', length: 256 },
-            false,
-            ['sign', 'verify'],
-          ),
-        )
+      key = deriveSigningKey(this.#secret, purpose)
       this.#keys.set(purpose, key)
     }
     return key

@@ -12,6 +12,7 @@ const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = [
   () => import('./display.ts'),
   () => import('./display-scale.ts'),
   () => import('./mcp.ts'),
+  () => import('./workflows.ts'),
 ]
 
 const wanted = new Set(process.argv.slice(2))

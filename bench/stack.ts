@@ -29,9 +29,13 @@ export interface BenchStack {
   close(): Promise<void>
 }
 
-export async function startBenchStack(name: string, baseline?: (server: Hono, stack: { sidecar: RunningSidecar; storage: Storage }) => void): Promise<BenchStack> {
+export async function startBenchStack(
+  name: string,
+  baseline?: (server: Hono, stack: { sidecar: RunningSidecar; storage: Storage }) => void,
+  options: { sidecarEnv?: Record<string, string> } = {},
+): Promise<BenchStack> {
   const dir = mkdtempSync(join(tmpdir(), `termkeep-bench-${name}-`))
-  const sidecar = await startSidecar({ dataDir: dir })
+  const sidecar = await startSidecar({ dataDir: dir, env: options.sidecarEnv })
   const storage = await openStorage({ url: sidecar.databaseUrl })
   await migrate(storage.client)
   const client = new SidecarClient({ url: sidecar.url, secret: sidecar.secret, fetch: nodeFetch })

@@ -10,8 +10,9 @@ import { migrate } from '../storage/migrate.ts'
 import { CommandError, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
 const USAGE = `usage: termkeep token create --grant G [--grant G ...] [--session ID ...] [--name NAME]
+       termkeep token ls [--json] | revoke <id>      (through a server: \`termkeep token ls --help\`)
 
-  Mints a token in the configured database and prints its secret once.
+  create mints a token in the configured database and prints its secret once.
   Grants: ${GRANTS.join(', ')}
   Without --session the token covers all sessions (admin needs all sessions).`
 
@@ -28,7 +29,7 @@ export async function tokenCommand(config: Config, args: string[]): Promise<numb
   })
   if (printedHelp(values, USAGE)) return 0
   if (positionals[0] !== 'create' || positionals.length !== 1) {
-    throw new UsageError('termkeep: usage: termkeep token create --grant G [--session ID ...] [--name NAME]')
+    throw new UsageError('termkeep: usage: termkeep token create --grant G [--session ID ...] [--name NAME] | ls | revoke ID')
   }
   const grants: Grant[] = []
   for (const grant of values.grant) {

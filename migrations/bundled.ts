@@ -34,8 +34,22 @@ export const migrations: BundledMigration[] = [
     ]
   },
   {
+    "hash": "4543fb42605270394ea859bf185b8c8e7b45e27b2b2f1b43f6aa5246212a3ea8",
+    "folderMillis": 1796114326788,
+    "sql": [
+      "CREATE TABLE `workflow_events` (\n\t`run_id` text NOT NULL,\n\t`sequence` integer NOT NULL,\n\t`type` text NOT NULL,\n\t`member_seq` integer,\n\t`outcome` text,\n\t`data` text NOT NULL,\n\t`created_at` integer DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)) NOT NULL,\n\tPRIMARY KEY(`run_id`, `sequence`),\n\tFOREIGN KEY (`run_id`) REFERENCES `workflow_runs`(`id`) ON UPDATE no action ON DELETE cascade\n);\n",
+      "\nCREATE INDEX `workflow_events_member` ON `workflow_events` (`run_id`,`type`,`member_seq`);",
+      "\nCREATE TABLE `workflow_runs` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`session_id` text NOT NULL,\n\t`status` text NOT NULL,\n\t`script` text NOT NULL,\n\t`input` text,\n\t`concurrency` integer NOT NULL,\n\t`profile` text,\n\t`token_id` text NOT NULL,\n\t`host_generation` integer NOT NULL,\n\t`pid` integer,\n\t`pid_start_ticks` integer,\n\t`last_sequence` integer DEFAULT 0 NOT NULL,\n\t`stop_reason` text,\n\t`error` text,\n\t`value` text,\n\t`agents_started` integer,\n\t`cancel_reason` text,\n\t`created_at` integer DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)) NOT NULL,\n\t`updated_at` integer DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)) NOT NULL,\n\t`ended_at` integer\n);\n",
+      "\nCREATE INDEX `workflow_runs_session` ON `workflow_runs` (`session_id`,`created_at`);",
+      "\nCREATE INDEX `workflow_runs_status` ON `workflow_runs` (`status`,`host_generation`);",
+      "\nALTER TABLE `terminals` ADD `workflow_run` text;",
+      "\nALTER TABLE `terminals` ADD `workflow_seq` integer;",
+      "\nCREATE INDEX `terminals_workflow` ON `terminals` (`workflow_run`,`workflow_seq`);"
+    ]
+  },
+  {
     "hash": "4a1d63a9d7dff307c34737bfdfb3ea691526b42c45e984547f7f97afe521738b",
-    "folderMillis": 1796117064281,
+    "folderMillis": 1796117151240,
     "sql": [
       "CREATE TABLE `display_history` (\n\t`session_id` text NOT NULL,\n\t`terminal_id` text NOT NULL,\n\t`epoch` integer NOT NULL,\n\t`first_row` integer NOT NULL,\n\t`row_count` integer NOT NULL,\n\t`body` blob NOT NULL,\n\tPRIMARY KEY(`session_id`, `terminal_id`, `epoch`, `first_row`)\n);\n",
       "\nALTER TABLE `display_revisions` ADD `format` integer DEFAULT 1 NOT NULL;",

@@ -54,6 +54,14 @@ export const ERROR_STATUS = {
   'files/bad-request': 400,
   'resource/not-found': 404,
   'token/not-found': 404,
+  // workflows
+  'workflow/not-found': 404,
+  /** The script does not parse (a syntax error), refused before anything is published. */
+  'workflow/invalid-script': 400,
+  /** The request names an agent profile the sidecar's TERMKEEP_AGENTS does not define. */
+  'workflow/unknown-profile': 400,
+  /** MAX_RUNNING_WORKFLOWS script processes are alive already. */
+  'workflow/limit-reached': 409,
   // infrastructure
   'sidecar/unavailable': 503,
   'database/unavailable': 503,

@@ -171,11 +171,73 @@ export const MAX_WORKSPACE_TITLE_CHARS = 200
 export const MAX_PATH_CHARS = 4_096
 /** Session ids (caller-chosen or generated). */
 export const SESSION_ID_PATTERN = /^[\w-]{1,128}$/
+/** Sessions in one page of `GET /v1/sessions` (and the default): a page stays a small answer
+ * however many sessions accumulated; a client pages on with `cursor`. */
+export const MAX_SESSION_PAGE = 500
 /** How often a registry watch polls the event log for other API instances' mutations. */
 export const REGISTRY_POLL_MS = 250
 /** Registry events kept for watch resumption; older ones are pruned, and a watch resuming from
  * before them gets a fresh baseline instead of increments. */
 export const REGISTRY_EVENTS_KEPT = 10_000
+
+// ── Workflows ───────────────────────────────────────────────────────────────
+/** A run's script. Model-written orchestration is a few KB; this leaves room for embedded data
+ * while the parse check before publication and the message to the script process stay small. */
+export const MAX_WORKFLOW_SCRIPT_BYTES = 256 * KiB
+/** A run's `input`, serialized as JSON (with the script it must fit one JSON request body). */
+export const MAX_WORKFLOW_INPUT_BYTES = 512 * KiB
+/** The script's return value, serialized as JSON: it is stored with the run and sent whole. */
+export const MAX_WORKFLOW_RESULT_BYTES = 1 * MiB
+/** `agent()` calls one run may make (queued ones included): the seed engine's maxTotalAgents. */
+export const MAX_AGENTS_PER_RUN = 1000
+/** Sub-agents running at once in one run. Each is a live terminal, and a session holds at most
+ * MAX_TERMINALS_PER_SESSION, so half of them stays free for people and other runs. */
+export const MAX_WORKFLOW_CONCURRENCY = 8
+/** Concurrency when a run names none. */
+export const DEFAULT_WORKFLOW_CONCURRENCY = 4
+/** Items one `parallel()` or `pipeline()` call takes: the seed engine's maxItemsPerCall. */
+export const MAX_WORKFLOW_ITEMS = 4096
+/** Runs whose script process is alive at once, per sidecar: each is a Node process (~40 MB). */
+export const MAX_RUNNING_WORKFLOWS = 8
+/** A script process's V8 heap: a script that allocates without end fails alone, not the host. */
+export const WORKFLOW_SCRIPT_HEAP_MB = 256
+/** An agent result's `text` (its result file, else its rendered output): one agent's answer, not
+ * a data channel. Longer text is cut and the result says `truncated`. */
+export const MAX_AGENT_TEXT_BYTES = 1 * MiB
+/** One agent prompt. The kernel takes at most 128 KiB per argv string or environment entry
+ * (MAX_ARG_STRLEN), which is how `argument` and `env` prompts travel. */
+export const MAX_AGENT_PROMPT_BYTES = 100_000
+/** A `stdin` prompt is typed into the agent's terminal, whose line discipline (canonical mode)
+ * keeps at most 4,095 bytes of one line (N_TTY_BUF_SIZE); a longer line would be cut silently. */
+export const MAX_AGENT_STDIN_LINE_BYTES = 4095
+/** An agent's label (its terminal's title) after trimming; the default label is the prompt's first
+ * line cut at AGENT_LABEL_DEFAULT_CHARS (the seed engine's 48). */
+export const MAX_AGENT_LABEL_CHARS = MAX_TITLE_CHARS
+export const AGENT_LABEL_DEFAULT_CHARS = 48
+/** Sub-agent terminals start at this size: wide enough that an agent's plain output is rarely
+ * wrapped in its rendered text; a person attaching resizes it to their window. */
+export const AGENT_COLS = 120
+export const AGENT_ROWS = 40
+/** `log()`: one message, and a whole run's messages (bytes and count). Every message is an event
+ * stored in libSQL and streamed to every watcher; beyond these the run fails (a limit exceeded). */
+export const MAX_WORKFLOW_LOG_MESSAGE_BYTES = 16 * KiB
+export const MAX_WORKFLOW_LOG_BYTES = 1 * MiB
+export const MAX_WORKFLOW_LOG_MESSAGES = 10_000
+/** `readText()` calls of one run served at once; later ones wait their turn (a page is 2 MiB). */
+export const WORKFLOW_READS_IN_FLIGHT = 2
+/** A cancel's reason, recorded with the run. */
+export const MAX_CANCEL_REASON_CHARS = 500
+/** Agent profiles in TERMKEEP_AGENTS, and the file's size when it names one. */
+export const MAX_AGENT_PROFILES = 64
+export const MAX_AGENT_PROFILES_FILE_BYTES = 1 * MiB
+/** How often an events stream polls the run's log in libSQL (the sidecar writes it; any API
+ * instance may serve the stream). */
+export const WORKFLOW_EVENTS_POLL_MS = 200
+/** Runs listed per page (default and maximum). */
+export const DEFAULT_WORKFLOW_RUNS_PAGE = 50
+export const MAX_WORKFLOW_RUNS_PAGE = 200
+/** Bytes of a script process's stderr kept to explain its unexpected exit (an out-of-memory death). */
+export const WORKFLOW_STDERR_TAIL_BYTES = 4 * KiB
 
 // ── Session resources ───────────────────────────────────────────────────────
 /** One stored attachment or archived tool result. */

@@ -110,8 +110,15 @@ export const terminals = sqliteTable(
     updatedAt: integer('updated_at').notNull().default(now),
     exitedAt: integer('exited_at'),
     closedAt: integer('closed_at'),
+    /** A workflow run's sub-agent: the run and the member's seq (null for other terminals). */
+    workflowRun: text('workflow_run'),
+    workflowSeq: integer('workflow_seq'),
   },
-  (t) => [primaryKey({ columns: [t.sessionId, t.id] }), index('terminals_state').on(t.state, t.hostGeneration)],
+  (t) => [
+    primaryKey({ columns: [t.sessionId, t.id] }),
+    index('terminals_state').on(t.state, t.hostGeneration),
+    index('terminals_workflow').on(t.workflowRun, t.workflowSeq),
+  ],
 )
 
 /**
@@ -232,6 +239,73 @@ export const dataMigrations = sqliteTable('data_migrations', {
   appliedAt: integer('applied_at').notNull().default(now),
   detail: text('detail'),
 })
+
+// ── Workflows ───────────────────────────────────────────────────────────────
+
+export const WORKFLOW_STATUSES = ['running', 'completed', 'error', 'cancelled', 'interrupted'] as const
+export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number]
+export const WORKFLOW_EVENT_TYPES = ['workflow/start', 'workflow/agent-start', 'workflow/agent-end', 'workflow/log', 'workflow/end'] as const
+export type WorkflowEventType = (typeof WORKFLOW_EVENT_TYPES)[number]
+export const AGENT_OUTCOMES = ['completed', 'failed', 'cancelled'] as const
+export type AgentOutcome = (typeof AGENT_OUTCOMES)[number]
+
+/**
+ * One workflow run. The sidecar that runs it is its only writer; `status` moves forward only
+ * (running → completed | error | cancelled, or → interrupted when a later sidecar generation finds
+ * it still running). The result's parts are columns; `value` is the script's JSON return value.
+ */
+export const workflowRuns = sqliteTable(
+  'workflow_runs',
+  {
+    id: text('id').primaryKey(),
+    sessionId: text('session_id').notNull(),
+    status: text('status', { enum: WORKFLOW_STATUSES }).notNull(),
+    script: text('script').notNull(),
+    /** The run's `input` as JSON text; null when none was given. */
+    input: text('input'),
+    concurrency: integer('concurrency').notNull(),
+    /** The run's default agent profile, when the request named one. */
+    profile: text('profile'),
+    /** The caller's token: the authority `readText()` is re-derived from on every call. */
+    tokenId: text('token_id').notNull(),
+    hostGeneration: integer('host_generation').notNull(),
+    /** The script process, by pid and start time (clock ticks since boot), so a sidecar that
+     * finds it orphaned kills that process and never a reused pid. */
+    pid: integer('pid'),
+    pidStartTicks: integer('pid_start_ticks'),
+    /** The last event's sequence. */
+    lastSequence: integer('last_sequence').notNull().default(0),
+    stopReason: text('stop_reason', { enum: ['completed', 'error', 'cancelled'] }),
+    error: text('error'),
+    value: text('value'),
+    agentsStarted: integer('agents_started'),
+    cancelReason: text('cancel_reason'),
+    createdAt: integer('created_at').notNull().default(now),
+    updatedAt: integer('updated_at').notNull().default(now),
+    endedAt: integer('ended_at'),
+  },
+  (t) => [index('workflow_runs_session').on(t.sessionId, t.createdAt), index('workflow_runs_status').on(t.status, t.hostGeneration)],
+)
+
+/** A run's event log, in order: `sequence` (1, 2, 3…) is the SSE event id. */
+export const workflowEvents = sqliteTable(
+  'workflow_events',
+  {
+    runId: text('run_id')
+      .notNull()
+      .references(() => workflowRuns.id, { onDelete: 'cascade' }),
+    sequence: integer('sequence').notNull(),
+    type: text('type', { enum: WORKFLOW_EVENT_TYPES }).notNull(),
+    /** agent-start / agent-end: the member's seq. */
+    memberSeq: integer('member_seq'),
+    /** agent-end: how the member ended. */
+    outcome: text('outcome', { enum: AGENT_OUTCOMES }),
+    /** The event's data exactly as the stream sends it (JSON text). */
+    data: text('data').notNull(),
+    createdAt: integer('created_at').notNull().default(now),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.sequence] }), index('workflow_events_member').on(t.runId, t.type, t.memberSeq)],
+)
 
 // ── Session resources ───────────────────────────────────────────────────────
 

@@ -14,6 +14,8 @@ import { fileRoutes } from './files/routes.ts'
 import { paths } from './paths.ts'
 import { terminalRoutes } from './routes/terminals.ts'
 import type { TerminalHost } from './terminals/host.ts'
+import type { WorkflowEngine } from './workflows/engine.ts'
+import { workflowRoutes } from './workflows/routes.ts'
 
 export interface SidecarDeps {
   storage: Storage
@@ -25,6 +27,8 @@ export interface SidecarDeps {
   filesAllowOutside?: boolean
   /** The display pipeline, for its statistics route. */
   displays?: DisplayService
+  /** Workflow runs (scripts that start sub-agents in terminals). */
+  workflows?: WorkflowEngine
 }
 
 export function createSidecarApp(deps: SidecarDeps): Hono {
@@ -52,6 +56,7 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   const displays = deps.displays
   if (displays) app.route('/', displayStatsRoute(() => displays.stats()))
   app.route('/', fileRoutes(deps))
+  if (deps.workflows) app.route('/', workflowRoutes(deps.workflows))
   return app
 }
 

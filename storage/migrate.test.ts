@@ -25,6 +25,8 @@ const EXPECTED_TABLES = [
   'token_sessions',
   'tokens',
   'tool_results',
+  'workflow_events',
+  'workflow_runs',
   'workspace_sessions',
   'workspaces',
 ]

@@ -9,11 +9,12 @@
  * from a URL. guard only checks the ticket; `openStream` spends it once the route's own checks
  * passed.
  */
-import { and, eq, isNull, type SQL } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import type { Context, MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Grant } from '../../schema/grants.ts'
-import { sessions, tokenGrants, tokens, tokenSessions } from '../../schema/tables.ts'
+import { sessions, tokens } from '../../schema/tables.ts'
+import { authenticateTokenId, authorityOf, coversSession, type Authority } from '../../storage/authority.ts'
 import type { Database } from '../../storage/client.ts'
 import type { AppEnv } from '../deps.ts'
 import { SSE_HEADERS, type SseOptions } from '../sse.ts'
@@ -21,12 +22,7 @@ import { documented } from '../validate.ts'
 import { hashSecret } from './secrets.ts'
 import { redeemTicket, ticketHolder } from './tickets.ts'
 
-export interface Authority {
-  tokenId: string
-  grants: ReadonlySet<Grant>
-  /** 'all', or the session ids this token may touch. */
-  sessions: 'all' | ReadonlySet<string>
-}
+export { authenticateTokenId, coversSession, type Authority }
 
 export type Requirement = Grant | { anyOf: readonly Grant[] } | { allOf: readonly Grant[] }
 
@@ -46,11 +42,6 @@ export function describe(required: Requirement): string {
   return required.allOf.length === 0 ? 'any valid token' : required.allOf.join(' and ')
 }
 
-/** Pure: may this authority touch the session? */
-export function coversSession(authority: Authority, sessionId: string): boolean {
-  return authority.sessions === 'all' || authority.sessions.has(sessionId)
-}
-
 function bearer(header: string | undefined): string | undefined {
   const match = header?.match(/^Bearer\s+(\S+)\s*$/i)
   return match?.[1]
@@ -58,30 +49,6 @@ function bearer(header: string | undefined): string | undefined {
 
 export async function authenticate(db: Database, secret: string, now = Date.now()): Promise<Authority | undefined> {
   return authorityOf(db, eq(tokens.secretHash, await hashSecret(secret)), now)
-}
-
-/** The authority of a token by id (a redeemed ticket names its token). */
-export function authenticateTokenId(db: Database, tokenId: string, now = Date.now()): Promise<Authority | undefined> {
-  return authorityOf(db, eq(tokens.id, tokenId), now)
-}
-
-async function authorityOf(db: Database, which: SQL, now: number): Promise<Authority | undefined> {
-  // One round trip for the token and its grants (every request pays it); sessions only if scoped.
-  const rows = await db
-    .select({ id: tokens.id, allSessions: tokens.allSessions, expiresAt: tokens.expiresAt, grant: tokenGrants.grant })
-    .from(tokens)
-    .leftJoin(tokenGrants, eq(tokenGrants.tokenId, tokens.id))
-    .where(and(which, isNull(tokens.revokedAt)))
-  const token = rows[0]
-  if (!token || (token.expiresAt !== null && token.expiresAt <= now)) return undefined
-  const sessionRows = token.allSessions
-    ? []
-    : await db.select({ sessionId: tokenSessions.sessionId }).from(tokenSessions).where(eq(tokenSessions.tokenId, token.id))
-  return {
-    tokenId: token.id,
-    grants: new Set(rows.flatMap((r) => (r.grant === null ? [] : [r.grant as Grant]))),
-    sessions: token.allSessions ? 'all' : new Set(sessionRows.map((r) => r.sessionId)),
-  }
 }
 
 const badTicket = () => new TermkeepError('auth/invalid-token', 'the ticket is unknown, used, expired or for another path')

@@ -13,6 +13,8 @@ import {
   ResolveQuery,
   SessionCreated,
   SessionEnvelope,
+  SessionList,
+  SessionListQuery,
   SessionParams,
   WorkspaceCreated,
   WorkspaceEnvelope,
@@ -38,6 +40,7 @@ import {
   unarchiveSession,
 } from './operations.ts'
 import { scopeArchived, scopeList, scopeWorkspace } from './scope.ts'
+import { listSessions } from './sessions.ts'
 import { listWorkspaces, sessionById } from './store.ts'
 import { watchRegistry } from './watch.ts'
 
@@ -157,6 +160,19 @@ export const registryRoutes = new Hono<AppEnv>()
       const workspace = await moveSession(c.var.deps.db, wid, sid, beforeId)
       return c.json({ workspace: scopeWorkspace(c.var.auth, workspace) })
     },
+  )
+  .get(
+    '/v1/sessions',
+    describeRoute({
+      tags: ['sessions'],
+      summary: 'Recorded sessions, newest first, a page at a time (`workspace=none`: those in no workspace)',
+      description:
+        'Only the sessions the token may touch. `workspace` filters to one workspace\'s members, or with `none` to the sessions that belong to no workspace; `cursor` is the previous page\'s `next`.',
+      responses: { 200: json(SessionList) },
+    }),
+    guard('workspaces:read'),
+    validate('query', SessionListQuery),
+    async (c) => c.json(await listSessions(c.var.deps.db, c.var.auth, c.req.valid('query'))),
   )
   .post(
     '/v1/sessions',

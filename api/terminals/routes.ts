@@ -10,7 +10,7 @@ import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
 import { MAX_INPUT_BYTES } from '../../schema/limits.ts'
 import { AttachmentId, SessionId } from '../../schema/wire/common.ts'
-import { OutputPage, OutputQuery, WatchQuery } from '../../schema/wire/output.ts'
+import { ASCIICAST_CONTENT_TYPE, OutputPage, OutputQuery, WatchQuery } from '../../schema/wire/output.ts'
 import {
   ATTACHMENT_HEADER,
   CloseResult,
@@ -245,5 +245,29 @@ export const terminalRoutes = new Hono<AppEnv>()
       const resume = resumeHeader(c)
       const after = resume === undefined ? c.req.valid('query').after : Number(resume)
       return relay(c, (signal) => c.var.deps.sidecar.watchOutput(sid, tid, { after, lastEventId: resume }, signal))
+    },
+  )
+  .get(
+    '/v1/sessions/:sid/terminals/:tid/output.cast',
+    describeRoute({
+      tags,
+      summary: 'The output so far as an asciicast v2 recording (`asciinema play`, `asciinema cat`), streamed',
+      description:
+        'A header line (width and height: the size before the first record; timestamp: the terminal\'s start), then `[seconds, "o", text]` per output record and `[seconds, "r", "COLSxROWS"]` per resize, at the times the records arrived. Text is UTF-8 decoded across records; bytes that are not UTF-8 become U+FFFD. A terminal without output answers the header alone.',
+      responses: {
+        200: { description: 'the recording', content: { [ASCIICAST_CONTENT_TYPE]: { schema: { type: 'string' as const } } } },
+        ...GONE,
+        ...LIVE,
+      },
+    }),
+    guard('terminals:output'),
+    validate('param', TerminalParams),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      const upstream = await c.var.deps.sidecar.cast(sid, tid, c.req.raw.signal)
+      // Passed on as it arrives (never buffered whole); a client that leaves cancels the body,
+      // which tears the sidecar request down.
+      const headers = { 'content-type': ASCIICAST_CONTENT_TYPE, 'content-disposition': upstream.headers.get('content-disposition') ?? 'attachment' }
+      return new Response(upstream.body, { status: 200, headers })
     },
   )

@@ -47,6 +47,17 @@ const LONE_SURROGATE = /\p{Cs}/u
  * a reader counts them (graphemes: an emoji is one, not two UTF-16 units). `noun` is plural
  * ("titles", "token names").
  */
+/** A `?limit=` query parameter: a page size from 1 to `max`. */
+export function pageLimit(max: number) {
+  return v.pipe(
+    v.string(),
+    v.regex(/^\d{1,4}$/, 'limit is a positive integer'),
+    v.transform(Number),
+    v.minValue(1),
+    v.maxValue(max, `limit is at most ${max}`),
+  )
+}
+
 export function titleSchema(max: number, noun: string) {
   return v.pipe(
     v.string(),

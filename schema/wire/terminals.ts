@@ -65,6 +65,10 @@ export type ShellList = v.InferOutput<typeof ShellList>
 
 export const TerminalState = v.picklist(TERMINAL_STATES)
 
+/** A workflow run's sub-agent terminal: its run and its member seq (schema/wire/workflows.ts). */
+export const TerminalWorkflow = v.object({ run: v.string(), seq: v.number() })
+export type TerminalWorkflow = v.InferOutput<typeof TerminalWorkflow>
+
 export const TerminalInfo = v.object({
   sessionId: SessionId,
   id: TerminalId,
@@ -83,6 +87,8 @@ export const TerminalInfo = v.object({
   controllerId: v.nullable(v.string()),
   createdAt: v.number(),
   updatedAt: v.number(),
+  /** Only on a workflow run's sub-agent terminal. */
+  workflow: v.optional(TerminalWorkflow),
 })
 export type TerminalInfo = v.InferOutput<typeof TerminalInfo>
 
@@ -107,7 +113,13 @@ export function terminalInfoOf(row: typeof terminals.$inferSelect, controllerId:
     controllerId,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
+    ...workflowOf(row),
   }
+}
+
+/** Pure: the `workflow` field of a sub-agent terminal's info (nothing for other terminals). */
+export function workflowOf(row: { workflowRun: string | null; workflowSeq: number | null }): { workflow?: TerminalWorkflow } {
+  return row.workflowRun !== null && row.workflowSeq !== null ? { workflow: { run: row.workflowRun, seq: row.workflowSeq } } : {}
 }
 
 export const TerminalList = v.object({ terminals: v.array(TerminalInfo) })

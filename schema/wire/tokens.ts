@@ -45,6 +45,8 @@ export const TokenRecord = v.object({
   expiresAt: v.nullable(v.number()),
 })
 
+export type TokenRecord = v.InferOutput<typeof TokenRecord>
+
 export const TokenCreated = v.object({ token: TokenRecord, secret: v.string() })
 export const TokenList = v.object({ tokens: v.array(TokenRecord) })
 export const TokenParams = v.object({ id: v.pipe(v.string(), v.regex(/^[\w-]{1,128}$/, 'token ids are 1–128 of [A-Za-z0-9_-]')) })

@@ -65,7 +65,7 @@ function colours(display: DecodedDisplay) {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'termkeep-display-e2e-'))
-  fixture = shellsFixture({ colours: PROGRAM, quick: 'printf done; exit 0', edges: EDGES })
+  fixture = shellsFixture({ colours: PROGRAM, quick: 'printf done; exit 0', idle: 'printf idle; exec sleep 120', edges: EDGES })
   sidecar = await startSidecar({ dataDir: dir, env: { TERMKEEP_SHELLS_FILE: fixture.shellsFile } })
   await insertSession(sidecar.databaseUrl, 's', dir)
   storage = await openStorage({ url: sidecar.databaseUrl })
@@ -173,5 +173,21 @@ describe('display end to end', () => {
     expect(closed.event).toBe('closed')
     // Not after a heartbeat interval (15 s): nothing more can change this screen.
     expect(Date.now() - started).toBeLessThan(5_000)
+  })
+
+  it('ends screen/watch soon after a quiet terminal is closed (its output ends with nothing to show)', async () => {
+    const http = new SidecarHttp(sidecar!)
+    expect((await http.json('PUT', '/v1/sessions/s/terminals/idle', { json: { cols: 40, rows: 5, shell: fixture.path('idle') } })).status).toBe(201)
+    const watch = await http.sse('/v1/sessions/s/terminals/idle/screen/watch')
+    await watch.until((m) => m.event === 'screen' && (m.data as ScreenProjection).lines.includes('idle'))
+    // Quiet long enough that the screen settled and the watch waits for news.
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    const started = Date.now()
+    expect((await http.json('DELETE', '/v1/sessions/s/terminals/idle')).status).toBe(200)
+    const closed = await watch.until((m) => m.event === 'closed')
+    watch.close()
+    expect(closed.event).toBe('closed')
+    // Not at the next heartbeat (15 s): the end of the output is news by itself.
+    expect(Date.now() - started).toBeLessThan(8_000)
   })
 })

@@ -18,7 +18,26 @@ import { SCREEN_TEXT } from './worker.ts'
 /** What the routes need of the terminal host (sidecar/terminals/host.ts satisfies it). */
 export interface ScreenHost {
   /** The live terminal, or a typed 404 / 410. */
-  live(sessionId: string, terminalId: string): Promise<{ emulator: SettleSource & { hold(): () => void }; journal: { readonly ended: boolean } }>
+  live(sessionId: string, terminalId: string): Promise<{ emulator: SettleSource & { hold(): () => void }; journal: ScreenJournal }>
+}
+
+/** What screen/watch needs of the journal: whether the byte source closed (or the journal was
+ * retired without that), and a wait for news. */
+export interface ScreenJournal {
+  readonly ended: boolean
+  readonly retired: boolean
+  wait(after: number, timeoutMs: number, signal?: AbortSignal): Promise<'changed' | 'timeout' | 'aborted'>
+}
+
+/** Calls `onEnd` once the journal's byte source closes (or it retires), unless `signal` aborts
+ * first. EOF applies no output, so the emulator's onApplied never tells of it. */
+async function whenEnded(journal: ScreenJournal, signal: AbortSignal, onEnd: () => void): Promise<void> {
+  // (A retired journal's wait answers at once: it must end this loop, not spin it.)
+  while (!journal.ended && !journal.retired) {
+    // Any change wakes this (a record too); only the end matters here.
+    if ((await journal.wait(Number.MAX_SAFE_INTEGER, SSE_HEARTBEAT_MS, signal)) === 'aborted') return
+  }
+  onEnd()
 }
 
 export interface ScreenRouteOptions {
@@ -93,13 +112,17 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
             return
           }
           if (!dirty) {
+            const stop = new AbortController()
             const woke = await new Promise<boolean>((resolve) => {
               const timer = setTimeout(() => resolve(false), heartbeat)
               wake = () => {
                 clearTimeout(timer)
                 resolve(true)
               }
+              // The output may end with nothing more to apply (the terminal was closed).
+              void whenEnded(journal, stop.signal, () => wake?.())
             })
+            stop.abort()
             wake = undefined
             if (!woke && !aborted) await stream.write(': heartbeat\n\n')
           }

@@ -17,6 +17,7 @@ import { useUnicode11 } from './widths.ts'
 import { historyRows, type EmulatorSnapshot, type FromWorker, type RestorePayload, type ToWorker, type WireRecord } from './protocol.ts'
 // Request handlers of other areas register themselves here (display issue: import its module).
 import '../display/worker.ts'
+import '../workflows/agent-text.ts'
 
 // Both packages are CommonJS: named ESM imports fail under Node and tsx.
 const { Terminal } = headless

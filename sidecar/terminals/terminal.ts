@@ -7,7 +7,7 @@ import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import { TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
-import type { Sender, TerminalInfo, TerminalShell } from '../../schema/wire/terminals.ts'
+import type { Sender, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import type { Emulator } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
@@ -29,6 +29,8 @@ export interface TerminalInit {
   journal: Journal
   emulator: Emulator
   store: TerminalStore
+  /** A workflow run's sub-agent terminal. */
+  workflow?: TerminalWorkflow
 }
 
 
@@ -48,6 +50,7 @@ export class LiveTerminal {
   readonly createdAt: number
   readonly journal: Journal
   readonly emulator: Emulator
+  readonly workflow: TerminalWorkflow | undefined
   /** Wakes followers on any info change (state, title, geometry, controller). */
   readonly changes = new Notifier()
   /** Bumped on every info change, so a follower can tell whether it has sent the latest. */
@@ -93,6 +96,7 @@ export class LiveTerminal {
     this.updatedAt = init.createdAt
     this.journal = init.journal
     this.emulator = init.emulator
+    this.workflow = init.workflow
     this.#store = init.store
   }
 
@@ -122,6 +126,7 @@ export class LiveTerminal {
       controllerId: this.state === 'retired' || this.state === 'closed' ? null : this.controllerId,
       createdAt: this.createdAt,
       updatedAt: this.updatedAt,
+      ...(this.workflow ? { workflow: this.workflow } : {}),
     }
   }
 
@@ -146,6 +151,14 @@ export class LiveTerminal {
       this.#advance('exited', { error: this.error, exitedAt: Date.now() })
       throw new TermkeepError('terminal/spawn-failed', this.error)
     }
+  }
+
+  /** Input from the sidecar itself, not from an attachment (a workflow's `stdin` prompt). */
+  inject(bytes: Uint8Array): void {
+    if (this.state !== 'running' || !this.#pty || this.#closeRequested) {
+      throw new TermkeepError('terminal/control-unavailable', `terminal ${this.id} is not running`, { reason: 'not-running' })
+    }
+    this.#pty.write(bytes)
   }
 
   /** Raw input from the controlling attachment. Refused input is dropped, never queued. */

@@ -31,6 +31,8 @@ const TABLES = [
   'terminals',
   'attachments',
   'tool_results',
+  'workflow_runs',
+  'workflow_events',
 ]
 
 async function snapshot(): Promise<string> {
@@ -55,7 +57,7 @@ afterAll(async () => {
 })
 
 function concrete(path: string, sid: string): string {
-  return path.replace(':sid', sid).replace(':tid', 't1').replace(':wid', wid).replace(':id', tokenId)
+  return path.replace(':sid', sid).replace(':tid', 't1').replace(':wid', wid).replace(':id', tokenId).replace(':rid', 'wf_r1')
 }
 
 /** A body that would succeed (and change state) if the guard let it through. */
@@ -69,6 +71,7 @@ function bodyFor(row: RouteRow): unknown {
   if (row.method === 'PATCH') return { title: 'changed' }
   if (row.path === '/v1/tokens') return { name: 'x', grants: ['admin'], sessions: 'all' }
   if (row.path === '/v1/tickets') return { path: '/v1/workspaces/watch' }
+  if (row.path.endsWith('/workflows')) return { script: 'return 1' }
   return {}
 }
 
@@ -112,7 +115,7 @@ describe.each(ROUTES.filter((r) => r.grant !== null))('$method $path', (row) => 
 })
 
 // Only routes that name a session can leak one; the others have no such case to run.
-describe.each(ROUTES.filter((r) => r.grant !== null && (r.path.includes(':sid') || r.path === '/v1/sessions')))('$method $path', (row) => {
+describe.each(ROUTES.filter((r) => r.grant !== null && (r.path.includes(':sid') || (r.path === '/v1/sessions' && r.method === 'POST'))))('$method $path', (row) => {
   it(
     "answers another session's resource exactly like a missing one (404), changing nothing",
     async () => {

@@ -15,6 +15,7 @@ export interface RouteRow {
 
 const T = '/v1/sessions/:sid/terminals/:tid'
 const F = '/v1/sessions/:sid/files'
+const W = '/v1/sessions/:sid/workflows'
 
 export const ROUTES: RouteRow[] = [
   { method: 'GET', path: '/v1/health', grant: null, home: 'api' },
@@ -26,6 +27,7 @@ export const ROUTES: RouteRow[] = [
   { method: 'DELETE', path: '/v1/workspaces/:wid', grant: 'workspaces:write', home: 'api' },
   { method: 'POST', path: '/v1/workspaces/:wid/move', grant: 'workspaces:write', home: 'api' },
   { method: 'GET', path: '/v1/workspaces/watch', grant: 'workspaces:read', home: 'api' },
+  { method: 'GET', path: '/v1/sessions', grant: 'workspaces:read', home: 'api' },
   { method: 'POST', path: '/v1/sessions', grant: 'sessions:write', home: 'api' },
   { method: 'GET', path: '/v1/sessions/:sid', grant: 'workspaces:read', home: 'api' },
   { method: 'POST', path: '/v1/workspaces/:wid/sessions/:sid/move', grant: 'workspaces:write', home: 'api' },
@@ -44,6 +46,7 @@ export const ROUTES: RouteRow[] = [
   { method: 'GET', path: `${T}/retain`, grant: 'terminals:control', home: 'api' },
   { method: 'GET', path: `${T}/output`, grant: 'terminals:output', home: 'api' },
   { method: 'GET', path: `${T}/output/watch`, grant: 'terminals:output', home: 'api' },
+  { method: 'GET', path: `${T}/output.cast`, grant: 'terminals:output', home: 'api' },
   { method: 'GET', path: `${T}/display`, grant: 'terminals:display', home: 'display' },
   { method: 'GET', path: `${T}/screen`, grant: 'terminals:screen', home: 'display' },
   { method: 'GET', path: `${T}/screen/watch`, grant: 'terminals:screen', home: 'display' },
@@ -57,6 +60,11 @@ export const ROUTES: RouteRow[] = [
   { method: 'POST', path: '/v1/sessions/:sid/read-text', grant: 'files:read', home: 'files' },
   { method: 'POST', path: '/v1/sessions/:sid/attachments', grant: 'sessions:write', home: 'files' },
   { method: 'POST', path: '/v1/sessions/:sid/tool-results', grant: 'sessions:write', home: 'files' },
+  { method: 'POST', path: W, grant: 'workflows:run', home: 'api' },
+  { method: 'GET', path: W, grant: 'workflows:read', home: 'api' },
+  { method: 'GET', path: `${W}/:rid`, grant: 'workflows:read', home: 'api' },
+  { method: 'GET', path: `${W}/:rid/events`, grant: 'workflows:read', home: 'api' },
+  { method: 'POST', path: `${W}/:rid/cancel`, grant: 'workflows:run', home: 'api' },
   { method: 'POST', path: '/v1/tokens', grant: 'admin', home: 'api' },
   { method: 'GET', path: '/v1/tokens', grant: 'admin', home: 'api' },
   { method: 'DELETE', path: '/v1/tokens/:id', grant: 'admin', home: 'api' },
