@@ -196,3 +196,36 @@ export async function* chunksOf(db: Database, header: Header): AsyncGenerator<st
   packer.finish()
   yield* out.splice(0)
 }
+
+/**
+ * The revision as parts a decoder takes (api/display/decode.ts), without building the wire events:
+ * the head events parsed, then the history rows newest first in the revision's style ids, in as
+ * few parts as there are stored chunks. What a released emulator is rebuilt from (format 2 only).
+ */
+export async function revisionParts(db: Database, header: Header): Promise<RowsEvent[]> {
+  if (header.format !== 2) throw new Error(`display revision ${header.revision} is not incremental`)
+  const ids = new StyleIds()
+  const parts: RowsEvent[] = []
+  for await (const body of storedEvents(db, header, header.headChunks ?? 0)) {
+    const event = JSON.parse(body) as RowsEvent
+    ids.define(event)
+    parts.push(event)
+  }
+  const end = header.historyEnd!
+  let part: RowsEvent | undefined
+  let index = 0
+  let lastStyles: CellStyle[] | undefined
+  for await (const { row, styles } of historyRows(db, header, end - header.historyRows, end)) {
+    // A new part per stored chunk (each has its own style table): styles stay in order of first use.
+    if (styles !== lastStyles || !part) {
+      part = { region: 'history', index, styleBase: ids.size, styles: [], rows: [] }
+      parts.push(part)
+      lastStyles = styles
+    }
+    const planned = ids.plan(row, styles)
+    part.styles.push(...planned.styles)
+    part.rows.push(planned.row)
+    index++
+  }
+  return parts
+}

@@ -6,7 +6,7 @@
  *   const displays = new DisplayService(storage.db)
  *   const emulators = new EmulatorPool(EMULATOR_WORKERS, displays.observer)
  */
-import { beginOf, chunksOf, latestRevision } from '../../api/display/store.ts'
+import { beginOf, latestRevision, revisionParts } from '../../api/display/store.ts'
 import { DISPLAY_DRAIN_MS, DISPLAY_PRUNE_SWEEP_MS } from '../../schema/limits.ts'
 import type { Database } from '../../storage/client.ts'
 import type { Emulator, EmulatorObserver } from '../emulator/emulator.ts'
@@ -123,9 +123,8 @@ export class DisplayService {
 export async function restorePayload(db: Database, sessionId: string, terminalId: string, writer: RevisionWriter): Promise<RestorePayload | undefined> {
   const header = await latestRevision(db, sessionId, terminalId)
   if (!header?.restore || header.format !== 2) return undefined
-  const bodies: string[] = []
-  for await (const body of chunksOf(db, header)) bodies.push(body)
+  const parts = await revisionParts(db, header)
   const epoch = writer.epoch
   const history = epoch && epoch.epoch === header.historyEpoch ? { token: epoch.token, first: header.historyFirst! } : undefined
-  return { sequence: header.sequence, begin: beginOf(header), bodies, state: header.restore as EmulatorState, history }
+  return { sequence: header.sequence, begin: beginOf(header), parts, state: header.restore as EmulatorState, history }
 }

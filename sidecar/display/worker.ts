@@ -82,17 +82,16 @@ registerRequestHandler(DISPLAY_ENCODE, (context, payload): DisplayEncodeResult =
 registerScreenRestore((context, payload, decoded) => {
   const display = displayOf(context)
   if (!decoded.begin.alternateScreen && decoded.alternate.length > 0) {
-    display.tracker.lastAlternate = { rows: alternateRows(payload.bodies), styles: decoded.styles }
+    display.tracker.lastAlternate = { rows: alternateRows(payload.parts), styles: decoded.styles }
   }
   if (payload.history) display.history.adopt(payload.history.token, payload.history.first)
 })
 
 /** The alternate region's rows as the revision encoded them (a row split over events rejoined). */
-function alternateRows(bodies: string[]): EncodedRow[] {
+function alternateRows(parts: RowsEvent[]): EncodedRow[] {
   const rows: EncodedRow[] = []
   let continues = false
-  for (const body of bodies) {
-    const event = JSON.parse(body) as RowsEvent
+  for (const event of parts) {
     if (event.region !== 'alternate') continue
     event.rows.forEach((row, i) => {
       if (i === 0 && continues) rows[rows.length - 1].push(...row.slice(1))

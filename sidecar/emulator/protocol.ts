@@ -11,7 +11,7 @@
  * `emulator.request(kind, payload)`.
  */
 import { HISTORY_CELLS } from '../../schema/limits.ts'
-import type { DisplayBegin } from '../../schema/wire/display.ts'
+import type { DisplayBegin, RowsEvent } from '../../schema/wire/display.ts'
 import type { EmulatorState } from './restore.ts'
 
 /** History allowance: HISTORY_CELLS cells, i.e. floor(HISTORY_CELLS / cols) rows. */
@@ -31,7 +31,9 @@ export type WireRecord =
 export interface RestorePayload {
   sequence: number
   begin: DisplayBegin
-  bodies: string[]
+  /** The revision's parts (api/display/store.ts `revisionParts`): what readDisplay streams, decoded
+   * the same, without its event packing. */
+  parts: RowsEvent[]
   state: EmulatorState
   history?: { token: string; first: number }
 }

@@ -7,13 +7,11 @@
 import type { Terminal } from '@xterm/headless'
 import { decodeDisplay, type DecodedDisplay } from '../../api/display/decode.ts'
 import { replayAnsi } from '../../api/display/replay.ts'
-import type { RowsEvent } from '../../schema/wire/display.ts'
 import { historyRows, type RestorePayload } from './protocol.ts'
 import { applyState } from './restore.ts'
 
 export async function replayRevision(terminal: Terminal, payload: RestorePayload): Promise<DecodedDisplay> {
-  const parts = payload.bodies.map((b) => JSON.parse(b) as RowsEvent)
-  const decoded = decodeDisplay(payload.begin, parts, { revision: payload.begin.revision, truncated: payload.begin.truncated })
+  const decoded = decodeDisplay(payload.begin, payload.parts, { revision: payload.begin.revision, truncated: payload.begin.truncated })
   terminal.options.scrollback = decoded.history.length
   await new Promise<void>((resolve) => terminal.write(replayAnsi(decoded), resolve))
   terminal.options.scrollback = historyRows(terminal.cols)
