@@ -7,34 +7,17 @@
  * still whole at the end; pruning leaves no chunk unreferenced and no revision short of a row; a
  * transaction that fails changes nothing.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { DISPLAY_KEEP_MS } from '../../schema/limits.ts'
-import { sessions } from '../../schema/tables.ts'
-import { openStorage, type Storage } from '../../storage/client.ts'
-import { migrate } from '../../storage/migrate.ts'
 import { HistoryPosition } from './history.ts'
 import { persistRevision, type StoredHistory } from './persist.ts'
 import { encodeRevision } from './revision.ts'
+import { scratchDatabase } from './testing/database.ts'
 import { emulator, referenceRevision, type ReferenceRevision } from './testing/harness.ts'
 import { headers, storeProblems, streamed } from './testing/store-check.ts'
 
-let dir: string
-let storage: Storage
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'termkeep-incremental-'))
-  storage = await openStorage({ url: `file:${join(dir, 'termkeep.db')}` })
-  await migrate(storage.client)
-  await storage.db.insert(sessions).values({ id: 's', cwd: dir })
-})
-afterAll(() => {
-  storage?.close()
-  rmSync(dir, { recursive: true, force: true })
-})
+const scratch = scratchDatabase('termkeep-incremental-')
 
 const E = '\x1b'
 type Step = string | { resize: [number, number] } | { budget: number }
@@ -92,12 +75,12 @@ describe('incremental revisions', () => {
       const revision = encodeRevision(e.tracker, position, { sequence: i, budget, stored: stored && { token: stored.token, from: stored.end } })
       const reference = referenceRevision(e.tracker, { sequence: i, budget })
       // The older revisions are old enough to prune, so pruning runs along the way.
-      const result = await persistRevision(storage.db, 's', 't', revision, { stored, now: old + i })
+      const result = await persistRevision(scratch.storage.db, 's', 't', revision, { stored, now: old + i })
       stored = result.stored
       references.set(result.revision, reference)
       written[i] = { full: reference.encodedBytes, carried: result.bytes, rows: revision.history.rows.length }
-      const [header] = (await headers(storage.db, 's', 't')).slice(-1)
-      const { begin, bodies } = await streamed(storage.db, header)
+      const [header] = (await headers(scratch.storage.db, 's', 't')).slice(-1)
+      const { begin, bodies } = await streamed(scratch.storage.db, header)
       expect(bodies, `step ${i}`).toEqual(reference.chunks)
       expect(begin, `step ${i}`).toMatchObject({
         chunks: reference.chunks.length,
@@ -108,12 +91,12 @@ describe('incremental revisions', () => {
         truncated: reference.truncated,
         ...reference.meta,
       })
-      expect(await storeProblems(storage.db, 's', 't'), `step ${i}`).toEqual([])
+      expect(await storeProblems(scratch.storage.db, 's', 't'), `step ${i}`).toEqual([])
     }
     // Every revision still kept streams what it streamed when it was written.
-    const kept = await headers(storage.db, 's', 't')
+    const kept = await headers(scratch.storage.db, 's', 't')
     expect(kept.length).toBeGreaterThanOrEqual(4)
-    for (const header of kept) expect((await streamed(storage.db, header)).bodies).toEqual(references.get(header.revision)!.chunks)
+    for (const header of kept) expect((await streamed(scratch.storage.db, header)).bodies).toEqual(references.get(header.revision)!.chunks)
     // A step that scrolls a few rows into a long history writes a small part of the whole, and a
     // step after a resize or reset writes its whole history again.
     const small = written[STEPS.indexOf(lines(764, 40))]
@@ -130,33 +113,33 @@ describe('incremental revisions', () => {
     const e = emulator(40, 6)
     const position = new HistoryPosition(e.terminal)
     await e.write(lines(0, 50))
-    const first = await persistRevision(storage.db, 's', 'fail', encodeRevision(e.tracker, position))
-    const before = await headers(storage.db, 's', 'fail')
-    const rows = async () => (await storage.db.all<{ n: number }>(sql`SELECT count(*) AS n FROM display_history WHERE terminal_id = 'fail'`))[0].n
+    const first = await persistRevision(scratch.storage.db, 's', 'fail', encodeRevision(e.tracker, position))
+    const before = await headers(scratch.storage.db, 's', 'fail')
+    const rows = async () => (await scratch.storage.db.all<{ n: number }>(sql`SELECT count(*) AS n FROM display_history WHERE terminal_id = 'fail'`))[0].n
     const chunkCount = await rows()
     await e.write(lines(50, 80))
     const next = encodeRevision(e.tracker, position, { stored: { token: first.stored.token, from: first.stored.end } })
     await expect(
-      persistRevision(storage.db, 's', 'fail', next, { stored: first.stored, also: (db) => [db.run(sql`INSERT INTO sessions (id, cwd) VALUES ('s', 'duplicate')`)] }),
+      persistRevision(scratch.storage.db, 's', 'fail', next, { stored: first.stored, also: (db) => [db.run(sql`INSERT INTO sessions (id, cwd) VALUES ('s', 'duplicate')`)] }),
     ).rejects.toThrow()
-    expect(await headers(storage.db, 's', 'fail')).toEqual(before)
+    expect(await headers(scratch.storage.db, 's', 'fail')).toEqual(before)
     expect(await rows()).toBe(chunkCount)
-    expect(await storeProblems(storage.db, 's', 'fail')).toEqual([])
+    expect(await storeProblems(scratch.storage.db, 's', 'fail')).toEqual([])
     // The same revision, written again from the state before, lands whole.
-    await persistRevision(storage.db, 's', 'fail', next, { stored: first.stored })
-    const [header] = (await headers(storage.db, 's', 'fail')).slice(-1)
-    expect((await streamed(storage.db, header)).bodies).toEqual(referenceRevision(e.tracker).chunks)
+    await persistRevision(scratch.storage.db, 's', 'fail', next, { stored: first.stored })
+    const [header] = (await headers(scratch.storage.db, 's', 'fail')).slice(-1)
+    expect((await streamed(scratch.storage.db, header)).bodies).toEqual(referenceRevision(e.tracker).chunks)
   })
 
   it('refuses a revision that lacks rows the database does not hold', async () => {
     const e = emulator(40, 6)
     const position = new HistoryPosition(e.terminal)
     await e.write(lines(0, 30))
-    const first = await persistRevision(storage.db, 's', 'gap', encodeRevision(e.tracker, position))
+    const first = await persistRevision(scratch.storage.db, 's', 'gap', encodeRevision(e.tracker, position))
     await e.write(lines(30, 30))
     // Encoded as if the database held more than it does.
     const ahead = encodeRevision(e.tracker, position, { stored: { token: first.stored.token, from: first.stored.end + 10 } })
-    await expect(persistRevision(storage.db, 's', 'gap', ahead, { stored: first.stored })).rejects.toThrow(/lacks them/)
-    expect(await headers(storage.db, 's', 'gap')).toHaveLength(1)
+    await expect(persistRevision(scratch.storage.db, 's', 'gap', ahead, { stored: first.stored })).rejects.toThrow(/lacks them/)
+    expect(await headers(scratch.storage.db, 's', 'gap')).toHaveLength(1)
   })
 })

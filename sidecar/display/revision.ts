@@ -106,7 +106,8 @@ function remap(row: EncodedRow, captured: CapturedScreen, encoder: RowEncoder): 
   return out
 }
 
-function metaOf(tracker: DisplayTracker, sequence: number): RevisionMeta {
+/** The revision's metadata: what `begin` carries besides the packing's totals. */
+export function metaOf(tracker: DisplayTracker, sequence: number): RevisionMeta {
   const terminal = tracker.terminal
   const inputModes = tracker.inputModes()
   return {

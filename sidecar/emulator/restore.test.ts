@@ -7,17 +7,12 @@
  * the alternate screen — goes to both, and they must agree: every cell of both buffers, the cursor,
  * the captured state, the tracker, the follow snapshot, and the next revision's events.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import serializeModule from '@xterm/addon-serialize'
 import xterm, { type Terminal } from '@xterm/headless'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { sessions } from '../../schema/tables.ts'
-import { openStorage, type Storage } from '../../storage/client.ts'
-import { migrate } from '../../storage/migrate.ts'
+import { describe, expect, it } from 'vitest'
 import { persistRevision, type RevisionWriter } from '../display/persist.ts'
 import { restorePayload } from '../display/service.ts'
+import { scratchDatabase } from '../display/testing/database.ts'
 import { bufferDiff, referenceRevision, type ReferenceRevision } from '../display/testing/harness.ts'
 import type { DisplayTracker } from '../display/tracker.ts'
 import { DISPLAY_ENCODE, trackerOf, type DisplayEncodeResult } from '../display/worker.ts'
@@ -32,19 +27,7 @@ const { Terminal: HeadlessTerminal } = xterm
 const { SerializeAddon } = serializeModule
 const E = '\x1b'
 
-let dir: string
-let storage: Storage
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'termkeep-restore-'))
-  storage = await openStorage({ url: `file:${join(dir, 'termkeep.db')}` })
-  await migrate(storage.client)
-  await storage.db.insert(sessions).values({ id: 's', cwd: dir })
-})
-afterAll(() => {
-  storage?.close()
-  rmSync(dir, { recursive: true, force: true })
-})
+const scratch = scratchDatabase('termkeep-restore-')
 
 /** A screen as the emulator worker makes one (sidecar/emulator/worker.ts), in this thread. */
 function screen(key: string, cols: number, rows: number): EmulatorContext {
@@ -159,9 +142,9 @@ describe('a rebuilt emulator', () => {
       const result = (await encode(kept, {})) as DisplayEncodeResult
       if (!result.changed) throw new Error('the first encode always changes')
       expect(result.revision.restore).toBeTruthy()
-      const { stored } = await persistRevision(storage.db, 's', `restore${index}`, result.revision)
+      const { stored } = await persistRevision(scratch.storage.db, 's', `restore${index}`, result.revision)
       const writer = { epoch: { token: stored.token, epoch: stored.epoch } } as RevisionWriter
-      const payload = (await restorePayload(storage.db, 's', `restore${index}`, writer))!
+      const payload = (await restorePayload(scratch.storage.db, 's', `restore${index}`, writer))!
       expect(payload.sequence).toBe(7)
       expect(payload.history?.token).toBe(stored.token)
 

@@ -10,7 +10,7 @@ import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../../schema/wire/d
 import { useUnicode11 } from '../../emulator/widths.ts'
 import { historyRowsFor } from '../allowance.ts'
 import { RowEncoder } from '../encode.ts'
-import { regionRows, type RevisionMeta } from '../revision.ts'
+import { metaOf, regionRows, type RevisionMeta } from '../revision.ts'
 import { DisplayTracker } from '../tracker.ts'
 import { legacyPlanChunks } from './legacy-plan.ts'
 
@@ -54,20 +54,7 @@ export function referenceRevision(tracker: DisplayTracker, options: ReferenceOpt
   const terminal = tracker.terminal
   const encoder = new RowEncoder(terminal.buffer.normal.getNullCell())
   const plan = legacyPlanChunks(regionRows(tracker, encoder), options.budget ?? MAX_DISPLAY_BYTES, options.eventLimit ?? MAX_DISPLAY_EVENT_BYTES)
-  const inputModes = tracker.inputModes()
-  return {
-    ...plan,
-    meta: {
-      cols: terminal.cols,
-      rows: terminal.rows,
-      cursor: tracker.cursor(),
-      title: tracker.title,
-      alternateScreen: inputModes.alternateScreen,
-      palette: tracker.paletteState(),
-      inputModes,
-      sequence: options.sequence ?? 0,
-    },
-  }
+  return { ...plan, meta: metaOf(tracker, options.sequence ?? 0) }
 }
 
 /** The three parts of a readDisplay transfer, as the API would stream them. */
