@@ -7,9 +7,10 @@
  * still whole at the end; pruning leaves no chunk unreferenced and no revision short of a row; a
  * transaction that fails changes nothing.
  */
-import { sql } from 'drizzle-orm'
+import { and, eq, sql } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
 import { DISPLAY_KEEP_MS } from '../../schema/limits.ts'
+import { displayChunks, displayRevisions } from '../../schema/tables.ts'
 import { HistoryPosition } from './history.ts'
 import { persistRevision, type StoredHistory } from './persist.ts'
 import { encodeRevision } from './revision.ts'
@@ -129,6 +130,39 @@ describe('incremental revisions', () => {
     await persistRevision(scratch.storage.db, 's', 'fail', next, { stored: first.stored })
     const [header] = (await headers(scratch.storage.db, 's', 'fail')).slice(-1)
     expect((await streamed(scratch.storage.db, header)).bodies).toEqual(referenceRevision(e.tracker).chunks)
+  })
+
+  it('reads an older deployment\'s whole revision (format 1) as it was, and prunes it beside newer ones', async () => {
+    const db = scratch.storage.db
+    const e = emulator(40, 6)
+    await e.write(lines(0, 80))
+    const old = referenceRevision(e.tracker, { sequence: 3 })
+    // Written as the encoder before incremental revisions wrote it: every event in display_chunks.
+    await db.insert(displayChunks).values(old.chunks.map((body, chunk) => ({ sessionId: 's', terminalId: 'v1', revision: 1, chunk, body })))
+    const { meta } = old
+    await db.insert(displayRevisions).values({
+      sessionId: 's', terminalId: 'v1', revision: 1, cols: meta.cols, rows: meta.rows, cursorRow: meta.cursor.row, cursorCol: meta.cursor.col,
+      cursorVisible: meta.cursor.visible, cursorStyle: meta.cursor.style, cursorBlink: meta.cursor.blink, title: meta.title,
+      alternateScreen: meta.alternateScreen, palette: meta.palette, inputModes: meta.inputModes, sequence: meta.sequence,
+      viewportRows: old.viewportRows, alternateRows: old.alternateRows, historyRows: old.historyRows, truncated: old.truncated,
+      encodedBytes: old.encodedBytes, chunkCount: old.chunks.length, origin: 'live', createdAt: Date.now() - DISPLAY_KEEP_MS - 60_000,
+    })
+    const [legacy] = await headers(db, 's', 'v1')
+    expect(legacy.format).toBe(1)
+    expect((await streamed(db, legacy)).bodies).toEqual(old.chunks)
+    // Newer revisions, incremental, beside it; once enough of them are written it is pruned whole.
+    const position = new HistoryPosition(e.terminal)
+    let stored: StoredHistory | undefined
+    for (let i = 0; i < 5; i++) {
+      await e.write(lines(80 + i * 10, 10))
+      stored = (await persistRevision(db, 's', 'v1', encodeRevision(e.tracker, position, { stored: stored && { token: stored.token, from: stored.end } }), { stored })).stored
+    }
+    const kept = await headers(db, 's', 'v1')
+    expect(kept.map((h) => h.revision)).not.toContain(1)
+    const left = await db.select({ r: displayChunks.revision }).from(displayChunks).where(and(eq(displayChunks.terminalId, 'v1'), eq(displayChunks.revision, 1)))
+    expect(left).toEqual([])
+    expect((await streamed(db, kept.at(-1)!)).bodies).toEqual(referenceRevision(e.tracker).chunks)
+    expect(await storeProblems(db, 's', 'v1')).toEqual([])
   })
 
   it('refuses a revision that lacks rows the database does not hold', async () => {

@@ -12,7 +12,7 @@ import { historyRowsFor } from '../allowance.ts'
 import { RowEncoder } from '../encode.ts'
 import { metaOf, regionRows, type RevisionMeta } from '../revision.ts'
 import { DisplayTracker } from '../tracker.ts'
-import { legacyPlanChunks } from './legacy-plan.ts'
+import { legacyPlanChunks, type ChunkPlan } from './legacy-plan.ts'
 
 const { Terminal } = xterm
 
@@ -30,14 +30,8 @@ export function emulator(cols: number, rows: number, scrollback = historyRowsFor
 }
 
 /** A whole revision as the encoder before incremental revisions made it: every event. */
-export interface ReferenceRevision {
+export interface ReferenceRevision extends ChunkPlan {
   meta: RevisionMeta
-  chunks: string[]
-  viewportRows: number
-  alternateRows: number
-  historyRows: number
-  truncated: boolean
-  encodedBytes: number
 }
 
 export interface ReferenceOptions {
