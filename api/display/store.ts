@@ -85,7 +85,7 @@ async function* storedEvents(db: Database, header: Header, count: number): Async
 }
 
 /** The epoch's stored history rows [first, end), newest first, with their chunk's style table. */
-async function* historyRows(db: Database, header: Header, first: number, end: number): AsyncGenerator<{ row: EncodedRow; styles: CellStyle[] }> {
+async function* historyRows(db: Database, header: Header, first: number, end: number): AsyncGenerator<{ row: EncodedRow; styles: CellStyle[]; ids: number[] }> {
   let next = end // every row from `next` up is done
   while (next > first) {
     const page = await db
@@ -106,8 +106,10 @@ async function* historyRows(db: Database, header: Header, first: number, end: nu
       if (chunk.firstRow + chunk.rowCount < next) throw lost(header, `history rows ${chunk.firstRow + chunk.rowCount}–${next - 1}`)
       const body = JSON.parse(await inflate(chunk.body)) as { styles: CellStyle[]; rows: EncodedRow[] }
       const styles: CellStyle[] = [{}, ...body.styles]
+      // The chunk's ids in the revision's table, filled as rows meet them (StyleIds.plan).
+      const ids: number[] = []
       for (let i = Math.min(next, chunk.firstRow + chunk.rowCount) - 1; i >= Math.max(first, chunk.firstRow); i--) {
-        yield { row: body.rows[i - chunk.firstRow], styles }
+        yield { row: body.rows[i - chunk.firstRow], styles, ids }
       }
       next = chunk.firstRow
       if (next <= first) return
@@ -135,20 +137,27 @@ class StyleIds {
     event.styles.forEach((style, i) => this.#ids.set(JSON.stringify(style), event.styleBase + i))
   }
 
-  /** A stored row in this revision's ids, and the styles it uses first (in order of first use). */
-  plan(row: EncodedRow, styles: CellStyle[]): PlannedRow {
+  /**
+   * A stored row in this revision's ids, and the styles it uses first (in order of first use).
+   * `chunkIds` caches the chunk's local → revision ids (one lookup per style, not per run).
+   */
+  plan(row: EncodedRow, styles: CellStyle[], chunkIds: number[]): PlannedRow {
     const out = row.slice()
     let added: CellStyle[] | undefined
     for (let i = 1; i < out.length; i += 2) {
       const local = out[i] as number
       if (local === 0) continue
-      const style = styles[local] ?? {}
-      const key = JSON.stringify(style)
-      let id = this.#ids.get(key)
+      let id = chunkIds[local]
       if (id === undefined) {
-        id = this.#ids.size
-        this.#ids.set(key, id)
-        ;(added ??= []).push(style)
+        const style = styles[local] ?? {}
+        const key = JSON.stringify(style)
+        let known = this.#ids.get(key)
+        if (known === undefined) {
+          known = this.#ids.size
+          this.#ids.set(key, known)
+          ;(added ??= []).push(style)
+        }
+        id = chunkIds[local] = known
       }
       out[i] = id
     }
@@ -189,8 +198,8 @@ export async function* chunksOf(db: Database, header: Header): AsyncGenerator<st
   })
   let rows = 0
   const end = header.historyEnd!
-  for await (const { row, styles } of historyRows(db, header, end - header.historyRows, end)) {
-    if (!packer.add(ids.plan(row, styles)) || ++rows === header.historyRows) break
+  for await (const { row, styles, ids: chunkIds } of historyRows(db, header, end - header.historyRows, end)) {
+    if (!packer.add(ids.plan(row, styles, chunkIds)) || ++rows === header.historyRows) break
     yield* out.splice(0)
   }
   packer.finish()
@@ -215,14 +224,14 @@ export async function revisionParts(db: Database, header: Header): Promise<RowsE
   let part: RowsEvent | undefined
   let index = 0
   let lastStyles: CellStyle[] | undefined
-  for await (const { row, styles } of historyRows(db, header, end - header.historyRows, end)) {
+  for await (const { row, styles, ids: chunkIds } of historyRows(db, header, end - header.historyRows, end)) {
     // A new part per stored chunk (each has its own style table): styles stay in order of first use.
     if (styles !== lastStyles || !part) {
       part = { region: 'history', index, styleBase: ids.size, styles: [], rows: [] }
       parts.push(part)
       lastStyles = styles
     }
-    const planned = ids.plan(row, styles)
+    const planned = ids.plan(row, styles, chunkIds)
     part.styles.push(...planned.styles)
     part.rows.push(planned.row)
     index++

@@ -33,15 +33,16 @@ function copy(chunk: HistoryChunk): HistoryChunk {
   return { first: chunk.first, rows: chunk.rows.slice(), styles: chunk.styles.slice(), ids: new Map(chunk.ids), bytes: chunk.bytes }
 }
 
-/** A row's JSON with its style ids moved from `styles` (the revision's table) into the chunk's. */
-function localRow(row: EncodedRow, styles: CellStyle[], chunk: HistoryChunk): { json: string; added: string[] } {
+/** A row's JSON with its style ids moved from `styles` (the revision's table) into the chunk's.
+ * `keys` caches each revision style's JSON (one stringify per style, not per run). */
+function localRow(row: EncodedRow, styles: CellStyle[], keys: string[], chunk: HistoryChunk): { json: string; added: string[] } {
   const out = row.slice()
   const added: string[] = []
   let fresh: Map<string, number> | undefined
   for (let i = 1; i < out.length; i += 2) {
     const id = out[i] as number
     if (id === 0) continue
-    const key = JSON.stringify(styles[id] ?? {})
+    const key = (keys[id] ??= JSON.stringify(styles[id] ?? {}))
     let local = chunk.ids.get(key) ?? fresh?.get(key)
     if (local === undefined) {
       local = chunk.ids.size + 1 + added.length
@@ -62,13 +63,14 @@ export function historyChunks(first: number, rows: EncodedRow[], styles: CellSty
   const chunks: HistoryChunk[] = []
   const mergeable = tail && tail.first + tail.rows.length === first && tail.bytes < DISPLAY_HISTORY_MERGE_BYTES
   let chunk = mergeable ? copy(tail) : emptyChunk(first)
+  const keys: string[] = []
   for (const row of rows) {
-    let { json, added } = localRow(row, styles, chunk)
+    let { json, added } = localRow(row, styles, keys, chunk)
     let cost = utf8Length(json) + 1 + added.reduce((n, s) => n + utf8Length(s) + 1, 0)
     if (chunk.rows.length > 0 && chunk.bytes + cost > DISPLAY_HISTORY_CHUNK_BYTES) {
       chunks.push(chunk)
       chunk = emptyChunk(chunk.first + chunk.rows.length)
-      ;({ json, added } = localRow(row, styles, chunk))
+      ;({ json, added } = localRow(row, styles, keys, chunk))
       cost = utf8Length(json) + 1 + added.reduce((n, s) => n + utf8Length(s) + 1, 0)
     }
     for (const key of added) {
