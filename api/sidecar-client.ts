@@ -28,6 +28,7 @@ import type { OutputPage } from '../schema/wire/output.ts'
 import type { CanonicalPath } from '../schema/wire/paths.ts'
 import {
   ATTACHMENT_HEADER,
+  IDEMPOTENCY_KEY_HEADER,
   PRINCIPAL_HEADER,
   type CloseResult,
   type FollowControl,
@@ -163,10 +164,12 @@ export class SidecarClient {
     return this.json(terminal(sid, tid), { method: 'DELETE' }, CLOSE_BUDGET_MS)
   }
 
-  /** `from`: the follow attachment sending, and its principal (the caller's token id). */
-  async input(sid: string, tid: string, from: Sender, bytes: Uint8Array<ArrayBuffer>): Promise<void> {
+  /** `from`: the follow attachment sending, and its principal (the caller's token id); `key`: the
+   * batch's Idempotency-Key, if the client gave one. */
+  async input(sid: string, tid: string, from: Sender, bytes: Uint8Array<ArrayBuffer>, key?: string): Promise<void> {
     const headers = new Headers({ 'content-type': 'application/octet-stream' })
     senderHeaders(headers, from)
+    if (key !== undefined) headers.set(IDEMPOTENCY_KEY_HEADER, key)
     const response = await this.request(`${terminal(sid, tid)}/input`, { method: 'POST', headers, body: bytes })
     await response.body?.cancel()
   }

@@ -48,8 +48,16 @@ export const migrations: BundledMigration[] = [
     ]
   },
   {
+    "hash": "68d8f498e3f72bb017fa6bd234a740e8ddd2da99db4689e3689c9ae74b1f75df",
+    "folderMillis": 1796116871392,
+    "sql": [
+      "CREATE TABLE `resource_parts` (\n\t`resource_id` text NOT NULL,\n\t`seq` integer NOT NULL,\n\t`content` blob NOT NULL,\n\tPRIMARY KEY(`resource_id`, `seq`)\n);\n",
+      "\nCREATE TABLE `resource_uploads` (\n\t`resource_id` text PRIMARY KEY NOT NULL,\n\t`started_at` integer NOT NULL\n);\n"
+    ]
+  },
+  {
     "hash": "4a1d63a9d7dff307c34737bfdfb3ea691526b42c45e984547f7f97afe521738b",
-    "folderMillis": 1796117151240,
+    "folderMillis": 1796118414671,
     "sql": [
       "CREATE TABLE `display_history` (\n\t`session_id` text NOT NULL,\n\t`terminal_id` text NOT NULL,\n\t`epoch` integer NOT NULL,\n\t`first_row` integer NOT NULL,\n\t`row_count` integer NOT NULL,\n\t`body` blob NOT NULL,\n\tPRIMARY KEY(`session_id`, `terminal_id`, `epoch`, `first_row`)\n);\n",
       "\nALTER TABLE `display_revisions` ADD `format` integer DEFAULT 1 NOT NULL;",

@@ -37,6 +37,8 @@ export const ERROR_STATUS = {
   'terminal/control-unavailable': 409,
   'terminal/limit-reached': 409,
   'terminal/input-too-large': 413,
+  /** An input's Idempotency-Key already applied to other bytes (or from another attachment). */
+  'terminal/idempotency-key-reused': 422,
   /** The program has not read the input already sent (MAX_INPUT_BACKLOG_BYTES); refused, dropped. */
   'terminal/input-backlog-full': 409,
   'terminal/spawn-failed': 500,

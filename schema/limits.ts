@@ -29,6 +29,14 @@ export const MAX_INPUT_BYTES = 64 * KiB
 /** Input a terminal's program has not read yet (it waits in the sidecar, in order); more input is
  * refused (409 terminal/input-backlog-full) until the program reads. */
 export const MAX_INPUT_BACKLOG_BYTES = 1 * MiB
+/** An input batch's `Idempotency-Key` (visible ASCII): room for a UUID or a client's own
+ * "<stream>-<counter>", short enough to keep hundreds per terminal in memory. */
+export const MAX_IDEMPOTENCY_KEY_CHARS = 128
+/** Input keys a terminal remembers (per terminal, oldest forgotten first), and for how long: a
+ * retry after a 503 comes within seconds or minutes, not after hundreds of later batches or an
+ * hour. A key forgotten (or a sidecar restarted, which retires its terminals anyway) is new. */
+export const INPUT_KEYS_REMEMBERED = 512
+export const INPUT_KEY_MEMORY_MS = 10 * 60_000
 /** A terminal's `command` (`shell -c command`): a command line, not a script; a longer script
  * belongs in a file the command runs. */
 export const MAX_COMMAND_CHARS = 16_384
@@ -36,6 +44,13 @@ export const MAX_COMMAND_CHARS = 16_384
 export const MAX_TITLE_CHARS = 120
 /** Live (not yet closed) terminals per session, counting pending and failed creates. */
 export const MAX_TERMINALS_PER_SESSION = 16
+
+/** UTF-16 units one grapheme of a title or name may take: a text longer than its grapheme limit
+ * times this is refused before its graphemes are counted, because Intl.Segmenter is quadratic in
+ * the length (a 200,000-character title blocked the API for 54 s). The longest emoji sequences
+ * (a kiss with two skin tones) take 15 units, a letter with 30 combining marks (Unicode's
+ * stream-safe bound, UAX #15) 31. */
+export const MAX_UTF16_UNITS_PER_GRAPHEME = 32
 
 // ── Output journal ──────────────────────────────────────────────────────────
 /** A PTY read is split into native Data records of at most this many raw bytes, so one record
@@ -242,6 +257,16 @@ export const WORKFLOW_STDERR_TAIL_BYTES = 4 * KiB
 // ── Session resources ───────────────────────────────────────────────────────
 /** One stored attachment or archived tool result. */
 export const MAX_RESOURCE_BYTES = 32 * MiB
+/** Characters of a resource's wire text (base64 or UTF-8), or bytes of a large JSON body, the API
+ * converts at once before it yields to its event loop: a few milliseconds each, where a whole
+ * 32 MiB attachment held every other request for seconds. */
+export const CONTENT_SLICE_SIZE = 1 * MiB
+/** A stored resource larger than this is written as parts of this size, one statement each with
+ * a yield between: the embedded database driver writes a blob on the event loop (~10 ms/MiB). */
+export const RESOURCE_PART_BYTES = 1 * MiB
+/** A resource's parts still unfinished after this long belong to a store a crash cut short
+ * (a store takes seconds); the next store deletes them. */
+export const RESOURCE_UPLOAD_ABANDON_MS = 60 * 60_000
 /** An attachment's name or a tool result's tool name (graphemes). */
 export const MAX_RESOURCE_NAME_CHARS = 255
 
@@ -288,6 +313,13 @@ export const MCP_WAIT_MAX_MS = 10 * 60_000
  * context holds tens of kilobytes, not megabytes. More is cut from the front and said so; the
  * journal keeps every byte for `read_output`. */
 export const MCP_TEXT_MAX_BYTES = 64 * KiB
+/** A stream read (`workflow_events`, …) answers once no event came for `quietMs` (default; at
+ * most the max: the call holds one request and stream that long waiting for the next event). */
+export const MCP_STREAM_QUIET_DEFAULT_MS = 1_000
+export const MCP_STREAM_QUIET_MAX_MS = 60_000
+/** Events one stream read returns (default and at most): an agent pages on with the cursor. */
+export const MCP_STREAM_DEFAULT_EVENTS = 200
+export const MCP_STREAM_MAX_EVENTS = 1_000
 /** Terminals `resources/list` names at most (a resource per live terminal screen). */
 export const MCP_MAX_LISTED_RESOURCES = 256
 /** After a program's output ended, how long the API waits for the sidecar to record its exit

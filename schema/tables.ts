@@ -336,6 +336,28 @@ export const toolResults = sqliteTable(
   (t) => [index('tool_results_session').on(t.sessionId)],
 )
 
+/**
+ * The bytes of a resource larger than RESOURCE_PART_BYTES, in order (`seq` from 0); its own row's
+ * `content` is then empty. One statement per part, because the embedded driver writes a blob on
+ * the event loop (a 32 MiB one held every request for 0.4 s).
+ */
+export const resourceParts = sqliteTable(
+  'resource_parts',
+  {
+    resourceId: text('resource_id').notNull(),
+    seq: integer('seq').notNull(),
+    content: blob('content', { mode: 'buffer' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.resourceId, t.seq] })],
+)
+
+/** A resource whose parts are being written; its row is inserted (and this one deleted) only once
+ * they all are. One left behind by a crash is swept, parts and all, after RESOURCE_UPLOAD_ABANDON_MS. */
+export const resourceUploads = sqliteTable('resource_uploads', {
+  resourceId: text('resource_id').primaryKey(),
+  startedAt: integer('started_at').notNull(),
+})
+
 // ── Authority ───────────────────────────────────────────────────────────────
 
 export const tokens = sqliteTable('tokens', {

@@ -18,6 +18,8 @@ const EXPECTED_TABLES = [
   'host_generations',
   'legacy_terminal_records',
   'registry_events',
+  'resource_parts',
+  'resource_uploads',
   'sessions',
   'stream_tickets',
   'terminals',

@@ -41,6 +41,9 @@ describe('the MCP tool table', () => {
     // send_keys follows (control + output) and writes input (control): control alone is not enough.
     expect(names(['terminals:control'])).toEqual(['close_terminal', 'create_terminal', 'list_terminals'])
     expect(names(['terminals:control', 'terminals:output'])).toEqual(['close_terminal', 'create_terminal', 'list_terminals', 'read_output', 'run_command', 'send_keys'])
+    // Reading runs is workflows:read; starting and cancelling them workflows:run, as the routes' guards say.
+    expect(names(['workflows:read'])).toEqual(['list_workflows', 'workflow_events', 'workflow_status'])
+    expect(names(['workflows:run'])).toEqual(['cancel_workflow', 'run_workflow'])
     expect(names([...GRANTS])).toHaveLength(TOOLS.length)
   })
 
@@ -56,6 +59,10 @@ describe('the MCP tool table', () => {
   it('spells the grants a tool needs as the union of its routes\' requirements', () => {
     expect(catalog.grants(catalog.find('send_keys')!)).toBe('terminals:control + terminals:output')
     expect(catalog.grants(catalog.find('list_terminals')!)).toBe('terminals:control or terminals:display')
+    const events = { method: 'GET' as const, path: '/v1/sessions/:sid/workflows/:rid/events' }
+    expect(catalog.routeGrants([events, { method: 'POST', path: '/v1/sessions/:sid/workflows' }])).toBe('workflows:read + workflows:run')
+    expect(catalog.permits(events, authority(['workflows:read']))).toBe(true)
+    expect(catalog.permits(events, authority(['workflows:run']))).toBe(false)
   })
 
   it('is documented in docs/mcp.md with each tool\'s grants', () => {

@@ -35,29 +35,28 @@ export class Catalog {
 
   /** Whether every route the tool calls (of an inner list: one of them) lets the authority in. */
   allows(tool: Tool, authority: Authority): boolean {
-    return tool.uses.every((use) => {
-      const alternatives = Array.isArray(use) ? (use as readonly RouteRef[]) : [use as RouteRef]
-      return alternatives.some((route) => satisfies(authority.grants, this.#requirement(route)))
-    })
+    return tool.uses.every((use) => alternativesOf(use).some((route) => this.permits(route, authority)))
+  }
+
+  /** Whether the route's guard lets the authority in. */
+  permits(route: RouteRef, authority: Authority): boolean {
+    return satisfies(authority.grants, this.#requirement(route))
   }
 
   /** The grants a tool needs, as docs/mcp.md and its refusal spell them: `a + b`; `a or b` where
    * either does. */
   grants(tool: Tool): string {
-    const parts = new Set<string>()
-    for (const alternatives of this.requirements(tool)) {
-      const [only] = alternatives
-      if (alternatives.length > 1 || only === undefined) parts.add(alternatives.map(describe).join(' or '))
-      else if (typeof only === 'string') parts.add(only)
-      else if ('allOf' in only) for (const grant of only.allOf) parts.add(grant)
-      else parts.add(describe(only))
-    }
-    return [...parts].join(' + ') || 'any valid token'
+    return spell(this.requirements(tool))
+  }
+
+  /** The grants a list of routes needs, spelled as `grants`. */
+  routeGrants(routes: readonly RouteRef[]): string {
+    return spell(routes.map((route) => [this.#requirement(route)]))
   }
 
   /** The routes' requirements of a tool (of an inner list, any one). */
   requirements(tool: Tool): Requirement[][] {
-    return tool.uses.map((use) => (Array.isArray(use) ? (use as readonly RouteRef[]) : [use as RouteRef]).map((route) => this.#requirement(route)))
+    return tool.uses.map((use) => alternativesOf(use).map((route) => this.#requirement(route)))
   }
 
   visible(authority: Authority): Tool[] {
@@ -67,4 +66,21 @@ export class Catalog {
   find(name: string): Tool | undefined {
     return this.#tools.find((tool) => tool.name === name)
   }
+}
+
+function alternativesOf(use: RouteRef | readonly RouteRef[]): readonly RouteRef[] {
+  return Array.isArray(use) ? (use as readonly RouteRef[]) : [use as RouteRef]
+}
+
+/** Requirements (each a list of alternatives) as `a + b`, `a or b`. */
+function spell(requirements: Requirement[][]): string {
+  const parts = new Set<string>()
+  for (const alternatives of requirements) {
+    const [only] = alternatives
+    if (alternatives.length > 1 || only === undefined) parts.add(alternatives.map(describe).join(' or '))
+    else if (typeof only === 'string') parts.add(only)
+    else if ('allOf' in only) for (const grant of only.allOf) parts.add(grant)
+    else parts.add(describe(only))
+  }
+  return [...parts].join(' + ') || 'any valid token'
 }

@@ -22,7 +22,7 @@ import {
   type CallToolResult,
   type jsonSchemaValidator,
 } from './sdk.ts'
-import { errorResult } from './tool.ts'
+import { errorResult, type RouteRef } from './tool.ts'
 
 /**
  * The SDK validates with a JSON Schema validator only what a client answers to a server's
@@ -47,6 +47,7 @@ export const INSTRUCTIONS =
   'termkeep keeps terminals: every byte recorded, every screen kept. Typical use: run_command for one command and its exit code; ' +
   'or create_terminal, send_keys (text, then keys such as Enter), wait_for (a pattern on the screen, quiet output, or the exit), read_screen. ' +
   'send_keys never takes the keyboard from a person who controls the terminal unless takeControl is true. ' +
+  'Workflows: run_workflow (wait: true for its result), workflow_events from a cursor (pass next back as after), workflow_status, cancel_workflow. ' +
   'This endpoint is stateless: resources/subscribe is not offered; use wait_for to wait for a change.'
 
 /** Any failure as termkeep's error; a bug is logged and shown as internal/error, never thrown. */
@@ -105,7 +106,12 @@ export function mcpServer({ catalog, authority, dispatcher, requestSignal }: Mcp
     }
     return withCall(extra.signal, async (call, signal) => {
       try {
-        return await tool.run(tool.input.split(request.params.arguments), { call, authority, signal })
+        const need = (routes: readonly RouteRef[], purpose: string) => {
+          if (routes.every((route) => catalog.permits(route, authority))) return
+          const needed = catalog.routeGrants(routes)
+          throw new TermkeepError('auth/forbidden', `${purpose} needs ${needed}, which this token lacks`, { required: needed })
+        }
+        return await tool.run(tool.input.split(request.params.arguments), { call, authority, signal, need })
       } catch (error) {
         return errorResult(known(error, `tool ${tool.name}`))
       }

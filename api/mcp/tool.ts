@@ -22,6 +22,9 @@ export interface ToolContext {
   call: Dispatcher
   authority: Authority
   signal: AbortSignal
+  /** Refuses (auth/forbidden, naming the grants) unless the caller may call every route: for a
+   * route only some calls of a tool use, checked before the tool's first step. */
+  need(routes: readonly RouteRef[], purpose: string): void
 }
 
 export interface Tool {

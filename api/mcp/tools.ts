@@ -5,10 +5,9 @@
  * generated from those schemas, and a call is a request through the app (dispatch.ts). Composite
  * tools (send, wait, run) live in their own files and list every route they call in `uses`.
  *
- * Adding the tools of a new area (observation, workflows) once its routes are mounted:
- *   routeTool({ name: 'workflow_status', title: '…', description: '…', method: 'GET',
- *     path: '/v1/sessions/:sid/workflows/:rid', params: WorkflowParams }),
- * and add the entry to TOOLS; catalog.test.ts fails for a tool whose route is not mounted.
+ * The tools of an area live in their own file (workflows.ts) and are spread into TOOLS; an SSE
+ * route read to a bound is a `streamReadTool` (stream-read.ts). catalog.test.ts fails for a tool
+ * whose route is not mounted, and for one missing from docs/mcp.md.
  */
 import { randomId } from '../auth/secrets.ts'
 import { DEFAULT_COLS, DEFAULT_ROWS } from '../../schema/limits.ts'
@@ -25,6 +24,7 @@ import { sendKeys } from './send.ts'
 import { fromBase64, plainText, screenText } from './text.ts'
 import { routeTool, textResult, type Tool } from './tool.ts'
 import { waitFor } from './wait.ts'
+import { WORKFLOW_TOOLS } from './workflows.ts'
 
 const SessionOnly = v.object({ sid: SessionId })
 const T = '/v1/sessions/:sid/terminals/:tid'
@@ -177,4 +177,5 @@ export const TOOLS: readonly Tool[] = [
       return textResult(text, facts)
     },
   }),
+  ...WORKFLOW_TOOLS,
 ]

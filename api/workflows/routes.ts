@@ -12,7 +12,7 @@ import { CancelWorkflow, EventsQuery, RunDetail, RunList, RunListQuery, RunParam
 import * as v from 'valibot'
 import { guard, openStream } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
-import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
+import { error, json, sidecarDownUnknown, sse } from '../openapi.ts'
 import { lastEventId, sseResponse } from '../sse.ts'
 import { validate } from '../validate.ts'
 import { streamRunEvents } from './events.ts'
@@ -35,7 +35,9 @@ export const workflowRoutes = new Hono<AppEnv>()
         400: error('`workflow/invalid-script`, `workflow/unknown-profile`, `request/invalid`'),
         409: error('too many runs at once on the host (`workflow/limit-reached`)'),
         ...NOT_FOUND,
-        ...SIDECAR_DOWN,
+        ...sidecarDownUnknown(
+          'Retry only after `GET /v1/sessions/:sid/workflows` shows no run of this script started meanwhile: the run id is chosen by the sidecar, so a blind retry may start a second run.',
+        ),
       },
     }),
     guard('workflows:run'),
@@ -96,7 +98,7 @@ export const workflowRoutes = new Hono<AppEnv>()
       tags,
       summary: "Cancel a run: its script process is killed at once, every open member's terminal closed; answers once settled",
       description: 'Repeatable: a run that already ended is answered as it is (the first reason wins).',
-      responses: { 200: json(RunResponse), ...NOT_FOUND, ...SIDECAR_DOWN },
+      responses: { 200: json(RunResponse), ...NOT_FOUND, ...sidecarDownUnknown('Retry: cancelling is repeatable.') },
     }),
     guard('workflows:run'),
     validate('param', RunParams),

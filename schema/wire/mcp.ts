@@ -5,15 +5,27 @@
  */
 import * as v from 'valibot'
 import { keyBytes } from '../keys.ts'
-import { MAX_INPUT_BYTES, MCP_PATTERN_MAX_CHARS, MCP_WAIT_DEFAULT_MS, MCP_WAIT_MAX_MS } from '../limits.ts'
+import {
+  MAX_INPUT_BYTES,
+  MCP_PATTERN_MAX_CHARS,
+  MCP_STREAM_DEFAULT_EVENTS,
+  MCP_STREAM_MAX_EVENTS,
+  MCP_STREAM_QUIET_DEFAULT_MS,
+  MCP_STREAM_QUIET_MAX_MS,
+  MCP_TEXT_MAX_BYTES,
+  MCP_WAIT_DEFAULT_MS,
+  MCP_WAIT_MAX_MS,
+} from '../limits.ts'
 import { TerminalId } from './common.ts'
 import { Command } from './terminals.ts'
 
 /** The attachment id MCP calls follow with (one per token: a token's calls share control). */
 export const MCP_ATTACHMENT_ID = 'mcp'
 
-const Milliseconds = (what: string, min: number) =>
-  v.pipe(v.number(), v.safeInteger(), v.minValue(min, `${what} is at least ${min}`), v.maxValue(MCP_WAIT_MAX_MS, `${what} is at most ${MCP_WAIT_MAX_MS}`))
+const Count = (what: string, min: number, max: number) =>
+  v.pipe(v.number(), v.safeInteger(`${what} is an integer`), v.minValue(min, `${what} is at least ${min}`), v.maxValue(max, `${what} is at most ${max}`))
+
+const Milliseconds = (what: string, min: number, max = MCP_WAIT_MAX_MS) => Count(what, min, max)
 
 const Timeout = v.optional(
   v.pipe(Milliseconds('timeoutMs', 0), v.description(`Give up after this many ms (default ${MCP_WAIT_DEFAULT_MS}, at most ${MCP_WAIT_MAX_MS})`)),
@@ -59,6 +71,42 @@ export const RunArgs = v.object({
   timeoutMs: Timeout,
 })
 export type RunArgs = v.InferOutput<typeof RunArgs>
+
+/**
+ * Reading an SSE route to a bound (api/mcp/stream-read.ts): events from a cursor until the stream
+ * ends, nothing came for `quietMs`, `maxEvents` or `maxBytes` of data is reached, or `timeoutMs`.
+ */
+export const StreamReadArgs = v.object({
+  quietMs: v.optional(
+    v.pipe(
+      Milliseconds('quietMs', 1, MCP_STREAM_QUIET_MAX_MS),
+      v.description(`Answer once no event came for this long (default ${MCP_STREAM_QUIET_DEFAULT_MS}, at most ${MCP_STREAM_QUIET_MAX_MS}); a larger value waits longer for the next event`),
+    ),
+    MCP_STREAM_QUIET_DEFAULT_MS,
+  ),
+  timeoutMs: v.optional(
+    v.pipe(Milliseconds('timeoutMs', 1), v.description(`Answer after this long whatever comes (default ${MCP_WAIT_DEFAULT_MS}, at most ${MCP_WAIT_MAX_MS})`)),
+    MCP_WAIT_DEFAULT_MS,
+  ),
+  maxEvents: v.optional(
+    v.pipe(Count('maxEvents', 1, MCP_STREAM_MAX_EVENTS), v.description(`At most this many events (default ${MCP_STREAM_DEFAULT_EVENTS}, at most ${MCP_STREAM_MAX_EVENTS})`)),
+    MCP_STREAM_DEFAULT_EVENTS,
+  ),
+  maxBytes: v.optional(
+    v.pipe(Count('maxBytes', 1, MCP_TEXT_MAX_BYTES), v.description(`At most this many bytes of event data (default and at most ${MCP_TEXT_MAX_BYTES}); a larger single event comes alone`)),
+    MCP_TEXT_MAX_BYTES,
+  ),
+})
+export type StreamReadArgs = v.InferOutput<typeof StreamReadArgs>
+
+export const WorkflowRunArgs = v.object({
+  wait: v.optional(v.pipe(v.boolean(), v.description('Answer when the run ended (at most timeoutMs), with its result and members; needs workflows:read')), false),
+  timeoutMs: v.optional(
+    v.pipe(Milliseconds('timeoutMs', 0), v.description(`With wait: give up waiting after this many ms (default ${MCP_WAIT_DEFAULT_MS}, at most ${MCP_WAIT_MAX_MS}); the run goes on`)),
+    MCP_WAIT_DEFAULT_MS,
+  ),
+})
+export type WorkflowRunArgs = v.InferOutput<typeof WorkflowRunArgs>
 
 export const ScreenArgs = v.object({
   history: v.optional(v.pipe(v.boolean(), v.description('Include the history tail above the viewport')), false),

@@ -8,7 +8,17 @@ import { TermkeepError } from '../../schema/errors.ts'
 import { DEFAULT_OUTPUT_PAGE_ITEMS, MAX_INPUT_BYTES } from '../../schema/limits.ts'
 import { AttachmentId, Geometry, SessionId, TerminalId } from '../../schema/wire/common.ts'
 import { ASCIICAST_CONTENT_TYPE, OutputQuery, type OutputPage, WatchQuery } from '../../schema/wire/output.ts'
-import { ATTACHMENT_HEADER, CreateTerminal, FollowQuery, PRINCIPAL_HEADER, Principal, RenameTerminal, type Sender } from '../../schema/wire/terminals.ts'
+import {
+  ATTACHMENT_HEADER,
+  CreateTerminal,
+  FollowQuery,
+  IDEMPOTENCY_KEY_HEADER,
+  IdempotencyKey,
+  PRINCIPAL_HEADER,
+  Principal,
+  RenameTerminal,
+  type Sender,
+} from '../../schema/wire/terminals.ts'
 import { pulledResponse } from '../http/pulled.ts'
 import { sseResponse } from '../http/sse.ts'
 import { jsonBody, parse, rawBody } from '../http/validate.ts'
@@ -83,9 +93,12 @@ export function terminalRoutes(host: TerminalHost): Hono {
   app.post(`${one}/input`, async (c) => {
     const { sid, tid } = ids(c)
     const from = sender(c)
+    const header = c.req.header(IDEMPOTENCY_KEY_HEADER)
+    const key = header === undefined ? undefined : parse(IdempotencyKey, header, 'request/invalid')
     const terminal = await host.live(sid, tid)
     const bytes = await rawBody(c.req.raw, MAX_INPUT_BYTES, 'terminal/input-too-large')
-    terminal.write(from, bytes)
+    // A repeat of an applied key gets the same 204: the batch was typed, once.
+    terminal.write(from, bytes, key)
     return c.body(null, 204)
   })
   app.post(`${one}/resize`, async (c) => {

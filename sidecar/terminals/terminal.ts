@@ -15,6 +15,7 @@ import { Notifier } from '../journal/notifier.ts'
 import { killSession } from '../pty/process-tree.ts'
 import { Retry } from '../retry.ts'
 import type { PtyThread, RemotePty } from '../pty/pty-thread.ts'
+import { InputKeys } from './input-keys.ts'
 import type { TerminalPatch, TerminalStore } from './store.ts'
 
 export interface TerminalInit {
@@ -79,6 +80,7 @@ export class LiveTerminal {
   #resizing: Promise<void> = Promise.resolve()
   /** Open follow streams per attachment (id and principal). */
   readonly #streams = new Map<string, number>()
+  readonly #inputKeys = new InputKeys()
   #closing: Promise<void> | undefined
   #closeRequested = false
 
@@ -161,10 +163,19 @@ export class LiveTerminal {
     this.#pty.write(bytes)
   }
 
-  /** Raw input from the controlling attachment. Refused input is dropped, never queued. */
-  write(sender: Sender, bytes: Uint8Array): void {
-    this.#requireControl(sender).write(bytes)
-    this.lastActivity = Date.now()
+  /**
+   * Raw input from the controlling attachment. Refused input is dropped, never queued. With an
+   * idempotency key, a batch this principal already sent under it is not written again (returns
+   * true: it was applied the first time).
+   */
+  write(sender: Sender, bytes: Uint8Array, key?: string): boolean {
+    const write = () => {
+      this.#requireControl(sender).write(bytes)
+      this.lastActivity = Date.now()
+    }
+    if (key !== undefined) return this.#inputKeys.apply(sender.principal, sender.attachment, key, bytes, write)
+    write()
+    return false
   }
 
   /** Resizes the PTY and journals the Resize in output order (the emulator follows the journal). */

@@ -7,23 +7,16 @@ import { mkdirSync, realpathSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startNodeApi, type RunningApi } from '../../api/runtime/node.ts'
 import { GRANTS } from '../../schema/grants.ts'
-import { callTool, errorOf, factsOf, mcpClient, textOf } from '../support/mcp.ts'
+import { callTool, errorOf, factsOf, mcpStack, type McpStack, textOf } from '../support/mcp.ts'
 import { readEvents, startHarness, type Harness } from './harness.ts'
 
 let h: Harness
-let api: RunningApi
+let stack: McpStack
 let admin: Client
 let adminToken: string
 let dir: string
-const clients: Client[] = []
-
-async function client(token: string): Promise<Client> {
-  const c = await mcpClient(api.url, token)
-  clients.push(c)
-  return c
-}
+const client = (token: string) => stack.client(token)
 
 async function terminalRows(): Promise<unknown[]> {
   return (await h.storage.client.execute('SELECT session_id, id, state FROM terminals ORDER BY rowid')).rows
@@ -36,13 +29,12 @@ beforeAll(async () => {
   adminToken = await h.token(GRANTS)
   await h.request('POST', '/v1/workspaces', { token: adminToken, body: { path: dir } })
   await h.request('POST', '/v1/sessions', { token: adminToken, body: { id: 's1', cwd: dir } })
-  api = await startNodeApi({ storage: h.storage, sidecarUrl: h.sidecar.url, sidecarSecret: h.sidecar.secret, host: '127.0.0.1', port: 0 })
+  stack = await mcpStack(h)
   admin = await client(adminToken)
 }, 60_000)
 
 afterAll(async () => {
-  for (const c of clients) await c.close().catch(() => {})
-  await api?.close()
+  await stack?.close()
   await h?.close()
 })
 
@@ -81,21 +73,21 @@ describe('tools/list and authority', () => {
   it('answers GET and DELETE /mcp with 405, and a POST without the Streamable HTTP Accept with 400', async () => {
     const auth = { authorization: `Bearer ${adminToken}` }
     for (const method of ['GET', 'DELETE']) {
-      const response = await fetch(`${api.url}/mcp`, { method, headers: auth })
+      const response = await fetch(`${stack.api.url}/mcp`, { method, headers: auth })
       expect(response.status).toBe(405)
       expect((await response.json()).error.code).toBe('request/method-not-allowed')
     }
-    const bare = await fetch(`${api.url}/mcp`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' })
+    const bare = await fetch(`${stack.api.url}/mcp`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' })
     expect(bare.status).toBe(400)
     expect((await bare.json()).error.code).toBe('request/invalid')
     // Junk the SDK's transport refuses comes back in termkeep's error shape, never as a 500.
     const streamable = { ...auth, accept: 'application/json, text/event-stream', 'content-type': 'application/json' }
     for (const body of ['{"jsonrpc":"2.0"}', '{"jsonrpc":"2.0","id":1}', '{"jsonrpc":"1.0","id":1,"method":"x"}', '[]', 'nul', '{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}']) {
-      const response = await fetch(`${api.url}/mcp`, { method: 'POST', headers: streamable, body })
+      const response = await fetch(`${stack.api.url}/mcp`, { method: 'POST', headers: streamable, body })
       expect(response.status, body).toBe(400)
       expect((await response.json()).error.code, body).toBe('request/invalid')
     }
-    const unauthenticated = await fetch(`${api.url}/mcp`, { method: 'POST', headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }, body: '{}' })
+    const unauthenticated = await fetch(`${stack.api.url}/mcp`, { method: 'POST', headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }, body: '{}' })
     expect(unauthenticated.status).toBe(401)
   })
 })

@@ -5,6 +5,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import { startNodeApi } from '../../api/runtime/node.ts'
+import type { Harness } from '../api/harness.ts'
 
 export async function mcpClient(baseUrl: string, token: string): Promise<Client> {
   const client = new Client({ name: 'termkeep-test', version: '1' })
@@ -14,6 +16,26 @@ export async function mcpClient(baseUrl: string, token: string): Promise<Client>
   await client.connect(transport)
   return client
 }
+
+/** The Node API over a harness's database and sidecar, served on a port, and the MCP clients a
+ * test file opens on it (each with its own token); `close` ends the clients, then the API. */
+export async function mcpStack(h: Harness) {
+  const api = await startNodeApi({ storage: h.storage, sidecarUrl: h.sidecar.url, sidecarSecret: h.sidecar.secret, host: '127.0.0.1', port: 0 })
+  const open: Client[] = []
+  return {
+    api,
+    async client(token: string): Promise<Client> {
+      const client = await mcpClient(api.url, token)
+      open.push(client)
+      return client
+    },
+    async close(): Promise<void> {
+      for (const client of open.splice(0)) await client.close().catch(() => {})
+      await api.close()
+    },
+  }
+}
+export type McpStack = Awaited<ReturnType<typeof mcpStack>>
 
 export async function callTool(client: Client, name: string, args: Record<string, unknown> = {}, timeoutMs = 60_000): Promise<CallToolResult> {
   return (await client.callTool({ name, arguments: args }, undefined, { timeout: timeoutMs })) as CallToolResult
