@@ -150,6 +150,22 @@ describe('web page (Chromium, full stack)', () => {
     await foreground.waitFor({ state: 'detached', timeout: 15_000 })
   })
 
+  it('draws an emoji two cells wide, as the sidecar and tmux measure it (Unicode 11)', async () => {
+    await type(String.raw`printf 'wide:\360\237\230\200x|\n'`)
+    await waitForScreen('x|')
+    const widths = await browser.page.evaluate(() => {
+      const buffer = (globalThis as any).__termkeep.view().term.buffer.active
+      for (let y = buffer.length - 1; y >= 0; y--) {
+        const line = buffer.getLine(y)
+        const text = line?.translateToString(false) ?? ''
+        if (!text.startsWith('wide:')) continue
+        return [5, 6, 7, 8].map((x) => [line.getCell(x).getChars(), line.getCell(x).getWidth()])
+      }
+      return undefined
+    })
+    expect(widths).toEqual([['\u{1F600}', 2], ['', 0], ['x', 1], ['|', 1]])
+  })
+
   it('pastes with bracketed paste when the shell asked for it', async () => {
     const { page } = browser
     const sent: Buffer[] = []

@@ -12,6 +12,7 @@
  */
 import { FitAddon } from '@xterm/addon-fit'
 import { Terminal, type ITheme } from '@xterm/xterm'
+import { useUnicode11 } from '../../sidecar/emulator/widths.ts'
 import { MAX_COLS, MAX_ROWS, MAX_VISIBLE_CELLS, MIN_COLS, MIN_ROWS, UNKNOWN_OUTCOME_RETRY_MS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { ApiError, type TermkeepClient } from '../client/api.ts'
@@ -45,16 +46,19 @@ export interface TerminalViewEvents {
 export const isLeaveKey = (e: KeyboardEvent) => e.type === 'keydown' && e.ctrlKey && e.shiftKey && !e.altKey && e.key === 'Home'
 
 function newTerminal(readOnly: boolean): Terminal {
-  return new Terminal({
+  const term = new Terminal({
     theme: THEME,
     fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace',
     fontSize: 14,
     cursorBlink: !readOnly,
     disableStdin: readOnly,
     scrollback: 10_000,
-    allowProposedApi: false,
+    // The unicode API (Unicode 11 widths, as the sidecar's emulator measures) is a proposed one.
+    allowProposedApi: true,
     screenReaderMode: false,
   })
+  useUnicode11(term)
+  return term
 }
 
 function fitGeometry(cols: number, rows: number): { cols: number; rows: number } {
