@@ -11,6 +11,8 @@ import type { AppDeps, AppEnv } from './deps.ts'
 import { displayRoutes } from './display/routes.ts'
 import { notFound, onError } from './errors.ts'
 import { fileRoutes } from './files/routes.ts'
+import { mcpRoutes } from './mcp/routes.ts'
+import { observationRoutes } from './observation/routes.ts'
 import { openApiDocument } from './openapi.ts'
 import { registryRoutes } from './registry/routes.ts'
 import { health } from './routes/health.ts'
@@ -18,6 +20,7 @@ import { tokenRoutes } from './routes/tokens.ts'
 import { web } from './routes/web.ts'
 import { headWithoutStreams } from './sse.ts'
 import { terminalRoutes } from './terminals/routes.ts'
+import { workflowRoutes } from './workflows/routes.ts'
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
@@ -35,6 +38,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', terminalRoutes)
   app.route('/', displayRoutes)
   app.route('/', fileRoutes)
+  app.route('/', observationRoutes)
+  app.route('/', workflowRoutes)
+  // MCP tools call the routes above through this same app (api/mcp/dispatch.ts).
+  app.route('/', mcpRoutes(app))
   app.get('/openapi.json', describeRoute({ tags: ['health'], summary: 'This OpenAPI 3.1 document (no token)' }), openApiDocument(app))
   return app
 }

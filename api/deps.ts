@@ -26,6 +26,12 @@ export interface AppDeps {
      * Last-Event-ID and loses nothing.
      */
     registryWatchMaxPolls?: number
+    /** How often a workflow events stream polls the run's log (default WORKFLOW_EVENTS_POLL_MS). */
+    workflowEventsPollMs?: number
+    /** End a workflow events stream after this many polls (default: never; as registryWatchMaxPolls). */
+    workflowEventsMaxPolls?: number
+    /** How long MCP tools retry a request whose outcome is unknown (default MCP_RETRY_MS). */
+    mcpRetryMs?: number
   }
 }
 

@@ -30,7 +30,24 @@ export function error(description: string) {
   return { description, content: { 'application/json': { schema: resolver(ErrorEnvelope) } } }
 }
 
-export const SIDECAR_DOWN = { 503: error('the sidecar is unreachable (`sidecar/unavailable`)') }
+/**
+ * What a 503 `sidecar/unavailable` means, per route (docs/retrying.md). The API answers it when it
+ * cannot reach the sidecar or the sidecar does not answer in time; in the second case a request
+ * may have arrived and still be carried out when the sidecar resumes. So a route either changes
+ * nothing before the sidecar answers (SIDECAR_DOWN: nothing was done) or its outcome is unknown
+ * (sidecarDownUnknown), and then it says how a retry stays safe.
+ */
+export const SIDECAR_DOWN = {
+  503: error('the sidecar is unreachable or did not answer in time (`sidecar/unavailable`). **Nothing was done**: this request changes nothing before the sidecar answers; retry it as is.'),
+}
+
+export function sidecarDownUnknown(retry: string) {
+  return {
+    503: error(
+      `the sidecar is unreachable or did not answer in time (\`sidecar/unavailable\`). **The outcome is unknown**: the sidecar may have received the request and may still carry it out when it resumes. ${retry}`,
+    ),
+  }
+}
 
 export function openApiDocument(app: Hono<AppEnv>) {
   return openAPIRouteHandler(app, {

@@ -4,6 +4,7 @@
  * rebuilt as the same TermkeepError on this side of the wire.
  */
 import { errorFromBody, TermkeepError } from '../schema/errors.ts'
+import { deriveSigningKey } from './auth/secrets.ts'
 import {
   CLOSE_DRAIN_MS,
   CLOSE_KILL_GRACE_MS,
@@ -13,7 +14,7 @@ import {
   SIDECAR_SLOW_CALL_TIMEOUT_MS,
 } from '../schema/limits.ts'
 import { afterDeadline, SidecarLiveness } from './sidecar-liveness.ts'
-import type { Geometry } from '../schema/wire/common.ts'
+import { IDEMPOTENCY_KEY_HEADER, type Geometry } from '../schema/wire/common.ts'
 import type {
   BytesQuery,
   DirectoryListing,
@@ -26,12 +27,15 @@ import type {
   TextQuery,
 } from '../schema/wire/files.ts'
 import type { SidecarHealth } from '../schema/wire/health.ts'
+import { OBSERVE_ENV_HEADER, type ObservationFacts } from '../schema/wire/observation.ts'
+import { observationPath, type ObservationOperationName, type ObservationRequest } from '../schema/wire/observation-operations.ts'
 import type { OutputPage } from '../schema/wire/output.ts'
 import type { CanonicalPath } from '../schema/wire/paths.ts'
 import {
   ATTACHMENT_HEADER,
   PRINCIPAL_HEADER,
   type CloseResult,
+  type FollowControl,
   type Sender,
   type CreateTerminal,
   type ShellList,
@@ -39,6 +43,7 @@ import {
   type TerminalInfo,
   type TerminalList,
 } from '../schema/wire/terminals.ts'
+import type { CancelWorkflow, RunStarted, StartWorkflow } from '../schema/wire/workflows.ts'
 
 export interface SidecarClientOptions {
   url: string
@@ -162,10 +167,12 @@ export class SidecarClient {
     return this.json(terminal(sid, tid), { method: 'DELETE' }, CLOSE_BUDGET_MS)
   }
 
-  /** `from`: the follow attachment sending, and its principal (the caller's token id). */
-  async input(sid: string, tid: string, from: Sender, bytes: Uint8Array<ArrayBuffer>): Promise<void> {
+  /** `from`: the follow attachment sending, and its principal (the caller's token id); `key`: the
+   * batch's Idempotency-Key, if the client gave one. */
+  async input(sid: string, tid: string, from: Sender, bytes: Uint8Array<ArrayBuffer>, key?: string): Promise<void> {
     const headers = new Headers({ 'content-type': 'application/octet-stream' })
     senderHeaders(headers, from)
+    if (key !== undefined) headers.set(IDEMPOTENCY_KEY_HEADER, key)
     const response = await this.request(`${terminal(sid, tid)}/input`, { method: 'POST', headers, body: bytes })
     await response.body?.cancel()
   }
@@ -183,8 +190,14 @@ export class SidecarClient {
   }
 
   /** SSE streams: the open upstream response, to relay as it arrives. `signal` tears it down. */
-  follow(sid: string, tid: string, query: { attachment: string; principal?: string; lastEventId?: string }, signal: AbortSignal): Promise<Response> {
+  follow(
+    sid: string,
+    tid: string,
+    query: { attachment: string; control?: FollowControl; principal?: string; lastEventId?: string },
+    signal: AbortSignal,
+  ): Promise<Response> {
     const params = new URLSearchParams({ attachment: query.attachment })
+    if (query.control !== undefined && query.control !== 'take') params.set('control', query.control)
     const init = streamInit(signal, query.lastEventId)
     if (query.principal !== undefined) (init.headers as Headers).set(PRINCIPAL_HEADER, query.principal)
     return this.request(`${terminal(sid, tid)}/follow?${params}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
@@ -197,6 +210,68 @@ export class SidecarClient {
   watchOutput(sid: string, tid: string, query: { after: number; lastEventId?: string }, signal: AbortSignal): Promise<Response> {
     const params = new URLSearchParams({ after: String(query.after) })
     return this.request(`${terminal(sid, tid)}/output/watch?${params}`, streamInit(signal, query.lastEventId), SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  // ── Terminal observation (schema/wire/observation.ts) ─────────────────────
+  // `declared`: the caller's token's observeEnvironment names; the sidecar re-checks them.
+
+  observationContext(sid: string, tid: string, declared: readonly string[]): Promise<ObservationFacts> {
+    return this.json(`${terminal(sid, tid)}/observation`, { headers: observeHeaders(declared) }, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  /**
+   * One JSON operation of the table (descendants, openFiles, …, readJsonLine): the open response,
+   * whose body is ObservationResponse<K>, for the API to pass on unparsed (a 256-process tree is
+   * ~100 KB that would otherwise be parsed and encoded again).
+   */
+  observe<K extends ObservationOperationName>(
+    sid: string,
+    tid: string,
+    operation: K,
+    request: ObservationRequest<K>,
+    declared: readonly string[],
+  ): Promise<Response> {
+    const init = jsonInit('POST', request)
+    observeHeaders(declared, init.headers as Headers)
+    return this.request(`${terminal(sid, tid)}/${observationPath(operation)}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  /** SSE `snapshot` events; `query` is WatchDirectoryQuery's wire form. */
+  watchDirectory(sid: string, tid: string, query: Record<string, string>, declared: readonly string[], signal: AbortSignal): Promise<Response> {
+    const init = streamInit(signal)
+    observeHeaders(declared, init.headers as Headers)
+    return this.request(`${terminal(sid, tid)}/observation/files/watchDirectory?${new URLSearchParams(query)}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  /** SSE `append` / `truncate` / `replace` events; `query` is FollowFileQuery's wire form. */
+  followFile(sid: string, tid: string, query: Record<string, string>, declared: readonly string[], signal: AbortSignal): Promise<Response> {
+    const init = streamInit(signal)
+    observeHeaders(declared, init.headers as Headers)
+    return this.request(`${terminal(sid, tid)}/observation/files/follow?${new URLSearchParams(query)}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  // ── Workflows (schema/wire/workflows.ts) ──────────────────────────────────
+
+  /**
+   * Starts a run under `principal` (the caller's token id: readText() is re-checked against it).
+   * With `key` (an Idempotency-Key), a repeat answers the run the key started: `created` false.
+   */
+  async startWorkflow(sid: string, body: StartWorkflow, principal: string, key?: string): Promise<RunStarted & { created: boolean }> {
+    const init = jsonInit('POST', body)
+    ;(init.headers as Headers).set(PRINCIPAL_HEADER, principal)
+    if (key !== undefined) (init.headers as Headers).set(IDEMPOTENCY_KEY_HEADER, key)
+    const response = await this.request(`${session(sid)}/workflows`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+    return { ...((await response.json()) as RunStarted), created: response.status === 201 }
+  }
+
+  /** Cancels a run; answers once it settled (its members' terminals closed). */
+  cancelWorkflow(sid: string, rid: string, body: CancelWorkflow): Promise<RunStarted> {
+    return this.json(`${session(sid)}/workflows/${encodeURIComponent(rid)}/cancel`, jsonInit('POST', body), SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  /** The output as an asciicast v2 recording: the open response, its body streamed as it comes. */
+  cast(sid: string, tid: string, signal: AbortSignal): Promise<Response> {
+    return this.request(`${terminal(sid, tid)}/output.cast`, { signal }, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   // ── Workspace files (schema/wire/files.ts) ───────────────────────────────
@@ -238,27 +313,11 @@ export class SidecarClient {
     return this.request(files(sid, 'changes', {}), streamInit(signal))
   }
 
-  /**
-   * An HMAC-SHA-256 key derived (HKDF) from the shared secret for one purpose, e.g. signing
-   * readText continuations. Every API instance of a deployment derives the same key.
-   */
+  /** The signing key for one purpose (auth/secrets.ts `deriveSigningKey`), derived once. */
   signingKey(purpose: string): Promise<CryptoKey> {
     let key = this.#keys.get(purpose)
     if (!key) {
-      // Configuration guarantees ≥ 16 characters; a blank secret would make every signature forgeable.
-      if (this.#secret.length < 16) throw new Error('the sidecar secret is too short to derive a signing key')
-      const encode = (s: string) => new TextEncoder().encode(s)
-      key = crypto.subtle
-        .importKey('raw', encode(this.#secret), 'HKDF', false, ['deriveKey'])
-        .then((material) =>
-          crypto.subtle.deriveKey(
-            { name: 'HKDF', hash: 'SHA-256', salt: encode('termkeep'), info: encode(purpose) },
-            material,
-            { name: 'HMAC', hash: 'SHA-256', length: 256 },
-            false,
-            ['sign', 'verify'],
-          ),
-        )
+      key = deriveSigningKey(this.#secret, purpose)
       this.#keys.set(purpose, key)
     }
     return key
@@ -307,6 +366,11 @@ function files(sid: string, operation: string, query: FileQuery): string {
 function senderHeaders(headers: Headers, from: Sender): void {
   if (from.attachment !== undefined) headers.set(ATTACHMENT_HEADER, from.attachment)
   if (from.principal !== undefined) headers.set(PRINCIPAL_HEADER, from.principal)
+}
+
+function observeHeaders(declared: readonly string[], headers = new Headers()): Headers {
+  if (declared.length > 0) headers.set(OBSERVE_ENV_HEADER, declared.join(','))
+  return headers
 }
 
 function jsonInit(method: string, body: unknown): RequestInit {

@@ -8,23 +8,13 @@
  * - byte stream: replaying a terminal's recorded output (watchOutput from 0 to `closed`) through
  *   the API vs straight from the sidecar: target ≥ 0.9×.
  */
-import { serve } from '@hono/node-server'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
-import { Hono } from 'hono'
-import { createApp } from '../api/app.ts'
-import { createToken } from '../api/auth/tokens.ts'
 import { listWorkspaces } from '../api/registry/store.ts'
-import { withNodeRelays } from '../api/runtime/node-relay.ts'
 import { nodeFetch } from '../api/runtime/node-transport.ts'
-import { SidecarClient } from '../api/sidecar-client.ts'
-import { GRANTS } from '../schema/grants.ts'
-import { openStorage } from '../storage/client.ts'
-import { migrate } from '../storage/migrate.ts'
-import { startSidecar } from '../test/support/sidecar.ts'
+import { startBenchStack } from './stack.ts'
 import type { BenchRow, BenchScenario } from './table.ts'
 
 interface AutocannonResult {
@@ -38,6 +28,8 @@ type Autocannon = (options: {
   duration: number
   workers?: number
   headers?: Record<string, string>
+  method?: string
+  body?: string
 }) => Promise<AutocannonResult>
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 
@@ -46,15 +38,16 @@ const CONNECTIONS = 16
 const STREAM_BYTES = Number(process.env.BENCH_STREAM_BYTES ?? 48 * 1024 * 1024)
 const STREAM_ROUNDS = 5
 
-async function rps(url: string, headers: Record<string, string> = {}): Promise<number> {
+/** Requests per second for one request sent over and over (a GET unless `request` says). */
+export async function rps(url: string, headers: Record<string, string> = {}, request: { method?: string; body?: string } = {}): Promise<number> {
   // The load generator runs in its own thread, off the measured server's event loop.
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, workers: 1, headers })
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, workers: 1, headers, ...request })
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`)
   return result.requests.average
 }
 
 /** Alternates the two targets twice and keeps each one's best run (the machine is shared). */
-async function compare(api: () => Promise<number>, bare: () => Promise<number>): Promise<[number, number]> {
+export async function compare(api: () => Promise<number>, bare: () => Promise<number>): Promise<[number, number]> {
   let [a, b] = [0, 0]
   for (let round = 0; round < 2; round++) {
     b = Math.max(b, await bare())
@@ -104,30 +97,19 @@ function drain(url: string, headers: Record<string, string>): Promise<{ bytes: n
 const scenario: BenchScenario = {
   name: 'api',
   async run(): Promise<BenchRow[]> {
-    const dir = mkdtempSync(join(tmpdir(), 'termkeep-bench-api-'))
-    const sidecar = await startSidecar({ dataDir: dir })
-    const storage = await openStorage({ url: sidecar.databaseUrl })
-    await migrate(storage.client)
-    const client = new SidecarClient({ url: sidecar.url, secret: sidecar.secret, fetch: nodeFetch })
-    const server = new Hono()
-    server.get('/bare/hello', (c) => c.json({ ok: true }))
-    server.get('/bare/workspaces', async (c) => c.json(await listWorkspaces(storage.db)))
-    server.get('/bare/files/text', async (c) => {
-      const upstream = await nodeFetch(`${sidecar.url}${c.req.path.replace('/bare/files/text', '/v1/sessions/bench/files/text')}?${new URL(c.req.url).searchParams}`, {
-        headers: { authorization: `Bearer ${sidecar.secret}` },
+    const stack = await startBenchStack('api', (server, { sidecar, storage }) => {
+      server.get('/bare/hello', (c) => c.json({ ok: true }))
+      server.get('/bare/workspaces', async (c) => c.json(await listWorkspaces(storage.db)))
+      server.get('/bare/files/text', async (c) => {
+        const upstream = await nodeFetch(`${sidecar.url}${c.req.path.replace('/bare/files/text', '/v1/sessions/bench/files/text')}?${new URL(c.req.url).searchParams}`, {
+          headers: { authorization: `Bearer ${sidecar.secret}` },
+        })
+        return c.json(await upstream.json())
       })
-      return c.json(await upstream.json())
     })
-    server.route('/', createApp({ db: storage.db, client: storage.client, sidecar: client, runtime: 'node' }))
-    const http = await new Promise<ReturnType<typeof serve>>((resolve) => {
-      const s = serve({ fetch: withNodeRelays(server.fetch), hostname: '127.0.0.1', port: 0 }, () => resolve(s))
-    })
-    const address = http.address()
-    const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+    const { dir, sidecar, base, auth } = stack
     const rows: BenchRow[] = []
     try {
-      const { secret } = await createToken(storage.db, { name: 'bench', grants: GRANTS, sessions: 'all' })
-      const auth = { authorization: `Bearer ${secret}` }
       const post = (path: string, body: unknown) =>
         fetch(`${base}${path}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) })
       for (let i = 0; i < 8; i++) {
@@ -158,11 +140,7 @@ const scenario: BenchScenario = {
         rows.push(missing('byte stream (watchOutput replay) via API vs sidecar', 'MiB/s', 0.9, error))
       }
     } finally {
-      http.close()
-      if ('closeAllConnections' in http) http.closeAllConnections()
-      await sidecar.stop()
-      storage.close()
-      rmSync(dir, { recursive: true, force: true })
+      await stack.close()
     }
     return rows
   },

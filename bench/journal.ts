@@ -26,7 +26,7 @@ import { startSidecar } from '../test/support/sidecar.ts'
 import { insertSession, rssKiB, shellsFixture, SidecarHttp } from '../test/support/terminals.ts'
 import type { BenchRow, BenchScenario } from './table.ts'
 
-/** × 1 MiB; TERMKEEP_BENCH_JOURNAL_MIB overrides it for quick iterations (the README uses 200). */
+/** × 1 MiB; TERMKEEP_BENCH_JOURNAL_MIB overrides it for quick iterations (docs/benchmarks.md uses 200). */
 const FILE_CHUNKS = Number(process.env.TERMKEEP_BENCH_JOURNAL_MIB || 200)
 const COLS = 120
 const ROWS = 40
@@ -103,7 +103,7 @@ function tmux(file: string, dir: string): number {
  * raw bytes, JSON.parse of each event, base64 decode), without fetch's web streams and string
  * re-buffering (which cost about twice the CPU per byte here).
  */
-function drain(sidecar: { url: string; secret: string }, path: string): Promise<{ bytes: number; sha256: string }> {
+export function drain(sidecar: { url: string; secret: string }, path: string): Promise<{ bytes: number; sha256: string }> {
   const url = new URL(sidecar.url)
   return new Promise((resolve, reject) => {
     const request = nodeHttp.get({ host: url.hostname, port: url.port, path, headers: { authorization: `Bearer ${sidecar.secret}` } }, (response) => {

@@ -10,6 +10,10 @@ const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = [
   () => import('./files.ts'),
   () => import('./journal.ts'),
   () => import('./display.ts'),
+  () => import('./observation.ts'),
+  () => import('./display-scale.ts'),
+  () => import('./mcp.ts'),
+  () => import('./workflows.ts'),
 ]
 
 const wanted = new Set(process.argv.slice(2))

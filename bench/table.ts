@@ -29,7 +29,7 @@ function fmt(n: number | undefined): string {
   return n.toFixed(2)
 }
 
-/** Renders rows as one Markdown table (printed, and pasted into the README). */
+/** Renders rows as one Markdown table (printed, and pasted into docs/benchmarks.md). */
 export function renderTable(rows: BenchRow[]): string {
   const header = '| area | metric | termkeep | baseline | unit | ratio | target | met |'
   const rule = '|---|---|---|---|---|---|---|---|'

@@ -1,47 +1,91 @@
-/** `termkeep ls`: workspaces in the user's order, their sessions, and each session's terminals. */
+/**
+ * `termkeep ls`: workspaces in the user's order with their sessions, then the sessions that belong
+ * to no workspace, and each session's terminals. Sessions come from one listing (`GET
+ * /v1/sessions`), not one request each.
+ */
 import { parseArgs } from 'node:util'
 import { printable } from '../schema/wire/common.ts'
+import type { Session, Workspace } from '../schema/wire/registry.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
-import { ApiError } from '../web/client/api.ts'
+import { ApiError, type TermkeepClient } from '../web/client/api.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { HELP_OPTION, printedHelp } from './usage.ts'
+import { HELP_OPTION, JSON_OPTION, printedHelp, printJson, UsageError } from './usage.ts'
 
-const USAGE = `usage: termkeep ls [--url URL] [--token TOKEN]
+const USAGE = `usage: termkeep ls [--json]
 
-  Lists workspaces in the user's order, their sessions, and each session's terminals.
+  Lists workspaces in the user's order with their sessions, then the sessions that belong to no
+  workspace, and each session's terminals (with terminals:control or terminals:display).
 
+  --json                    one JSON document: {workspaces: [{…, sessions: [{…, terminals}]}],
+                            standalone: [{…, terminals}], archivedSessionIds}; terminals is null
+                            where the token may not list them
 ${REMOTE_USAGE}`
 
-export async function lsCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
-  const { values } = parseArgs({ args, options: { ...REMOTE_OPTIONS, ...HELP_OPTION }, allowPositionals: false })
-  if (printedHelp(values, USAGE, out)) return 0
-  const client = remoteClient(values)
-  const registry = await client.registry()
-  const archived = new Set(registry.archivedSessionIds)
-  if (registry.workspaces.length === 0) out.write('no workspaces (add one on the web page or with POST /v1/workspaces)\n')
-  for (const workspace of registry.workspaces) {
-    out.write(`${printable(workspace.title)}  ${printable(workspace.path)}  [${workspace.id}]\n`)
-    const sessions = await Promise.all(
-      workspace.sessionIds.map(async (id) => {
-        const [session, terminals] = await Promise.all([
-          client.session(id).catch(() => undefined),
-          client.terminals(id).catch((error: unknown) => (error instanceof ApiError ? error : Promise.reject(error))),
-        ])
-        return { id, session, terminals }
-      }),
-    )
-    for (const { id, session, terminals } of sessions) {
-      const title = session?.title ? `  "${printable(session.title)}"` : ''
-      out.write(`  session ${id}${title}${archived.has(id) ? '  (archived)' : ''}\n`)
-      if (terminals instanceof ApiError) {
-        out.write(`    (terminals not listed: ${terminals.message})\n`)
-        continue
-      }
-      if (terminals.length === 0) out.write('    (no terminals)\n')
-      for (const t of terminals as TerminalInfo[]) {
-        out.write(`    ${t.id}  ${t.state}  ${t.cols}x${t.rows}  ${printable(t.shell.name)}  "${printable(t.title)}"\n`)
-      }
+/** A session with its terminals, or null (and why) when they could not be listed. */
+type ListedSession = Session & { terminals: TerminalInfo[] | null; terminalsError?: string }
+
+async function withTerminals(client: TermkeepClient, session: Session): Promise<ListedSession> {
+  try {
+    return { ...session, terminals: await client.terminals(session.id) }
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status === 401) throw error
+    return { ...session, terminals: null, terminalsError: `${error.message} (${error.code})` }
+  }
+}
+
+/** Terminal listings in flight at once (one request per session). */
+const LISTING_CONCURRENCY = 8
+
+async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length)
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) {
+      const at = next++
+      results[at] = await fn(items[at])
     }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
+  return results
+}
+
+/** A session and its terminals; a standalone one also shows its directory. */
+function writeSession(out: NodeJS.WritableStream, session: ListedSession, showCwd: boolean): void {
+  const title = session.title ? `  "${printable(session.title)}"` : ''
+  const where = showCwd ? `  ${printable(session.cwd)}` : ''
+  out.write(`  session ${session.id}${title}${where}${session.archived ? '  (archived)' : ''}\n`)
+  if (session.terminals === null) return void out.write(`    (terminals not listed: ${session.terminalsError})\n`)
+  if (session.terminals.length === 0) out.write('    (no terminals)\n')
+  for (const t of session.terminals) {
+    out.write(`    ${t.id}  ${t.state}  ${t.cols}x${t.rows}  ${printable(t.shell.name)}  "${printable(t.title)}"\n`)
+  }
+}
+
+export async function lsCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION }, allowPositionals: true })
+  if (printedHelp(values, USAGE, out)) return 0
+  if (positionals.length > 0) throw new UsageError('termkeep: ls takes no arguments (`termkeep ls --help` shows the usage)')
+  const client = remoteClient(values)
+  const [registry, recorded] = await Promise.all([client.registry(), client.sessions()])
+  const listed = await mapLimited(recorded, LISTING_CONCURRENCY, (session) => withTerminals(client, session))
+  const sessions = new Map(listed.map((s): [string, ListedSession] => [s.id, s]))
+  const workspaces = registry.workspaces.map((w: Workspace) => ({ ...w, sessions: w.sessionIds.flatMap((id) => sessions.get(id) ?? []) }))
+  const standalone = [...sessions.values()].filter((s) => s.workspaceId === null)
+  if (values.json) {
+    printJson(out, { workspaces, standalone, archivedSessionIds: registry.archivedSessionIds })
+    return 0
+  }
+  if (workspaces.length === 0 && standalone.length === 0) {
+    out.write('no workspaces and no sessions (`termkeep workspace add DIR` registers a directory; `termkeep new` starts a terminal)\n')
+  }
+  for (const workspace of workspaces) {
+    out.write(`${printable(workspace.title)}  ${printable(workspace.path)}  [${workspace.id}]\n`)
+    if (workspace.sessions.length === 0) out.write('  (no sessions)\n')
+    for (const session of workspace.sessions) writeSession(out, session, false)
+  }
+  if (standalone.length > 0) {
+    out.write('(in no workspace)\n')
+    for (const session of standalone) writeSession(out, session, true)
   }
   return 0
 }

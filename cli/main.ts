@@ -1,71 +1,101 @@
 /**
- * The termkeep command line. Subcommands:
- *   serve                                 start the sidecar and the API (what `npm start` runs)
- *   token create [--name N] [--session ID]... --grant G...
- *                                         mint a token directly in the configured database
- *   ls | new | attach | display           clients of a running server (--url/--token or
- *                                         TERMKEEP_URL/TERMKEEP_TOKEN)
+ * The termkeep command line: one table from command name to the function that runs it (each in
+ * its own file, each with its own `--help`). `serve` and `token create` work on this machine's
+ * configuration; every other command is a client of a running server (--url/--token or
+ * TERMKEEP_URL/TERMKEEP_TOKEN).
  */
 import { parseArgs } from 'node:util'
 import { ConfigError, parseConfig } from '../schema/config.ts'
-import { attachCommand } from './attach.ts'
-import { displayCommand } from './display.ts'
-import { lsCommand } from './ls.ts'
-import { newCommand } from './new.ts'
 import { describeRemoteError, pendingRequestUrl } from './remote.ts'
-import { serveCommand } from './serve.ts'
-import { tokenCommand } from './token.ts'
+import { REMOTE_TOKEN_COMMANDS } from './token-remote.ts'
 import { CommandError, USAGE_EXIT, UsageError } from './usage.ts'
+
+/** A command's run: its exit code, or -1 for one that keeps running (serve). */
+type Command = (args: string[]) => Promise<number>
+
+async function serve(args: string[]): Promise<number> {
+  if (parseArgs({ args, options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: false }).values.help) {
+    process.stdout.write('usage: termkeep serve   (configured by environment variables; see docs/operations.md)\n')
+    return 0
+  }
+  const { serveCommand } = await import('./serve.ts')
+  await serveCommand(parseConfig(process.env))
+  return -1
+}
+
+async function token(args: string[]): Promise<number> {
+  if (REMOTE_TOKEN_COMMANDS.has(args[0])) return (await import('./token-remote.ts')).remoteTokenCommand(args)
+  return (await import('./token.ts')).tokenCommand(parseConfig(process.env), args)
+}
+
+/**
+ * Command name → its run. Each module is imported only when its command runs, so a client command
+ * starts without loading the server, the database driver or the emulator (~0.3 s each time).
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  serve: async () => serve,
+  token: async () => token,
+  ls: async () => (await import('./ls.ts')).lsCommand,
+  workspace: async () => (await import('./workspace.ts')).workspaceCommand,
+  new: async () => (await import('./new.ts')).newCommand,
+  attach: async () => (await import('./attach.ts')).attachCommand,
+  send: async () => (await import('./send.ts')).sendCommand,
+  screen: async () => (await import('./screen.ts')).screenCommand,
+  output: async () => (await import('./output.ts')).outputCommand,
+  display: async () => (await import('./display.ts')).displayCommand,
+  export: async () => (await import('./export.ts')).exportCommand,
+  close: async () => (await import('./close.ts')).closeCommand,
+  run: async () => (await import('./run.ts')).runCommand,
+  ps: async () => (await import('./ps.ts')).psCommand,
+}
 
 const USAGE = `usage: termkeep <command>
 
   serve                                   start the sidecar and the API
-  token create --grant G [--grant G ...] [--session ID ...] [--name NAME]
+  token create --grant G [--grant G ...] [--session ID ...] [--name NAME] [--observe-env NAME ...]
                                           mint a token (all sessions unless --session is given)
+  token ls | revoke <id>                  list or revoke tokens (admin)
   ls                                      list workspaces, sessions and terminals
+  workspace add <dir> | ls | rename <id> <title> | rm <id>
+                                          manage workspaces (registered directories)
   new [--session ID | --cwd DIR]          start a terminal and attach to it (--detached: only start)
   attach <session> <terminal>             attach this terminal to a remote one (Ctrl-\\ detaches)
+  send <session> <terminal> [TEXT ...] [--key NAME ...]
+                                          type text and keys (tmux names: Enter, C-c, Up, …)
+  screen <session> <terminal> [--watch]   print a live terminal's screen as plain text
+  output <session> <terminal> [--after N] [--follow] [--raw]
+                                          print what a terminal printed, from its journal
   display <session> <terminal> [--plain] [--no-history]
                                           print a terminal's last persisted screen in colour
+  export <session> <terminal> [-o FILE]   the output as an asciicast v2 recording (asciinema)
+  close <session> <terminal>              end a terminal's processes and close it
+  run <session> <script.js> [--input JSON]
+                                          run a workflow script; stream its events (Ctrl-C cancels)
+  ps <session> <terminal> [--json]        a terminal's foreground program and process tree
 
-  Client commands (ls, new, attach, display) take --url URL and --token TOKEN, or read
-  TERMKEEP_URL (default http://127.0.0.1:8787) and TERMKEEP_TOKEN.
+  Client commands (all but serve and token create) take --url URL and --token TOKEN, or read
+  TERMKEEP_URL (default http://127.0.0.1:8787) and TERMKEEP_TOKEN. Listings take --json.
   \`termkeep <command> --help\` describes one command. Exit codes: 0 done, 1 failed,
-  ${USAGE_EXIT} wrong usage; attach exits with the remote shell's exit code when it ends.
+  ${USAGE_EXIT} wrong usage; attach exits with the remote shell's exit code when it ends; run exits
+  0 / 1 / 130 for a run completed / failed / cancelled.
 `
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv
-  switch (command) {
-    case 'serve':
-      if (parseArgs({ args: rest, options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: false }).values.help) {
-        process.stdout.write('usage: termkeep serve   (configured by environment variables; see the README)\n')
-        return 0
-      }
-      await serveCommand(parseConfig(process.env))
-      return -1 // keeps running
-    case 'token':
-      return tokenCommand(parseConfig(process.env), rest)
-    case 'ls':
-      return lsCommand(rest)
-    case 'new':
-      return newCommand(rest)
-    case 'attach':
-      return attachCommand(rest)
-    case 'display':
-      return displayCommand(rest)
-    case 'help':
-    case '--help':
-    case '-h':
-      process.stdout.write(USAGE)
-      return 0
-    case undefined:
-      process.stderr.write(USAGE)
-      return USAGE_EXIT
-    default:
-      process.stderr.write(`termkeep: unknown command "${command}"\n${USAGE}`)
-      return USAGE_EXIT
+  if (command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(USAGE)
+    return 0
   }
+  if (command === undefined) {
+    process.stderr.write(USAGE)
+    return USAGE_EXIT
+  }
+  const load = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined
+  if (!load) {
+    process.stderr.write(`termkeep: unknown command "${command}"\n${USAGE}`)
+    return USAGE_EXIT
+  }
+  return (await load())(rest)
 }
 
 /** The one line and the exit code for an error that ended a command. */
@@ -86,6 +116,12 @@ process.on('beforeExit', () => {
   const url = pendingRequestUrl()
   console.error(url ? `termkeep: ${url} closed the connection without answering; is it a termkeep server?` : 'termkeep: the command ended without finishing')
   process.exit(1)
+})
+// Output piped into a reader that stopped (`termkeep output … | head`): done, not a crash.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error
+  settled = true
+  process.exit(0)
 })
 
 main(process.argv.slice(2)).then(

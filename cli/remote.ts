@@ -4,7 +4,7 @@
  * really answers as termkeep does, and one-line messages for the ways a request can fail before it
  * does anything useful.
  */
-import { ApiError, TermkeepClient, UnreachableError, type RequestOptions } from '../web/client/api.ts'
+import { ApiError, TermkeepClient, TransportError, UnreachableError, type RequestOptions } from '../web/client/api.ts'
 import { CommandError, UsageError } from './usage.ts'
 
 /**
@@ -33,8 +33,8 @@ export class NotTermkeepError extends Error {
   }
 }
 
-/** The server did not answer within the request timeout. */
-export class NoAnswerError extends Error {
+/** The server did not answer within the request timeout (so the request's outcome is unknown). */
+export class NoAnswerError extends TransportError {
   override name = 'NoAnswerError'
   constructor(url: string, seconds: number) {
     super(`no answer from ${url} within ${seconds} s`)
@@ -64,7 +64,10 @@ export class CliClient extends TermkeepClient {
   }
 
   override async request(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
-    const streaming = options.headers?.accept === 'text/event-stream'
+    // A request that accepts something other than JSON (an event stream, a recording) is streamed:
+    // its answer must be of that type, and only its headers are awaited here.
+    const accept = options.headers?.accept
+    const streaming = accept !== undefined && accept !== 'application/json'
     const timeout = new AbortController()
     // Unref'd: a connection that fetch abandons without settling (a server that hangs up at once)
     // must let the event loop run dry, which main reports, rather than wait out the timeout.
@@ -76,7 +79,7 @@ export class CliClient extends TermkeepClient {
       const response = await super.request(method, path, { ...options, signal })
       const type = response.headers.get('content-type') ?? 'no content type'
       if (streaming) {
-        if (!type.startsWith('text/event-stream')) throw new NotTermkeepError(this.url, `${response.status} with ${type}`)
+        if (!type.startsWith(accept)) throw new NotTermkeepError(this.url, `${response.status} with ${type}`)
         return response
       }
       const text = await response.text()

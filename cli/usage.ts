@@ -26,3 +26,34 @@ export function printedHelp(values: { help?: boolean }, usage: string, out: Node
   out.write(usage.endsWith('\n') ? usage : `${usage}\n`)
   return true
 }
+
+/** Added to every listing command: one JSON document on stdout instead of lines, for scripts. */
+export const JSON_OPTION = { json: { type: 'boolean', default: false } } as const
+
+/** Checks that `command` got exactly the arguments `names` (for the message); returns them. */
+export function exactArgs(positionals: readonly string[], names: readonly string[], command: string): string[] {
+  if (positionals.length !== names.length) {
+    const wanted = names.map((n) => `<${n}>`).join(' ')
+    throw new UsageError(`termkeep: ${command} takes ${wanted || 'no arguments'} (\`termkeep ${command} --help\` shows the usage)`)
+  }
+  return [...positionals]
+}
+
+/** Writes `chunk` and waits while the stream is full (a slow pipe holds the command, not memory). */
+export function writeOut(out: NodeJS.WritableStream, chunk: string | Uint8Array): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => reject(error)
+    out.once('error', onError)
+    const done = () => {
+      out.off('error', onError)
+      resolve()
+    }
+    if (out.write(chunk)) done()
+    else out.once('drain', done)
+  })
+}
+
+/** Prints one JSON document (a listing's `--json` form). */
+export function printJson(out: NodeJS.WritableStream, value: unknown): void {
+  out.write(`${JSON.stringify(value, null, 2)}\n`)
+}

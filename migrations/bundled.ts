@@ -34,8 +34,59 @@ export const migrations: BundledMigration[] = [
     ]
   },
   {
+    "hash": "4543fb42605270394ea859bf185b8c8e7b45e27b2b2f1b43f6aa5246212a3ea8",
+    "folderMillis": 1796114326788,
+    "sql": [
+      "CREATE TABLE `workflow_events` (\n\t`run_id` text NOT NULL,\n\t`sequence` integer NOT NULL,\n\t`type` text NOT NULL,\n\t`member_seq` integer,\n\t`outcome` text,\n\t`data` text NOT NULL,\n\t`created_at` integer DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)) NOT NULL,\n\tPRIMARY KEY(`run_id`, `sequence`),\n\tFOREIGN KEY (`run_id`) REFERENCES `workflow_runs`(`id`) ON UPDATE no action ON DELETE cascade\n);\n",
+      "\nCREATE INDEX `workflow_events_member` ON `workflow_events` (`run_id`,`type`,`member_seq`);",
+      "\nCREATE TABLE `workflow_runs` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`session_id` text NOT NULL,\n\t`status` text NOT NULL,\n\t`script` text NOT NULL,\n\t`input` text,\n\t`concurrency` integer NOT NULL,\n\t`profile` text,\n\t`token_id` text NOT NULL,\n\t`host_generation` integer NOT NULL,\n\t`pid` integer,\n\t`pid_start_ticks` integer,\n\t`last_sequence` integer DEFAULT 0 NOT NULL,\n\t`stop_reason` text,\n\t`error` text,\n\t`value` text,\n\t`agents_started` integer,\n\t`cancel_reason` text,\n\t`created_at` integer DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)) NOT NULL,\n\t`updated_at` integer DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)) NOT NULL,\n\t`ended_at` integer\n);\n",
+      "\nCREATE INDEX `workflow_runs_session` ON `workflow_runs` (`session_id`,`created_at`);",
+      "\nCREATE INDEX `workflow_runs_status` ON `workflow_runs` (`status`,`host_generation`);",
+      "\nALTER TABLE `terminals` ADD `workflow_run` text;",
+      "\nALTER TABLE `terminals` ADD `workflow_seq` integer;",
+      "\nCREATE INDEX `terminals_workflow` ON `terminals` (`workflow_run`,`workflow_seq`);"
+    ]
+  },
+  {
+    "hash": "68d8f498e3f72bb017fa6bd234a740e8ddd2da99db4689e3689c9ae74b1f75df",
+    "folderMillis": 1796116871392,
+    "sql": [
+      "CREATE TABLE `resource_parts` (\n\t`resource_id` text NOT NULL,\n\t`seq` integer NOT NULL,\n\t`content` blob NOT NULL,\n\tPRIMARY KEY(`resource_id`, `seq`)\n);\n",
+      "\nCREATE TABLE `resource_uploads` (\n\t`resource_id` text PRIMARY KEY NOT NULL,\n\t`started_at` integer NOT NULL\n);\n"
+    ]
+  },
+  {
+    "hash": "717596c665df85190de912aca21a69ea864b3adaea755a219117f3b00db8a6ef",
+    "folderMillis": 1796117598365,
+    "sql": [
+      "CREATE TABLE `token_observe_env` (\n\t`token_id` text NOT NULL,\n\t`name` text NOT NULL,\n\tPRIMARY KEY(`token_id`, `name`),\n\tFOREIGN KEY (`token_id`) REFERENCES `tokens`(`id`) ON UPDATE no action ON DELETE cascade\n);\n",
+      "\nALTER TABLE `terminals` ADD `foreground_command` text;"
+    ]
+  },
+  {
+    "hash": "88135840fb290e12847edc881d74f1b50dcdc94303991afbf30df1edb09828ec",
+    "folderMillis": 1796118722871,
+    "sql": [
+      "ALTER TABLE `workflow_runs` ADD `idempotency_key` text;",
+      "\nCREATE UNIQUE INDEX `workflow_runs_idempotency_key` ON `workflow_runs` (`session_id`,`token_id`,`idempotency_key`);"
+    ]
+  },
+  {
+    "hash": "4a1d63a9d7dff307c34737bfdfb3ea691526b42c45e984547f7f97afe521738b",
+    "folderMillis": 1796119664874,
+    "sql": [
+      "CREATE TABLE `display_history` (\n\t`session_id` text NOT NULL,\n\t`terminal_id` text NOT NULL,\n\t`epoch` integer NOT NULL,\n\t`first_row` integer NOT NULL,\n\t`row_count` integer NOT NULL,\n\t`body` blob NOT NULL,\n\tPRIMARY KEY(`session_id`, `terminal_id`, `epoch`, `first_row`)\n);\n",
+      "\nALTER TABLE `display_revisions` ADD `format` integer DEFAULT 1 NOT NULL;",
+      "\nALTER TABLE `display_revisions` ADD `head_chunks` integer;",
+      "\nALTER TABLE `display_revisions` ADD `history_epoch` integer;",
+      "\nALTER TABLE `display_revisions` ADD `history_first` integer;",
+      "\nALTER TABLE `display_revisions` ADD `history_end` integer;",
+      "\nALTER TABLE `display_revisions` ADD `restore` text;"
+    ]
+  },
+  {
     "hash": "b508b7d6122f65d8cb79be45f4636fb849f284f54179c21067d54536d8fcc660",
-    "folderMillis": 1796118339864,
+    "folderMillis": 1796120172727,
     "sql": [
       "CREATE TABLE `health_probes` (\n\t`writer` text PRIMARY KEY NOT NULL,\n\t`checked_at` integer NOT NULL\n);\n",
       "\nALTER TABLE `terminals` ADD `leader_pid` integer;",

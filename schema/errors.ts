@@ -15,6 +15,8 @@ export const ERROR_STATUS = {
   /** The request did not arrive whole within the server's time for it. */
   'request/timeout': 408,
   'route/not-found': 404,
+  /** The path exists, not for this method (GET and DELETE on the stateless `/mcp`). */
+  'request/method-not-allowed': 405,
   // authority
   'auth/missing-token': 401,
   'auth/invalid-token': 401,
@@ -35,6 +37,8 @@ export const ERROR_STATUS = {
   'terminal/control-unavailable': 409,
   'terminal/limit-reached': 409,
   'terminal/input-too-large': 413,
+  /** An input's Idempotency-Key already applied to other bytes (or from another attachment). */
+  'terminal/idempotency-key-reused': 422,
   /** The program has not read the input already sent (MAX_INPUT_BACKLOG_BYTES); refused, dropped. */
   'terminal/input-backlog-full': 409,
   'terminal/spawn-failed': 500,
@@ -52,6 +56,26 @@ export const ERROR_STATUS = {
   'files/bad-request': 400,
   'resource/not-found': 404,
   'token/not-found': 404,
+  // terminal observation (agent providers)
+  /** A handle that is malformed, tampered, from another terminal, session or incarnation, or
+   * whose object (a process, a file) is gone. */
+  'observe/handle-invalid': 404,
+  /** An environment variable name the token did not declare (`observeEnvironment`). */
+  'observe/undeclared': 403,
+  /** The terminal's program has exited: there is no process tree left to observe. */
+  'observe/not-running': 409,
+  /** Too many watchers (watchDirectory, follow) open on one terminal. */
+  'observe/limit-reached': 409,
+  // workflows
+  'workflow/not-found': 404,
+  /** The script does not parse (a syntax error), refused before anything is published. */
+  'workflow/invalid-script': 400,
+  /** The request names an agent profile the sidecar's TERMKEEP_AGENTS does not define. */
+  'workflow/unknown-profile': 400,
+  /** MAX_RUNNING_WORKFLOWS script processes are alive already. */
+  'workflow/limit-reached': 409,
+  /** A start's Idempotency-Key already started a run with another request (script, input, …). */
+  'workflow/idempotency-key-reused': 422,
   // infrastructure
   'sidecar/unavailable': 503,
   'database/unavailable': 503,

@@ -60,6 +60,14 @@ describe('keyBytes (tmux send-keys names → xterm bytes)', () => {
     expect(keyBytes('PageUp', app)).toBe('\x1b[5~')
   })
 
+  it('takes key names in any case, as tmux does, but keeps single characters as they are', () => {
+    for (const [name, bytes] of [['enter', '\r'], ['ESCAPE', '\x1b'], ['pgup', '\x1b[5~'], ['bspace', '\x7f'], ['f5', '\x1b[15~'], ['c-up', '\x1b[1;5A'], ['btab', '\x1b[Z'], ['m-ENTER', '\x1b\r']]) {
+      expect(keyBytes(name), name).toBe(bytes)
+    }
+    expect(keyBytes('A')).toBe('A')
+    expect(keyBytes('M-A')).toBe('\x1bA')
+  })
+
   it.each(['', 'Enterr', 'C-', 'C-é', 'C-Foo', 'ab', 'X-a', 'C-1'])('refuses %j', (name) => {
     expect(keyBytes(name)).toBeUndefined()
   })

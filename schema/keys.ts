@@ -35,6 +35,9 @@ const ALIASES: Record<string, string> = {
 export const KEY_NAMES: readonly string[] = [
   ...Object.keys(PLAIN), ...Object.keys(CURSOR), ...Object.keys(TILDE), ...Object.keys(SS3_FUNCTION), ...Object.keys(ALIASES),
 ]
+/** tmux looks key names up case-insensitively (`enter`, `PGUP`, `f5`); single characters keep
+ * their case (`a` is not `A`). */
+const NAMES_BY_LOWER = new Map(KEY_NAMES.map((name) => [name.toLowerCase(), name]))
 
 interface Modifiers {
   ctrl: boolean
@@ -72,7 +75,8 @@ function splitModifiers(name: string): { key: string; mods: Modifiers } {
       mods.ctrl = true
       rest = rest[1]
     }
-    return { key: ALIASES[rest] ?? rest, mods }
+    const name = rest.length > 1 ? (NAMES_BY_LOWER.get(rest.toLowerCase()) ?? rest) : rest
+    return { key: ALIASES[name] ?? name, mods }
   }
 }
 

@@ -29,10 +29,37 @@ export const MAX_INPUT_BYTES = 64 * KiB
 /** Input a terminal's program has not read yet (it waits in the sidecar, in order); more input is
  * refused (409 terminal/input-backlog-full) until the program reads. */
 export const MAX_INPUT_BACKLOG_BYTES = 1 * MiB
+/** An input batch's `Idempotency-Key` (visible ASCII): room for a UUID or a client's own
+ * "<stream>-<counter>", short enough to keep hundreds per terminal in memory. */
+export const MAX_IDEMPOTENCY_KEY_CHARS = 128
+/** Input keys a terminal remembers (per terminal, oldest forgotten first), and for how long: a
+ * retry after a 503 comes within seconds or minutes, not after hundreds of later batches or an
+ * hour. A key forgotten (or a sidecar restarted, which retires its terminals anyway) is new. */
+export const INPUT_KEYS_REMEMBERED = 512
+export const INPUT_KEY_MEMORY_MS = 10 * 60_000
+/** How long a client keeps retrying one request whose outcome is unknown (a network failure, a
+ * 503 from a stalled sidecar) before it gives up and tells the user: an input batch of the page,
+ * `termkeep attach` or `send`, a `termkeep run` start. As long as attach waits for a lost server,
+ * and far inside INPUT_KEY_MEMORY_MS, so the last retry still finds its key remembered. */
+export const UNKNOWN_OUTCOME_RETRY_MS = 60_000
+/** The wait before the first such retry, doubling up to the max: quick after a blip, while a
+ * server that stays away is asked once every few seconds, not hammered. */
+export const RETRY_FIRST_DELAY_MS = 250
+export const RETRY_MAX_DELAY_MS = 4_000
+/** A terminal's `command` (`shell -c command`): a command line, not a script; a longer script
+ * belongs in a file the command runs. */
+export const MAX_COMMAND_CHARS = 16_384
 /** Terminal titles after trimming (and at least one visible character). */
 export const MAX_TITLE_CHARS = 120
 /** Live (not yet closed) terminals per session, counting pending and failed creates. */
 export const MAX_TERMINALS_PER_SESSION = 16
+
+/** UTF-16 units one grapheme of a title or name may take: a text longer than its grapheme limit
+ * times this is refused before its graphemes are counted, because Intl.Segmenter is quadratic in
+ * the length (a 200,000-character title blocked the API for 54 s). The longest emoji sequences
+ * (a kiss with two skin tones) take 15 units, a letter with 30 combining marks (Unicode's
+ * stream-safe bound, UAX #15) 31. */
+export const MAX_UTF16_UNITS_PER_GRAPHEME = 32
 
 // ── Output journal ──────────────────────────────────────────────────────────
 /** A PTY read is split into native Data records of at most this many raw bytes, so one record
@@ -57,6 +84,11 @@ export const EMULATOR_WORKERS = 2
 /** A screen whose emulator worker failed is rebuilt from its journal in another worker at most
  * this many times (output that crashes the emulator itself must not loop forever). */
 export const EMULATOR_MAX_REBUILDS = 3
+/** A terminal whose output has been quiet this long, with no follower or screen watcher, and whose
+ * newest revision holds its whole screen, gives its emulator back (memory); the emulator is
+ * rebuilt from that revision and the journal after it when output, a follow or a screen read
+ * needs it. */
+export const EMULATOR_RELEASE_IDLE_MS = 30_000
 /** Journal bytes an emulator feed reads ahead (one batch) when it lags, so the worker can skip
  * plain text that provably scrolls out of the history allowance instead of parsing it
  * (sidecar/display/fast-forward.ts). Larger skips more of a flood (16 MiB skipped ~95% of a
@@ -99,12 +131,26 @@ export const MAX_DISPLAY_EVENT_BYTES = 64 * KiB
 /** Quiet time after output before the screen counts as settled and is persisted. */
 export const SETTLE_WINDOW_MS = 250
 /** A screen that never goes quiet (a progress bar, a clock, a log) is still settled this long
- * after its first unsettled change: a crash then loses at most this much of it. */
-export const SETTLE_MAX_WAIT_MS = 5_000
+ * after its first unsettled change. With the emulator's own lag (≤ ~2 s measured in a 3-terminal
+ * flood on 2 cores, bench display-scale) and the write, the newest revision then covers the
+ * journal up to at most 5 s ago at any moment (docs/display.md): what a crash can lose. */
+export const SETTLE_MAX_WAIT_MS = 2_000
 /** Display revisions kept per terminal besides the newest, and how long an older one survives
- * pruning at least: a readDisplay that began on it can finish streaming. */
+ * pruning at least: a readDisplay that began on it can finish streaming. Its own part is the
+ * viewport (read first, within milliseconds); its history rows are shared with the revisions
+ * after it, so they outlive it anyway until they scroll out of every kept revision. (It was 2
+ * minutes while every revision held its whole history: a busy terminal then kept ~100 revisions.) */
 export const DISPLAY_KEEP_REVISIONS = 3
-export const DISPLAY_KEEP_MS = 2 * 60_000
+export const DISPLAY_KEEP_MS = 15_000
+/** How often the sidecar sweeps the revisions of terminals that write no more. */
+export const DISPLAY_PRUNE_SWEEP_MS = 2 * 60_000
+/** Stored history rows are grouped into chunks of at most this much JSON: large enough that a
+ * 10,000-row history is a few dozen database rows, small enough to page through. */
+export const DISPLAY_HISTORY_CHUNK_BYTES = 32 * KiB
+/** The newest history chunk below this size absorbs the next revision's new rows (rewritten
+ * whole), so a shell that adds a line per revision does not leave a chunk per line; the rewrite
+ * is bounded by this per revision. */
+export const DISPLAY_HISTORY_MERGE_BYTES = 4 * KiB
 /** When a terminal's emulator closes, its last settle waits at most this long for the emulator
  * to catch up with the journal (a shutdown must not hang on a large backlog). */
 export const DISPLAY_DRAIN_MS = 5_000
@@ -152,6 +198,63 @@ export const MAX_FILE_CHANGES_QUEUED = 10_000
 /** Directories the OS watcher of one workspace watches (one inotify watch each), shallowest first. */
 export const MAX_WATCHED_DIRECTORIES = 8_192
 
+// ── Terminal observation (agent providers) ─────────────────────────────────
+/** Processes one `descendants` answer reports (a larger tree is cut, `truncated`). */
+export const OBSERVE_MAX_PROCESSES = 256
+/** Open files one `openFiles` answer reports. */
+export const OBSERVE_MAX_OPEN_FILES = 128
+/** Descriptors looked at per process for `openFiles`: a server holding 100,000 sockets must not
+ * make one request read 100,000 links. */
+export const OBSERVE_MAX_DESCRIPTORS_PER_PROCESS = 4_096
+/** Names in one `environment` request. */
+export const OBSERVE_MAX_ENV_NAMES = 16
+/** Environment variable names one token may declare (`observeEnvironment`). */
+export const OBSERVE_MAX_DECLARED_ENV = 32
+/** What an environment variable name may look like: upper case, as the seed's manifests declare
+ * them; never a way to smuggle `=` or NUL into a lookup. */
+export const OBSERVE_ENV_NAME_PATTERN = /^[A-Z][A-Z0-9_]{0,127}$/
+/** A value longer than this is left out of an `environment` answer (a bounded fact, not a dump). */
+export const OBSERVE_MAX_ENV_VALUE_BYTES = 32 * KiB
+/** How much of /proc/<pid>/environ and /proc/<pid>/cmdline is read (the kernel's ARG_MAX-ish
+ * bound for both together is 2 MiB; a process that exceeds this loses the tail, not the call). */
+export const OBSERVE_MAX_PROC_TEXT_BYTES = 2 * MiB
+/** Arguments reported per process, and characters per argument. */
+export const OBSERVE_MAX_ARGUMENTS = 64
+export const OBSERVE_MAX_ARGUMENT_CHARS = 4_096
+/** Directory listing options (the seed's host caps): extensions per listing and their length,
+ * depth below the root, entries, and the summed size of the listed files. */
+export const OBSERVE_MAX_EXTENSIONS = 16
+export const OBSERVE_MAX_EXTENSION_CHARS = 64
+export const OBSERVE_MAX_LIST_DEPTH = 8
+export const OBSERVE_MAX_LIST_ENTRIES = 256
+export const OBSERVE_MAX_LIST_BYTES = 16 * MiB
+/** Directory entries one listing looks at in all: a root over a huge tree answers `truncated`
+ * after this many instead of walking it for seconds. */
+export const OBSERVE_MAX_LIST_SCANNED = 20_000
+/** One `read` / `readJson` / `readJsonLine` (the seed's host cap). */
+export const OBSERVE_MAX_READ_BYTES = 4 * MiB
+/** One `follow` chunk: the host lowers a larger `maxChunkBytes` to this (one SSE event stays
+ * under ~90 KB with its base64). */
+export const OBSERVE_MAX_FOLLOW_CHUNK_BYTES = 64 * KiB
+/** `watchDirectory` and `follow` streams open at once on one terminal. */
+export const OBSERVE_MAX_WATCHERS_PER_TERMINAL = 32
+/** Directory changes within this long make one new `watchDirectory` snapshot, not one each. */
+export const OBSERVE_WATCH_SETTLE_MS = 50
+/** A /proc read (a whole tree's stat, cmdline and cwd: milliseconds) that has not answered in
+ * this long is stuck on a process's memory; the request is 503 and the next gets a fresh thread. */
+export const OBSERVE_PROC_TIMEOUT_MS = 5_000
+/** The /proc thread ends after this long without a request (a sidecar nobody observes does not
+ * carry its ~35 MB); the next request starts it again in a few hundred ms. */
+export const OBSERVE_PROC_IDLE_MS = 60_000
+/** An opaque handle's id on the wire (it carries an encrypted canonical path of ≤ 4,096 chars). */
+export const OBSERVE_MAX_HANDLE_CHARS = 8_192
+/** After output or input, the terminal's foreground program is looked at again this soon (a
+ * command the shell just started has its process group by then); at most once per this long. */
+export const FOREGROUND_CHECK_DELAY_MS = 150
+/** And this often regardless, for a program that changes without a byte of I/O (a script that
+ * starts `sleep`): two /proc reads per live terminal. */
+export const FOREGROUND_POLL_MS = 2_000
+
 // ── Registry ────────────────────────────────────────────────────────────────
 /** Workspace titles after trimming. */
 export const MAX_WORKSPACE_TITLE_CHARS = 200
@@ -159,15 +262,87 @@ export const MAX_WORKSPACE_TITLE_CHARS = 200
 export const MAX_PATH_CHARS = 4_096
 /** Session ids (caller-chosen or generated). */
 export const SESSION_ID_PATTERN = /^[\w-]{1,128}$/
+/** Sessions in one page of `GET /v1/sessions` (and the default): a page stays a small answer
+ * however many sessions accumulated; a client pages on with `cursor`. */
+export const MAX_SESSION_PAGE = 500
 /** How often a registry watch polls the event log for other API instances' mutations. */
 export const REGISTRY_POLL_MS = 250
 /** Registry events kept for watch resumption; older ones are pruned, and a watch resuming from
  * before them gets a fresh baseline instead of increments. */
 export const REGISTRY_EVENTS_KEPT = 10_000
 
+// ── Workflows ───────────────────────────────────────────────────────────────
+/** A run's script. Model-written orchestration is a few KB; this leaves room for embedded data
+ * while the parse check before publication and the message to the script process stay small. */
+export const MAX_WORKFLOW_SCRIPT_BYTES = 256 * KiB
+/** A run's `input`, serialized as JSON (with the script it must fit one JSON request body). */
+export const MAX_WORKFLOW_INPUT_BYTES = 512 * KiB
+/** The script's return value, serialized as JSON: it is stored with the run and sent whole. */
+export const MAX_WORKFLOW_RESULT_BYTES = 1 * MiB
+/** `agent()` calls one run may make (queued ones included): the seed engine's maxTotalAgents. */
+export const MAX_AGENTS_PER_RUN = 1000
+/** Sub-agents running at once in one run. Each is a live terminal, and a session holds at most
+ * MAX_TERMINALS_PER_SESSION, so half of them stays free for people and other runs. */
+export const MAX_WORKFLOW_CONCURRENCY = 8
+/** Concurrency when a run names none. */
+export const DEFAULT_WORKFLOW_CONCURRENCY = 4
+/** Items one `parallel()` or `pipeline()` call takes: the seed engine's maxItemsPerCall. */
+export const MAX_WORKFLOW_ITEMS = 4096
+/** Runs whose script process is alive at once, per sidecar: each is a Node process (~40 MB). */
+export const MAX_RUNNING_WORKFLOWS = 8
+/** A script process's V8 heap: a script that allocates without end fails alone, not the host. */
+export const WORKFLOW_SCRIPT_HEAP_MB = 256
+/** An agent result's `text` (its result file, else its rendered output): one agent's answer, not
+ * a data channel. Longer text is cut and the result says `truncated`. */
+export const MAX_AGENT_TEXT_BYTES = 1 * MiB
+/** One agent prompt. The kernel takes at most 128 KiB per argv string or environment entry
+ * (MAX_ARG_STRLEN), which is how `argument` and `env` prompts travel. */
+export const MAX_AGENT_PROMPT_BYTES = 100_000
+/** A `stdin` prompt is typed into the agent's terminal, whose line discipline (canonical mode)
+ * keeps at most 4,095 bytes of one line (N_TTY_BUF_SIZE); a longer line would be cut silently. */
+export const MAX_AGENT_STDIN_LINE_BYTES = 4095
+/** An agent's label (its terminal's title) after trimming; the default label is the prompt's first
+ * line cut at AGENT_LABEL_DEFAULT_CHARS (the seed engine's 48). */
+export const MAX_AGENT_LABEL_CHARS = MAX_TITLE_CHARS
+export const AGENT_LABEL_DEFAULT_CHARS = 48
+/** Sub-agent terminals start at this size: wide enough that an agent's plain output is rarely
+ * wrapped in its rendered text; a person attaching resizes it to their window. */
+export const AGENT_COLS = 120
+export const AGENT_ROWS = 40
+/** `log()`: one message, and a whole run's messages (bytes and count). Every message is an event
+ * stored in libSQL and streamed to every watcher; beyond these the run fails (a limit exceeded). */
+export const MAX_WORKFLOW_LOG_MESSAGE_BYTES = 16 * KiB
+export const MAX_WORKFLOW_LOG_BYTES = 1 * MiB
+export const MAX_WORKFLOW_LOG_MESSAGES = 10_000
+/** `readText()` calls of one run served at once; later ones wait their turn (a page is 2 MiB). */
+export const WORKFLOW_READS_IN_FLIGHT = 2
+/** A cancel's reason, recorded with the run. */
+export const MAX_CANCEL_REASON_CHARS = 500
+/** Agent profiles in TERMKEEP_AGENTS, and the file's size when it names one. */
+export const MAX_AGENT_PROFILES = 64
+export const MAX_AGENT_PROFILES_FILE_BYTES = 1 * MiB
+/** How often an events stream polls the run's log in libSQL (the sidecar writes it; any API
+ * instance may serve the stream). */
+export const WORKFLOW_EVENTS_POLL_MS = 200
+/** Runs listed per page (default and maximum). */
+export const DEFAULT_WORKFLOW_RUNS_PAGE = 50
+export const MAX_WORKFLOW_RUNS_PAGE = 200
+/** Bytes of a script process's stderr kept to explain its unexpected exit (an out-of-memory death). */
+export const WORKFLOW_STDERR_TAIL_BYTES = 4 * KiB
+
 // ── Session resources ───────────────────────────────────────────────────────
 /** One stored attachment or archived tool result. */
 export const MAX_RESOURCE_BYTES = 32 * MiB
+/** Characters of a resource's wire text (base64 or UTF-8), or bytes of a large JSON body, the API
+ * converts at once before it yields to its event loop: a few milliseconds each, where a whole
+ * 32 MiB attachment held every other request for seconds. */
+export const CONTENT_SLICE_SIZE = 1 * MiB
+/** A stored resource larger than this is written as parts of this size, one statement each with
+ * a yield between: the embedded database driver writes a blob on the event loop (~10 ms/MiB). */
+export const RESOURCE_PART_BYTES = 1 * MiB
+/** A resource's parts still unfinished after this long belong to a store a crash cut short
+ * (a store takes seconds); the next store deletes them. */
+export const RESOURCE_UPLOAD_ABANDON_MS = 60 * 60_000
 /** An attachment's name or a tool result's tool name (graphemes). */
 export const MAX_RESOURCE_NAME_CHARS = 255
 
@@ -206,6 +381,38 @@ export const SIDECAR_LIVENESS_PROBE_MS = 1_000
 export const SIDECAR_LIVENESS_TIMEOUT_MS = 5_000
 /** EventSource tickets live this long and open exactly one stream. */
 export const TICKET_TTL_MS = 60_000
+
+// ── MCP (api/mcp/) ──────────────────────────────────────────────────────────
+/** A `wait` pattern: a short RE2 regex (compiling costs time and memory in its length). */
+export const MCP_PATTERN_MAX_CHARS = 1_024
+/** The screen text a pattern is matched against: its last this many characters (the projection's
+ * history tail and viewport rarely reach it). RE2 runs in time linear in the text, so a pattern
+ * can cost at most one pass over this per screen change; a backtracking engine could hang. */
+export const MCP_PATTERN_TEXT_MAX_CHARS = 256 * KiB
+/** `wait` and `run` give up after this long unless told otherwise, and are never told more than
+ * the max: a tool call holds one request (and, for `run`, input control) that long. */
+export const MCP_WAIT_DEFAULT_MS = 30_000
+export const MCP_WAIT_MAX_MS = 10 * 60_000
+/** Output text one tool result carries (`run`'s output, an output page as text): an agent's
+ * context holds tens of kilobytes, not megabytes. More is cut from the front and said so; the
+ * journal keeps every byte for `read_output`. */
+export const MCP_TEXT_MAX_BYTES = 64 * KiB
+/** A stream read (`workflow_events`, …) answers once no event came for `quietMs` (default; at
+ * most the max: the call holds one request and stream that long waiting for the next event). */
+export const MCP_STREAM_QUIET_DEFAULT_MS = 1_000
+export const MCP_STREAM_QUIET_MAX_MS = 60_000
+/** Events one stream read returns (default and at most): an agent pages on with the cursor. */
+export const MCP_STREAM_DEFAULT_EVENTS = 200
+export const MCP_STREAM_MAX_EVENTS = 1_000
+/** Terminals `resources/list` names at most (a resource per live terminal screen). */
+export const MCP_MAX_LISTED_RESOURCES = 256
+/** After a program's output ended, how long the API waits for the sidecar to record its exit
+ * (the exit is reported right after the end of output and written to the database at once). */
+export const MCP_EXIT_RECORD_WAIT_MS = 2_000
+/** `send_keys` and `run_workflow` retry a request whose outcome is unknown (503) within their one
+ * tool call for at most this long: the agent waits on the call, and a few API timeouts cover a
+ * stall or a restart. */
+export const MCP_RETRY_MS = 15_000
 
 // ── Storage ─────────────────────────────────────────────────────────────────
 /** Health writes a probe row at most this often per process (storage/health.ts); its result

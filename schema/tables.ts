@@ -7,15 +7,23 @@
 import { sql } from 'drizzle-orm'
 import {
   blob,
+  customType,
   index,
   integer,
   primaryKey,
   real,
   sqliteTable,
   text,
+  uniqueIndex,
 } from 'drizzle-orm/sqlite-core'
 
 const now = sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`
+
+/** A BLOB as plain bytes on every runtime (no Buffer: the API also runs on Workers and Deno). */
+const bytes = customType<{ data: Uint8Array; driverData: ArrayBuffer | Uint8Array }>({
+  dataType: () => 'blob',
+  fromDriver: (value) => (value instanceof Uint8Array ? value : new Uint8Array(value)),
+})
 
 // ── Workspace registry ──────────────────────────────────────────────────────
 
@@ -113,6 +121,12 @@ export const terminals = sqliteTable(
     updatedAt: integer('updated_at').notNull().default(now),
     exitedAt: integer('exited_at'),
     closedAt: integer('closed_at'),
+    /** The name of the program in the PTY's foreground process group (tmux's
+     * pane_current_command), recorded by the sidecar when it changes; null once it exited. */
+    foregroundCommand: text('foreground_command'),
+    /** A workflow run's sub-agent: the run and the member's seq (null for other terminals). */
+    workflowRun: text('workflow_run'),
+    workflowSeq: integer('workflow_seq'),
     /**
      * What finds the terminal's processes again after a crash of the sidecar that owned them,
      * without trusting a pid alone: the shell's pid (the id of the session every process of the
@@ -124,12 +138,23 @@ export const terminals = sqliteTable(
     leaderStartTicks: integer('leader_start_ticks'),
     bootId: text('boot_id'),
   },
-  (t) => [primaryKey({ columns: [t.sessionId, t.id] }), index('terminals_state').on(t.state, t.hostGeneration)],
+  (t) => [
+    primaryKey({ columns: [t.sessionId, t.id] }),
+    index('terminals_state').on(t.state, t.hostGeneration),
+    index('terminals_workflow').on(t.workflowRun, t.workflowSeq),
+  ],
 )
 
 /**
- * One settled, durable screen. The header row is written last in the same transaction as its
- * chunks, so a reader that sees the header sees every chunk.
+ * One settled, durable screen. The header row is written in the same transaction as its chunks
+ * and the history rows it adds, so a reader that sees the header sees every part of it.
+ *
+ * Two formats (`format`): 1, the whole revision's `rows` events in display_chunks (older
+ * deployments; still read); 2, incremental: display_chunks holds only the viewport and alternate
+ * events (`head_chunks` of them), and the history is the rows [history_first, history_end) of
+ * epoch `history_epoch` in display_history, shared with the terminal's other revisions of that
+ * epoch. `chunk_count`, `encoded_bytes`, `history_rows` and `truncated` always describe the events
+ * readDisplay streams.
  */
 export const displayRevisions = sqliteTable(
   'display_revisions',
@@ -162,8 +187,42 @@ export const displayRevisions = sqliteTable(
     /** 'live' for settled emulator screens, 'migrated' for legacy text-only records. */
     origin: text('origin', { enum: ['live', 'migrated'] }).notNull(),
     createdAt: integer('created_at').notNull().default(now),
+    /** 1 = every event in display_chunks; 2 = head events there, history in display_history. */
+    format: integer('format').notNull().default(1),
+    /** Format 2: the viewport and alternate events in display_chunks (chunks 0…head_chunks-1). */
+    headChunks: integer('head_chunks'),
+    /** Format 2: the history's epoch and its absolute rows [history_first, history_end). */
+    historyEpoch: integer('history_epoch'),
+    historyFirst: integer('history_first'),
+    historyEnd: integer('history_end'),
+    /** Emulator state no display carries (scroll region, saved cursor, charsets, tab stops, …),
+     * for rebuilding a released emulator from this revision; null when it cannot be rebuilt from
+     * it (then the journal is replayed from the start). Shape: sidecar/emulator/restore.ts. */
+    restore: text('restore', { mode: 'json' }),
   },
   (t) => [primaryKey({ columns: [t.sessionId, t.terminalId, t.revision] })],
+)
+
+/**
+ * Format-2 history: consecutive rows of one epoch, stored once and shared by every revision whose
+ * [history_first, history_end) overlaps them. A row's content never changes within its epoch (a
+ * resize or reset begins a new one), so a chunk is only ever replaced by a superset of itself (the
+ * newest small chunk absorbing the next rows). Pruning removes chunks no kept revision overlaps.
+ */
+export const displayHistory = sqliteTable(
+  'display_history',
+  {
+    sessionId: text('session_id').notNull(),
+    terminalId: text('terminal_id').notNull(),
+    epoch: integer('epoch').notNull(),
+    firstRow: integer('first_row').notNull(),
+    rowCount: integer('row_count').notNull(),
+    /** `{"styles":[…],"rows":[…]}`, deflated (zlib format; DecompressionStream('deflate') reads it
+     * on every runtime): rows oldest first, style ids into the chunk's own table (0 = default,
+     * `styles[0]` is id 1). Log-like rows shrink ~5–10×. */
+    body: bytes('body').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.terminalId, t.epoch, t.firstRow] })],
 )
 
 /** Encoded rows of a revision, split so each chunk is one readDisplay `rows` event (≤ 64 KiB). */
@@ -205,6 +264,80 @@ export const dataMigrations = sqliteTable('data_migrations', {
   detail: text('detail'),
 })
 
+// ── Workflows ───────────────────────────────────────────────────────────────
+
+export const WORKFLOW_STATUSES = ['running', 'completed', 'error', 'cancelled', 'interrupted'] as const
+export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number]
+export const WORKFLOW_EVENT_TYPES = ['workflow/start', 'workflow/agent-start', 'workflow/agent-end', 'workflow/log', 'workflow/end'] as const
+export type WorkflowEventType = (typeof WORKFLOW_EVENT_TYPES)[number]
+export const AGENT_OUTCOMES = ['completed', 'failed', 'cancelled'] as const
+export type AgentOutcome = (typeof AGENT_OUTCOMES)[number]
+
+/**
+ * One workflow run. The sidecar that runs it is its only writer; `status` moves forward only
+ * (running → completed | error | cancelled, or → interrupted when a later sidecar generation finds
+ * it still running). The result's parts are columns; `value` is the script's JSON return value.
+ */
+export const workflowRuns = sqliteTable(
+  'workflow_runs',
+  {
+    id: text('id').primaryKey(),
+    sessionId: text('session_id').notNull(),
+    status: text('status', { enum: WORKFLOW_STATUSES }).notNull(),
+    script: text('script').notNull(),
+    /** The run's `input` as JSON text; null when none was given. */
+    input: text('input'),
+    concurrency: integer('concurrency').notNull(),
+    /** The run's default agent profile, when the request named one. */
+    profile: text('profile'),
+    /** The caller's token: the authority `readText()` is re-derived from on every call. */
+    tokenId: text('token_id').notNull(),
+    /** The start's Idempotency-Key, if it had one: unique per session and token, and kept as long
+     * as the run, so a retried start finds the run its first attempt started. */
+    idempotencyKey: text('idempotency_key'),
+    hostGeneration: integer('host_generation').notNull(),
+    /** The script process, by pid and start time (clock ticks since boot), so a sidecar that
+     * finds it orphaned kills that process and never a reused pid. */
+    pid: integer('pid'),
+    pidStartTicks: integer('pid_start_ticks'),
+    /** The last event's sequence. */
+    lastSequence: integer('last_sequence').notNull().default(0),
+    stopReason: text('stop_reason', { enum: ['completed', 'error', 'cancelled'] }),
+    error: text('error'),
+    value: text('value'),
+    agentsStarted: integer('agents_started'),
+    cancelReason: text('cancel_reason'),
+    createdAt: integer('created_at').notNull().default(now),
+    updatedAt: integer('updated_at').notNull().default(now),
+    endedAt: integer('ended_at'),
+  },
+  (t) => [
+    index('workflow_runs_session').on(t.sessionId, t.createdAt),
+    index('workflow_runs_status').on(t.status, t.hostGeneration),
+    uniqueIndex('workflow_runs_idempotency_key').on(t.sessionId, t.tokenId, t.idempotencyKey),
+  ],
+)
+
+/** A run's event log, in order: `sequence` (1, 2, 3…) is the SSE event id. */
+export const workflowEvents = sqliteTable(
+  'workflow_events',
+  {
+    runId: text('run_id')
+      .notNull()
+      .references(() => workflowRuns.id, { onDelete: 'cascade' }),
+    sequence: integer('sequence').notNull(),
+    type: text('type', { enum: WORKFLOW_EVENT_TYPES }).notNull(),
+    /** agent-start / agent-end: the member's seq. */
+    memberSeq: integer('member_seq'),
+    /** agent-end: how the member ended. */
+    outcome: text('outcome', { enum: AGENT_OUTCOMES }),
+    /** The event's data exactly as the stream sends it (JSON text). */
+    data: text('data').notNull(),
+    createdAt: integer('created_at').notNull().default(now),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.sequence] }), index('workflow_events_member').on(t.runId, t.type, t.memberSeq)],
+)
+
 // ── Session resources ───────────────────────────────────────────────────────
 
 export const attachments = sqliteTable(
@@ -233,6 +366,28 @@ export const toolResults = sqliteTable(
   },
   (t) => [index('tool_results_session').on(t.sessionId)],
 )
+
+/**
+ * The bytes of a resource larger than RESOURCE_PART_BYTES, in order (`seq` from 0); its own row's
+ * `content` is then empty. One statement per part, because the embedded driver writes a blob on
+ * the event loop (a 32 MiB one held every request for 0.4 s).
+ */
+export const resourceParts = sqliteTable(
+  'resource_parts',
+  {
+    resourceId: text('resource_id').notNull(),
+    seq: integer('seq').notNull(),
+    content: blob('content', { mode: 'buffer' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.resourceId, t.seq] })],
+)
+
+/** A resource whose parts are being written; its row is inserted (and this one deleted) only once
+ * they all are. One left behind by a crash is swept, parts and all, after RESOURCE_UPLOAD_ABANDON_MS. */
+export const resourceUploads = sqliteTable('resource_uploads', {
+  resourceId: text('resource_id').primaryKey(),
+  startedAt: integer('started_at').notNull(),
+})
 
 // ── Authority ───────────────────────────────────────────────────────────────
 
@@ -268,6 +423,19 @@ export const tokenSessions = sqliteTable(
     sessionId: text('session_id').notNull(),
   },
   (t) => [primaryKey({ columns: [t.tokenId, t.sessionId] })],
+)
+
+/** Environment variable names a token declared for terminal observation (`observeEnvironment`):
+ * `processes/environment` and the environment-rooted resolvers answer only for these. */
+export const tokenObserveEnv = sqliteTable(
+  'token_observe_env',
+  {
+    tokenId: text('token_id')
+      .notNull()
+      .references(() => tokens.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tokenId, t.name] })],
 )
 
 /** Short-lived, single-use tickets for EventSource (which cannot send headers). */

@@ -10,11 +10,15 @@ import type { Storage } from '../storage/client.ts'
 import type { StorageHealth } from '../storage/health.ts'
 import type { SidecarHealth } from '../schema/wire/health.ts'
 import { isDatabaseUnavailable } from '../storage/unavailable.ts'
-import { screenRoutes } from './display/routes.ts'
+import { displayStatsRoute, screenRoutes } from './display/routes.ts'
+import type { DisplayService } from './display/service.ts'
 import { fileRoutes } from './files/routes.ts'
+import { observationRoutes } from './observation/routes.ts'
 import { paths } from './paths.ts'
 import { terminalRoutes } from './routes/terminals.ts'
 import type { TerminalHost } from './terminals/host.ts'
+import type { WorkflowEngine } from './workflows/engine.ts'
+import { workflowRoutes } from './workflows/routes.ts'
 
 export interface SidecarDeps {
   storage: Storage
@@ -26,6 +30,10 @@ export interface SidecarDeps {
   health: StorageHealth
   /** TERMKEEP_FILES_ALLOW_OUTSIDE: file reads may leave the session's workspace (off by default). */
   filesAllowOutside?: boolean
+  /** The display pipeline, for its statistics route. */
+  displays?: DisplayService
+  /** Workflow runs (scripts that start sub-agents in terminals). */
+  workflows?: WorkflowEngine
 }
 
 export function createSidecarApp(deps: SidecarDeps): Hono {
@@ -51,7 +59,11 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.route('/', paths)
   app.route('/', terminalRoutes(deps.terminals))
   app.route('/', screenRoutes(deps.terminals))
+  const displays = deps.displays
+  if (displays) app.route('/', displayStatsRoute(() => displays.stats()))
   app.route('/', fileRoutes(deps))
+  app.route('/', observationRoutes(deps.terminals, deps.secret))
+  if (deps.workflows) app.route('/', workflowRoutes(deps.workflows))
   return app
 }
 

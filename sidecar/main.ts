@@ -23,6 +23,10 @@ import { EmulatorPool } from './emulator/emulator.ts'
 import { DEFAULT_SHELLS_FILE } from './pty/shells.ts'
 import { TerminalHost } from './terminals/host.ts'
 import { TerminalStore } from './terminals/store.ts'
+import { WorkflowEngine } from './workflows/engine.ts'
+import { AGENTS_VARIABLE, loadProfiles } from './workflows/profiles.ts'
+import { WorkflowReader } from './workflows/read-text.ts'
+import { RunStore } from './workflows/store.ts'
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
 
@@ -35,6 +39,7 @@ async function main(): Promise<void> {
   if (!config.sidecarSecret) {
     throw new ConfigError('SIDECAR_SECRET', 'required for the sidecar (termkeep serve generates one)', '')
   }
+  const profiles = loadProfiles(process.env[AGENTS_VARIABLE]) // sub-agent programs of workflow runs
   mkdirSync(config.dataDir, { recursive: true })
   const unlock = lockDataDir(config.dataDir)
   process.once('exit', unlock)
@@ -61,11 +66,14 @@ async function main(): Promise<void> {
   await health.check()
   // Unasked, every few seconds: a deleted database is logged at once, not found at the next start.
   const fileWatch = databaseFile ? setInterval(() => health.checkFile(), DB_FILE_CHECK_MS).unref() : undefined
-  const displays = new DisplayService(storage.db)
+  const displays = new DisplayService(storage.db, {
+    releaseMs: milliseconds('TERMKEEP_EMULATOR_RELEASE_MS', process.env.TERMKEEP_EMULATOR_RELEASE_MS),
+  })
   const emulators = new EmulatorPool(undefined, displays.observer) // settles display revisions
   const pruning = displays.startPruning() // stopped terminals' old revisions
+  const terminalStore = new TerminalStore(storage.db)
   const terminals = new TerminalHost({
-    store: new TerminalStore(storage.db),
+    store: terminalStore,
     emulators,
     generation,
     dataDir: config.dataDir,
@@ -73,6 +81,16 @@ async function main(): Promise<void> {
     idleReclaimMs: milliseconds('TERMKEEP_TERMINAL_IDLE_MS', process.env.TERMKEEP_TERMINAL_IDLE_MS),
   })
   await terminals.start()
+  const workflows = new WorkflowEngine({
+    host: terminals,
+    terminals: terminalStore,
+    profiles,
+    store: new RunStore(storage.db),
+    reader: new WorkflowReader({ storage, secret: config.sidecarSecret, filesAllowOutside: config.filesAllowOutside }),
+    generation,
+    dataDir: config.dataDir,
+  })
+  await workflows.start() // runs an earlier generation left running read as interrupted
   const app = createSidecarApp({
     storage,
     secret: config.sidecarSecret,
@@ -80,6 +98,8 @@ async function main(): Promise<void> {
     terminals,
     health,
     filesAllowOutside: config.filesAllowOutside,
+    displays,
+    workflows,
   })
   ready = app.fetch
   const bound = (server as Server).address()
@@ -94,6 +114,8 @@ async function main(): Promise<void> {
     if ('closeAllConnections' in server) server.closeAllConnections()
     clearInterval(pruning)
     clearInterval(fileWatch)
+    // Runs end first, logged as cancelled, while their members' terminals can still be closed.
+    await workflows.shutdown().catch((error: unknown) => console.error('termkeep sidecar: stopping workflow runs', error))
     // Kill every terminal's processes, release journals and mark rows retired before the db closes.
     await terminals.shutdown().catch((error: unknown) => console.error('termkeep sidecar: shutdown', error))
     await emulators.close()

@@ -9,11 +9,12 @@
  * from a URL. guard only checks the ticket; `openStream` spends it once the route's own checks
  * passed.
  */
-import { and, eq, isNull, type SQL } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import type { Context, MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Grant } from '../../schema/grants.ts'
-import { sessions, tokenGrants, tokens, tokenSessions } from '../../schema/tables.ts'
+import { sessions, tokens } from '../../schema/tables.ts'
+import { authenticateTokenId, authorityOf, coversSession, type Authority } from '../../storage/authority.ts'
 import type { Database } from '../../storage/client.ts'
 import type { AppEnv } from '../deps.ts'
 import { SSE_HEADERS, type SseOptions } from '../sse.ts'
@@ -21,12 +22,7 @@ import { documented } from '../validate.ts'
 import { hashSecret } from './secrets.ts'
 import { redeemTicket, ticketHolder } from './tickets.ts'
 
-export interface Authority {
-  tokenId: string
-  grants: ReadonlySet<Grant>
-  /** 'all', or the session ids this token may touch. */
-  sessions: 'all' | ReadonlySet<string>
-}
+export { authenticateTokenId, coversSession, type Authority }
 
 export type Requirement = Grant | { anyOf: readonly Grant[] } | { allOf: readonly Grant[] }
 
@@ -40,15 +36,10 @@ export function satisfies(grants: ReadonlySet<Grant>, required: Requirement): bo
   return required.allOf.every((g) => grants.has(g))
 }
 
-function describe(required: Requirement): string {
+export function describe(required: Requirement): string {
   if (typeof required === 'string') return required
   if ('anyOf' in required) return required.anyOf.join(' or ')
   return required.allOf.length === 0 ? 'any valid token' : required.allOf.join(' and ')
-}
-
-/** Pure: may this authority touch the session? */
-export function coversSession(authority: Authority, sessionId: string): boolean {
-  return authority.sessions === 'all' || authority.sessions.has(sessionId)
 }
 
 function bearer(header: string | undefined): string | undefined {
@@ -58,30 +49,6 @@ function bearer(header: string | undefined): string | undefined {
 
 export async function authenticate(db: Database, secret: string, now = Date.now()): Promise<Authority | undefined> {
   return authorityOf(db, eq(tokens.secretHash, await hashSecret(secret)), now)
-}
-
-/** The authority of a token by id (a redeemed ticket names its token). */
-export function authenticateTokenId(db: Database, tokenId: string, now = Date.now()): Promise<Authority | undefined> {
-  return authorityOf(db, eq(tokens.id, tokenId), now)
-}
-
-async function authorityOf(db: Database, which: SQL, now: number): Promise<Authority | undefined> {
-  // One round trip for the token and its grants (every request pays it); sessions only if scoped.
-  const rows = await db
-    .select({ id: tokens.id, allSessions: tokens.allSessions, expiresAt: tokens.expiresAt, grant: tokenGrants.grant })
-    .from(tokens)
-    .leftJoin(tokenGrants, eq(tokenGrants.tokenId, tokens.id))
-    .where(and(which, isNull(tokens.revokedAt)))
-  const token = rows[0]
-  if (!token || (token.expiresAt !== null && token.expiresAt <= now)) return undefined
-  const sessionRows = token.allSessions
-    ? []
-    : await db.select({ sessionId: tokenSessions.sessionId }).from(tokenSessions).where(eq(tokenSessions.tokenId, token.id))
-  return {
-    tokenId: token.id,
-    grants: new Set(rows.flatMap((r) => (r.grant === null ? [] : [r.grant as Grant]))),
-    sessions: token.allSessions ? 'all' : new Set(sessionRows.map((r) => r.sessionId)),
-  }
 }
 
 const badTicket = () => new TermkeepError('auth/invalid-token', 'the ticket is unknown, used, expired or for another path')
@@ -121,6 +88,15 @@ export interface GuardOptions {
   allSessions?: boolean
 }
 
+/** Where a guard keeps its requirement, so a caller of the route (the MCP tools) can ask the route
+ * itself what it needs instead of restating it. */
+const REQUIRES = Symbol('termkeep.requires')
+
+/** The requirement of a route's guard among its handlers, if it has one. */
+export function requirementOf(handler: unknown): Requirement | undefined {
+  return (handler as { [REQUIRES]?: Requirement })[REQUIRES]
+}
+
 export function guard(required: Requirement, options: GuardOptions = {}): MiddlewareHandler<AppEnv> {
   const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
     const { db } = c.get('deps')
@@ -151,12 +127,13 @@ export function guard(required: Requirement, options: GuardOptions = {}): Middle
       throw new Error(`${c.req.path} answered a ticket without spending it: stream routes act through openStream`)
     }
   }
-  return documented(middleware, {
+  return documented(Object.assign(middleware, { [REQUIRES]: required }), {
     security: [{ bearer: [] }],
     'x-termkeep-grant': describe(required),
     responses: UNAUTHORIZED,
   })
 }
+
 
 /**
  * How every stream route acts, once its checks passed (guard, validate, its own lookups):

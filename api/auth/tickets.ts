@@ -19,6 +19,7 @@ export const STREAM_PATHS: readonly RegExp[] = [
   '/v1/workspaces/watch',
   `/v1/sessions/${SEGMENT}/files/changes`,
   `/v1/sessions/${SEGMENT}/terminals/${SEGMENT}/(follow|retain|display|screen/watch|output/watch)`,
+  `/v1/sessions/${SEGMENT}/workflows/${SEGMENT}/events`,
 ].map((p) => new RegExp(`^${p}$`))
 
 export function isStreamPath(path: string): boolean {

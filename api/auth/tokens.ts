@@ -4,7 +4,7 @@
  */
 import { and, asc, eq, gt, inArray, isNull, or } from 'drizzle-orm'
 import { GRANTS, type Grant } from '../../schema/grants.ts'
-import { tokenGrants, tokens, tokenSessions } from '../../schema/tables.ts'
+import { tokenGrants, tokenObserveEnv, tokens, tokenSessions } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
 import { hashSecret, randomId, randomSecret } from './secrets.ts'
 
@@ -14,6 +14,8 @@ export interface TokenSpec {
   /** 'all' or the session ids the token may touch. */
   sessions: 'all' | readonly string[]
   expiresAt?: number
+  /** Environment variable names terminal observation may read (none when absent). */
+  observeEnvironment?: readonly string[]
 }
 
 export interface TokenRecord {
@@ -23,6 +25,7 @@ export interface TokenRecord {
   sessions: 'all' | string[]
   createdAt: number
   expiresAt: number | null
+  observeEnvironment: string[]
 }
 
 export const LOCAL_ADMIN_TOKEN_NAME = 'local-admin'
@@ -39,6 +42,7 @@ export async function createToken(
   const allSessions = spec.sessions === 'all'
   const grants = [...new Set(spec.grants)]
   const sessionIds = allSessions ? [] : [...new Set(spec.sessions)]
+  const observeEnvironment = [...new Set(spec.observeEnvironment ?? [])].sort()
   await db.batch([
     db.insert(tokens).values({
       id,
@@ -50,9 +54,10 @@ export async function createToken(
     }),
     ...grants.map((grant) => db.insert(tokenGrants).values({ tokenId: id, grant })),
     ...sessionIds.map((sessionId) => db.insert(tokenSessions).values({ tokenId: id, sessionId })),
+    ...observeEnvironment.map((name) => db.insert(tokenObserveEnv).values({ tokenId: id, name })),
   ])
   return {
-    token: { id, name: spec.name, grants, sessions: allSessions ? 'all' : sessionIds, createdAt, expiresAt: spec.expiresAt ?? null },
+    token: { id, name: spec.name, grants, sessions: allSessions ? 'all' : sessionIds, createdAt, expiresAt: spec.expiresAt ?? null, observeEnvironment },
     secret,
   }
 }
@@ -91,9 +96,10 @@ export async function listTokens(db: Database, now = Date.now()): Promise<TokenR
     .orderBy(asc(tokens.createdAt), asc(tokens.id))
   if (rows.length === 0) return []
   const ids = rows.map((r) => r.id)
-  const [grantRows, sessionRows] = [
+  const [grantRows, sessionRows, envRows] = [
     await db.select().from(tokenGrants).where(inArray(tokenGrants.tokenId, ids)),
     await db.select().from(tokenSessions).where(inArray(tokenSessions.tokenId, ids)),
+    await db.select().from(tokenObserveEnv).where(inArray(tokenObserveEnv.tokenId, ids)).orderBy(asc(tokenObserveEnv.name)),
   ]
   return rows.map((row) => ({
     id: row.id,
@@ -102,7 +108,14 @@ export async function listTokens(db: Database, now = Date.now()): Promise<TokenR
     sessions: row.allSessions ? 'all' : sessionRows.filter((s) => s.tokenId === row.id).map((s) => s.sessionId),
     createdAt: row.createdAt,
     expiresAt: row.expiresAt,
+    observeEnvironment: envRows.filter((e) => e.tokenId === row.id).map((e) => e.name),
   }))
+}
+
+/** The environment variable names a token declared for terminal observation. */
+export async function observedEnvironmentNames(db: Database, tokenId: string): Promise<string[]> {
+  const rows = await db.select({ name: tokenObserveEnv.name }).from(tokenObserveEnv).where(eq(tokenObserveEnv.tokenId, tokenId))
+  return rows.map((r) => r.name).sort()
 }
 
 /** Revokes a token (its tickets die with it); false when unknown or already revoked. */

@@ -13,9 +13,13 @@ import { parseAddress, resourceBytes } from './resources.ts'
 
 export const READ_TEXT_KEY_PURPOSE = 'read-text-continuation'
 
+/**
+ * Where readText gets workspace text and its signing key: the sidecar client in the API; in the
+ * sidecar itself (a workflow's `readText()`), its own file operations and the same derived key.
+ */
 export interface ReadTextDeps {
   db: Database
-  sidecar: SidecarClient
+  sidecar: Pick<SidecarClient, 'signingKey' | 'readFileText'>
 }
 
 export async function readText(deps: ReadTextDeps, binding: Binding, request: ReadTextRequest): Promise<ReadTextPage> {

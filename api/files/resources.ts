@@ -1,14 +1,23 @@
 /**
  * Session resources in libSQL: attachments and archived tool results. Stored once, immutable,
  * and always looked up together with their session, so an id from another session is missing.
+ *
+ * A resource of more than RESOURCE_PART_BYTES is written in parts (resource_parts), one statement
+ * each with a yield to the event loop between them, and its row, with an empty `content`, only
+ * after the last part: the embedded driver writes a blob synchronously, and one 32 MiB insert
+ * held every other request for 0.4 s. An unfinished store is marked in resource_uploads, so parts
+ * a crash left behind are swept later; nobody could read them, the id was never answered.
  */
-import { and, eq } from 'drizzle-orm'
+import { and, asc, eq, inArray, lt } from 'drizzle-orm'
+import type { BatchItem } from 'drizzle-orm/batch'
 import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_RESOURCE_BYTES } from '../../schema/limits.ts'
-import { attachments, toolResults } from '../../schema/tables.ts'
+import { MAX_RESOURCE_BYTES, RESOURCE_PART_BYTES, RESOURCE_UPLOAD_ABANDON_MS } from '../../schema/limits.ts'
+import { attachments, resourceParts, resourceUploads, toolResults } from '../../schema/tables.ts'
 import type { StoreAttachment, StoredResource, StoreToolResult } from '../../schema/wire/files.ts'
 import type { Database } from '../../storage/client.ts'
 import { randomId } from '../auth/secrets.ts'
+import { yieldToLoop } from '../event-loop.ts'
+import { concatBytes, decodeBase64, encodeUtf8 } from './content.ts'
 
 export type ResourceKind = 'attachment' | 'tool-result'
 
@@ -19,45 +28,89 @@ export function parseAddress(address: string): { kind: 'file'; path: string } | 
   return { kind: match[1] as ResourceKind, id: match[2] }
 }
 
-function decodeBase64(text: string): Uint8Array {
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 === 1) {
-    throw new TermkeepError('request/invalid', 'content is not valid base64')
-  }
-  const binary = atob(text)
-  return Uint8Array.from(binary, (c) => c.charCodeAt(0))
+type Blob = (typeof resourceParts.$inferInsert)['content']
+// drizzle types blob columns as Node's Buffer; libSQL takes any Uint8Array.
+const blob = (bytes: Uint8Array) => bytes as Blob
+
+/** Deletes the parts of stores a crash cut short (their row was never written). */
+async function sweepAbandoned(db: Database): Promise<void> {
+  const stale = await db
+    .select({ id: resourceUploads.resourceId })
+    .from(resourceUploads)
+    .where(lt(resourceUploads.startedAt, Date.now() - RESOURCE_UPLOAD_ABANDON_MS))
+  if (stale.length === 0) return
+  const ids = stale.map((s) => s.id)
+  await db.batch([db.delete(resourceParts).where(inArray(resourceParts.resourceId, ids)), db.delete(resourceUploads).where(inArray(resourceUploads.resourceId, ids))])
 }
 
-function checkSize(bytes: number): void {
-  if (bytes > MAX_RESOURCE_BYTES) {
-    throw new TermkeepError('request/too-large', `a stored resource is at most ${MAX_RESOURCE_BYTES} bytes`, {
-      limit: MAX_RESOURCE_BYTES,
-    })
+/** The statement that writes a resource's row with `content` (inline, or empty when in parts). */
+type RowInsert = (content: Uint8Array) => BatchItem<'sqlite'>
+
+/**
+ * Stores `bytes` for resource `id`: a small one inline, in its row; a large one as parts first,
+ * then its row with an empty content, atomically with the end of its upload mark.
+ */
+async function storeContent(db: Database, id: string, bytes: Uint8Array, row: RowInsert): Promise<void> {
+  if (bytes.length <= RESOURCE_PART_BYTES) return void (await row(bytes))
+  await sweepAbandoned(db)
+  await db.insert(resourceUploads).values({ resourceId: id, startedAt: Date.now() })
+  try {
+    for (let seq = 0, at = 0; at < bytes.length; seq++, at += RESOURCE_PART_BYTES) {
+      await db.insert(resourceParts).values({ resourceId: id, seq, content: blob(bytes.subarray(at, at + RESOURCE_PART_BYTES)) })
+      await yieldToLoop()
+    }
+    await db.batch([row(new Uint8Array(0)), db.delete(resourceUploads).where(eq(resourceUploads.resourceId, id))])
+  } catch (error) {
+    const forget = [db.delete(resourceParts).where(eq(resourceParts.resourceId, id)), db.delete(resourceUploads).where(eq(resourceUploads.resourceId, id))] as const
+    await db.batch(forget).catch(() => {}) // left to the sweep
+    throw error
   }
 }
+
+/** A resource's bytes: its row's content, or its parts in order when the content is empty. */
+async function loadContent(db: Database, id: string, inline: Uint8Array): Promise<Uint8Array> {
+  if (inline.length > 0) return inline
+  const seqs = await db.select({ seq: resourceParts.seq }).from(resourceParts).where(eq(resourceParts.resourceId, id)).orderBy(asc(resourceParts.seq))
+  const parts: Uint8Array[] = []
+  for (const { seq } of seqs) {
+    const [part] = await db
+      .select({ content: resourceParts.content })
+      .from(resourceParts)
+      .where(and(eq(resourceParts.resourceId, id), eq(resourceParts.seq, seq)))
+    parts.push(asBytes(part!.content))
+    await yieldToLoop()
+  }
+  return concatBytes(parts)
+}
+
+const asBytes = (content: Uint8Array) => new Uint8Array(content.buffer, content.byteOffset, content.byteLength)
 
 export async function storeAttachment(db: Database, sessionId: string, input: StoreAttachment): Promise<StoredResource> {
-  const content = input.encoding === 'base64' ? decodeBase64(input.content) : new TextEncoder().encode(input.content)
-  checkSize(content.length)
+  // Sized before it is decoded, and decoded without holding the event loop (content.ts).
+  const content = input.encoding === 'base64' ? await decodeBase64(input.content, MAX_RESOURCE_BYTES) : await encodeUtf8(input.content, MAX_RESOURCE_BYTES)
   const id = randomId('att')
-  await db.insert(attachments).values({
-    id,
-    sessionId,
-    name: input.name,
-    mediaType: input.mediaType,
-    // drizzle types blob columns as Node's Buffer; libSQL takes any Uint8Array.
-    content: content as (typeof attachments.$inferInsert)['content'],
-    bytes: content.length,
-    createdAt: Date.now(),
-  })
+  const { name, mediaType } = input
+  await storeContent(db, id, content, (inline) =>
+    db.insert(attachments).values({ id, sessionId, name, mediaType, content: blob(inline), bytes: content.length, createdAt: Date.now() }),
+  )
   return { id, address: `attachment:${id}`, bytes: content.length }
 }
 
+/** A tool result is text; in parts, its UTF-8 bytes (the row's text is then empty). */
 export async function storeToolResult(db: Database, sessionId: string, input: StoreToolResult): Promise<StoredResource> {
-  const bytes = new TextEncoder().encode(input.content).length
-  checkSize(bytes)
+  const content = await encodeUtf8(input.content, MAX_RESOURCE_BYTES)
   const id = randomId('tr')
-  await db.insert(toolResults).values({ id, sessionId, toolName: input.toolName, content: input.content, bytes, createdAt: Date.now() })
-  return { id, address: `tool-result:${id}`, bytes }
+  await storeContent(db, id, content, (inline) =>
+    db.insert(toolResults).values({
+      id,
+      sessionId,
+      toolName: input.toolName,
+      content: inline.length === 0 ? '' : input.content,
+      bytes: content.length,
+      createdAt: Date.now(),
+    }),
+  )
+  return { id, address: `tool-result:${id}`, bytes: content.length }
 }
 
 /** The resource's bytes, or `resource/not-found` (also for another session's id). */
@@ -68,14 +121,14 @@ export async function resourceBytes(db: Database, sessionId: string, kind: Resou
       .from(attachments)
       .where(and(eq(attachments.id, id), eq(attachments.sessionId, sessionId)))
       .limit(1)
-    if (row) return new Uint8Array(row.content.buffer, row.content.byteOffset, row.content.byteLength)
+    if (row) return loadContent(db, id, asBytes(row.content))
   } else {
     const [row] = await db
       .select({ content: toolResults.content })
       .from(toolResults)
       .where(and(eq(toolResults.id, id), eq(toolResults.sessionId, sessionId)))
       .limit(1)
-    if (row) return new TextEncoder().encode(row.content)
+    if (row) return loadContent(db, id, new TextEncoder().encode(row.content))
   }
   throw new TermkeepError('resource/not-found', `no ${kind} ${id} in this session`, { address: `${kind}:${id}` })
 }

@@ -1,8 +1,10 @@
 /**
- * The registry operations (contracts-digest §5): workspaces over canonical directories, sessions
- * that join the workspace owning their canonical cwd, the user's orders and the archive set.
+ * The registry operations (docs/architecture.md, "Workspaces and sessions"): workspaces over
+ * canonical directories, sessions that join the workspace owning their canonical cwd, the user's
+ * orders and the archive set.
  * Paths are canonicalized by the sidecar (the API has no filesystem); each mutation is one
- * `mutate` transaction with its watch increments.
+ * `mutate` transaction with its watch increments. Each takes the caller's authority and applies
+ * the confinement of scope.ts (docs/security-workspaces.md): what it cannot see is as if absent.
  */
 import { and, eq, sql } from 'drizzle-orm'
 import { TermkeepError } from '../../schema/errors.ts'
@@ -11,6 +13,7 @@ import { archivedSessions, sessions, workspaces, workspaceSessions } from '../..
 import { titleFrom } from '../../schema/wire/common.ts'
 import type { Session, Workspace } from '../../schema/wire/registry.ts'
 import type { Database } from '../../storage/client.ts'
+import type { Authority } from '../auth/guard.ts'
 import { randomId } from '../auth/secrets.ts'
 import type { SidecarClient } from '../sidecar-client.ts'
 import {
@@ -18,6 +21,7 @@ import {
   archivedIds,
   frontPosition,
   listedSessionIds,
+  listWorkspaces,
   moveBefore,
   mutate,
   requireWorkspace,
@@ -28,8 +32,10 @@ import {
   workspaceById,
   workspaceByPath,
   workspaceOrder,
+  type Queryable,
   type Tx,
 } from './store.ts'
+import { mayRegister, scopeOrder, scopeWorkspace, seesWorkspace } from './scope.ts'
 
 /** The canonical directory for `path`, or a typed 400 (503 when the sidecar is away). */
 export async function canonicalDirectory(sidecar: SidecarClient, path: string): Promise<string> {
@@ -38,6 +44,53 @@ export async function canonicalDirectory(sidecar: SidecarClient, path: string): 
     throw new TermkeepError('workspace/invalid-path', `not a directory: ${path}`, { path, reason: 'not-directory' })
   }
   return canonical.path
+}
+
+/** A host's answer about a path (missing, not a directory, unreadable), as opposed to a path
+ * refused for its spelling alone (relative) or a sidecar that did not answer. */
+function isHostAnswer(error: unknown): boolean {
+  return error instanceof TermkeepError && error.code === 'workspace/invalid-path' && error.details.reason !== 'relative'
+}
+
+/**
+ * The workspace owning `path` if `authority` can see it, else undefined: for one that cannot
+ * register directories, a missing path, a file, a directory no workspace owns and one owned by a
+ * workspace it cannot see are all the same answer, so it learns nothing about the host.
+ */
+async function visibleOwner(db: Queryable, sidecar: SidecarClient, authority: Authority, path: string): Promise<Workspace | undefined> {
+  let canonical: string
+  try {
+    canonical = await canonicalDirectory(sidecar, path)
+  } catch (error) {
+    if (isHostAnswer(error)) return undefined
+    throw error
+  }
+  const owner = await workspaceByPath(db, canonical)
+  return owner && seesWorkspace(authority, owner) ? owner : undefined
+}
+
+/** The workspace `id` if `authority` can see it; `workspace/not-found` otherwise, alike. */
+async function requireVisible(q: Queryable, authority: Authority, id: string): Promise<Workspace> {
+  const workspace = await requireWorkspace(q, id)
+  if (!seesWorkspace(authority, workspace)) throw new TermkeepError('workspace/not-found', `no workspace ${id}`, { workspaceId: id })
+  return workspace
+}
+
+/** The ids of the workspaces `authority` can see. */
+async function visibleIds(q: Queryable, authority: Authority): Promise<Set<string>> {
+  if (authority.sessions === 'all') return new Set(await workspaceOrder(q))
+  return new Set((await listWorkspaces(q)).workspaces.filter((w) => seesWorkspace(authority, w)).map((w) => w.id))
+}
+
+/** The typed refusal a CLI can explain: registering needs a token bound to all sessions. */
+export const REGISTRATION_NEEDS_ALL_SESSIONS = 'workspaces:write on a token bound to all sessions'
+
+function registrationRefused(path: string): TermkeepError {
+  return new TermkeepError(
+    'auth/forbidden',
+    `registering ${path} as a workspace needs ${REGISTRATION_NEEDS_ALL_SESSIONS}; this token is bound to some sessions and gets back only a workspace that lists one of them`,
+    { required: REGISTRATION_NEEDS_ALL_SESSIONS },
+  )
 }
 
 /** Pure: the default title, the last path segment (the root's own spelling for a root), as a
@@ -57,11 +110,21 @@ function nameConflict(title: string): TermkeepError {
   return new TermkeepError('workspace/name-conflict', `a workspace is already titled "${title}"`, { name: title })
 }
 
+/**
+ * Registers the directory, or returns the workspace owning it. A token that may not register
+ * (mayRegister) gets back only a workspace it can see; any other path is the same 403.
+ */
 export async function createWorkspace(
   db: Database,
   sidecar: SidecarClient,
+  authority: Authority,
   input: { path: string; title?: string },
 ): Promise<{ workspace: Workspace; created: boolean }> {
+  if (!mayRegister(authority)) {
+    const owner = await visibleOwner(db, sidecar, authority, input.path)
+    if (!owner) throw registrationRefused(input.path)
+    return { workspace: scopeWorkspace(authority, owner), created: false }
+  }
   const path = await canonicalDirectory(sidecar, input.path)
   return mutate(db, async (tx) => {
     const existing = await workspaceByPath(tx, path)
@@ -92,51 +155,73 @@ export async function createWorkspace(
   })
 }
 
-export async function resolveWorkspace(db: Database, sidecar: SidecarClient, path: string): Promise<Workspace | null> {
+/**
+ * The workspace owning `path`, or null. Only a token that may register directories (and so
+ * learns about them from POST /v1/workspaces anyway) is told that a path is missing or not a
+ * directory (400); to any other, that is `null` like a directory no workspace it sees owns.
+ */
+export async function resolveWorkspace(db: Database, sidecar: SidecarClient, authority: Authority, path: string): Promise<Workspace | null> {
+  if (!mayRegister(authority)) {
+    const owner = await visibleOwner(db, sidecar, authority, path)
+    return owner ? scopeWorkspace(authority, owner) : null
+  }
   const canonical = await canonicalDirectory(sidecar, path)
   return (await workspaceByPath(db, canonical)) ?? null
 }
 
-export async function renameWorkspace(db: Database, id: string, title: string): Promise<Workspace> {
+export async function renameWorkspace(db: Database, authority: Authority, id: string, title: string): Promise<Workspace> {
   return mutate(db, async (tx) => {
-    const current = await requireWorkspace(tx, id)
-    if (current.title === title) return current
+    const current = await requireVisible(tx, authority, id)
+    if (current.title === title) return scopeWorkspace(authority, current)
     if (await titleTaken(tx, title, id)) throw nameConflict(title)
     await tx.update(workspaces).set({ title, updatedAt: Date.now() }).where(eq(workspaces.id, id))
     const workspace = (await workspaceById(tx, id))!
     await appendEvent(tx, { kind: 'upsert', payload: { workspace } })
-    return workspace
+    return scopeWorkspace(authority, workspace)
   })
 }
 
 /** Removes the registration only: sessions stay recorded, nothing on disk is touched. */
-export async function deleteWorkspace(db: Database, id: string): Promise<void> {
+export async function deleteWorkspace(db: Database, authority: Authority, id: string): Promise<void> {
   await mutate(db, async (tx) => {
-    await requireWorkspace(tx, id)
+    await requireVisible(tx, authority, id)
     await tx.delete(workspaceSessions).where(eq(workspaceSessions.workspaceId, id))
     await tx.delete(workspaces).where(eq(workspaces.id, id))
     await appendEvent(tx, { kind: 'remove', payload: { workspaceId: id } })
   })
 }
 
-export async function moveWorkspace(db: Database, id: string, beforeId: string | undefined): Promise<string[]> {
+/** Moves a workspace before another (one the caller can see) or to the end; returns the order
+ * of the workspaces the caller can see. */
+export async function moveWorkspace(db: Database, authority: Authority, id: string, beforeId: string | undefined): Promise<string[]> {
   return mutate(db, async (tx) => {
-    await requireWorkspace(tx, id)
+    await requireVisible(tx, authority, id)
+    const visible = await visibleIds(tx, authority)
     const order = await workspaceOrder(tx)
-    const next = moveBefore(order, id, beforeId)
+    const next = beforeId === undefined || visible.has(beforeId) ? moveBefore(order, id, beforeId) : undefined
     if (!next) throw new TermkeepError('workspace/move-invalid', `no workspace ${beforeId} to move before`, { beforeId })
-    if (next.join('\0') === order.join('\0')) return order
-    await setWorkspaceOrder(tx, next)
-    await appendEvent(tx, { kind: 'order', payload: { workspaceIds: next } })
-    return next
+    if (next.join('\0') !== order.join('\0')) {
+      await setWorkspaceOrder(tx, next)
+      await appendEvent(tx, { kind: 'order', payload: { workspaceIds: next } })
+    }
+    return scopeOrder(authority, next, visible)
   })
 }
 
-export async function moveSession(db: Database, workspaceId: string, sessionId: string, beforeId: string | undefined): Promise<Workspace> {
+/** Moves a session (one the caller may touch) within a workspace it can see; anchors outside its
+ * scope are answered like missing ones. */
+export async function moveSession(
+  db: Database,
+  authority: Authority,
+  workspaceId: string,
+  sessionId: string,
+  beforeId: string | undefined,
+): Promise<Workspace> {
   return mutate(db, async (tx) => {
-    const workspace = await requireWorkspace(tx, workspaceId)
+    const workspace = await requireVisible(tx, authority, workspaceId)
+    const anchorHidden = beforeId !== undefined && authority.sessions !== 'all' && !authority.sessions.has(beforeId)
     // Only members move; anchors must be members too (hidden, stale listings are pruned here).
-    const next = moveBefore(workspace.sessionIds, sessionId, beforeId)
+    const next = anchorHidden ? undefined : moveBefore(workspace.sessionIds, sessionId, beforeId)
     if (!next) {
       throw new TermkeepError('workspace/move-invalid', `session ${sessionId} or anchor ${beforeId ?? '(end)'} is not in workspace ${workspaceId}`, {
         sessionId,
@@ -148,27 +233,48 @@ export async function moveSession(db: Database, workspaceId: string, sessionId: 
     for (const id of stale) {
       await tx.delete(workspaceSessions).where(and(eq(workspaceSessions.workspaceId, workspaceId), eq(workspaceSessions.sessionId, id)))
     }
-    if (stale.length === 0 && next.join('\0') === workspace.sessionIds.join('\0')) return workspace
+    if (stale.length === 0 && next.join('\0') === workspace.sessionIds.join('\0')) return scopeWorkspace(authority, workspace)
     await setSessionOrder(tx, workspaceId, next)
     await touchWorkspace(tx, workspaceId)
     const updated = (await workspaceById(tx, workspaceId))!
     await appendEvent(tx, { kind: 'upsert', payload: { workspace: updated } })
-    return updated
+    return scopeWorkspace(authority, updated)
   })
+}
+
+function sessionRefused(cwd: string): TermkeepError {
+  return new TermkeepError(
+    'auth/forbidden',
+    `a token bound to sessions records its session only in the directory of a workspace that lists one of its sessions; ${cwd} is not one`,
+    { required: 'a cwd of a workspace this token can see' },
+  )
 }
 
 /**
  * Records a session. A new one joins (prepended) the workspace owning its canonical cwd. The same
  * id again with the same cwd returns the record unchanged; with another cwd it is a conflict.
+ * A session-bound token records only an id in its scope, and only in the directory of a workspace
+ * it can see: never a directory of its choosing (standalone, or a workspace it cannot see), which
+ * would make that directory's files its own to read.
  */
 export async function createSession(
   db: Database,
   sidecar: SidecarClient,
+  authority: Authority,
   input: { id?: string; cwd: string; title?: string },
 ): Promise<{ session: Session; created: boolean }> {
-  const cwd = await canonicalDirectory(sidecar, input.cwd)
+  const confined = authority.sessions !== 'all'
+  if (confined) {
+    if (input.id === undefined) throw new TermkeepError('auth/forbidden', 'a session-scoped token records only sessions it names (give an id in its scope)')
+    if (!(authority.sessions as ReadonlySet<string>).has(input.id)) throw new TermkeepError('session/not-found', `no session ${input.id}`)
+  }
+  const cwd = confined ? (await visibleOwner(db, sidecar, authority, input.cwd))?.path : await canonicalDirectory(sidecar, input.cwd)
+  if (cwd === undefined) throw sessionRefused(input.cwd)
   const id = input.id ?? randomId('ses')
   return mutate(db, async (tx) => {
+    // Checked again where it counts: the workspace may have gone since.
+    const owner = await workspaceByPath(tx, cwd)
+    if (confined && !(owner && seesWorkspace(authority, owner))) throw sessionRefused(input.cwd)
     const existing = await sessionById(tx, id)
     if (existing) {
       if (existing.cwd !== cwd) {
@@ -177,7 +283,6 @@ export async function createSession(
       return { session: existing, created: false }
     }
     await tx.insert(sessions).values({ id, cwd, title: input.title ?? null, createdAt: Date.now() })
-    const owner = await workspaceByPath(tx, cwd)
     if (owner) {
       await tx.insert(workspaceSessions).values({ workspaceId: owner.id, sessionId: id, position: await frontPosition(tx, { workspaceId: owner.id }) })
       await touchWorkspace(tx, owner.id)

@@ -5,7 +5,7 @@ import { MAX_WORKSPACE_TITLE_CHARS } from '../../schema/limits.ts'
 import { printable } from '../../schema/wire/common.ts'
 import { WorkspaceTitle } from '../../schema/wire/registry.ts'
 import { defaultTitle } from './operations.ts'
-import { scopeIncrement, scopeList } from './scope.ts'
+import { mayRegister, RegistryView, scopeList, scopeOrder, seesWorkspace } from './scope.ts'
 import { moveBefore } from './store.ts'
 
 describe('moveBefore', () => {
@@ -61,24 +61,54 @@ describe('titles', () => {
 })
 
 describe('scope', () => {
-  const scoped: Authority = { tokenId: 't', grants: new Set(), sessions: new Set(['mine']) }
-  const all: Authority = { tokenId: 't', grants: new Set(), sessions: 'all' }
+  const scoped: Authority = { tokenId: 't', grants: new Set(['workspaces:write']), sessions: new Set(['mine']) }
+  const all: Authority = { tokenId: 't', grants: new Set(['workspaces:write']), sessions: 'all' }
   const workspace = { id: 'w', path: '/p', title: 'p', sessionIds: ['theirs', 'mine'], createdAt: 1, updatedAt: 1 }
+  const other = { id: 'o', path: '/o', title: 'o', sessionIds: ['theirs'], createdAt: 1, updatedAt: 1 }
+  const list = { workspaces: [other, workspace], archivedSessionIds: ['theirs', 'mine'] }
 
-  it('keeps only in-scope session ids, everywhere they appear', () => {
-    expect(scopeList(scoped, { workspaces: [workspace], archivedSessionIds: ['theirs', 'mine'] })).toEqual({
-      workspaces: [{ ...workspace, sessionIds: ['mine'] }],
-      archivedSessionIds: ['mine'],
-    })
-    expect(scopeIncrement(scoped, { kind: 'upsert', payload: { workspace } })).toEqual({
+  it('shows a session-bound token only workspaces listing its sessions, and only its session ids', () => {
+    expect(scopeList(scoped, list)).toEqual({ workspaces: [{ ...workspace, sessionIds: ['mine'] }], archivedSessionIds: ['mine'] })
+    expect(seesWorkspace(scoped, other)).toBe(false)
+    expect(seesWorkspace(scoped, workspace)).toBe(true)
+  })
+
+  it('lets only a token bound to all sessions with workspaces:write register a directory', () => {
+    expect(mayRegister(all)).toBe(true)
+    expect(mayRegister(scoped)).toBe(false)
+    expect(mayRegister({ ...all, grants: new Set(['workspaces:read']) })).toBe(false)
+  })
+
+  it('watches as if the workspaces it cannot see did not exist', () => {
+    const view = new RegistryView(scoped)
+    expect(view.baseline(list).workspaces.map((w) => w.id)).toEqual(['w'])
+    // Another workspace changes, is reordered, is removed; others archive their sessions: nothing.
+    expect(view.next({ kind: 'upsert', payload: { workspace: { ...other, title: 'renamed' } } })).toBeUndefined()
+    expect(view.next({ kind: 'order', payload: { workspaceIds: ['w', 'o'] } })).toBeUndefined()
+    expect(view.next({ kind: 'remove', payload: { workspaceId: 'o' } })).toBeUndefined()
+    expect(view.next({ kind: 'archived', payload: { archivedSessionIds: ['mine'] } })).toBeUndefined()
+    // Its own workspace's changes arrive, scoped.
+    expect(view.next({ kind: 'upsert', payload: { workspace: { ...workspace, title: 't2' } } })).toEqual({
       kind: 'upsert',
-      payload: { workspace: { ...workspace, sessionIds: ['mine'] } },
+      payload: { workspace: { ...workspace, title: 't2', sessionIds: ['mine'] } },
     })
-    expect(scopeIncrement(scoped, { kind: 'archived', payload: { archivedSessionIds: ['theirs'] } }).payload).toEqual({ archivedSessionIds: [] })
-    expect(scopeIncrement(scoped, { kind: 'order', payload: { workspaceIds: ['w'] } }).payload).toEqual({ workspaceIds: ['w'] })
+    expect(view.next({ kind: 'archived', payload: { archivedSessionIds: [] } })).toEqual({ kind: 'archived', payload: { archivedSessionIds: [] } })
+    // A workspace that comes to list its session appears; its place in the order follows.
+    const joined = { ...other, id: 'n', sessionIds: ['mine'] }
+    expect(view.next({ kind: 'upsert', payload: { workspace: joined } })?.kind).toBe('upsert')
+    expect(view.next({ kind: 'order', payload: { workspaceIds: ['x', 'n', 'w'] } })).toEqual({ kind: 'order', payload: { workspaceIds: ['n', 'w'] } })
+    // One that stopped listing it is removed from the view; its removal then is not sent twice.
+    expect(view.next({ kind: 'upsert', payload: { workspace: { ...joined, sessionIds: ['theirs'] } } })).toEqual({ kind: 'remove', payload: { workspaceId: 'n' } })
+    expect(view.next({ kind: 'remove', payload: { workspaceId: 'n' } })).toBeUndefined()
+    expect(view.next({ kind: 'remove', payload: { workspaceId: 'w' } })).toEqual({ kind: 'remove', payload: { workspaceId: 'w' } })
   })
 
   it('leaves an all-sessions view untouched', () => {
-    expect(scopeList(all, { workspaces: [workspace], archivedSessionIds: ['theirs'] }).workspaces[0]).toBe(workspace)
+    expect(scopeList(all, list).workspaces[1]).toBe(workspace)
+    const view = new RegistryView(all)
+    view.baseline(list)
+    const increment = { kind: 'order' as const, payload: { workspaceIds: ['w', 'o'] } }
+    expect(view.next(increment)).toBe(increment)
+    expect(scopeOrder(all, ['a', 'b'], new Set())).toEqual(['a', 'b'])
   })
 })

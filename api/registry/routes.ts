@@ -13,6 +13,8 @@ import {
   ResolveQuery,
   SessionCreated,
   SessionEnvelope,
+  SessionList,
+  SessionListQuery,
   SessionParams,
   WorkspaceCreated,
   WorkspaceEnvelope,
@@ -38,18 +40,22 @@ import {
   unarchiveSession,
 } from './operations.ts'
 import { scopeArchived, scopeList, scopeWorkspace } from './scope.ts'
+import { listSessions } from './sessions.ts'
 import { listWorkspaces, sessionById } from './store.ts'
 import { watchRegistry } from './watch.ts'
 
 const tags = ['workspaces']
 const INVALID_PATH = { 400: error('missing, relative or not a directory (`workspace/invalid-path`)') }
-const NO_WORKSPACE = { 404: error('no such workspace (`workspace/not-found`)') }
 const NO_SESSION = { 404: error('no such session, or not one this token may touch (`session/not-found`)') }
+/** The confinement of a session-bound token (api/registry/scope.ts, docs/security-workspaces.md). */
+const CONFINED =
+  'A token bound to some sessions sees only the workspaces that list one of its sessions, and of those only its own session ids; any other workspace is as if absent.'
+const NO_WORKSPACE_SEEN = { 404: error('no such workspace, or one this token cannot see (`workspace/not-found`)') }
 
 export const registryRoutes = new Hono<AppEnv>()
   .get(
     '/v1/workspaces',
-    describeRoute({ tags, summary: 'Workspaces in the user\'s order, and the archived session ids', responses: { 200: json(WorkspaceList) } }),
+    describeRoute({ tags, summary: "Workspaces in the user's order, and the archived session ids", description: CONFINED, responses: { 200: json(WorkspaceList) } }),
     guard('workspaces:read'),
     async (c) => c.json(scopeList(c.get('auth'), await listWorkspaces(c.get('deps').db))),
   )
@@ -58,13 +64,21 @@ export const registryRoutes = new Hono<AppEnv>()
     describeRoute({
       tags,
       summary: 'Create a workspace over a directory, or return the one that owns it (`created: false`)',
-      responses: { 201: json(WorkspaceCreated, 'created'), 200: json(WorkspaceCreated, 'already registered'), ...INVALID_PATH, 409: error('title taken (`workspace/name-conflict`)'), ...SIDECAR_DOWN },
+      description: `Registering a directory needs workspaces:write on a token bound to all sessions. ${CONFINED} Such a token gets back a workspace it can see (\`created: false\`); for any other path, whether it exists or not, it gets the same 403 \`auth/forbidden\`.`,
+      responses: {
+        201: json(WorkspaceCreated, 'created'),
+        200: json(WorkspaceCreated, 'already registered'),
+        ...INVALID_PATH,
+        403: error('a token bound to some sessions cannot register a directory (`auth/forbidden`, `required`)'),
+        409: error('title taken (`workspace/name-conflict`)'),
+        ...SIDECAR_DOWN,
+      },
     }),
     guard('workspaces:write'),
     validate('json', CreateWorkspace),
     async (c) => {
       const { deps, auth } = c.var
-      const result = await createWorkspace(deps.db, deps.sidecar, c.req.valid('json'))
+      const result = await createWorkspace(deps.db, deps.sidecar, auth, c.req.valid('json'))
       return c.json({ ...result, workspace: scopeWorkspace(auth, result.workspace) }, result.created ? 201 : 200)
     },
   )
@@ -73,14 +87,14 @@ export const registryRoutes = new Hono<AppEnv>()
     describeRoute({
       tags,
       summary: 'The workspace owning a directory, without creating one (`workspace: null` when none does)',
+      description: `${CONFINED} Only a token that may register directories (workspaces:write, all sessions) is told that a path is missing or not a directory (400); to any other token such a path is \`workspace: null\`, like a directory no workspace it can see owns.`,
       responses: { 200: json(ResolvedWorkspace), ...INVALID_PATH, ...SIDECAR_DOWN },
     }),
     guard('workspaces:read'),
     validate('query', ResolveQuery),
     async (c) => {
       const { deps, auth } = c.var
-      const workspace = await resolveWorkspace(deps.db, deps.sidecar, c.req.valid('query').path)
-      return c.json({ workspace: workspace && scopeWorkspace(auth, workspace) })
+      return c.json({ workspace: await resolveWorkspace(deps.db, deps.sidecar, auth, c.req.valid('query').path) })
     },
   )
   .get(
@@ -89,7 +103,7 @@ export const registryRoutes = new Hono<AppEnv>()
       tags,
       summary: 'Registry changes as SSE',
       description:
-        'One `baseline` (id = the newest event sequence), then increments in order, each with id = its sequence. Reconnecting with `Last-Event-ID` resumes after that id without a new baseline.',
+        `One \`baseline\` (id = the newest event sequence), then increments in order, each with id = its sequence. Reconnecting with \`Last-Event-ID\` resumes after that id without a new baseline. ${CONFINED} Such a token's stream leaves out every change it cannot see, and its reconnect starts with a new baseline.`,
       responses: { 200: sse('baseline, then increments', ['baseline', 'upsert', 'remove', 'order', 'archived']) },
     }),
     guard('workspaces:read'),
@@ -105,23 +119,28 @@ export const registryRoutes = new Hono<AppEnv>()
     describeRoute({
       tags,
       summary: 'Rename a workspace (trimmed, non-blank, unique)',
-      responses: { 200: json(WorkspaceEnvelope), ...NO_WORKSPACE, 409: error('title taken (`workspace/name-conflict`)') },
+      description: CONFINED,
+      responses: { 200: json(WorkspaceEnvelope), ...NO_WORKSPACE_SEEN, 409: error('title taken (`workspace/name-conflict`)') },
     }),
     guard('workspaces:write'),
     validate('param', WorkspaceParams),
     validate('json', RenameWorkspace),
     async (c) => {
-      const workspace = await renameWorkspace(c.var.deps.db, c.req.valid('param').wid, c.req.valid('json').title)
-      return c.json({ workspace: scopeWorkspace(c.var.auth, workspace) })
+      return c.json({ workspace: await renameWorkspace(c.var.deps.db, c.var.auth, c.req.valid('param').wid, c.req.valid('json').title) })
     },
   )
   .delete(
     '/v1/workspaces/:wid',
-    describeRoute({ tags, summary: 'Unregister a workspace (nothing on disk changes; sessions stay recorded)', responses: { 200: json(Deleted), ...NO_WORKSPACE } }),
+    describeRoute({
+      tags,
+      summary: 'Unregister a workspace (nothing on disk changes; sessions stay recorded)',
+      description: CONFINED,
+      responses: { 200: json(Deleted), ...NO_WORKSPACE_SEEN },
+    }),
     guard('workspaces:write'),
     validate('param', WorkspaceParams),
     async (c) => {
-      await deleteWorkspace(c.var.deps.db, c.req.valid('param').wid)
+      await deleteWorkspace(c.var.deps.db, c.var.auth, c.req.valid('param').wid)
       return c.json({ deleted: true as const })
     },
   )
@@ -129,53 +148,65 @@ export const registryRoutes = new Hono<AppEnv>()
     '/v1/workspaces/:wid/move',
     describeRoute({
       tags,
-      summary: 'Move a workspace before another, or to the end; returns the full order',
-      responses: { 200: json(WorkspaceOrder), ...NO_WORKSPACE, 400: error('unknown anchor (`workspace/move-invalid`)') },
+      summary: 'Move a workspace before another, or to the end; returns the order',
+      description: `${CONFINED} Such a token moves only before a workspace it can see, and gets back the order of those it can see.`,
+      responses: { 200: json(WorkspaceOrder), ...NO_WORKSPACE_SEEN, 400: error('unknown anchor, or one this token cannot see (`workspace/move-invalid`)') },
     }),
     guard('workspaces:write'),
     validate('param', WorkspaceParams),
     validate('json', MoveRequest),
-    async (c) => c.json({ workspaceIds: await moveWorkspace(c.var.deps.db, c.req.valid('param').wid, c.req.valid('json').beforeId) }),
+    async (c) => c.json({ workspaceIds: await moveWorkspace(c.var.deps.db, c.var.auth, c.req.valid('param').wid, c.req.valid('json').beforeId) }),
   )
   .post(
     '/v1/workspaces/:wid/sessions/:sid/move',
     describeRoute({
       tags,
       summary: "Move a session before another of the workspace's sessions, or to the end",
-      responses: { 200: json(WorkspaceEnvelope), ...NO_SESSION, 400: error('not members (`workspace/move-invalid`)') },
+      description: `${CONFINED} An anchor outside the token's sessions is answered like a missing one.`,
+      responses: { 200: json(WorkspaceEnvelope), 404: error('no such session or workspace, or one this token may not touch or see (`session/not-found`, `workspace/not-found`)'), 400: error('not members (`workspace/move-invalid`)') },
     }),
     guard('workspaces:write'),
     validate('param', WorkspaceSessionParams),
     validate('json', MoveRequest),
     async (c) => {
       const { wid, sid } = c.req.valid('param')
-      const { beforeId } = c.req.valid('json')
-      // An anchor outside the token's scope is answered like a missing one.
-      if (beforeId !== undefined && !coversSession(c.var.auth, beforeId)) {
-        throw new TermkeepError('workspace/move-invalid', `session ${sid} or anchor ${beforeId} is not in workspace ${wid}`)
-      }
-      const workspace = await moveSession(c.var.deps.db, wid, sid, beforeId)
-      return c.json({ workspace: scopeWorkspace(c.var.auth, workspace) })
+      return c.json({ workspace: await moveSession(c.var.deps.db, c.var.auth, wid, sid, c.req.valid('json').beforeId) })
     },
+  )
+  .get(
+    '/v1/sessions',
+    describeRoute({
+      tags: ['sessions'],
+      summary: 'Recorded sessions, newest first, a page at a time (`workspace=none`: those in no workspace)',
+      description:
+        'Only the sessions the token may touch. `workspace` filters to one workspace\'s members, or with `none` to the sessions that belong to no workspace; `cursor` is the previous page\'s `next`.',
+      responses: { 200: json(SessionList) },
+    }),
+    guard('workspaces:read'),
+    validate('query', SessionListQuery),
+    async (c) => c.json(await listSessions(c.var.deps.db, c.var.auth, c.req.valid('query'))),
   )
   .post(
     '/v1/sessions',
     describeRoute({
       tags: ['sessions'],
       summary: 'Record a session with its cwd; it joins the workspace owning the canonical cwd',
-      description: 'The same id with the same cwd returns the record (`created: false`); with another cwd it is `session/conflict`. A session-scoped token records only ids in its scope.',
-      responses: { 201: json(SessionCreated, 'recorded'), 200: json(SessionCreated, 'already recorded'), ...INVALID_PATH, 409: error('`session/conflict`'), ...SIDECAR_DOWN },
+      description:
+        'The same id with the same cwd returns the record (`created: false`); with another cwd it is `session/conflict`. A token bound to some sessions records only an id in its scope (another is 404 `session/not-found`), and only with the cwd of a workspace that lists one of its sessions: any other cwd, existing or not, is 403 `auth/forbidden` (it would make that directory readable to it).',
+      responses: {
+        201: json(SessionCreated, 'recorded'),
+        200: json(SessionCreated, 'already recorded'),
+        ...INVALID_PATH,
+        403: error('a session-bound token without an id, or with a cwd outside the workspaces it can see (`auth/forbidden`)'),
+        409: error('`session/conflict`'),
+        ...SIDECAR_DOWN,
+      },
     }),
     guard('sessions:write'),
     validate('json', CreateSession),
     async (c) => {
       const { deps, auth } = c.var
-      const input = c.req.valid('json')
-      if (auth.sessions !== 'all') {
-        if (input.id === undefined) throw new TermkeepError('auth/forbidden', 'a session-scoped token records only sessions it names (give an id in its scope)')
-        if (!coversSession(auth, input.id)) throw new TermkeepError('session/not-found', `no session ${input.id}`)
-      }
-      const result = await createSession(deps.db, deps.sidecar, input)
+      const result = await createSession(deps.db, deps.sidecar, auth, c.req.valid('json'))
       return c.json(result, result.created ? 201 : 200)
     },
   )

@@ -5,12 +5,16 @@
  * wakes its watchers at once. A reconnect with Last-Event-ID gets no baseline, only what
  * followed that id; a cursor newer than the log (e.g. from another database) or older than the
  * kept events (REGISTRY_EVENTS_KEPT; the ones after it were pruned) gets a baseline.
+ *
+ * A session-bound token sees only what scope.ts lets it (RegistryView). Its view depends on what
+ * the stream has shown it, which a cursor does not carry, so its reconnect always starts with a
+ * new baseline (a client already handles one: any reconnect may get it).
  */
 import { REGISTRY_POLL_MS } from '../../schema/limits.ts'
 import type { Database } from '../../storage/client.ts'
 import type { Authority } from '../auth/guard.ts'
 import type { SseSink } from '../sse.ts'
-import { scopeIncrement, scopeList } from './scope.ts'
+import { RegistryView } from './scope.ts'
 import { eventsAfter, latestSeq, listWorkspaces, oldestSeq, onMutation } from './store.ts'
 
 const PAGE = 500
@@ -35,13 +39,14 @@ export async function watchRegistry(
   { pollMs = REGISTRY_POLL_MS, maxPolls = Infinity }: WatchTuning = {},
 ): Promise<void> {
   let cursor: number
-  if (resumeAfter !== undefined && (await resumable(db, resumeAfter))) {
+  const view = new RegistryView(authority)
+  if (resumeAfter !== undefined && authority.sessions === 'all' && (await resumable(db, resumeAfter))) {
     cursor = resumeAfter
   } else {
     // One transaction: the baseline and its sequence describe the same moment.
     const { list, seq } = await db.transaction(async (tx) => ({ list: await listWorkspaces(tx), seq: await latestSeq(tx) }))
     cursor = seq
-    await sink.send({ event: 'baseline', id: seq, data: scopeList(authority, list) })
+    await sink.send({ event: 'baseline', id: seq, data: view.baseline(list) })
   }
   let wake: (() => void) | undefined
   const unsubscribe = onMutation(db, () => wake?.())
@@ -51,8 +56,8 @@ export async function watchRegistry(
     for (let polls = 0; !sink.signal.aborted && polls < maxPolls; polls++) {
       const events = await eventsAfter(db, cursor, PAGE)
       for (const { seq, increment } of events) {
-        const scoped = scopeIncrement(authority, increment)
-        await sink.send({ event: scoped.kind, id: seq, data: scoped.payload })
+        const seen = view.next(increment)
+        if (seen) await sink.send({ event: seen.kind, id: seq, data: seen.payload })
         cursor = seq
       }
       if (events.length === PAGE) continue

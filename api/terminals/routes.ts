@@ -8,9 +8,9 @@ import { Hono, type Context } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_INPUT_BYTES } from '../../schema/limits.ts'
-import { AttachmentId, SessionId } from '../../schema/wire/common.ts'
-import { OutputPage, OutputQuery, WatchQuery } from '../../schema/wire/output.ts'
+import { INPUT_KEY_MEMORY_MS, INPUT_KEYS_REMEMBERED, MAX_IDEMPOTENCY_KEY_CHARS, MAX_INPUT_BYTES } from '../../schema/limits.ts'
+import { AttachmentId, IdempotencyKey, SessionId } from '../../schema/wire/common.ts'
+import { ASCIICAST_CONTENT_TYPE, OutputPage, OutputQuery, WatchQuery } from '../../schema/wire/output.ts'
 import {
   ATTACHMENT_HEADER,
   CloseResult,
@@ -27,7 +27,7 @@ import {
 } from '../../schema/wire/terminals.ts'
 import { guard, openStream } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
-import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
+import { error, json, SIDECAR_DOWN, sidecarDownUnknown, sse } from '../openapi.ts'
 import { lastEventId, relaySSE } from '../sse.ts'
 import { issuesTouch, sizeLimit, validate } from '../validate.ts'
 import { listTerminals, terminalInfo } from './store.ts'
@@ -35,6 +35,7 @@ import { listTerminals, terminalInfo } from './store.ts'
 const tags = ['terminals']
 const SessionOnly = v.object({ sid: SessionId })
 const AttachmentHeader = v.object({ 'termkeep-attachment': v.optional(AttachmentId) })
+const InputHeaders = v.object({ 'termkeep-attachment': v.optional(AttachmentId), 'idempotency-key': v.optional(IdempotencyKey) })
 const geometryCode = (issues: Parameters<typeof issuesTouch>[0]) =>
   issuesTouch(issues, ['cols', 'rows']) ? ('terminal/invalid-geometry' as const) : ('request/invalid' as const)
 
@@ -42,9 +43,21 @@ const NOT_FOUND = { 404: error('no such session or terminal (`session/not-found`
 const GONE = { 410: error('the terminal is retired or from an earlier sidecar (`terminal/unavailable`)') }
 const CONTROL = { 409: error('not the controlling attachment, or not running (`terminal/control-unavailable`)') }
 const LIVE = { ...NOT_FOUND, ...SIDECAR_DOWN }
+/** What a retry after a 503 does, for the routes whose 503 leaves the outcome unknown. */
+const RETRY = {
+  create: 'Retry with the same id and body: create is idempotent on the id (200 with the terminal when the first attempt created it).',
+  rename: 'Retry with the same title: renaming to the title it has is the same answer.',
+  close: 'Retry: repeated closes succeed.',
+  input:
+    'Retry with the same `Idempotency-Key`: a batch the sidecar already applied under it is answered 204 again and not typed twice. Without a key, a retry may type the batch twice.',
+  resize: 'Retry with the same geometry: resizing to the size it has changes nothing.',
+  follow: 'Retry with the same attachment id: the sidecar may have made it the controller; attaching again is how a client reconnects anyway.',
+  retain: 'Retry: a hold that was taken is released when the sidecar sees its connection gone.',
+}
+const liveUnknown = (retry: string) => ({ ...NOT_FOUND, ...sidecarDownUnknown(retry) })
 
 /** Opens an upstream SSE stream and relays it; the client going away aborts the upstream. */
-function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
+export function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
   return openStream(c, async (options) => {
     const upstream = new AbortController()
     // A client that leaves while the sidecar is still answering tears the request down too.
@@ -100,7 +113,7 @@ export const terminalRoutes = new Hono<AppEnv>()
         400: error('bad geometry (`terminal/invalid-geometry`), shell or id'),
         ...GONE,
         409: error('`terminal/limit-reached`'),
-        ...LIVE,
+        ...liveUnknown(RETRY.create),
       },
     }),
     guard('terminals:control'),
@@ -124,7 +137,7 @@ export const terminalRoutes = new Hono<AppEnv>()
   )
   .patch(
     '/v1/sessions/:sid/terminals/:tid',
-    describeRoute({ tags, summary: 'Rename (trimmed, 1–120 characters)', responses: { 200: json(TerminalInfo), ...GONE, ...LIVE } }),
+    describeRoute({ tags, summary: 'Rename (trimmed, 1–120 characters)', responses: { 200: json(TerminalInfo), ...GONE, ...liveUnknown(RETRY.rename) } }),
     guard('terminals:control'),
     validate('param', TerminalParams),
     validate('json', RenameTerminal),
@@ -135,7 +148,7 @@ export const terminalRoutes = new Hono<AppEnv>()
   )
   .delete(
     '/v1/sessions/:sid/terminals/:tid',
-    describeRoute({ tags, summary: 'Close: kill the process group (repeated closes succeed)', responses: { 200: json(CloseResult), ...LIVE } }),
+    describeRoute({ tags, summary: 'Close: kill the process group (repeated closes succeed)', responses: { 200: json(CloseResult), ...liveUnknown(RETRY.close) } }),
     guard('terminals:control'),
     validate('param', TerminalParams),
     async (c) => {
@@ -148,25 +161,28 @@ export const terminalRoutes = new Hono<AppEnv>()
     describeRoute({
       tags,
       summary: 'Raw input bytes (control characters included), at most 64 KiB; controller only',
+      description: `An optional \`Idempotency-Key\` header (1–${MAX_IDEMPOTENCY_KEY_CHARS} visible ASCII characters) names the batch: the sidecar remembers the keys it applied to this terminal (the last ${INPUT_KEYS_REMEMBERED}, for ${INPUT_KEY_MEMORY_MS / 60_000} minutes, per token) and answers a repeat with 204 without typing it again, so a batch retried after a 503 is typed at most once. The same key with other bytes is 422 \`terminal/idempotency-key-reused\`; a malformed key is 400.`,
       requestBody: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
       responses: {
-        204: { description: 'accepted' },
+        204: { description: 'accepted (or, for a repeated Idempotency-Key, accepted the first time)' },
+        400: error('a malformed `Idempotency-Key` (`request/invalid`)'),
         413: error('`terminal/input-too-large`'),
+        422: error('the `Idempotency-Key` was already used for other input (`terminal/idempotency-key-reused`); nothing was written'),
         409: error('not the controlling attachment, or not running (`terminal/control-unavailable`); or the program has not read 1 MiB of input already sent (`terminal/input-backlog-full`)'),
         ...GONE,
-        ...LIVE,
+        ...liveUnknown(RETRY.input),
       },
     }),
     guard('terminals:control'),
     validate('param', TerminalParams),
-    validate('header', AttachmentHeader),
+    validate('header', InputHeaders),
     sizeLimit(MAX_INPUT_BYTES, () => {
       throw new TermkeepError('terminal/input-too-large', `input is at most ${MAX_INPUT_BYTES} bytes per write`, { limit: MAX_INPUT_BYTES })
     }),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
       const bytes = new Uint8Array(await c.req.arrayBuffer())
-      await c.var.deps.sidecar.input(sid, tid, sender(c), bytes)
+      await c.var.deps.sidecar.input(sid, tid, sender(c), bytes, c.req.valid('header')['idempotency-key'])
       return c.body(null, 204)
     },
   )
@@ -175,7 +191,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     describeRoute({
       tags,
       summary: 'Resize (2–1,024 columns, 1–1,024 rows, ≤ 65,536 cells); controller only',
-      responses: { 200: json(TerminalInfo), 400: error('`terminal/invalid-geometry`'), ...CONTROL, ...GONE, ...LIVE },
+      responses: { 200: json(TerminalInfo), 400: error('`terminal/invalid-geometry`'), ...CONTROL, ...GONE, ...liveUnknown(RETRY.resize) },
     }),
     guard('terminals:control'),
     validate('param', TerminalParams),
@@ -191,22 +207,23 @@ export const terminalRoutes = new Hono<AppEnv>()
     describeRoute({
       tags,
       summary: 'Attach: screen snapshot, then output and state; the newest attachment controls input',
-      responses: { 200: sse('snapshot, then output and state', ['snapshot', 'output', 'state']), ...GONE, ...LIVE },
+      description: '`control=if-free` attaches only when no other attachment controls the terminal (else 409 `terminal/control-unavailable` {reason: `controlled`}); the default `take` takes control from whoever held it.',
+      responses: { 200: sse('snapshot, then output and state', ['snapshot', 'output', 'state']), ...CONTROL, ...GONE, ...liveUnknown(RETRY.follow) },
     }),
     guard({ allOf: ['terminals:control', 'terminals:output'] }),
     validate('param', TerminalParams),
     validate('query', FollowQuery),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      const { attachment } = c.req.valid('query')
+      const { attachment, control } = c.req.valid('query')
       const resume = resumeHeader(c)
       const principal = c.var.auth.tokenId
-      return relay(c, (signal) => c.var.deps.sidecar.follow(sid, tid, { attachment, principal, lastEventId: resume }, signal))
+      return relay(c, (signal) => c.var.deps.sidecar.follow(sid, tid, { attachment, control, principal, lastEventId: resume }, signal))
     },
   )
   .get(
     '/v1/sessions/:sid/terminals/:tid/retain',
-    describeRoute({ tags, summary: 'Hold: keeps an idle terminal from being reclaimed while open', responses: { 200: sse('a hold', ['retained']), ...GONE, ...LIVE } }),
+    describeRoute({ tags, summary: 'Hold: keeps an idle terminal from being reclaimed while open', responses: { 200: sse('a hold', ['retained']), ...GONE, ...liveUnknown(RETRY.retain) } }),
     guard('terminals:control'),
     validate('param', TerminalParams),
     async (c) => {
@@ -244,5 +261,29 @@ export const terminalRoutes = new Hono<AppEnv>()
       const resume = resumeHeader(c)
       const after = resume === undefined ? c.req.valid('query').after : Number(resume)
       return relay(c, (signal) => c.var.deps.sidecar.watchOutput(sid, tid, { after, lastEventId: resume }, signal))
+    },
+  )
+  .get(
+    '/v1/sessions/:sid/terminals/:tid/output.cast',
+    describeRoute({
+      tags,
+      summary: 'The output so far as an asciicast v2 recording (`asciinema play`, `asciinema cat`), streamed',
+      description:
+        'A header line (width and height: the size before the first record; timestamp: the terminal\'s start), then `[seconds, "o", text]` per output record and `[seconds, "r", "COLSxROWS"]` per resize, at the times the records arrived. Text is UTF-8 decoded across records; bytes that are not UTF-8 become U+FFFD. A terminal without output answers the header alone.',
+      responses: {
+        200: { description: 'the recording', content: { [ASCIICAST_CONTENT_TYPE]: { schema: { type: 'string' as const } } } },
+        ...GONE,
+        ...LIVE,
+      },
+    }),
+    guard('terminals:output'),
+    validate('param', TerminalParams),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      const upstream = await c.var.deps.sidecar.cast(sid, tid, c.req.raw.signal)
+      // Passed on as it arrives (never buffered whole); a client that leaves cancels the body,
+      // which tears the sidecar request down.
+      const headers = { 'content-type': ASCIICAST_CONTENT_TYPE, 'content-disposition': upstream.headers.get('content-disposition') ?? 'attachment' }
+      return new Response(upstream.body, { status: 200, headers })
     },
   )

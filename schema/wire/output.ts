@@ -3,6 +3,7 @@
  *
  *   GET /v1/sessions/:sid/terminals/:tid/output?after=N&limit=M   → OutputPage
  *   GET /v1/sessions/:sid/terminals/:tid/output/watch?after=N     SSE (Last-Event-ID overrides after)
+ *   GET /v1/sessions/:sid/terminals/:tid/output.cast               asciicast v2 (ASCIICAST_CONTENT_TYPE)
  *
  * Native records have their own sequence (1, 2, 3… per terminal): Data (one PTY read, split at
  * 48 KiB raw) or Resize. Delivery merges adjacent Data records while the item's JSON encoding stays
@@ -19,9 +20,19 @@
  * A new attachment to a retired terminal or one from a previous sidecar generation is refused
  * with 410 `terminal/unavailable` before the stream starts; an `after` beyond the last sequence
  * with 400 `output/invalid-cursor`. Comment lines (`: heartbeat`) come every 15 s when idle.
+ *
+ * output.cast: the records journaled when the request arrived, as an asciicast v2 recording
+ * (sidecar/journal/asciicast.ts): a header line (width and height = initialSize, timestamp = the
+ * terminal's start), then `[seconds, "o", text]` per Data record (UTF-8 decoded across records)
+ * and `[seconds, "r", "COLSxROWS"]` per Resize, times being the records' arrival. Streamed; a
+ * retired terminal is 410 `terminal/unavailable`, an empty one a header alone.
  */
 import * as v from 'valibot'
 import { MAX_OUTPUT_PAGE_ITEMS } from '../limits.ts'
+import { pageLimit } from './common.ts'
+
+/** What asciinema registers for its recordings. */
+export const ASCIICAST_CONTENT_TYPE = 'application/x-asciicast'
 
 export const DataItem = v.object({ kind: v.literal('data'), sequence: v.number(), data: v.string() })
 export const ResizeItem = v.object({ kind: v.literal('resize'), sequence: v.number(), cols: v.number(), rows: v.number() })
@@ -48,14 +59,6 @@ const Cursor = v.pipe(
 )
 export const OutputQuery = v.object({
   after: v.optional(Cursor, '0'),
-  limit: v.optional(
-    v.pipe(
-      v.string(),
-      v.regex(/^\d{1,4}$/, 'limit is a positive integer'),
-      v.transform(Number),
-      v.minValue(1),
-      v.maxValue(MAX_OUTPUT_PAGE_ITEMS, `limit is at most ${MAX_OUTPUT_PAGE_ITEMS}`),
-    ),
-  ),
+  limit: v.optional(pageLimit(MAX_OUTPUT_PAGE_ITEMS)),
 })
 export const WatchQuery = v.object({ after: v.optional(Cursor, '0') })

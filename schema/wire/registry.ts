@@ -8,6 +8,7 @@
  *   DELETE /v1/workspaces/:wid                         → {deleted: true}
  *   POST   /v1/workspaces/:wid/move    MoveRequest     → WorkspaceOrder
  *   GET    /v1/workspaces/watch                        SSE: baseline, upsert, remove, order, archived
+ *   GET    /v1/sessions?workspace=&limit=&cursor=     → SessionList (newest first, the token's only)
  *   POST   /v1/sessions                CreateSession   → SessionCreated (201 new, 200 existing)
  *   GET    /v1/sessions/:sid                           → {session}
  *   POST   /v1/workspaces/:wid/sessions/:sid/move  MoveRequest → {workspace}
@@ -19,8 +20,8 @@
  * baseline, only the increments after that id.
  */
 import * as v from 'valibot'
-import { MAX_WORKSPACE_TITLE_CHARS } from '../limits.ts'
-import { SessionId, titleSchema } from './common.ts'
+import { MAX_SESSION_PAGE, MAX_WORKSPACE_TITLE_CHARS } from '../limits.ts'
+import { pageLimit, SessionId, titleSchema } from './common.ts'
 import { AbsolutePath } from './paths.ts'
 
 export const WorkspaceId = v.pipe(v.string(), v.regex(/^[\w-]{1,128}$/, 'workspace ids are 1–128 of [A-Za-z0-9_-]'))
@@ -76,6 +77,20 @@ export const CreateSession = v.object({
 })
 export const SessionCreated = v.object({ session: Session, created: v.boolean() })
 export const SessionEnvelope = v.object({ session: Session })
+
+/** `workspace=none` for the sessions that belong to no workspace. */
+export const NO_WORKSPACE = 'none'
+export const SessionListQuery = v.object({
+  /** Only the members of this workspace, or (`none`) the sessions that belong to none. */
+  workspace: v.optional(WorkspaceId),
+  limit: v.optional(pageLimit(MAX_SESSION_PAGE)),
+  /** `next` of the previous page, sent back as it came. */
+  cursor: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}\.[\w-]{1,128}$/, 'cursor is the `next` of a previous page'))),
+})
+export type SessionListQuery = v.InferOutput<typeof SessionListQuery>
+/** Newest first; `next` continues after the last one (null on the last page). */
+export const SessionList = v.object({ sessions: v.array(Session), next: v.nullable(v.string()) })
+export type SessionList = v.InferOutput<typeof SessionList>
 export const ArchivedSessions = v.object({ archivedSessionIds: v.array(v.string()) })
 
 /** Watch increments, as stored in registry_events and sent on the stream. */

@@ -18,7 +18,7 @@
  *   GET    /v1/sessions/:sid/terminals/:tid/retain                 SSE `retained`, then heartbeats
  */
 import * as v from 'valibot'
-import { MAX_TITLE_CHARS, MAX_VISIBLE_CELLS } from '../limits.ts'
+import { MAX_COMMAND_CHARS, MAX_TITLE_CHARS, MAX_VISIBLE_CELLS } from '../limits.ts'
 import { TERMINAL_STATES, type terminals } from '../tables.ts'
 import { AttachmentId, CELLS_MESSAGE, Cols, Geometry, Rows, SessionId, TerminalId, titleSchema } from './common.ts'
 
@@ -65,6 +65,10 @@ export type ShellList = v.InferOutput<typeof ShellList>
 
 export const TerminalState = v.picklist(TERMINAL_STATES)
 
+/** A workflow run's sub-agent terminal: its run and its member seq (schema/wire/workflows.ts). */
+export const TerminalWorkflow = v.object({ run: v.string(), seq: v.number() })
+export type TerminalWorkflow = v.InferOutput<typeof TerminalWorkflow>
+
 export const TerminalInfo = v.object({
   sessionId: SessionId,
   id: TerminalId,
@@ -83,6 +87,11 @@ export const TerminalInfo = v.object({
   controllerId: v.nullable(v.string()),
   createdAt: v.number(),
   updatedAt: v.number(),
+  /** The program in the foreground (its argv[0]'s name, like tmux's pane_current_command):
+   * `vim` while vim runs, the shell's name at its prompt; null once the program exited. */
+  foregroundCommand: v.nullable(v.string()),
+  /** Only on a workflow run's sub-agent terminal. */
+  workflow: v.optional(TerminalWorkflow),
 })
 export type TerminalInfo = v.InferOutput<typeof TerminalInfo>
 
@@ -107,7 +116,14 @@ export function terminalInfoOf(row: typeof terminals.$inferSelect, controllerId:
     controllerId,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
+    foregroundCommand: row.foregroundCommand,
+    ...workflowOf(row),
   }
+}
+
+/** Pure: the `workflow` field of a sub-agent terminal's info (nothing for other terminals). */
+export function workflowOf(row: { workflowRun: string | null; workflowSeq: number | null }): { workflow?: TerminalWorkflow } {
+  return row.workflowRun !== null && row.workflowSeq !== null ? { workflow: { run: row.workflowRun, seq: row.workflowSeq } } : {}
 }
 
 export const TerminalList = v.object({ terminals: v.array(TerminalInfo) })
@@ -115,9 +131,22 @@ export type TerminalList = v.InferOutput<typeof TerminalList>
 
 export const Title = titleSchema(MAX_TITLE_CHARS, 'titles')
 
-/** PUT body. `shell` is a path from the shell list; absent means the default shell. */
+/** A command the shell runs instead of an interactive session (`shell -c command`). */
+export const Command = v.pipe(
+  v.string(),
+  v.minLength(1, 'command is empty'),
+  v.maxLength(MAX_COMMAND_CHARS, `commands are at most ${MAX_COMMAND_CHARS} characters`),
+  v.check((s) => !s.includes('\0'), 'commands cannot contain NUL'),
+)
+
+/**
+ * PUT body. `shell` is a path from the shell list; absent means the default shell. `command`
+ * makes the terminal run `shell -c command` instead of an interactive shell: the terminal exits
+ * with the command, and its output and screen stay readable until it is closed.
+ */
+export const CreateTerminalFields = v.object({ shell: v.optional(v.string()), cols: Cols, rows: Rows, title: v.optional(Title), command: v.optional(Command) })
 export const CreateTerminal = v.pipe(
-  v.object({ shell: v.optional(v.string()), cols: Cols, rows: Rows, title: v.optional(Title) }),
+  CreateTerminalFields,
   v.check((g) => g.cols * g.rows <= MAX_VISIBLE_CELLS, CELLS_MESSAGE),
 )
 export type CreateTerminal = v.InferOutput<typeof CreateTerminal>
@@ -129,7 +158,15 @@ export const CloseResult = v.object({ closed: v.literal(true), info: TerminalInf
 export type CloseResult = v.InferOutput<typeof CloseResult>
 
 export const TerminalParams = v.object({ sid: SessionId, tid: TerminalId })
-export const FollowQuery = v.object({ attachment: AttachmentId })
+/**
+ * How a follow treats control: `take` (the default) makes its attachment the controller whoever
+ * held it; `if-free` attaches only when no other attachment controls the terminal, else 409
+ * `terminal/control-unavailable` {reason: 'controlled'} before the stream starts (an agent typing
+ * for one call must not take the keyboard from a person; the check and the attach are one step).
+ */
+export const FOLLOW_CONTROL = ['take', 'if-free'] as const
+export const FollowQuery = v.object({ attachment: AttachmentId, control: v.optional(v.picklist(FOLLOW_CONTROL), 'take') })
+export type FollowControl = (typeof FOLLOW_CONTROL)[number]
 
 /**
  * Follow SSE events (`event:` name → `data:` JSON). `snapshot` and `output` carry

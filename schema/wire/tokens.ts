@@ -8,7 +8,8 @@
  */
 import * as v from 'valibot'
 import { GRANTS } from '../grants.ts'
-import { MAX_PATH_CHARS, MAX_TIMESTAMP_MS } from '../limits.ts'
+import { MAX_PATH_CHARS, MAX_TIMESTAMP_MS, OBSERVE_MAX_DECLARED_ENV } from '../limits.ts'
+import { EnvironmentName } from './observation.ts'
 import { SessionId, titleSchema } from './common.ts'
 
 /** Sessions one token may name; more is a sign of a token that should be `all`. */
@@ -31,6 +32,11 @@ export const CreateToken = v.pipe(
     sessions: v.union([v.literal('all'), v.pipe(v.array(SessionId), v.minLength(1), v.maxLength(MAX_TOKEN_SESSIONS))]),
     /** Absolute expiry, epoch milliseconds. */
     expiresAt: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(MAX_TIMESTAMP_MS, 'expiresAt is at most 9999-12-31 (epoch milliseconds)'))),
+    /** Environment variables terminal observation may read or root paths at (seed 004's
+     * `requiredEnvironmentVariables`); any other name is 403 `observe/undeclared`. */
+    observeEnvironment: v.optional(
+      v.pipe(v.array(EnvironmentName), v.maxLength(OBSERVE_MAX_DECLARED_ENV, `observeEnvironment declares at most ${OBSERVE_MAX_DECLARED_ENV} names`)),
+    ),
   }),
   v.check((spec) => !adminBoundToSessions(spec.grants, spec.sessions), ADMIN_NEEDS_ALL_SESSIONS),
 )
@@ -43,7 +49,11 @@ export const TokenRecord = v.object({
   sessions: v.union([v.literal('all'), v.array(v.string())]),
   createdAt: v.number(),
   expiresAt: v.nullable(v.number()),
+  /** Declared environment variable names for terminal observation, sorted. */
+  observeEnvironment: v.array(v.string()),
 })
+
+export type TokenRecord = v.InferOutput<typeof TokenRecord>
 
 export const TokenCreated = v.object({ token: TokenRecord, secret: v.string() })
 export const TokenList = v.object({ tokens: v.array(TokenRecord) })

@@ -12,12 +12,32 @@ import { TermkeepError } from '../../schema/errors.ts'
 import { SCREEN_WATCH_INTERVAL_MS, SSE_HEARTBEAT_MS, TERMINAL_ID_PATTERN, SESSION_ID_PATTERN } from '../../schema/limits.ts'
 import type { ScreenProjection } from '../../schema/wire/display.ts'
 import type { SettleSource } from './keeper.ts'
+import type { DisplayStats } from './service.ts'
 import { SCREEN_TEXT } from './worker.ts'
 
 /** What the routes need of the terminal host (sidecar/terminals/host.ts satisfies it). */
 export interface ScreenHost {
   /** The live terminal, or a typed 404 / 410. */
-  live(sessionId: string, terminalId: string): Promise<{ emulator: SettleSource; journal: { readonly ended: boolean } }>
+  live(sessionId: string, terminalId: string): Promise<{ emulator: SettleSource & { hold(): () => void }; journal: ScreenJournal }>
+}
+
+/** What screen/watch needs of the journal: whether the byte source closed (or the journal was
+ * retired without that), and a wait for news. */
+export interface ScreenJournal {
+  readonly ended: boolean
+  readonly retired: boolean
+  wait(after: number, timeoutMs: number, signal?: AbortSignal): Promise<'changed' | 'timeout' | 'aborted'>
+}
+
+/** Calls `onEnd` once the journal's byte source closes (or it retires), unless `signal` aborts
+ * first. EOF applies no output, so the emulator's onApplied never tells of it. */
+async function whenEnded(journal: ScreenJournal, signal: AbortSignal, onEnd: () => void): Promise<void> {
+  // (A retired journal's wait answers at once: it must end this loop, not spin it.)
+  while (!journal.ended && !journal.retired) {
+    // Any change wakes this (a record too); only the end matters here.
+    if ((await journal.wait(Number.MAX_SAFE_INTEGER, SSE_HEARTBEAT_MS, signal)) === 'aborted') return
+  }
+  onEnd()
 }
 
 export interface ScreenRouteOptions {
@@ -35,6 +55,14 @@ function ids(c: Context): { sid: string; tid: string } {
 
 const sameText = (a: ScreenProjection, b: ScreenProjection) => JSON.stringify({ ...a, sequence: 0 }) === JSON.stringify({ ...b, sequence: 0 })
 
+/**
+ * GET /v1/display/stats → DisplayStats (sidecar only, behind its secret): revisions and bytes the
+ * display pipeline wrote, emulators released and rebuilt. For benchmarks and operations.
+ */
+export function displayStatsRoute(stats: () => DisplayStats): Hono {
+  return new Hono().get('/v1/display/stats', (c) => c.json(stats()))
+}
+
 export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {}): Hono {
   const interval = options.intervalMs ?? SCREEN_WATCH_INTERVAL_MS
   const heartbeat = options.heartbeatMs ?? SSE_HEARTBEAT_MS
@@ -50,7 +78,9 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
   app.get(`${one}/screen/watch`, async (c) => {
     const { sid, tid } = ids(c)
     const { emulator, journal } = await host.live(sid, tid)
-    // Subscribed before the first projection: nothing applied after it goes unnoticed.
+    // Subscribed before the first projection: nothing applied after it goes unnoticed. A watcher
+    // keeps the screen in its emulator.
+    const hold = emulator.hold()
     let dirty = false
     let wake: (() => void) | undefined
     const off = emulator.onApplied(() => {
@@ -62,6 +92,7 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
       first = await emulator.request<ScreenProjection>(SCREEN_TEXT)
     } catch (error) {
       off()
+      hold()
       throw error
     }
     return streamSSE(c, async (stream) => {
@@ -81,13 +112,17 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
             return
           }
           if (!dirty) {
+            const stop = new AbortController()
             const woke = await new Promise<boolean>((resolve) => {
               const timer = setTimeout(() => resolve(false), heartbeat)
               wake = () => {
                 clearTimeout(timer)
                 resolve(true)
               }
+              // The output may end with nothing more to apply (the terminal was closed).
+              void whenEnded(journal, stop.signal, () => wake?.())
             })
+            stop.abort()
             wake = undefined
             if (!woke && !aborted) await stream.write(': heartbeat\n\n')
           }
@@ -125,6 +160,7 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
         }
       } finally {
         off()
+        hold()
       }
     })
   })

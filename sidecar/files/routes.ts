@@ -34,7 +34,8 @@ export interface FileRoutesDeps {
 
 const canonical = (path: string) => realpath(path).catch(() => undefined)
 
-async function scopeOf(deps: FileRoutesDeps, sessionId: string): Promise<Scope> {
+/** The session's file scope, re-derived from libSQL and the filesystem on every call. */
+export async function scopeOf(deps: Pick<FileRoutesDeps, 'storage' | 'filesAllowOutside'>, sessionId: string): Promise<Scope> {
   const binding = await sessionWorkspace(deps.storage.db, sessionId, canonical)
   if (!binding) throw new TermkeepError('session/not-found', `no session ${sessionId}`)
   if (!binding.workspace) {

@@ -10,7 +10,7 @@
  */
 import { watch, type FSWatcher } from 'node:fs'
 import { lstat, readdir } from 'node:fs/promises'
-import { basename, join, sep } from 'node:path'
+import { basename, join, relative, sep } from 'node:path'
 import { MAX_WATCHED_DIRECTORIES } from '../../schema/limits.ts'
 
 const SKIPPED = new Set(['.git'])
@@ -18,19 +18,25 @@ const SKIPPED = new Set(['.git'])
 export class TreeWatch {
   readonly #onPath: (absolutePath: string) => void
   readonly #max: number
+  readonly #root: string
+  /** Directories deeper than this below the root are not watched (Infinity: all). */
+  readonly #maxDepth: number
   readonly #watchers = new Map<string, FSWatcher>()
   #closed = false
   /** Directories were left unwatched because of the cap. */
   truncated = false
 
-  private constructor(onPath: (absolutePath: string) => void, max: number) {
+  private constructor(root: string, onPath: (absolutePath: string) => void, max: number, maxDepth: number) {
+    this.#root = root
     this.#onPath = onPath
     this.#max = max
+    this.#maxDepth = maxDepth
   }
 
-  /** Resolves once every directory (up to the cap) is watched; throws if the root cannot be. */
-  static async start(root: string, onPath: (absolutePath: string) => void, max = MAX_WATCHED_DIRECTORIES): Promise<TreeWatch> {
-    const tree = new TreeWatch(onPath, max)
+  /** Resolves once every directory (up to the cap, and `maxDepth` below the root) is watched;
+   * throws if the root cannot be. */
+  static async start(root: string, onPath: (absolutePath: string) => void, max = MAX_WATCHED_DIRECTORIES, maxDepth = Infinity): Promise<TreeWatch> {
+    const tree = new TreeWatch(root, onPath, max, maxDepth)
     tree.#watchDirectory(root, true)
     await tree.#addTree(root)
     return tree
@@ -59,7 +65,8 @@ export class TreeWatch {
         continue // gone or unreadable meanwhile
       }
       for (const entry of entries) {
-        if (entry.isDirectory() && !SKIPPED.has(entry.name)) queue.push(join(current, entry.name))
+        const child = join(current, entry.name)
+        if (entry.isDirectory() && !SKIPPED.has(entry.name) && this.#depthOf(child) <= this.#maxDepth) queue.push(child)
       }
     }
   }
@@ -92,10 +99,14 @@ export class TreeWatch {
   async #childRenamed(path: string): Promise<void> {
     try {
       const stats = await lstat(path)
-      if (stats.isDirectory() && !SKIPPED.has(basename(path))) await this.#addTree(path)
+      if (stats.isDirectory() && !SKIPPED.has(basename(path)) && this.#depthOf(path) <= this.#maxDepth) await this.#addTree(path)
     } catch {
       this.#forget(path)
     }
+  }
+
+  #depthOf(dir: string): number {
+    return relative(this.#root, dir).split(sep).length
   }
 
   #forget(dir: string): void {

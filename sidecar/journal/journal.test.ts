@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { MAX_OUTPUT_ITEM_BYTES, MAX_RECORD_RAW_BYTES } from '../../schema/limits.ts'
 import type { OutputItem } from '../../schema/wire/output.ts'
 import { Journal } from './journal.ts'
+import { RecordIndex } from './record-index.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-journal-'))
 let n = 0
@@ -134,12 +135,38 @@ describe('Journal', () => {
     expect(j.lastSequence).toBe(1)
   })
 
-  it('keeps memory to the index: 13 bytes per record, whatever the records hold', () => {
+  it('keeps memory to the index: 17 bytes per record, whatever the records hold', () => {
     const j = journal()
     const chunk = Buffer.alloc(MAX_RECORD_RAW_BYTES, 1)
     for (let i = 0; i < 2048; i++) j.appendData(chunk) // ~98 MB to the spool, flushed every 1 MiB
     j.flush()
     expect(j.lastSequence).toBe(2048)
-    expect(j.indexBytes).toBeLessThanOrEqual(2048 * 13)
+    expect(j.indexBytes).toBeLessThanOrEqual(2048 * 17)
+  })
+
+  it("records each record's arrival, monotonic milliseconds since the journal's start", async () => {
+    const j = journal()
+    const before = Date.now()
+    j.appendData(Buffer.from('first'))
+    j.flush()
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    j.appendResize(100, 30)
+    j.appendData(Buffer.alloc(MAX_RECORD_RAW_BYTES + 10, 1)) // one flush, two records
+    j.flush()
+    expect(j.lastSequence).toBe(4)
+    expect(j.startedAt).toBeLessThanOrEqual(before)
+    const times = [1, 2, 3, 4].map((s) => j.timeAt(s))
+    expect(times[0]).toBeLessThan(1000)
+    expect(times[1] - times[0]).toBeGreaterThanOrEqual(55)
+    expect(times[3]).toBe(times[2]) // split from one read: the same arrival
+    expect(times[2]).toBeGreaterThanOrEqual(times[1])
+  })
+
+  it('keeps arrival times exact past 2^32 ms (49.7 days), and across a longer silence', () => {
+    const index = new RecordIndex()
+    const day = 86_400_000
+    const at = [0, 5, 2 ** 32 - 1, 2 ** 32, 60 * day, 200 * day, 200 * day + 1]
+    at.forEach((ms, i) => index.addData(i, 1, ms + 0.75))
+    expect(at.map((_, i) => index.time(i + 1))).toEqual(at)
   })
 })

@@ -29,6 +29,10 @@ const EMPTY = Buffer.alloc(0)
 
 export class Journal {
   readonly initialSize: Geometry
+  /** Wall-clock time of the journal's start (epoch ms): time 0 of every record's arrival time. */
+  readonly startedAt = Date.now()
+  /** The same moment on the monotonic clock that arrival times are measured with. */
+  readonly #start = performance.now()
   readonly #index = new RecordIndex()
   readonly #spool: Spool
   readonly #changes = new Notifier()
@@ -87,9 +91,11 @@ export class Journal {
   #write(parts: Uint8Array[], total: number): void {
     let offset = this.#spool.append(parts)
     this.#recent = { offset, parts, length: total }
+    // One clock read per flush: the records of one flush arrived together.
+    const at = performance.now() - this.#start
     for (let start = 0; start < total; start += MAX_RECORD_RAW_BYTES) {
       const length = Math.min(MAX_RECORD_RAW_BYTES, total - start)
-      this.#index.addData(offset, length)
+      this.#index.addData(offset, length, at)
       offset += length
     }
     this.#changes.notify()
@@ -99,7 +105,7 @@ export class Journal {
   appendResize(cols: number, rows: number): number {
     if (this.#ended) throw new Error('journal: resize after EOF')
     this.flush()
-    const sequence = this.#index.addResize(this.#spool.size, cols, rows)
+    const sequence = this.#index.addResize(this.#spool.size, cols, rows, performance.now() - this.#start)
     this.#changes.notify()
     return sequence
   }
@@ -134,6 +140,11 @@ export class Journal {
       if (!this.#index.isData(s)) return this.#index.geometry(s)
     }
     return this.initialSize
+  }
+
+  /** When record `sequence` arrived: whole milliseconds since the journal's start (monotonic). */
+  timeAt(sequence: number): number {
+    return this.#index.time(sequence)
   }
 
   /** Waits until a record after `after` exists, the journal ends or retires, or the time passes. */

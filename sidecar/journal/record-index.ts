@@ -1,16 +1,24 @@
 /**
  * The journal's in-memory index: per native record, where its bytes sit in the spool and how long
- * they are (Data) or its geometry (Resize). Typed arrays that double when full: 13 bytes per record,
- * independent of how many bytes the records hold. Sequence s lives at slot s - 1.
+ * they are (Data) or its geometry (Resize), and when it arrived. Typed arrays that double when
+ * full: 17 bytes per record, independent of how many bytes the records hold. Sequence s lives at
+ * slot s - 1.
+ *
+ * Arrival times are whole milliseconds since the journal's start, kept modulo 2^32 (4 bytes, 49.7
+ * days); `#epochs` lists the sequence at which each further 2^32 ms began, so a terminal that
+ * lives for months still has exact times for one number per 49.7 days.
  */
 const DATA = 0
 const RESIZE = 1
 const INITIAL_CAPACITY = 1024
+const EPOCH_MS = 2 ** 32
 
 export class RecordIndex {
   #offsets = new Float64Array(INITIAL_CAPACITY) // file offsets stay exact up to 2^53
   #lengths = new Uint32Array(INITIAL_CAPACITY) // Data: byte length; Resize: cols << 16 | rows
   #kinds = new Uint8Array(INITIAL_CAPACITY)
+  #times = new Uint32Array(INITIAL_CAPACITY) // arrival: ms since the start, modulo EPOCH_MS
+  #epochs: number[] = []
   #count = 0
 
   /** The last sequence recorded (0 when empty). */
@@ -18,12 +26,13 @@ export class RecordIndex {
     return this.#count
   }
 
-  addData(offset: number, length: number): number {
-    return this.#add(DATA, offset, length)
+  /** `atMs`: arrival, milliseconds since the journal's start (never less than the last one's). */
+  addData(offset: number, length: number, atMs: number): number {
+    return this.#add(DATA, offset, length, atMs)
   }
 
-  addResize(offset: number, cols: number, rows: number): number {
-    return this.#add(RESIZE, offset, (cols << 16) | rows)
+  addResize(offset: number, cols: number, rows: number, atMs: number): number {
+    return this.#add(RESIZE, offset, (cols << 16) | rows, atMs)
   }
 
   isData(sequence: number): boolean {
@@ -44,29 +53,39 @@ export class RecordIndex {
     return { cols: packed >>> 16, rows: packed & 0xffff }
   }
 
-  /** Bytes the index itself holds (for memory accounting in tests). */
-  get byteSize(): number {
-    return this.#offsets.byteLength + this.#lengths.byteLength + this.#kinds.byteLength
+  /** When the record arrived: whole milliseconds since the journal's start. */
+  time(sequence: number): number {
+    let epoch = this.#epochs.length
+    while (epoch > 0 && this.#epochs[epoch - 1] > sequence) epoch--
+    return epoch * EPOCH_MS + this.#times[sequence - 1]
   }
 
-  #add(kind: number, offset: number, length: number): number {
+  /** Bytes the index itself holds (for memory accounting in tests). */
+  get byteSize(): number {
+    return this.#offsets.byteLength + this.#lengths.byteLength + this.#kinds.byteLength + this.#times.byteLength + this.#epochs.length * 8
+  }
+
+  #add(kind: number, offset: number, length: number, atMs: number): number {
     if (this.#count === this.#kinds.length) this.#grow()
+    const ms = Math.floor(atMs)
+    while (ms >= (this.#epochs.length + 1) * EPOCH_MS) this.#epochs.push(this.#count + 1)
     this.#kinds[this.#count] = kind
     this.#offsets[this.#count] = offset
     this.#lengths[this.#count] = length
+    this.#times[this.#count] = ms - this.#epochs.length * EPOCH_MS
     return ++this.#count
   }
 
   #grow(): void {
     const capacity = this.#kinds.length * 2
-    const offsets = new Float64Array(capacity)
-    offsets.set(this.#offsets)
-    const lengths = new Uint32Array(capacity)
-    lengths.set(this.#lengths)
-    const kinds = new Uint8Array(capacity)
-    kinds.set(this.#kinds)
-    this.#offsets = offsets
-    this.#lengths = lengths
-    this.#kinds = kinds
+    this.#offsets = grown(this.#offsets, new Float64Array(capacity))
+    this.#lengths = grown(this.#lengths, new Uint32Array(capacity))
+    this.#kinds = grown(this.#kinds, new Uint8Array(capacity))
+    this.#times = grown(this.#times, new Uint32Array(capacity))
   }
+}
+
+function grown<T extends Float64Array | Uint32Array | Uint8Array>(from: T, to: T): T {
+  to.set(from)
+  return to
 }

@@ -14,7 +14,7 @@
  * EAGAIN (another process still holds the slave). The fd is non-blocking, so this never blocks.
  * Proven by the 30 × 1 MB `cat` test in sidecar/terminals.
  */
-import { readSync, writeSync } from 'node:fs'
+import { readFileSync, readSync, writeSync } from 'node:fs'
 import * as pty from 'node-pty'
 
 export interface PtySpawnOptions {
@@ -44,6 +44,9 @@ const INPUT_RETRY_MAX_MS = 32
 
 export class PtyProcess {
   readonly pid: number
+  /** The index N of the slave /dev/pts/N, as the kernel reports it for the master descriptor
+   * (Linux names it in the descriptor's fdinfo); undefined where it cannot be proven. */
+  readonly ttyIndex: number | undefined
   readonly #pty: pty.IPty
   readonly #socket: import('node:net').Socket
   readonly #fd: number
@@ -74,6 +77,7 @@ export class PtyProcess {
     this.pid = this.#pty.pid
     this.#socket = internals._socket
     this.#fd = internals._fd
+    this.ttyIndex = masterTtyIndex(this.#fd)
     this.#socket.on('data', (chunk: Buffer) => this.#onData(chunk))
     // node-pty rethrows stream errors when it is the only listener; its own handler still closes.
     this.#socket.on('error', () => {})
@@ -211,5 +215,16 @@ export class PtyProcess {
     this.#drainSync()
     this.#ended = true
     this.#onEnd()
+  }
+}
+
+/** The pts index the kernel gives the master `fd` (`tty-index:` in /proc/self/fdinfo). Read from
+ * the descriptor itself, not from node-pty's name for the slave, so it proves which PTY it is. */
+function masterTtyIndex(fd: number): number | undefined {
+  try {
+    const match = /^tty-index:\s*(\d+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'latin1'))
+    return match ? Number(match[1]) : undefined
+  } catch {
+    return undefined
   }
 }

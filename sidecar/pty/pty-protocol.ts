@@ -18,7 +18,7 @@ export type ToPtyThread =
   | { type: 'close' }
 
 export type FromPtyThread =
-  | { type: 'spawned'; id: number; pid: number }
+  | { type: 'spawned'; id: number; pid: number; ttyIndex?: number }
   | { type: 'spawn-failed'; id: number; message: string }
   /** A flush of gathered reads, in order. */
   | { type: 'data'; id: number; bytes: Uint8Array }

@@ -30,6 +30,8 @@ function killGroup(pid: number): void {
 
 export class RemotePty {
   pid = 0
+  /** The slave's /dev/pts index, proven from the master descriptor (pty-process.ts). */
+  ttyIndex: number | undefined
   #onData: () => void = () => {}
   #onEnd: () => void = () => {}
   #onExit: (exit: PtyExit) => void = () => {}
@@ -325,6 +327,7 @@ export class PtyThread {
       this.#spawning.delete(message.id)
       if (message.type === 'spawn-failed') return pending.reject(new Error(message.message))
       pending.pty.pid = message.pid
+      pending.pty.ttyIndex = message.ttyIndex
       this.#ptys.set(message.id, pending.pty)
       return pending.resolve(pending.pty)
     }

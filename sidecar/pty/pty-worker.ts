@@ -99,7 +99,7 @@ port.on('message', (message: ToPtyThread) => {
     try {
       const pty = new PtyProcess(message.options)
       recorders.set(message.id, new Recorder(message.id, pty))
-      post({ type: 'spawned', id: message.id, pid: pty.pid })
+      post({ type: 'spawned', id: message.id, pid: pty.pid, ttyIndex: pty.ttyIndex })
     } catch (error) {
       post({ type: 'spawn-failed', id: message.id, message: (error as Error).message })
     }

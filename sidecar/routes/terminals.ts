@@ -6,13 +6,23 @@ import { Hono, type Context } from 'hono'
 import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
 import { DEFAULT_OUTPUT_PAGE_ITEMS, MAX_INPUT_BYTES } from '../../schema/limits.ts'
-import { AttachmentId, Geometry, SessionId, TerminalId } from '../../schema/wire/common.ts'
-import { OutputQuery, type OutputPage, WatchQuery } from '../../schema/wire/output.ts'
-import { ATTACHMENT_HEADER, CreateTerminal, PRINCIPAL_HEADER, Principal, RenameTerminal, type Sender } from '../../schema/wire/terminals.ts'
+import { AttachmentId, Geometry, IDEMPOTENCY_KEY_HEADER, IdempotencyKey, SessionId, TerminalId } from '../../schema/wire/common.ts'
+import { ASCIICAST_CONTENT_TYPE, OutputQuery, type OutputPage, WatchQuery } from '../../schema/wire/output.ts'
+import {
+  ATTACHMENT_HEADER,
+  CreateTerminal,
+  FollowQuery,
+  PRINCIPAL_HEADER,
+  Principal,
+  RenameTerminal,
+  type Sender,
+} from '../../schema/wire/terminals.ts'
+import { pulledResponse } from '../http/pulled.ts'
 import { sseResponse } from '../http/sse.ts'
 import { jsonBody, parse, rawBody } from '../http/validate.ts'
+import { castChunks } from '../journal/asciicast.ts'
 import { watchOutput } from '../journal/watch.ts'
-import type { TerminalHost } from '../terminals/host.ts'
+import { TERMINAL_TYPE, type TerminalHost } from '../terminals/host.ts'
 import { follow, retain } from '../terminals/streams.ts'
 
 const LastEventId = v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'Last-Event-ID is a sequence number'), v.transform(Number))
@@ -81,9 +91,12 @@ export function terminalRoutes(host: TerminalHost): Hono {
   app.post(`${one}/input`, async (c) => {
     const { sid, tid } = ids(c)
     const from = sender(c)
+    const header = c.req.header(IDEMPOTENCY_KEY_HEADER)
+    const key = header === undefined ? undefined : parse(IdempotencyKey, header, 'request/invalid')
     const terminal = await host.live(sid, tid)
     const bytes = await rawBody(c.req.raw, MAX_INPUT_BYTES, 'terminal/input-too-large')
-    terminal.write(from, bytes)
+    // A repeat of an applied key gets the same 204: the batch was typed, once.
+    terminal.write(from, bytes, key)
     return c.body(null, 204)
   })
   app.post(`${one}/resize`, async (c) => {
@@ -98,13 +111,13 @@ export function terminalRoutes(host: TerminalHost): Hono {
 
   app.get(`${one}/follow`, async (c) => {
     const { sid, tid } = ids(c)
-    const attachment = parse(AttachmentId, c.req.query('attachment'), 'request/invalid')
+    const { attachment, control } = parse(FollowQuery, c.req.query(), 'request/invalid')
     const principal = principalHeader(c)
     const lastEventId = c.req.header('last-event-id')
     const resumeAfter = lastEventId === undefined ? undefined : parse(LastEventId, lastEventId, 'output/invalid-cursor')
     const terminal = await host.live(sid, tid)
     if (resumeAfter !== undefined) checkCursor(resumeAfter, terminal.journal.lastSequence)
-    return sseResponse((signal) => follow(terminal, attachment, principal, resumeAfter, signal), c.req.raw.signal)
+    return sseResponse((signal) => follow(terminal, attachment, principal, resumeAfter, signal, control), c.req.raw.signal)
   })
   app.get(`${one}/retain`, async (c) => {
     const { sid, tid } = ids(c)
@@ -140,6 +153,25 @@ export function terminalRoutes(host: TerminalHost): Hono {
     const journal = (await host.live(sid, tid)).journal
     checkCursor(after, journal.lastSequence)
     return sseResponse((signal) => watchOutput(journal, after, signal), c.req.raw.signal)
+  })
+
+  app.get(`${one}/output.cast`, async (c) => {
+    const { sid, tid } = ids(c)
+    const terminal = await host.live(sid, tid)
+    const journal = terminal.journal
+    const release = journal.attach()
+    const meta = { startedAt: journal.startedAt, title: terminal.title, env: { TERM: TERMINAL_TYPE, SHELL: terminal.shell.path } }
+    async function* chunks() {
+      try {
+        yield* castChunks(journal, meta)
+      } finally {
+        release()
+      }
+    }
+    const encoder = new TextEncoder()
+    const headers = { 'content-type': ASCIICAST_CONTENT_TYPE, 'content-disposition': `attachment; filename="${tid}.cast"` }
+    // The generator's `finally` lets the spool go however the export ends (done, failed, cancelled).
+    return pulledResponse(chunks, (text) => encoder.encode(text), headers, c.req.raw.signal)
   })
 
   return app

@@ -19,7 +19,8 @@ import {
   TERMINAL_IDLE_RECLAIM_MS,
 } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
-import { terminalInfoOf, type CreateTerminal, type TerminalEnvironment, type TerminalInfo, type TerminalShell } from '../../schema/wire/terminals.ts'
+import type { Geometry } from '../../schema/wire/common.ts'
+import { terminalInfoOf, type CreateTerminal, type TerminalEnvironment, type TerminalInfo, type TerminalShell, type TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
 import { killLeftovers } from '../pty/orphans.ts'
@@ -38,6 +39,9 @@ export interface TerminalHostOptions {
   idleReclaimMs?: number
 }
 
+/** The terminal type every shell is told it runs in (the emulator is xterm.js). */
+export const TERMINAL_TYPE = 'xterm-256color'
+
 /** Variables of the sidecar that a shell must not inherit (secrets, or confusing to a terminal). */
 const WITHHELD_ENV = [
   'SIDECAR_SECRET',
@@ -54,6 +58,28 @@ const WITHHELD_ENV = [
 ]
 
 const keyOf = (sessionId: string, id: string) => `${sessionId}/${id}`
+
+/** A program to run in a new terminal instead of a shell (a workflow's sub-agent). */
+export interface ProgramSpec {
+  /** argv: the program and its arguments (run directly, not through a shell). */
+  command: string[]
+  /** Absolute working directory. */
+  cwd: string
+  /** Added to the environment every terminal gets. */
+  env: Record<string, string>
+  title: string
+  geometry: Geometry
+  workflow: TerminalWorkflow
+}
+
+interface Launch {
+  shell: TerminalShell
+  cwd: string
+  title: string
+  geometry: Geometry
+  env: Record<string, string>
+  workflow?: TerminalWorkflow
+}
 
 export class TerminalHost {
   readonly generation: number
@@ -141,11 +167,26 @@ export class TerminalHost {
       if (existing.closeRequested) throw closed(id)
       return { info: existing.info(), created: false }
     }
-    const creation = this.#create(sessionId, id, request)
+    const terminal = await this.#creation(key, this.#create(sessionId, id, request))
+    return { info: terminal.info(), created: true }
+  }
+
+  /**
+   * A terminal running a program instead of a shell: a workflow's sub-agent (sidecar/workflows).
+   * Counted, listed, journaled, displayed, followed and closed like any terminal; the id must be
+   * new. A program that cannot be started is an exited terminal with its error, as a shell is.
+   */
+  async createProgram(sessionId: string, id: string, program: ProgramSpec): Promise<LiveTerminal> {
+    const key = keyOf(sessionId, id)
+    if (this.#creating.has(key) || this.#live.has(key)) throw closed(id)
+    return this.#creation(key, this.#startProgram(sessionId, id, program))
+  }
+
+  /** A create in flight is visible to `live()`, `close()` and the session's count until it settles. */
+  async #creation(key: string, creation: Promise<LiveTerminal>): Promise<LiveTerminal> {
     this.#creating.set(key, creation)
     try {
-      const terminal = await creation
-      return { info: terminal.info(), created: true }
+      return await creation
     } finally {
       this.#creating.delete(key)
     }
@@ -197,15 +238,7 @@ export class TerminalHost {
   }
 
   async #create(sessionId: string, id: string, request: CreateTerminal): Promise<LiveTerminal> {
-    const { store, emulators } = this.#options
-    if (await store.get(sessionId, id)) throw closed(id)
-    const cwd = await this.#sessionCwd(sessionId)
-    const count = this.#countIn(sessionId) - 1 // this create is pending too
-    if (count >= MAX_TERMINALS_PER_SESSION) {
-      throw new TermkeepError('terminal/limit-reached', `at most ${MAX_TERMINALS_PER_SESSION} live terminals per session`, {
-        limit: MAX_TERMINALS_PER_SESSION,
-      })
-    }
+    const cwd = await this.#admit(sessionId, id)
     const shells = listShells(this.#options.shellsFile)
     const shell = request.shell === undefined ? shells[0] : shells.find((s) => s.path === request.shell)
     if (!shell) {
@@ -215,8 +248,38 @@ export class TerminalHost {
     }
     if (!isDirectory(cwd)) throw new TermkeepError('terminal/spawn-failed', `the session's directory is missing: ${cwd}`, { cwd })
     const geometry = { cols: request.cols, rows: request.rows }
+    // A command runs as `shell -c command` (tmux new-window 'cmd', docker run): its exit is the
+    // terminal's exit, and the args are recorded in the row like any shell's.
+    const launched = request.command === undefined ? shell : { ...shell, args: [...shell.args, '-c', request.command] }
+    return this.#launch(sessionId, id, { shell: launched, cwd, title: request.title ?? shell.name, geometry, env: {} })
+  }
+
+  async #startProgram(sessionId: string, id: string, program: ProgramSpec): Promise<LiveTerminal> {
+    await this.#admit(sessionId, id)
+    if (!isDirectory(program.cwd)) throw new TermkeepError('terminal/spawn-failed', `the program's directory is missing: ${program.cwd}`, { cwd: program.cwd })
+    const [path, ...args] = program.command
+    // Named as a stored row names it (terminalInfoOf), so live and listed infos agree.
+    const shell = { path, args, name: path.split('/').at(-1) ?? path }
+    return this.#launch(sessionId, id, { ...program, shell })
+  }
+
+  /** The checks every create makes before anything is stored; resolves with the session's cwd. */
+  async #admit(sessionId: string, id: string): Promise<string> {
+    if (await this.#options.store.get(sessionId, id)) throw closed(id)
+    const cwd = await this.#sessionCwd(sessionId)
+    const count = this.#countIn(sessionId) - 1 // this create is pending too
+    if (count >= MAX_TERMINALS_PER_SESSION) {
+      throw new TermkeepError('terminal/limit-reached', `at most ${MAX_TERMINALS_PER_SESSION} live terminals per session`, {
+        limit: MAX_TERMINALS_PER_SESSION,
+      })
+    }
+    return cwd
+  }
+
+  async #launch(sessionId: string, id: string, launch: Launch): Promise<LiveTerminal> {
+    const { store, emulators } = this.#options
+    const { shell, cwd, title, geometry, workflow } = launch
     const createdAt = Date.now()
-    const title = request.title ?? shell.name
     await store.insert({
       sessionId,
       id,
@@ -230,6 +293,8 @@ export class TerminalHost {
       hostGeneration: this.generation,
       createdAt,
       updatedAt: createdAt,
+      workflowRun: workflow?.run ?? null,
+      workflowSeq: workflow?.seq ?? null,
     })
     const spool = join(this.#options.dataDir, 'spool', `g${this.generation}`, sessionId, `${id}.journal`)
     const journal = new Journal(spool, geometry)
@@ -246,9 +311,10 @@ export class TerminalHost {
       journal,
       emulator,
       store,
+      workflow,
     })
     this.#live.set(keyOf(sessionId, id), terminal)
-    await terminal.spawn(this.#ptys, this.#env(sessionId, id))
+    await terminal.spawn(this.#ptys, { ...this.#env(sessionId, id), ...launch.env })
     await terminal.persisted()
     return terminal
   }
@@ -257,7 +323,7 @@ export class TerminalHost {
     const env: Record<string, string> = {}
     for (const [name, value] of Object.entries(process.env)) if (value !== undefined) env[name] = value
     for (const name of WITHHELD_ENV) delete env[name]
-    return { ...env, TERM: 'xterm-256color', COLORTERM: 'truecolor', TERMKEEP_SESSION_ID: sessionId, TERMKEEP_TERMINAL_ID: id }
+    return { ...env, TERM: TERMINAL_TYPE, COLORTERM: 'truecolor', TERMKEEP_SESSION_ID: sessionId, TERMKEEP_TERMINAL_ID: id }
   }
 
   /** Live and pending terminals of a session (a spawning one is both: counted once). */

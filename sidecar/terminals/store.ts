@@ -12,7 +12,19 @@ export type TerminalRow = typeof terminals.$inferSelect
 export type TerminalPatch = Partial<
   Pick<
     TerminalRow,
-    'title' | 'cols' | 'rows' | 'state' | 'exitCode' | 'exitSignal' | 'error' | 'exitedAt' | 'closedAt' | 'leaderPid' | 'leaderStartTicks' | 'bootId'
+    | 'title'
+    | 'cols'
+    | 'rows'
+    | 'state'
+    | 'exitCode'
+    | 'exitSignal'
+    | 'error'
+    | 'exitedAt'
+    | 'closedAt'
+    | 'foregroundCommand'
+    | 'leaderPid'
+    | 'leaderStartTicks'
+    | 'bootId'
   >
 >
 

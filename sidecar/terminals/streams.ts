@@ -4,6 +4,7 @@
  */
 import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
+import type { FollowControl } from '../../schema/wire/terminals.ts'
 import { RawJson, type SseEvent } from '../http/sse.ts'
 import type { LiveTerminal } from './terminal.ts'
 
@@ -26,10 +27,20 @@ export async function* follow(
   principal: string | undefined,
   resumeAfter: number | undefined,
   signal: AbortSignal,
+  control: FollowControl = 'take',
 ): AsyncGenerator<SseEvent, void, void> {
   const journal = terminal.journal
   const release = journal.attach()
-  const token = terminal.attach(attachmentId, principal)
+  let token: string
+  try {
+    // Before the first event: a refused `if-free` attach fails the request (409), not the stream.
+    token = terminal.attach(attachmentId, principal, control === 'if-free')
+  } catch (error) {
+    release()
+    throw error
+  }
+  // A follower keeps the screen in its emulator (no idle release while anyone watches).
+  const hold = terminal.emulator.hold()
   try {
     let cursor: number
     let geometry: Geometry
@@ -76,6 +87,7 @@ export async function* follow(
       if (woke === 'timeout') yield { comment: 'heartbeat' }
     }
   } finally {
+    hold()
     terminal.detach(token)
     release()
   }

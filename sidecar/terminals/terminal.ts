@@ -7,15 +7,18 @@ import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import { TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
-import type { Sender, TerminalInfo, TerminalShell } from '../../schema/wire/terminals.ts'
+import type { Sender, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import type { Emulator } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Notifier } from '../journal/notifier.ts'
+import { ForegroundTracker } from '../observation/foreground.ts'
+import { executableNameOf } from '../observation/proc.ts'
 import { leaderIdentity } from '../pty/orphans.ts'
 import { killSession } from '../pty/process-tree.ts'
 import { Retry } from '../retry.ts'
 import type { PtyThread, RemotePty } from '../pty/pty-thread.ts'
+import { InputKeys } from './input-keys.ts'
 import type { TerminalPatch, TerminalStore } from './store.ts'
 
 export interface TerminalInit {
@@ -30,6 +33,8 @@ export interface TerminalInit {
   journal: Journal
   emulator: Emulator
   store: TerminalStore
+  /** A workflow run's sub-agent terminal. */
+  workflow?: TerminalWorkflow
 }
 
 
@@ -49,6 +54,7 @@ export class LiveTerminal {
   readonly createdAt: number
   readonly journal: Journal
   readonly emulator: Emulator
+  readonly workflow: TerminalWorkflow | undefined
   /** Wakes followers on any info change (state, title, geometry, controller). */
   readonly changes = new Notifier()
   /** Bumped on every info change, so a follower can tell whether it has sent the latest. */
@@ -60,6 +66,8 @@ export class LiveTerminal {
   exitCode: number | null = null
   exitSignal: number | null = null
   error: string | null = null
+  /** The foreground program's name (observation/foreground.ts); null before spawn and after exit. */
+  foregroundCommand: string | null = null
   updatedAt: number
   /** Open retain streams and follow streams: either suspends idle reclamation. */
   holds = 0
@@ -67,6 +75,7 @@ export class LiveTerminal {
   lastActivity = Date.now()
   readonly #store: TerminalStore
   #pty: RemotePty | undefined
+  #foreground: ForegroundTracker | undefined
   #controller: Controller | undefined
   /** Changes not yet written to the row (merged; a later value wins), the write in flight, the
    * last write's failure while a retry waits, and the retry. */
@@ -77,6 +86,7 @@ export class LiveTerminal {
   #resizing: Promise<void> = Promise.resolve()
   /** Open follow streams per attachment (id and principal). */
   readonly #streams = new Map<string, number>()
+  readonly #inputKeys = new InputKeys()
   #closing: Promise<void> | undefined
   #closeRequested = false
 
@@ -94,7 +104,18 @@ export class LiveTerminal {
     this.updatedAt = init.createdAt
     this.journal = init.journal
     this.emulator = init.emulator
+    this.workflow = init.workflow
     this.#store = init.store
+  }
+
+  /** The pid of the program the terminal started (its session leader), once spawned. */
+  get processId(): number | undefined {
+    return this.#pty && this.#pty.pid > 0 ? this.#pty.pid : undefined
+  }
+
+  /** N of the PTY's slave /dev/pts/N, when the kernel proved it for the master descriptor. */
+  get ttyIndex(): number | undefined {
+    return this.#pty?.ttyIndex
   }
 
   get controllerId(): string | null {
@@ -123,6 +144,8 @@ export class LiveTerminal {
       controllerId: this.state === 'retired' || this.state === 'closed' ? null : this.controllerId,
       createdAt: this.createdAt,
       updatedAt: this.updatedAt,
+      foregroundCommand: this.foregroundCommand,
+      ...(this.workflow ? { workflow: this.workflow } : {}),
     }
   }
 
@@ -133,15 +156,29 @@ export class LiveTerminal {
       const options = { file: this.shell.path, args: this.shell.args, cwd: this.cwd, env, cols: this.cols, rows: this.rows }
       const pty = await thread.spawn(options, this.journal)
       this.#pty = pty
-      pty.onData(() => (this.lastActivity = Date.now()))
+      const identity = leaderIdentity(pty.pid) // at once, while the child is surely ours
+      // What the shell starts and ends shows in the terminal's I/O: look at the foreground then.
+      const started = executableNameOf([this.shell.path], this.shell.name)
+      const foreground = new ForegroundTracker(pty.pid, started, (name) => {
+        this.foregroundCommand = name
+        this.#changed({ foregroundCommand: name })
+      })
+      this.#foreground = foreground
+      pty.onData(() => {
+        this.lastActivity = Date.now()
+        foreground.poke()
+      })
       pty.onEnd(() => this.journal.end())
       pty.onExit(({ exitCode, signal }) => {
+        foreground.close()
         this.exitCode = exitCode
         this.exitSignal = signal
-        this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: Date.now() })
+        this.foregroundCommand = null
+        this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: Date.now(), foregroundCommand: null })
       })
+      this.foregroundCommand = started
       // Recorded with the state, so that a sidecar after a crash of this one finds its processes.
-      this.#advance('running', leaderIdentity(pty.pid) ?? {})
+      this.#advance('running', { foregroundCommand: started, ...identity })
     } catch (error) {
       this.error = `spawn failed: ${(error as Error).message}`
       this.journal.end()
@@ -150,10 +187,28 @@ export class LiveTerminal {
     }
   }
 
-  /** Raw input from the controlling attachment. Refused input is dropped, never queued. */
-  write(sender: Sender, bytes: Uint8Array): void {
-    this.#requireControl(sender).write(bytes)
-    this.lastActivity = Date.now()
+  /** Input from the sidecar itself, not from an attachment (a workflow's `stdin` prompt). */
+  inject(bytes: Uint8Array): void {
+    if (this.state !== 'running' || !this.#pty || this.#closeRequested) {
+      throw new TermkeepError('terminal/control-unavailable', `terminal ${this.id} is not running`, { reason: 'not-running' })
+    }
+    this.#pty.write(bytes)
+  }
+
+  /**
+   * Raw input from the controlling attachment. Refused input is dropped, never queued. With an
+   * idempotency key, a batch this principal already sent under it is not written again (returns
+   * true: it was applied the first time).
+   */
+  write(sender: Sender, bytes: Uint8Array, key?: string): boolean {
+    const write = () => {
+      this.#requireControl(sender).write(bytes)
+      this.lastActivity = Date.now()
+      this.#foreground?.poke()
+    }
+    if (key !== undefined) return this.#inputKeys.apply(sender.principal, sender.attachment, key, bytes, write)
+    write()
+    return false
   }
 
   /** Resizes the PTY and journals the Resize in output order (the emulator follows the journal). */
@@ -181,9 +236,16 @@ export class LiveTerminal {
   }
 
   /** A follow stream attaches: it becomes the exclusive controller; the previous one is read-only.
-   * Returns the handle to detach with. */
-  attach(attachmentId: string, principal?: string): string {
+   * Returns the handle to detach with. With `ifFree`, another attachment holding control refuses
+   * the attach instead (checked and attached in one step: nothing can take control in between). */
+  attach(attachmentId: string, principal?: string, ifFree = false): string {
     const key = `${principal ?? ''}/${attachmentId}`
+    if (ifFree && this.#controller !== undefined && this.#controller.key !== key) {
+      throw new TermkeepError('terminal/control-unavailable', `another attachment (${this.#controller.id}) controls terminal ${this.id}`, {
+        reason: 'controlled',
+        controllerId: this.#controller.id,
+      })
+    }
     this.#streams.set(key, (this.#streams.get(key) ?? 0) + 1)
     this.#controller = { id: attachmentId, principal, key }
     this.followers++
@@ -249,6 +311,7 @@ export class LiveTerminal {
   }
 
   async #close(): Promise<void> {
+    this.#foreground?.close()
     if (this.#pty) {
       const survivors = await killSession(this.#pty.pid, CLOSE_KILL_GRACE_MS)
       if (survivors.length > 0) {
@@ -272,6 +335,7 @@ export class LiveTerminal {
 
   /** Abrupt stop at sidecar shutdown: SIGKILL the session, no drain. */
   kill(): void {
+    this.#foreground?.close()
     if (!this.#pty) return
     void killSession(this.#pty.pid, 0, 0)
   }

@@ -2,9 +2,10 @@
  * The authorization matrix: every mounted route of the design table × {no token, bad token,
  * missing grant, other session's resource}. Each is refused with the right status and code,
  * a foreign session answers exactly like a missing one, and no refused request changes state.
- * Plus: token management and EventSource tickets.
+ * Plus: the confinement of a session-bound token on workspace routes, token management and
+ * EventSource tickets.
  */
-import { mkdirSync, realpathSync } from 'node:fs'
+import { mkdirSync, realpathSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { hashSecret } from '../../api/auth/secrets.ts'
@@ -27,10 +28,13 @@ const TABLES = [
   'tokens',
   'token_grants',
   'token_sessions',
+  'token_observe_env',
   'stream_tickets',
   'terminals',
   'attachments',
   'tool_results',
+  'workflow_runs',
+  'workflow_events',
 ]
 
 async function snapshot(): Promise<string> {
@@ -55,7 +59,7 @@ afterAll(async () => {
 })
 
 function concrete(path: string, sid: string): string {
-  return path.replace(':sid', sid).replace(':tid', 't1').replace(':wid', wid).replace(':id', tokenId)
+  return path.replace(':sid', sid).replace(':tid', 't1').replace(':wid', wid).replace(':id', tokenId).replace(':rid', 'wf_r1')
 }
 
 /** A body that would succeed (and change state) if the guard let it through. */
@@ -69,6 +73,7 @@ function bodyFor(row: RouteRow): unknown {
   if (row.method === 'PATCH') return { title: 'changed' }
   if (row.path === '/v1/tokens') return { name: 'x', grants: ['admin'], sessions: 'all' }
   if (row.path === '/v1/tickets') return { path: '/v1/workspaces/watch' }
+  if (row.path.endsWith('/workflows')) return { script: 'return 1' }
   return {}
 }
 
@@ -112,7 +117,7 @@ describe.each(ROUTES.filter((r) => r.grant !== null))('$method $path', (row) => 
 })
 
 // Only routes that name a session can leak one; the others have no such case to run.
-describe.each(ROUTES.filter((r) => r.grant !== null && (r.path.includes(':sid') || r.path === '/v1/sessions')))('$method $path', (row) => {
+describe.each(ROUTES.filter((r) => r.grant !== null && (r.path.includes(':sid') || (r.path === '/v1/sessions' && r.method === 'POST'))))('$method $path', (row) => {
   it(
     "answers another session's resource exactly like a missing one (404), changing nothing",
     async () => {
@@ -130,6 +135,163 @@ describe.each(ROUTES.filter((r) => r.grant !== null && (r.path.includes(':sid') 
       expect(JSON.stringify(foreign.body).replaceAll('theirs', 'X')).toBe(JSON.stringify(missing.body).replaceAll('ghost', 'X'))
     },
   )
+})
+
+describe('a session-bound token on workspace routes', () => {
+  let admin: string
+  let reader: string
+  let writer: string
+  let otherDir: string
+  let otherId: string
+  let unowned: string
+  let file: string
+  let missing: string
+
+  beforeAll(async () => {
+    admin = await h.token(GRANTS)
+    reader = await h.token(['workspaces:read'], ['mine'])
+    writer = await h.token(['workspaces:read', 'workspaces:write', 'sessions:write', 'files:read'], ['mine', 'mine2', 'future'])
+    const base = join(h.dir, 'ws')
+    otherDir = realpathSync((mkdirSync(join(base, 'other'), { recursive: true }), join(base, 'other')))
+    unowned = realpathSync((mkdirSync(join(base, 'unowned'), { recursive: true }), join(base, 'unowned')))
+    file = join(base, 'file.txt')
+    writeFileSync(file, 'not a directory\n')
+    missing = join(base, 'missing')
+    otherId = ((await (await h.request('POST', '/v1/workspaces', { token: admin, body: { path: otherDir } })).json()) as any).workspace.id
+    await h.request('POST', '/v1/sessions', { token: admin, body: { id: 'other1', cwd: otherDir } })
+  })
+
+  const call = async (token: string, method: string, path: string, body?: unknown) => {
+    const response = await h.request(method, path, { token, body })
+    return { status: response.status, body: (await response.json()) as any }
+  }
+  /** `a` and `b` are the same answer once the names that differ are blanked. */
+  const alike = (a: unknown, b: unknown, names: [string, string]) =>
+    expect(JSON.stringify(a).replaceAll(names[0], 'X')).toBe(JSON.stringify(b).replaceAll(names[1], 'X'))
+  const resolve = (token: string, path: string) => call(token, 'GET', `/v1/workspaces/resolve?path=${encodeURIComponent(path)}`)
+
+  it('lists only the workspaces that list one of its sessions, with only its session ids', async () => {
+    const list = await call(reader, 'GET', '/v1/workspaces')
+    expect(list.body.workspaces.map((w: any) => [w.id, w.sessionIds])).toEqual([[wid, ['mine']]])
+    expect(JSON.stringify(list.body)).not.toContain(otherDir)
+  })
+
+  it('resolves only what it can see, and cannot tell a missing directory from an unowned one', async () => {
+    expect((await resolve(reader, dir)).body.workspace).toMatchObject({ id: wid, sessionIds: ['mine'] })
+    for (const path of [otherDir, unowned, file, missing, '/etc', '/nonexistent/at/all']) {
+      expect(await resolve(reader, path), path).toEqual({ status: 200, body: { workspace: null } })
+    }
+    // A token bound to all sessions that may not register is not told either…
+    const allReader = await h.token(['workspaces:read'])
+    expect(await resolve(allReader, missing)).toEqual({ status: 200, body: { workspace: null } })
+    expect((await resolve(allReader, otherDir)).body.workspace.id).toBe(otherId)
+    // …only one that may register (which POST /v1/workspaces would tell anyway).
+    expect((await resolve(admin, missing)).body.error).toMatchObject({ code: 'workspace/invalid-path', reason: 'not-found' })
+  })
+
+  it('answers a mutation of a workspace it cannot see exactly like one of a missing workspace, changing nothing', async () => {
+    const before = await snapshot()
+    const ghost = 'ws_ghost0000000000'
+    for (const [method, suffix, body] of [
+      ['PATCH', '', { title: 'taken over' }],
+      ['DELETE', '', undefined],
+      ['POST', '/move', {}],
+      ['POST', '/sessions/mine/move', {}],
+    ] as const) {
+      const hidden = await call(writer, method, `/v1/workspaces/${otherId}${suffix}`, body)
+      const absent = await call(writer, method, `/v1/workspaces/${ghost}${suffix}`, body)
+      expect(hidden.status, `${method} ${suffix}`).toBe(404)
+      expect(hidden.body.error.code).toBe('workspace/not-found')
+      alike(hidden, absent, [otherId, ghost])
+    }
+    // Its own workspace cannot be moved before one it cannot see, nor a session before another's.
+    const anchor = await call(writer, 'POST', `/v1/workspaces/${wid}/move`, { beforeId: otherId })
+    alike(anchor, await call(writer, 'POST', `/v1/workspaces/${wid}/move`, { beforeId: ghost }), [otherId, ghost])
+    expect(anchor.body.error.code).toBe('workspace/move-invalid')
+    const session = await call(writer, 'POST', `/v1/workspaces/${wid}/sessions/mine/move`, { beforeId: 'theirs' })
+    alike(session, await call(writer, 'POST', `/v1/workspaces/${wid}/sessions/mine/move`, { beforeId: 'ghost' }), ['theirs', 'ghost'])
+    expect(await snapshot()).toBe(before)
+    // What it can see, it may change: the order it gets back holds only what it can see.
+    expect((await call(writer, 'POST', `/v1/workspaces/${wid}/move`, {})).body).toEqual({ workspaceIds: [wid] })
+  })
+
+  it('watches only what it can see, from the baseline on, and resumes with a new baseline', async () => {
+    const stream = await h.request('GET', '/v1/workspaces/watch', { token: reader })
+    const reader$ = stream.body!.getReader()
+    const decoder = new TextDecoder()
+    let text = ''
+    const until = async (done: () => boolean) => {
+      while (!done()) {
+        const { value, done: ended } = await reader$.read()
+        if (ended) break
+        text += decoder.decode(value, { stream: true })
+      }
+    }
+    const events = () => text.split('\n\n').filter((b) => b.includes('event: ')).map((b) => ({ event: /event: (\w+)/.exec(b)![1], id: /id: (\d+)/.exec(b)?.[1], data: JSON.parse(/data: (.*)/.exec(b)![1]) }))
+    try {
+      await until(() => events().length >= 1)
+      const [baseline] = events()
+      expect(baseline.event).toBe('baseline')
+      expect(baseline.data.workspaces.map((w: any) => w.id)).toEqual([wid])
+      // Everything that happens to what it cannot see…
+      const fresh = realpathSync((mkdirSync(join(h.dir, 'ws', 'fresh'), { recursive: true }), join(h.dir, 'ws', 'fresh')))
+      await call(admin, 'PATCH', `/v1/workspaces/${otherId}`, { title: 'renamed elsewhere' })
+      await call(admin, 'POST', `/v1/workspaces/${otherId}/move`, { beforeId: wid })
+      await call(admin, 'POST', '/v1/sessions/other1/archive')
+      const made = (await call(admin, 'POST', '/v1/workspaces', { path: fresh })).body.workspace
+      await call(admin, 'DELETE', `/v1/workspaces/${made.id}`)
+      // …then one change to what it can see: the only event it gets.
+      await call(admin, 'PATCH', `/v1/workspaces/${wid}`, { title: 'seen' })
+      await until(() => events().length >= 2)
+      const after = events().slice(1)
+      expect(after.map((e) => e.event)).toEqual(['upsert'])
+      expect(after[0].data.workspace).toMatchObject({ id: wid, title: 'seen', sessionIds: ['mine'] })
+      expect(text).not.toContain(otherId)
+      expect(text).not.toContain(made.id)
+      expect(text).not.toContain('other1')
+
+      const resumed = await h.request('GET', '/v1/workspaces/watch', { token: reader, headers: { 'last-event-id': after[0].id! } })
+      const [first] = (await readEvents(resumed, (e) => e.some((x) => x.event !== ':'))).filter((e) => e.event !== ':')
+      expect(first.event).toBe('baseline')
+      expect(JSON.parse(first.data).workspaces.map((w: any) => w.id)).toEqual([wid])
+    } finally {
+      await reader$.cancel()
+    }
+  })
+
+  it('cannot register a directory: any path it cannot see is the same typed 403', async () => {
+    const before = await snapshot()
+    const refusals = []
+    for (const path of [unowned, missing, file, otherDir, '/etc']) {
+      const refused = await call(writer, 'POST', '/v1/workspaces', { path })
+      expect(refused.status, path).toBe(403)
+      expect(refused.body.error).toMatchObject({ code: 'auth/forbidden', required: 'workspaces:write on a token bound to all sessions' })
+      refusals.push([refused, path] as const)
+    }
+    for (const [refused, path] of refusals.slice(1)) alike(refused, refusals[0][0], [path, refusals[0][1]])
+    expect(await snapshot()).toBe(before)
+    // The workspace it can see comes back as it is.
+    expect(await call(writer, 'POST', '/v1/workspaces', { path: dir })).toMatchObject({ status: 200, body: { created: false, workspace: { id: wid } } })
+  })
+
+  it('records its session only in a workspace it can see: a session id that does not exist yet opens nothing', async () => {
+    // The audit's exploit: bound to a session that does not exist yet, register /etc, record the
+    // session there, read /etc/passwd. Each step is refused, and nothing is stored.
+    const future = await h.token(['workspaces:write', 'sessions:write', 'files:read'], ['future'])
+    const before = await snapshot()
+    expect((await call(future, 'POST', '/v1/workspaces', { path: '/etc' })).body.error.code).toBe('auth/forbidden')
+    const etc = await call(future, 'POST', '/v1/sessions', { id: 'future', cwd: '/etc' })
+    expect(etc.status).toBe(403)
+    expect(etc.body.error.code).toBe('auth/forbidden')
+    expect((await call(future, 'GET', '/v1/sessions/future/files/text?path=/etc/passwd')).body.error.code).toBe('session/not-found')
+    // Nor may it record in a workspace it cannot see, in a directory no workspace owns, or in a
+    // missing one: the same refusal each time.
+    for (const cwd of [otherDir, unowned, missing]) alike(await call(writer, 'POST', '/v1/sessions', { id: 'future', cwd }), etc, [cwd, '/etc'])
+    expect(await snapshot()).toBe(before)
+    // In the directory of a workspace it can see, it records a session of its own.
+    const recorded = await call(writer, 'POST', '/v1/sessions', { id: 'mine2', cwd: dir })
+    expect(recorded).toMatchObject({ status: 201, body: { session: { id: 'mine2', workspaceId: wid } } })
+  })
 })
 
 describe('token management', () => {

@@ -55,10 +55,10 @@ export function send(app: Hono<AppEnv>, method: string, path: string, options: R
   return Promise.resolve(app.request(path, { method, headers, body, signal: options.signal }))
 }
 
-export async function startHarness(options: { databaseUrl?: string } = {}): Promise<Harness> {
+export async function startHarness(options: { databaseUrl?: string; sidecarEnv?: Record<string, string> } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'termkeep-api-'))
   const databaseUrl = options.databaseUrl ?? `file:${join(dir, 'termkeep.db')}`
-  const sidecar = await startSidecar({ dataDir: dir, databaseUrl })
+  const sidecar = await startSidecar({ dataDir: dir, databaseUrl, env: options.sidecarEnv })
   const storage = await openStorage({ url: databaseUrl })
   await migrate(storage.client)
   const deps: AppDeps = {

@@ -1,6 +1,6 @@
 /**
  * Workspace registry and sessions through the in-process API, with the real sidecar
- * canonicalizing paths (contracts-digest §5).
+ * canonicalizing paths (docs/architecture.md, "Workspaces and sessions").
  */
 import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
@@ -244,6 +244,60 @@ describe('concurrent mutations', () => {
       expect(((await seen.json()) as any).workspaces.map((w: any) => w.id)).toEqual((await list()).workspaces.map((w: any) => w.id))
     } finally {
       second.close()
+    }
+  })
+})
+
+describe('listing sessions (GET /v1/sessions)', () => {
+  it('lists every session newest first, with its workspace, and filters to those in none', async () => {
+    const owned = freshDir('owned')
+    const alone = freshDir('alone')
+    const workspace = (await create(owned)).body.workspace
+    const a = (await call('POST', '/v1/sessions', { id: 'list-a', cwd: owned })).body.session
+    const b = (await call('POST', '/v1/sessions', { id: 'list-b', cwd: alone, title: 'standalone' })).body.session
+    await call('POST', '/v1/sessions/list-b/archive')
+    const all = (await call('GET', '/v1/sessions')).body
+    const ids = all.sessions.map((s: any) => s.id)
+    expect(ids).toContain('list-a')
+    expect(ids).toContain('list-b')
+    const createdAt = all.sessions.map((s: any) => s.createdAt)
+    expect(createdAt).toEqual([...createdAt].sort((x: number, y: number) => y - x))
+    expect(all.sessions.find((s: any) => s.id === 'list-a')).toEqual({ ...a, workspaceId: workspace.id })
+    expect(all.sessions.find((s: any) => s.id === 'list-b')).toEqual({ ...b, archived: true })
+    const standalone = (await call('GET', '/v1/sessions?workspace=none')).body.sessions.map((s: any) => s.id)
+    expect(standalone).toContain('list-b')
+    expect(standalone).not.toContain('list-a')
+    expect((await call('GET', `/v1/sessions?workspace=${workspace.id}`)).body.sessions.map((s: any) => s.id)).toEqual(['list-a'])
+    // A session whose workspace was unregistered stands alone again.
+    await call('DELETE', `/v1/workspaces/${workspace.id}`)
+    expect((await call('GET', '/v1/sessions?workspace=none')).body.sessions.map((s: any) => s.id)).toContain('list-a')
+  })
+
+  it('pages with the cursor it hands out, each session exactly once', async () => {
+    const dir = freshDir('paged')
+    for (let i = 0; i < 7; i++) await call('POST', '/v1/sessions', { id: `page-${i}`, cwd: dir })
+    const all = (await call('GET', '/v1/sessions')).body.sessions.map((s: any) => s.id)
+    const seen: string[] = []
+    let cursor: string | null = null
+    do {
+      const page: any = (await call('GET', `/v1/sessions?limit=3${cursor ? `&cursor=${cursor}` : ''}`)).body
+      expect(page.sessions.length).toBeLessThanOrEqual(3)
+      seen.push(...page.sessions.map((s: any) => s.id))
+      cursor = page.next
+    } while (cursor)
+    expect(seen).toEqual(all)
+  })
+
+  it("shows a session-bound token only its own sessions, and refuses bad queries with a typed 400", async () => {
+    const dir = freshDir('scoped')
+    for (const id of ['scope-mine', 'scope-theirs']) await call('POST', '/v1/sessions', { id, cwd: dir })
+    const scoped = await h.token(['workspaces:read'], ['scope-mine', 'scope-ghost'])
+    const response = await h.request('GET', '/v1/sessions', { token: scoped })
+    expect(((await response.json()) as any).sessions.map((s: any) => s.id)).toEqual(['scope-mine'])
+    for (const query of ['limit=0', 'limit=501', 'limit=x', 'cursor=nope', 'workspace=a%20b']) {
+      const bad = await call('GET', `/v1/sessions?${query}`)
+      expect(bad.status, query).toBe(400)
+      expect(bad.body.error.code, query).toBe('request/invalid')
     }
   })
 })

@@ -1,6 +1,7 @@
 /**
- * The public route table of ../shared/DESIGN.md as data: method, path template, required grant,
- * and the home that serves it. The authorization matrix and the OpenAPI coverage test iterate it.
+ * The public route table (docs/api.md lists it for readers) as data: method, path template,
+ * required grant, and the home that serves it. The authorization matrix and the OpenAPI coverage
+ * test iterate it.
  */
 import type { Requirement } from '../../api/auth/guard.ts'
 
@@ -14,6 +15,30 @@ export interface RouteRow {
 
 const T = '/v1/sessions/:sid/terminals/:tid'
 const F = '/v1/sessions/:sid/files'
+const O = `${T}/observation`
+const OBSERVE_ANY: Requirement = { anyOf: ['observe:process', 'observe:files', 'observe:journal'] }
+/** One POST route per seed method (schema/wire/observation.ts), with its grant. */
+const OBSERVATION: RouteRow[] = [
+  ...['descendants', 'openFiles', 'environment'].map((op) => ({ path: `${O}/processes/${op}`, grant: 'observe:process' as const })),
+  ...[
+    'resolveHomeDirectory',
+    'resolveDirectoryRelativeToEnvironment',
+    'resolveRelativeToEnvironment',
+    'resolvePathUnderEnvironment',
+    'environmentRelativePath',
+    'resolveHomeRelative',
+    'resolvePathUnderHome',
+    'homeRelativePath',
+    'canonicalFile',
+    'realpath',
+    'stat',
+    'listDirectory',
+    'read',
+    'readJson',
+    'readJsonLine',
+  ].map((op) => ({ path: `${O}/files/${op}`, grant: 'observe:files' as const })),
+].map((row) => ({ method: 'POST', home: 'api', ...row }))
+const W = '/v1/sessions/:sid/workflows'
 
 export const ROUTES: RouteRow[] = [
   { method: 'GET', path: '/v1/health', grant: null, home: 'api' },
@@ -25,6 +50,7 @@ export const ROUTES: RouteRow[] = [
   { method: 'DELETE', path: '/v1/workspaces/:wid', grant: 'workspaces:write', home: 'api' },
   { method: 'POST', path: '/v1/workspaces/:wid/move', grant: 'workspaces:write', home: 'api' },
   { method: 'GET', path: '/v1/workspaces/watch', grant: 'workspaces:read', home: 'api' },
+  { method: 'GET', path: '/v1/sessions', grant: 'workspaces:read', home: 'api' },
   { method: 'POST', path: '/v1/sessions', grant: 'sessions:write', home: 'api' },
   { method: 'GET', path: '/v1/sessions/:sid', grant: 'workspaces:read', home: 'api' },
   { method: 'POST', path: '/v1/workspaces/:wid/sessions/:sid/move', grant: 'workspaces:write', home: 'api' },
@@ -43,6 +69,7 @@ export const ROUTES: RouteRow[] = [
   { method: 'GET', path: `${T}/retain`, grant: 'terminals:control', home: 'api' },
   { method: 'GET', path: `${T}/output`, grant: 'terminals:output', home: 'api' },
   { method: 'GET', path: `${T}/output/watch`, grant: 'terminals:output', home: 'api' },
+  { method: 'GET', path: `${T}/output.cast`, grant: 'terminals:output', home: 'api' },
   { method: 'GET', path: `${T}/display`, grant: 'terminals:display', home: 'display' },
   { method: 'GET', path: `${T}/screen`, grant: 'terminals:screen', home: 'display' },
   { method: 'GET', path: `${T}/screen/watch`, grant: 'terminals:screen', home: 'display' },
@@ -56,9 +83,22 @@ export const ROUTES: RouteRow[] = [
   { method: 'POST', path: '/v1/sessions/:sid/read-text', grant: 'files:read', home: 'files' },
   { method: 'POST', path: '/v1/sessions/:sid/attachments', grant: 'sessions:write', home: 'files' },
   { method: 'POST', path: '/v1/sessions/:sid/tool-results', grant: 'sessions:write', home: 'files' },
+  { method: 'POST', path: W, grant: 'workflows:run', home: 'api' },
+  { method: 'GET', path: W, grant: 'workflows:read', home: 'api' },
+  { method: 'GET', path: `${W}/:rid`, grant: 'workflows:read', home: 'api' },
+  { method: 'GET', path: `${W}/:rid/events`, grant: 'workflows:read', home: 'api' },
+  { method: 'POST', path: `${W}/:rid/cancel`, grant: 'workflows:run', home: 'api' },
   { method: 'POST', path: '/v1/tokens', grant: 'admin', home: 'api' },
   { method: 'GET', path: '/v1/tokens', grant: 'admin', home: 'api' },
   { method: 'DELETE', path: '/v1/tokens/:id', grant: 'admin', home: 'api' },
+  { method: 'GET', path: O, grant: OBSERVE_ANY, home: 'api' },
+  ...OBSERVATION,
+  { method: 'GET', path: `${O}/files/watchDirectory`, grant: 'observe:files', home: 'api' },
+  { method: 'GET', path: `${O}/files/follow`, grant: 'observe:journal', home: 'api' },
+  // MCP: any valid token reaches the endpoint; each tool then needs its routes' grants.
+  { method: 'POST', path: '/mcp', grant: { allOf: [] }, home: 'api' },
+  { method: 'GET', path: '/mcp', grant: { allOf: [] }, home: 'api' },
+  { method: 'DELETE', path: '/mcp', grant: { allOf: [] }, home: 'api' },
   // Not in the design table: EventSource tickets (any valid token).
   { method: 'POST', path: '/v1/tickets', grant: { allOf: [] }, home: 'api' },
 ]

@@ -185,6 +185,32 @@ describe('GET /openapi.json', () => {
     expect(missing).toEqual([])
   })
 
+  it('says, for every route that can answer 503, whether that means "not done" or "unknown", and how to retry', () => {
+    const kinds: Record<string, string> = {}
+    for (const [path, methods] of Object.entries<any>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(methods)) {
+        const text = op.responses?.['503']?.description as string | undefined
+        if (text === undefined) continue
+        const kind = /Nothing was done/.test(text) ? 'not done' : /The outcome is unknown/.test(text) ? 'unknown' : 'unsaid'
+        if (kind === 'unknown') expect(text, `${method} ${path}`).toMatch(/ Retry\b/)
+        kinds[`${method.toUpperCase()} ${path}`] = kind
+      }
+    }
+    expect(Object.entries(kinds).filter(([, kind]) => kind === 'unsaid')).toEqual([])
+    const T = '/v1/sessions/{sid}/terminals/{tid}'
+    for (const op of [`PUT ${T}`, `PATCH ${T}`, `DELETE ${T}`, `POST ${T}/input`, `POST ${T}/resize`, `GET ${T}/follow`, 'POST /v1/sessions/{sid}/workflows']) {
+      expect(kinds[op], op).toBe('unknown')
+    }
+    for (const op of ['POST /v1/workspaces', 'POST /v1/sessions', 'GET /v1/workspaces/resolve', `GET ${T}/output`, 'GET /v1/sessions/{sid}/files/text']) expect(kinds[op], op).toBe('not done')
+    const input = doc.paths[`${T}/input`].post
+    expect(input.parameters.map((p: any) => [p.in, p.name])).toContainEqual(['header', 'idempotency-key'])
+    expect(input.description).toContain('Idempotency-Key')
+    const start = doc.paths['/v1/sessions/{sid}/workflows'].post
+    expect(start.parameters.map((p: any) => [p.in, p.name])).toContainEqual(['header', 'idempotency-key'])
+    expect(start.responses['503'].description).toContain('same `Idempotency-Key`')
+    expect(Object.keys(start.responses)).toEqual(expect.arrayContaining(['200', '201', '422']))
+  })
+
   it('names, for every guarded route, exactly the grant of the design table', () => {
     const spell = (g: any) => (typeof g === 'string' ? g : 'anyOf' in g ? g.anyOf.join(' or ') : g.allOf.length ? g.allOf.join(' and ') : 'any valid token')
     for (const row of ROUTES) {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SQLD_BIN } from '../support/sqld.ts'
 import { startBackend, type SmokeBackend } from './backend.ts'
 import { attachTerminal, bearer, createSession, openSse, post, rowText, scratch, until } from './client.ts'
+import { callTool, factsOf, mcpClient, textOf } from '../support/mcp.ts'
 import { readSse } from './sse.ts'
 import type { RunningTarget } from './targets.ts'
 
@@ -102,13 +103,14 @@ export const ROUTE_CHECKS: RouteCheck[] = [
     },
   },
   {
-    name: 'readDisplay streams begin, rows, end of the revision the sidecar settled into the database',
+    name: 'readDisplay streams begin, rows, end of the revision the sidecar settled into the database, its history inflated from display_history',
     async run({ url, runtime, backend }) {
       const secret = await backend.token(['sessions:write', 'terminals:control', 'terminals:output', 'terminals:display'])
       const sid = await createSession(url, secret, scratch(backend, `display-${runtime}`))
       const terminal = await attachTerminal(url, secret, sid, 'shown')
       try {
-        await terminal.write(`echo display-$((6*7))-${runtime}\r`)
+        // History rows too (stored deflated, apart from the viewport): the runtime inflates them.
+        await terminal.write(`for i in $(seq 1 40); do echo history-row-$i; done; echo display-$((6*7))-${runtime}\r`)
         await terminal.waitFor(`display-42-${runtime}`)
         // Poll until a settled revision that shows the output exists, then read it whole.
         const deadline = Date.now() + 30_000
@@ -126,6 +128,8 @@ export const ROUTE_CHECKS: RouteCheck[] = [
               .join('\n')
             if (text.includes(`display-42-${runtime}`)) {
               expect(JSON.parse(events[0]!.data)).toMatchObject({ origin: 'live', cols: 80, rows: 24 })
+              expect(events.some((e) => e.event === 'rows' && JSON.parse(e.data).region === 'history')).toBe(true)
+              expect(text).toContain('history-row-1\n')
               break
             }
             last = `revision ${JSON.parse(events[0]!.data).revision} without the output:\n${text.trimEnd()}`
@@ -173,6 +177,24 @@ export const ROUTE_CHECKS: RouteCheck[] = [
       const second = await post(`${url}/v1/sessions/${sid}/read-text`, secret, { next: page.next })
       expect(second.status).toBe(200)
       expect(await second.json()).toMatchObject({ text: 'drei', eof: true })
+    },
+  },
+  {
+    name: 'MCP: the SDK client lists the tools a token may call, and run_command runs through the same routes',
+    async run({ url, runtime, backend }) {
+      const secret = await backend.token(['workspaces:write', 'sessions:write', 'terminals:control', 'terminals:output'])
+      const sid = await createSession(url, secret, scratch(backend, `mcp-${runtime}`))
+      const client = await mcpClient(url, secret)
+      try {
+        const names = (await client.listTools()).tools.map((t) => t.name)
+        expect(names).toEqual(expect.arrayContaining(['create_session', 'create_terminal', 'run_command', 'send_keys', 'read_output']))
+        expect(names).not.toContain('read_screen') // terminals:screen is not granted
+        const result = await callTool(client, 'run_command', { sid, command: `echo mcp-on-${runtime}-$((6*7)); exit 5` })
+        expect(textOf(result)).toBe(`mcp-on-${runtime}-42\n`)
+        expect(factsOf(result)).toMatchObject({ state: 'exited', exitCode: 5, timedOut: false })
+      } finally {
+        await client.close()
+      }
     },
   },
 ]

@@ -1,7 +1,8 @@
 /**
  * The smoke suite on Workers: the bundle `wrangler deploy --dry-run` produces, run by workerd
  * through Miniflare on a loopback port, configured only through bindings, against sqld and the
- * sidecar. Also keeps the bundle lean: no zod, no effect, no dangling bare imports, web libSQL only.
+ * sidecar. Also keeps the bundle lean: one zod (the MCP SDK's), no Ajv, no effect, no dangling bare
+ * imports, web libSQL only.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
@@ -17,11 +18,16 @@ import { buildWorker, startWorkersTarget, workerdBinary, type WorkerBundle } fro
 
 /**
  * Budget for everything except the bundled web page (web/, served by the API on every runtime).
- * About 600 KiB with the routes of late 2026; an accidental zod pull alone adds ~400 KiB.
+ * Measured 1,426 KiB on the MCP server's landing (late 2026; ~600 KiB before it). The MCP SDK
+ * brings what it cannot run without: zod (~250 KiB: it validates every JSON-RPC message with zod
+ * v4, v4-mini and v3), the SDK itself (~150 KiB) and zod-to-json-schema (~50 KiB); re2js (~280 KiB,
+ * mostly Unicode tables) makes `wait_for` patterns linear-time. Ajv (~285 KiB with its formats)
+ * is stubbed: termkeep never elicits, the only use of the SDK's validator. A second copy of zod,
+ * Ajv coming back or hono-openapi's other vendors would cross this.
  */
-const MAX_API_BYTES = 800 * 1024
-/** Optional peers of hono-openapi (and native libSQL) that must never reach the bundle. */
-const FORBIDDEN_INPUT = /node_modules\/(zod|zod-openapi|zod-to-json-schema|effect|sury|arktype|libsql|@libsql\/(linux|darwin|win32)[^/]*)\//
+const MAX_API_BYTES = 1536 * 1024
+/** hono-openapi's optional vendors, the SDK's stubbed Ajv, native libSQL: never in the bundle. */
+const FORBIDDEN_INPUT = /node_modules\/(zod-openapi|effect|sury|arktype|ajv|ajv-formats|libsql|@libsql\/(linux|darwin|win32)[^/]*)\//
 
 let bundle: WorkerBundle | undefined
 const built = () => (bundle ??= buildWorker())
@@ -52,8 +58,11 @@ describe('Workers bundle (wrangler deploy --dry-run)', () => {
     expect(total - web).toBeLessThan(MAX_API_BYTES)
   })
 
-  it('bundles no zod, effect, sury or native libSQL code, and the web libSQL client', () => {
+  it('bundles no Ajv, effect, sury or native libSQL code, one zod (the MCP SDK\'s), and the web libSQL client', () => {
     expect(Object.keys(inputs).filter((path) => FORBIDDEN_INPUT.test(path))).toEqual([])
+    const zod = Object.keys(inputs).filter((path) => /(^|\/)node_modules\/zod\//.test(path))
+    expect(zod.length).toBeGreaterThan(0)
+    expect(zod.filter((path) => !path.startsWith('node_modules/zod/'))).toEqual([])
     expect(Object.keys(inputs)).toContain('node_modules/@libsql/client/lib-esm/web.js')
   })
 

@@ -1,13 +1,25 @@
-/** The fetch-SSE framing core shared by the page and the CLI: table-driven over the spec's cases. */
+/** The fetch-SSE reader shared by the page and the CLI: table-driven over the spec's cases. */
 import { describe, expect, it } from 'vitest'
-import { readSse, SseParser, type SseEvent } from '../../web/client/sse.ts'
+import { readSse, type SseEvent } from '../../web/client/sse.ts'
 
-function parseAll(chunks: string[]): SseEvent[] {
-  const parser = new SseParser()
-  return chunks.flatMap((chunk) => parser.feed(chunk))
+/** A body that arrives in exactly these chunks. */
+function bodyOf(chunks: (string | Uint8Array)[]): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder()
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(typeof chunk === 'string' ? encoder.encode(chunk) : chunk)
+      controller.close()
+    },
+  })
 }
 
-describe('SseParser', () => {
+async function parseAll(chunks: (string | Uint8Array)[]): Promise<SseEvent[]> {
+  const events: SseEvent[] = []
+  for await (const event of readSse(bodyOf(chunks))) events.push(event)
+  return events
+}
+
+describe('readSse', () => {
   const cases: [string, string[], SseEvent[]][] = [
     ['a named event with an id', ['event: output\nid: 7\ndata: {"a":1}\n\n'], [{ event: 'output', id: '7', data: '{"a":1}' }]],
     ['default name, multi-line data', ['data: one\ndata: two\n\n'], [{ event: 'message', data: 'one\ntwo' }]],
@@ -19,8 +31,19 @@ describe('SseParser', () => {
     ['an event without data is not dispatched', ['event: nothing\n\ndata: z\n\n'], [{ event: 'message', data: 'z' }]],
     ['the id does not leak into the next event', ['id: 1\ndata: a\n\ndata: b\n\n'], [{ event: 'message', id: '1', data: 'a' }, { event: 'message', data: 'b' }]],
   ]
-  it.each(cases)('%s', (_name, chunks, expected) => {
-    expect(parseAll(chunks)).toEqual(expected)
+  it.each(cases)('%s', async (_name, chunks, expected) => {
+    expect(await parseAll(chunks)).toEqual(expected)
+  })
+
+  it('parses one large read of many events, long and short, CRLF and LF', async () => {
+    const long = 'x'.repeat(20_000)
+    const first = `data: ${'y'.repeat(8192 - 'data: '.length)}`
+    const text = `${first}\r\n\r\nevent: big\ndata: ${long}\n\n${Array.from({ length: 500 }, (_, i) => `id: ${i}\ndata: ${i}\n\n`).join('')}`
+    const events = await parseAll([text])
+    expect(events).toHaveLength(502)
+    expect(events[0]).toEqual({ event: 'message', data: first.slice('data: '.length) })
+    expect(events[1]).toEqual({ event: 'big', data: long })
+    expect(events.at(-1)).toEqual({ event: 'message', id: '499', data: '499' })
   })
 
   it('drops an incomplete event at the end of the body', async () => {
@@ -32,14 +55,6 @@ describe('SseParser', () => {
 
   it('decodes UTF-8 split across network chunks', async () => {
     const bytes = new TextEncoder().encode('data: héllo ✓\n\n')
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        for (const b of bytes) controller.enqueue(Uint8Array.of(b))
-        controller.close()
-      },
-    })
-    const events: SseEvent[] = []
-    for await (const event of readSse(body)) events.push(event)
-    expect(events).toEqual([{ event: 'message', data: 'héllo ✓' }])
+    expect(await parseAll([...bytes].map((b) => Uint8Array.of(b)))).toEqual([{ event: 'message', data: 'héllo ✓' }])
   })
 })

@@ -4,8 +4,12 @@
  * answer becomes an `ApiError` carrying the server's `{error:{code,message}}`; a server that cannot
  * be reached at all becomes an `UnreachableError`.
  */
-import type { Session, Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
-import type { TerminalInfo } from '../../schema/wire/terminals.ts'
+import type { ScreenProjection } from '../../schema/wire/display.ts'
+import type { OutputPage } from '../../schema/wire/output.ts'
+import type { Session, SessionList, Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
+import type { CloseResult, TerminalInfo } from '../../schema/wire/terminals.ts'
+import type { TokenRecord } from '../../schema/wire/tokens.ts'
+import type { RunDetail, RunList, RunSummary, StartWorkflow } from '../../schema/wire/workflows.ts'
 import { readSse, type SseEvent } from './sse.ts'
 
 export class ApiError extends Error {
@@ -20,11 +24,29 @@ export class ApiError extends Error {
   }
 }
 
-export class UnreachableError extends Error {
+/**
+ * A request that got no answer: the network failed, or the server went silent. It may or may not
+ * have arrived, so its outcome is unknown (docs/retrying.md).
+ */
+export class TransportError extends Error {
+  override name = 'TransportError'
+}
+
+export class UnreachableError extends TransportError {
+  override name = 'UnreachableError'
   constructor(readonly url: string, cause: unknown) {
     super(`cannot reach the termkeep server at ${url}${describeCause(cause)}`)
-    this.name = 'UnreachableError'
   }
+}
+
+/**
+ * Whether a failed request may still have been carried out: no answer came (TransportError), or
+ * the server, or a gateway in front of it, answered 502/503/504 (a stalled sidecar may still carry
+ * it out when it resumes). Such a request is retried only when it is safe to repeat: idempotent,
+ * or sent with an Idempotency-Key.
+ */
+export function outcomeUnknown(error: unknown): boolean {
+  return error instanceof TransportError || (error instanceof ApiError && (error.status === 502 || error.status === 503 || error.status === 504))
 }
 
 function describeCause(cause: unknown): string {
@@ -105,8 +127,8 @@ export class TermkeepClient {
     return this.json('GET', '/v1/workspaces')
   }
 
-  async createWorkspace(path: string): Promise<{ workspace: Workspace; created: boolean }> {
-    return this.json('POST', '/v1/workspaces', { json: { path } })
+  async createWorkspace(path: string, title?: string): Promise<{ workspace: Workspace; created: boolean }> {
+    return this.json('POST', '/v1/workspaces', { json: title === undefined ? { path } : { path, title } })
   }
 
   async createSession(cwd: string, title?: string): Promise<Session> {
@@ -132,6 +154,20 @@ export class TermkeepClient {
     return (await this.json<{ session: Session }>('GET', `/v1/sessions/${seg(sid)}`)).session
   }
 
+  /** Every session the token may touch, newest first (all pages); `workspace: 'none'` for those in none. */
+  async sessions(query: { workspace?: string } = {}): Promise<Session[]> {
+    const all: Session[] = []
+    let cursor: string | null = null
+    do {
+      const params = new URLSearchParams(query.workspace === undefined ? {} : { workspace: query.workspace })
+      if (cursor !== null) params.set('cursor', cursor)
+      const page: SessionList = await this.json('GET', `/v1/sessions${params.size > 0 ? `?${params}` : ''}`)
+      all.push(...page.sessions)
+      cursor = page.next
+    } while (cursor !== null)
+    return all
+  }
+
   // ── terminals ─────────────────────────────────────────────────────────────
   async terminals(sid: string): Promise<TerminalInfo[]> {
     return (await this.json<{ terminals: TerminalInfo[] }>('GET', `/v1/sessions/${seg(sid)}/terminals`)).terminals
@@ -149,15 +185,25 @@ export class TermkeepClient {
     return this.json('PATCH', terminalPath(sid, tid), { json: { title } })
   }
 
-  async closeTerminal(sid: string, tid: string): Promise<void> {
-    await this.request('DELETE', terminalPath(sid, tid))
+  async closeTerminal(sid: string, tid: string): Promise<CloseResult> {
+    return this.json('DELETE', terminalPath(sid, tid))
   }
 
-  async input(sid: string, tid: string, attachment: string, data: Uint8Array): Promise<void> {
-    await this.request('POST', `${terminalPath(sid, tid)}/input`, {
-      body: data as Uint8Array<ArrayBuffer>,
-      headers: { 'content-type': 'application/octet-stream', 'termkeep-attachment': attachment },
-    })
+  /** The plain-text projection of a live terminal's screen. */
+  async screen(sid: string, tid: string): Promise<ScreenProjection> {
+    return this.json('GET', `${terminalPath(sid, tid)}/screen`)
+  }
+
+  /** One readOutput page after the native sequence `after`. */
+  async output(sid: string, tid: string, after: number, limit?: number): Promise<OutputPage> {
+    return this.json('GET', `${terminalPath(sid, tid)}/output?after=${after}${limit === undefined ? '' : `&limit=${limit}`}`)
+  }
+
+  /** `key`: the batch's Idempotency-Key, so that a retry of it is typed at most once. */
+  async input(sid: string, tid: string, attachment: string, data: Uint8Array, key?: string): Promise<void> {
+    const headers: Record<string, string> = { 'content-type': 'application/octet-stream', 'termkeep-attachment': attachment }
+    if (key !== undefined) headers['idempotency-key'] = key
+    await this.request('POST', `${terminalPath(sid, tid)}/input`, { body: data as Uint8Array<ArrayBuffer>, headers })
   }
 
   async resize(sid: string, tid: string, attachment: string, cols: number, rows: number): Promise<void> {
@@ -166,6 +212,46 @@ export class TermkeepClient {
       headers: { 'termkeep-attachment': attachment },
     })
   }
+
+  // ── tokens (admin) ────────────────────────────────────────────────────────
+  async tokens(): Promise<TokenRecord[]> {
+    return (await this.json<{ tokens: TokenRecord[] }>('GET', '/v1/tokens')).tokens
+  }
+
+  async revokeToken(id: string): Promise<void> {
+    await this.request('DELETE', `/v1/tokens/${seg(id)}`)
+  }
+  // ── workflows ─────────────────────────────────────────────────────────────
+  async workflows(sid: string, query: { limit?: number; before?: string } = {}): Promise<RunList> {
+    const params = new URLSearchParams()
+    if (query.limit !== undefined) params.set('limit', String(query.limit))
+    if (query.before !== undefined) params.set('before', query.before)
+    return this.json('GET', `${workflowsPath(sid)}${params.size > 0 ? `?${params}` : ''}`)
+  }
+
+  async workflow(sid: string, rid: string): Promise<RunDetail> {
+    return this.json('GET', `${workflowsPath(sid)}/${seg(rid)}`)
+  }
+
+  /** `key`: an Idempotency-Key, so that a retry answers the run the first attempt started. */
+  async startWorkflow(sid: string, body: StartWorkflow, key?: string): Promise<RunSummary> {
+    const headers: Record<string, string> = key === undefined ? {} : { 'idempotency-key': key }
+    return (await this.json<{ run: RunSummary }>('POST', workflowsPath(sid), { json: body, headers })).run
+  }
+
+  /** Answers once the run settled (its members' terminals closed). */
+  async cancelWorkflow(sid: string, rid: string, reason?: string): Promise<RunSummary> {
+    return (await this.json<{ run: RunSummary }>('POST', `${workflowsPath(sid)}/${seg(rid)}/cancel`, { json: reason ? { reason } : {} })).run
+  }
+
+  /** The run's events (SSE); `lastEventId` resumes after that sequence. */
+  workflowEvents(sid: string, rid: string, options: { lastEventId?: string; signal?: AbortSignal } = {}): Promise<AsyncGenerator<SseEvent>> {
+    return this.stream(`${workflowsPath(sid)}/${seg(rid)}/events`, options)
+  }
+}
+
+export function workflowsPath(sid: string): string {
+  return `/v1/sessions/${seg(sid)}/workflows`
 }
 
 export function terminalPath(sid: string, tid: string): string {

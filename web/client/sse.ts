@@ -1,9 +1,14 @@
 /**
  * Server-sent events over `fetch`, so a request can carry `Authorization` (EventSource cannot).
- * `SseParser` is the pure framing core (the WHATWG event-stream rules: `event`, `data`, `id`,
- * comments, CR/LF/CRLF line ends); `readSse` runs it over a fetch response body. Used by the
- * bundled page and by the CLI alike.
+ * The event-stream framing (the WHATWG rules: `event`, `data`, `id`, comments, CR/LF/CRLF line
+ * ends, a CRLF split across chunks) is eventsource-parser's; `readSse` runs it over a fetch
+ * response body. Used by the bundled page and by the CLI alike.
+ *
+ * On the byte path it is faster than the hand-written parser it replaced, measured here (one run
+ * under load, 16 KiB / 64 KiB / 1 MiB reads): 100 MiB of follow frames with 48 KiB payloads took
+ * 33–183 ms against 606–2,090 ms; 12 MiB of 200,000 echo-sized frames 19–66 ms against 81–286 ms.
  */
+import { createParser } from 'eventsource-parser'
 
 export interface SseEvent {
   /** `message` when the stream named none. */
@@ -13,63 +18,21 @@ export interface SseEvent {
   id?: string
 }
 
-/** Incremental event-stream parser: feed text as it arrives, get complete events back. */
-export class SseParser {
-  #buffer = ''
-  #event = ''
-  #data: string[] = []
-  #id: string | undefined
-  #sawCr = false
-
-  /** Parses a chunk; returns the events it completed (possibly none). */
-  feed(chunk: string): SseEvent[] {
-    const events: SseEvent[] = []
-    let text = chunk
-    // A CRLF split across chunks: the LF belongs to the CR already taken as a line end.
-    if (this.#sawCr && text.startsWith('\n')) text = text.slice(1)
-    this.#sawCr = false
-    this.#buffer += text
-    let start = 0
-    for (let i = 0; i < this.#buffer.length; i++) {
-      const ch = this.#buffer[i]
-      if (ch !== '\n' && ch !== '\r') continue
-      this.#line(this.#buffer.slice(start, i), events)
-      if (ch === '\r') {
-        if (i + 1 === this.#buffer.length) this.#sawCr = true
-        else if (this.#buffer[i + 1] === '\n') i++
-      }
-      start = i + 1
-    }
-    this.#buffer = this.#buffer.slice(start)
-    return events
-  }
-
-  #line(line: string, events: SseEvent[]): void {
-    if (line === '') {
-      if (this.#data.length > 0) {
-        const event: SseEvent = { event: this.#event || 'message', data: this.#data.join('\n') }
-        if (this.#id !== undefined) event.id = this.#id
-        events.push(event)
-      }
-      this.#event = ''
-      this.#data = []
-      this.#id = undefined
-      return
-    }
-    if (line.startsWith(':')) return // comment (heartbeat)
-    const colon = line.indexOf(':')
-    const field = colon === -1 ? line : line.slice(0, colon)
-    let value = colon === -1 ? '' : line.slice(colon + 1)
-    if (value.startsWith(' ')) value = value.slice(1)
-    if (field === 'event') this.#event = value
-    else if (field === 'data') this.#data.push(value)
-    else if (field === 'id' && !value.includes('\0')) this.#id = value
-  }
-}
-
 /** Yields the events of an event-stream response body until it ends or `signal` aborts. */
 export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseEvent> {
-  const parser = new SseParser()
+  let ready: SseEvent[] = []
+  const parser = createParser({
+    onEvent: ({ event, data, id }) => void ready.push(id === undefined ? { event: event ?? 'message', data } : { event: event ?? 'message', data, id }),
+  })
+  let endsWithCr = false
+  const feed = (text: string) => {
+    if (text.length === 0) return []
+    endsWithCr = text.endsWith('\r')
+    parser.feed(text)
+    const events = ready
+    ready = []
+    return events
+  }
   const decoder = new TextDecoder()
   const reader = body.getReader()
   const cancel = () => void reader.cancel().catch(() => {})
@@ -78,10 +41,12 @@ export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortS
     for (;;) {
       const { done, value } = await reader.read()
       if (done) break
-      for (const event of parser.feed(decoder.decode(value, { stream: true }))) yield event
+      yield* feed(decoder.decode(value, { stream: true }))
     }
-    // An event without its terminating blank line at EOF is incomplete and is dropped (spec).
-    for (const event of parser.feed(decoder.decode())) yield event
+    // An event without its terminating blank line at EOF is incomplete and is dropped (spec). The
+    // parser holds a final CR back, waiting for a possible LF; at EOF it is a line end.
+    yield* feed(decoder.decode())
+    if (endsWithCr) yield* feed('\n')
   } finally {
     signal?.removeEventListener('abort', cancel)
     cancel()

@@ -1,12 +1,13 @@
 /**
  * The main area for one session: its terminals (live and retired) with create, rename and close,
- * and the open terminal below them.
+ * its workflow runs (each member links to its terminal), and the open terminal below them.
  */
 import { DEFAULT_COLS, DEFAULT_ROWS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { sessionLabel, type TermkeepClient } from '../client/api.ts'
 import { failure, fill, h, randomId } from './dom.ts'
 import { TerminalView } from './terminal-view.ts'
+import { WorkflowsView } from './workflows-view.ts'
 
 /** The terminal list has no watch stream; it is re-read this often while the page is visible. */
 const TERMINAL_LIST_REFRESH_MS = 5_000
@@ -28,6 +29,7 @@ export class SessionView {
   /** Ended terminals (exited, closed, retired) other than the open one are folded away unless asked. */
   #showEnded = false
   #attachHint: HTMLElement
+  readonly #workflows: WorkflowsView
   #poll = setInterval(() => {
     if (document.visibilityState === 'visible') void this.refresh()
   }, TERMINAL_LIST_REFRESH_MS)
@@ -43,6 +45,7 @@ export class SessionView {
     this.#banner = h('p', { class: 'banner', role: 'status', 'aria-live': 'polite' })
     this.#stage = h('div', { class: 'stage' })
     this.#attachHint = h('p', { class: 'muted hint attach-hint' })
+    this.#workflows = new WorkflowsView(client, sessionId, { openTerminal: (tid) => this.open(tid), changed: () => void this.refresh() })
     const title = h('h2', { id: 'session-title' }, sessionId)
     const cwd = h('span', { class: 'muted path' })
     this.element = h(
@@ -50,6 +53,7 @@ export class SessionView {
       { class: 'session-view', 'aria-labelledby': 'session-title' },
       h('header', { class: 'session-head' }, h('div', {}, title, ' ', cwd), create),
       this.#tabs,
+      this.#workflows.element,
       this.#banner,
       this.#stage,
       this.#attachHint,
@@ -66,6 +70,7 @@ export class SessionView {
 
   /** Loads the terminal list and opens `terminalId` (or nothing). */
   async load(terminalId?: string): Promise<void> {
+    void this.#workflows.refresh()
     await this.refresh()
     if (terminalId) this.open(terminalId)
   }
@@ -122,6 +127,7 @@ export class SessionView {
   dispose(): void {
     this.#disposed = true
     clearInterval(this.#poll)
+    this.#workflows.dispose()
     this.#view?.dispose()
   }
 
@@ -157,7 +163,7 @@ export class SessionView {
 
   /** Re-renders the tabs when they changed, keeping keyboard focus on the same control. */
   #renderTabs(): void {
-    const key = JSON.stringify([this.#view?.terminalId, this.#showEnded, this.#terminals.map((t) => [t.id, t.title, t.state])])
+    const key = JSON.stringify([this.#view?.terminalId, this.#showEnded, this.#terminals.map((t) => [t.id, t.title, t.state, t.foregroundCommand])])
     if (key === this.#tabsKey) return
     this.#tabsKey = key
     const focused = document.activeElement instanceof HTMLElement && this.#tabs.contains(document.activeElement) ? document.activeElement : undefined
@@ -213,6 +219,10 @@ export class SessionView {
               onclick: () => this.open(info.id),
             },
             info.title || info.id,
+            // The program in the foreground (as tmux's pane_current_command), when it says more
+            // than the title does.
+            live && info.foregroundCommand && info.foregroundCommand !== info.title && h('span', { class: 'foreground', title: 'in the foreground' }, ` ${info.foregroundCommand}`),
+            info.workflow && h('span', { class: 'state' }, ` agent #${info.workflow.seq}`),
             h('span', { class: `state ${live ? 'live' : ''}` }, ` ${info.state}`),
           ),
           live && h('button', { type: 'button', class: 'small', 'aria-label': `Rename ${info.title}`, onclick: () => void this.#rename(info) }, 'Rename'),

@@ -1,0 +1,80 @@
+/** Resource content from wire text: sizes from the text alone, slice-wise conversion exact across
+ * slice boundaries, typed refusals. */
+import { describe, expect, it } from 'vitest'
+import { TermkeepError } from '../../schema/errors.ts'
+import { CONTENT_SLICE_SIZE } from '../../schema/limits.ts'
+import { base64DecodedLength, decodeBase64, encodeUtf8, utf8Length } from './content.ts'
+
+async function codeOf(run: () => unknown): Promise<string> {
+  try {
+    await run()
+  } catch (error) {
+    if (error instanceof TermkeepError) return error.code
+    throw error
+  }
+  return 'accepted'
+}
+
+describe('base64DecodedLength', () => {
+  it.each([
+    ['', 0],
+    ['QQ', 1],
+    ['QUI', 2],
+    ['QUJD', 3],
+    ['QQ==', 1],
+    ['QUI=', 2],
+    ['QUJDRA', 4],
+  ])('%j decodes to %i bytes', (text, bytes) => {
+    expect(base64DecodedLength(text)).toBe(bytes)
+    expect(Buffer.from(text, 'base64').length).toBe(bytes)
+  })
+
+  it.each(['A', 'QUJDR', 'QQ=', 'QUJDR==', 'QUJD='])('refuses %j by its length', async (text) => {
+    expect(await codeOf(() => base64DecodedLength(text))).toBe('request/invalid')
+  })
+})
+
+describe('decodeBase64', () => {
+  const sample = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 131 + (i >> 8)) & 0xff))
+
+  it('decodes exactly across slice boundaries, padded or not', async () => {
+    for (const n of [0, 1, 2, 3, CONTENT_SLICE_SIZE - 1, CONTENT_SLICE_SIZE + 2, 2 * CONTENT_SLICE_SIZE + 1]) {
+      const raw = sample(n)
+      const padded = raw.toString('base64')
+      for (const text of [padded, padded.replace(/=+$/, '')]) {
+        expect(Buffer.from(await decodeBase64(text, n)).equals(raw), `${n} bytes`).toBe(true)
+      }
+    }
+  })
+
+  it('refuses a text decoding beyond the limit before looking at its characters (413)', async () => {
+    expect(await codeOf(() => decodeBase64('!!!!', 2))).toBe('request/too-large')
+    expect(await codeOf(() => decodeBase64('!!!!', 3))).toBe('request/invalid')
+  })
+
+  it('refuses a bad character in any slice, and "=" anywhere but the end (400)', async () => {
+    const good = sample(3 * CONTENT_SLICE_SIZE).toString('base64')
+    for (const at of [0, CONTENT_SLICE_SIZE + 5, good.length - 1]) {
+      const bad = good.slice(0, at) + '-' + good.slice(at + 1)
+      expect(await codeOf(() => decodeBase64(bad, Infinity)), `at ${at}`).toBe('request/invalid')
+    }
+    for (const text of ['QQ==QQ==', 'Q=Q=', 'Q===', 'QUJD====', ' QUJD', 'QUJD\n']) {
+      expect(await codeOf(() => decodeBase64(text, Infinity)), JSON.stringify(text)).toBe('request/invalid')
+    }
+  })
+})
+
+describe('encodeUtf8 and utf8Length', () => {
+  it('never splits a surrogate pair at a slice boundary', async () => {
+    const text = 'a'.repeat(CONTENT_SLICE_SIZE - 1) + '😀' + 'é'.repeat(10)
+    const expected = Buffer.from(text, 'utf8')
+    expect(Buffer.from(await encodeUtf8(text, Infinity)).equals(expected)).toBe(true)
+    expect(await utf8Length(text, Infinity)).toBe(expected.length)
+  })
+
+  it('refuses text over the limit in bytes, not characters (413)', async () => {
+    expect(await utf8Length('éé', 4)).toBe(4)
+    expect(await codeOf(() => encodeUtf8('ééé', 5))).toBe('request/too-large')
+    expect(await codeOf(() => utf8Length('é'.repeat(CONTENT_SLICE_SIZE), CONTENT_SLICE_SIZE))).toBe('request/too-large')
+  })
+})

@@ -1,0 +1,34 @@
+/**
+ * `termkeep close <session> <terminal>`: closes a terminal, as `tmux kill-pane` does: its whole
+ * process group is ended and the terminal is retired once its output was delivered. Closing a
+ * closed terminal succeeds again; its last screen stays readable with `termkeep display`.
+ */
+import { parseArgs } from 'node:util'
+import type { TerminalInfo } from '../schema/wire/terminals.ts'
+import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
+import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
+
+const USAGE = `usage: termkeep close <session> <terminal> [--json]
+
+  Ends the terminal's processes (its whole process group) and closes it. Closing it again
+  succeeds. Its last screen stays readable with termkeep display.
+
+  --json                    print the server's answer ({closed, info}) as JSON
+${REMOTE_USAGE}`
+
+/** "(exit code 0)", "(signal 9)", or nothing. */
+export function exitOf(info: TerminalInfo): string {
+  if (info.exitCode !== null) return ` (exit code ${info.exitCode})`
+  if (info.exitSignal !== null) return ` (signal ${info.exitSignal})`
+  return ''
+}
+
+export async function closeCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION } })
+  if (printedHelp(values, USAGE, out)) return 0
+  const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'close')
+  const result = await remoteClient(values).closeTerminal(sessionId, terminalId)
+  if (values.json) printJson(out, result)
+  else out.write(`closed ${sessionId}/${terminalId}: ${result.info.state}${exitOf(result.info)}\n`)
+  return 0
+}

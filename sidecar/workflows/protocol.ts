@@ -1,0 +1,61 @@
+/**
+ * Messages between the sidecar (host) and a run's script process, over the child's IPC channel.
+ * The script process is not trusted: everything it sends is validated here before the host acts
+ * on it, and every limit it checks for a clear message is checked again by the host.
+ */
+import * as v from 'valibot'
+import type { ReadTextPage } from '../../schema/wire/files.ts'
+import type { AgentResult } from '../../schema/wire/workflows.ts'
+
+/** Limits the script process applies (the same named constants the host enforces). */
+export interface ScriptLimits {
+  maxAgents: number
+  maxItems: number
+  maxPromptBytes: number
+  maxLogMessageBytes: number
+  maxLogBytes: number
+  maxLogMessages: number
+  maxResultBytes: number
+}
+
+/** What the first message carries besides the program. */
+export interface ScriptStart {
+  script: string
+  /** The run's input as JSON text; absent when the run has none. */
+  input?: string
+  profiles: string[]
+  defaultProfile: string | null
+  limits: ScriptLimits
+}
+
+/** A hook's failure as the script sees it: `fatal` ones are WorkflowErrors (see program.ts). */
+export interface HookError {
+  code: string
+  message: string
+  fatal: boolean
+}
+
+/** Host → script process. The first message starts the run (`program` is what it evaluates). */
+export type ToScript =
+  | ({ type: 'start'; program: string } & ScriptStart)
+  | { type: 'agent-result'; call: number; result?: AgentResult; error?: HookError }
+  | { type: 'read-text-result'; call: number; page?: ReadTextPage; error?: HookError }
+
+const Call = v.pipe(v.number(), v.safeInteger(), v.minValue(1))
+
+/** Script process → host. */
+export const FromScript = v.variant('type', [
+  v.strictObject({ type: v.literal('agent'), call: Call, prompt: v.string(), label: v.optional(v.string()), profile: v.optional(v.string()) }),
+  v.strictObject({ type: v.literal('read-text'), call: Call, request: v.unknown() }),
+  v.strictObject({ type: v.literal('log'), message: v.string() }),
+  v.strictObject({
+    type: v.literal('done'),
+    stopReason: v.picklist(['completed', 'error']),
+    /** completed: the return value as JSON text. */
+    value: v.optional(v.string()),
+    /** error: why. */
+    error: v.optional(v.string()),
+    agentsStarted: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
+  }),
+])
+export type FromScript = v.InferOutput<typeof FromScript>

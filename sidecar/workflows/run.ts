@@ -1,0 +1,298 @@
+/**
+ * One workflow run in this sidecar: its script process, its members and its event log. The run
+ * settles exactly once, on the first of: the script's result (completed or error), the script
+ * process dying, or a cancel. Settling kills the script process at once, drops queued agent()
+ * calls, cancels every open member (closing its terminal, whose process group is killed, and
+ * logging its `agent-end` as `cancelled`), and only then logs `workflow/end`. Members take
+ * concurrency slots in FIFO order. Everything the script process sends is validated here.
+ */
+import { mkdirSync, rmSync } from 'node:fs'
+import * as v from 'valibot'
+import { TermkeepError } from '../../schema/errors.ts'
+import {
+  AGENT_LABEL_DEFAULT_CHARS,
+  MAX_AGENT_LABEL_CHARS,
+  MAX_AGENT_PROMPT_BYTES,
+  MAX_AGENT_STDIN_LINE_BYTES,
+  MAX_AGENTS_PER_RUN,
+  MAX_WORKFLOW_ITEMS,
+  MAX_WORKFLOW_LOG_BYTES,
+  MAX_WORKFLOW_LOG_MESSAGE_BYTES,
+  MAX_WORKFLOW_LOG_MESSAGES,
+  MAX_WORKFLOW_RESULT_BYTES,
+  WORKFLOW_READS_IN_FLIGHT,
+  WORKFLOW_SCRIPT_HEAP_MB,
+} from '../../schema/limits.ts'
+import { titleFrom, titleSchema } from '../../schema/wire/common.ts'
+import type { TerminalHost } from '../terminals/host.ts'
+import { Member } from './member.ts'
+import { processStartTicks, ScriptProcess, type ScriptExit } from './process.ts'
+import type { Profiles } from './profiles.ts'
+import { FromScript, type HookError, type ScriptLimits } from './protocol.ts'
+import type { WorkflowReader } from './read-text.ts'
+import type { Ending, RunLog, RunStore } from './store.ts'
+
+export interface RunDeps {
+  host: TerminalHost
+  profiles: Profiles
+  store: RunStore
+  reader: WorkflowReader
+  generation: number
+}
+
+export interface RunSpec {
+  id: string
+  sessionId: string
+  sessionCwd: string
+  script: string
+  /** JSON text, or undefined when the run has no input. */
+  input: string | undefined
+  concurrency: number
+  profile: string | null
+  tokenId: string
+  /** The start's Idempotency-Key, kept on the run's row. */
+  idempotencyKey: string | null
+  resultDir: string
+}
+
+export const SCRIPT_LIMITS: ScriptLimits = {
+  maxAgents: MAX_AGENTS_PER_RUN,
+  maxItems: MAX_WORKFLOW_ITEMS,
+  maxPromptBytes: MAX_AGENT_PROMPT_BYTES,
+  maxLogMessageBytes: MAX_WORKFLOW_LOG_MESSAGE_BYTES,
+  maxLogBytes: MAX_WORKFLOW_LOG_BYTES,
+  maxLogMessages: MAX_WORKFLOW_LOG_MESSAGES,
+  maxResultBytes: MAX_WORKFLOW_RESULT_BYTES,
+}
+
+const Label = titleSchema(MAX_AGENT_LABEL_CHARS, 'agent labels')
+const bytes = (text: string) => Buffer.byteLength(text)
+const fatal = (code: string, message: string): HookError => ({ code, message, fatal: true })
+
+export class WorkflowRun {
+  readonly id: string
+  readonly sessionId: string
+  readonly settled: Promise<void>
+  readonly #spec: RunSpec
+  readonly #deps: RunDeps
+  readonly #log: RunLog
+  #process!: ScriptProcess
+  #settling = false
+  #markSettled!: () => void
+  /** Accepted agent() calls (the host-observed count), and those waiting for a slot. */
+  #accepted = 0
+  readonly #queue: { member: Member; call: number }[] = []
+  readonly #started = new Set<Member>()
+  #active = 0
+  #logBytes = 0
+  #logCount = 0
+  #reads = 0
+  readonly #readQueue: (() => void)[] = []
+
+  private constructor(spec: RunSpec, deps: RunDeps) {
+    this.id = spec.id
+    this.sessionId = spec.sessionId
+    this.#spec = spec
+    this.#deps = deps
+    this.#log = deps.store.log(spec.id)
+    this.settled = new Promise((resolve) => (this.#markSettled = resolve))
+  }
+
+  /** Writes the run and its start event, then starts the script process. */
+  static async start(spec: RunSpec, deps: RunDeps): Promise<WorkflowRun> {
+    const run = new WorkflowRun(spec, deps)
+    const now = Date.now()
+    await run.#log.begin(
+      {
+        id: spec.id,
+        sessionId: spec.sessionId,
+        status: 'running',
+        script: spec.script,
+        input: spec.input ?? null,
+        concurrency: spec.concurrency,
+        profile: spec.profile,
+        tokenId: spec.tokenId,
+        idempotencyKey: spec.idempotencyKey,
+        hostGeneration: deps.generation,
+        lastSequence: 1,
+        createdAt: now,
+        updatedAt: now,
+      },
+      { run: { id: spec.id, sessionId: spec.sessionId, concurrency: spec.concurrency, profile: spec.profile }, at: now },
+    )
+    mkdirSync(spec.resultDir, { recursive: true, mode: 0o700 })
+    run.#launch()
+    return run
+  }
+
+  #launch(): void {
+    const { profiles } = this.#deps
+    const start = {
+      script: this.#spec.script,
+      input: this.#spec.input,
+      profiles: profiles.names,
+      defaultProfile: profiles.fallback(this.#spec.profile) ?? null,
+      limits: SCRIPT_LIMITS,
+    }
+    this.#process = new ScriptProcess(start, (message) => this.#receive(message))
+    const pid = this.#process.pid
+    if (pid !== undefined) {
+      void this.#deps.store.setProcess(this.id, pid, processStartTicks(pid)).catch((error: unknown) => console.error(`termkeep sidecar: recording run ${this.id}'s process`, error))
+    }
+    void this.#process.exited.then((exit) => this.#exited(exit))
+  }
+
+  /** Cancels the run (the first reason wins) and resolves once it settled, cleanup included. */
+  async cancel(reason?: string): Promise<void> {
+    const error = reason ? `cancelled: ${reason}` : 'cancelled'
+    await this.#settle({ status: 'cancelled', result: { stopReason: 'cancelled', error, agentsStarted: this.#accepted }, cancelReason: reason })
+  }
+
+  #receive(raw: unknown): void {
+    if (this.#settling) return
+    const parsed = v.safeParse(FromScript, raw)
+    if (!parsed.success) return this.#fail('the script process sent a malformed message')
+    const message = parsed.output
+    switch (message.type) {
+      case 'agent':
+        return this.#agent(message)
+      case 'read-text':
+        return void this.#readText(message.call, message.request)
+      case 'log':
+        return this.#logMessage(message.message)
+      case 'done':
+        return this.#done(message)
+    }
+  }
+
+  #agent(message: Extract<FromScript, { type: 'agent' }>): void {
+    const checked = this.#checkAgent(message)
+    if ('error' in checked) return this.#process.send({ type: 'agent-result', call: message.call, error: checked.error })
+    const profileName = message.profile!
+    const label = checked.label ?? titleFrom(message.prompt.split('\n')[0], AGENT_LABEL_DEFAULT_CHARS, `agent ${this.#accepted + 1}`)
+    const seq = ++this.#accepted
+    const { id: runId, sessionId, sessionCwd, resultDir } = this.#spec
+    const spec = { runId, sessionId, sessionCwd, seq, prompt: message.prompt, label, profileName, profile: this.#deps.profiles.get(profileName)!, resultDir }
+    this.#queue.push({ member: new Member(spec, this.#deps.host, this.#log), call: message.call })
+    this.#pump()
+  }
+
+  /** The host's own check of an agent() call (the script process checked it too, unless it lies). */
+  #checkAgent({ prompt, label, profile }: Extract<FromScript, { type: 'agent' }>): { error: HookError } | { label?: string } {
+    const problem = this.#agentProblem(prompt, profile)
+    if (problem) return { error: problem }
+    if (label === undefined) return {}
+    const parsed = v.safeParse(Label, label)
+    if (!parsed.success) return { error: fatal('INVALID_ARGUMENT', `agent() option "label": ${parsed.issues[0].message}`) }
+    return { label: parsed.output }
+  }
+
+  #agentProblem(prompt: string, profile: string | undefined): HookError | undefined {
+    if (prompt.trim() === '') return fatal('INVALID_ARGUMENT', 'agent(prompt) needs a non-empty prompt')
+    if (bytes(prompt) > MAX_AGENT_PROMPT_BYTES) return fatal('PROMPT_CAP', `a prompt is at most ${MAX_AGENT_PROMPT_BYTES} bytes`)
+    const chosen = profile === undefined ? undefined : this.#deps.profiles.get(profile)
+    if (!chosen) return fatal('UNKNOWN_PROFILE', `no agent profile "${profile}" (configured: ${this.#deps.profiles.names.join(', ') || 'none'})`)
+    if (chosen.prompt === 'stdin') {
+      // Typed into a terminal: control characters would act (Ctrl-C interrupts), and the line
+      // discipline keeps only so much of one line.
+      if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(prompt)) {
+        return fatal('INVALID_ARGUMENT', `profile "${profile}" takes its prompt on stdin, which cannot carry control characters (other than newline and tab)`)
+      }
+      if (prompt.split('\n').some((line) => bytes(line) > MAX_AGENT_STDIN_LINE_BYTES)) {
+        return fatal('PROMPT_CAP', `profile "${profile}" takes its prompt on stdin: each line is at most ${MAX_AGENT_STDIN_LINE_BYTES} bytes`)
+      }
+    }
+    if (this.#accepted >= MAX_AGENTS_PER_RUN) return fatal('AGENT_CAP', `a run makes at most ${MAX_AGENTS_PER_RUN} agent() calls`)
+    return undefined
+  }
+
+  /** Starts queued members while slots are free, oldest first. */
+  #pump(): void {
+    while (!this.#settling && this.#active < this.#spec.concurrency && this.#queue.length > 0) {
+      const { member, call } = this.#queue.shift()!
+      this.#active++
+      this.#started.add(member)
+      void member
+        .start()
+        .then((outcome) => {
+          if (!this.#settling) this.#process.send({ type: 'agent-result', call, ...outcome })
+        })
+        .catch((error: unknown) => this.#fail(`agent ${member.seq} failed in the host: ${(error as Error).message}`, error))
+        .finally(() => {
+          this.#active--
+          this.#pump()
+        })
+    }
+  }
+
+  async #readText(call: number, request: unknown): Promise<void> {
+    if (this.#reads >= WORKFLOW_READS_IN_FLIGHT) await new Promise<void>((resolve) => this.#readQueue.push(resolve))
+    this.#reads++
+    try {
+      const page = await this.#deps.reader.read({ sessionId: this.sessionId, tokenId: this.#spec.tokenId }, request)
+      if (!this.#settling) this.#process.send({ type: 'read-text-result', call, page })
+    } catch (error) {
+      if (this.#settling) return
+      const known = error instanceof TermkeepError ? error : new TermkeepError('internal/error', 'readText failed in the host')
+      if (!(error instanceof TermkeepError)) console.error(`termkeep sidecar: run ${this.id} readText`, error)
+      const misuse = known.code === 'request/invalid'
+      this.#process.send({ type: 'read-text-result', call, error: { code: misuse ? 'INVALID_ARGUMENT' : known.code, message: known.message, fatal: misuse } })
+    } finally {
+      this.#reads--
+      this.#readQueue.shift()?.()
+    }
+  }
+
+  #logMessage(message: string): void {
+    this.#logBytes += bytes(message)
+    this.#logCount++
+    const over = bytes(message) > MAX_WORKFLOW_LOG_MESSAGE_BYTES || this.#logBytes > MAX_WORKFLOW_LOG_BYTES || this.#logCount > MAX_WORKFLOW_LOG_MESSAGES
+    if (over) return this.#fail(`LOG_CAP: a run logs at most ${MAX_WORKFLOW_LOG_MESSAGES} messages and ${MAX_WORKFLOW_LOG_BYTES} bytes`)
+    this.#log.append('workflow/log', { message, at: Date.now() }).catch((error: unknown) => this.#fail('writing a log event failed', error))
+  }
+
+  #done(message: Extract<FromScript, { type: 'done' }>): void {
+    const agentsStarted = Math.max(message.agentsStarted, this.#accepted)
+    if (message.stopReason === 'error') {
+      return void this.#settle({ status: 'error', result: { stopReason: 'error', error: message.error ?? 'the script failed', agentsStarted } })
+    }
+    const json = message.value ?? 'null'
+    if (bytes(json) > MAX_WORKFLOW_RESULT_BYTES) return this.#fail(`RESULT_CAP: the return value is at most ${MAX_WORKFLOW_RESULT_BYTES} bytes as JSON`)
+    let value: unknown
+    try {
+      value = JSON.parse(json)
+    } catch {
+      return this.#fail('the script process sent a return value that is not JSON')
+    }
+    void this.#settle({ status: 'completed', result: { stopReason: 'completed', value, agentsStarted } })
+  }
+
+  #exited(exit: ScriptExit): void {
+    if (this.#settling) return
+    const how = exit.error ? `could not start (${exit.error.message})` : exit.signal ? `was killed (${exit.signal})` : `exited with code ${exit.code}`
+    // V8's own report (out of memory) says why; a stack trace after it does not.
+    const lines = this.#process.stderr.split('\n').filter((line) => line.trim() !== '')
+    const fatal = lines.find((line) => /FATAL ERROR/.test(line))
+    const heap = fatal && /heap/i.test(fatal) ? ` (a script's heap is limited to ${WORKFLOW_SCRIPT_HEAP_MB} MB)` : ''
+    const why = fatal ?? lines.at(-1)
+    this.#fail(`the script process ${how} before the script finished${why ? `: ${why.trim()}${heap}` : ''}`)
+  }
+
+  /** A termination path: the run ends `error` with the host-observed count. */
+  #fail(error: string, cause?: unknown): void {
+    if (cause !== undefined) console.error(`termkeep sidecar: run ${this.id}: ${error}`, cause)
+    void this.#settle({ status: 'error', result: { stopReason: 'error', error, agentsStarted: this.#accepted } })
+  }
+
+  async #settle(ending: Ending): Promise<void> {
+    if (this.#settling) return this.settled
+    this.#settling = true
+    this.#process.kill()
+    this.#queue.length = 0
+    await Promise.all([...this.#started].map((member) => member.cancel()))
+    await this.#process.exited
+    await this.#log.end(ending).catch((error: unknown) => console.error(`termkeep sidecar: ending run ${this.id}`, error))
+    rmSync(this.#spec.resultDir, { recursive: true, force: true })
+    this.#markSettled()
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * A sidecar killed (-9) in the middle of a run: its script process notices and dies, its members'
+ * terminals lose their PTYs, and once a sidecar starts again the run reads as interrupted (its log
+ * valid evidence with the open member's end missing), the open member's terminal retired.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { checkRunLog } from '../../schema/workflow-log.ts'
+import { startHarness, type Harness } from '../api/harness.ts'
+import { startSidecar, type RunningSidecar } from '../support/sidecar.ts'
+import { AGENTS_ENV, alive, eventually, logged, prepare, processesOfRun, runEvents, startRun } from './support.ts'
+
+let h: Harness
+let token: string
+let restarted: RunningSidecar | undefined
+
+beforeAll(async () => {
+  h = await startHarness({ sidecarEnv: AGENTS_ENV })
+  ;({ token } = await prepare(h))
+}, 60_000)
+afterAll(async () => {
+  await restarted?.stop()
+  await h?.close()
+})
+
+it('a run whose sidecar was killed reads as interrupted after a restart', async () => {
+  const finished = await startRun(h, token, { script: "log('done before'); return 'kept'" })
+  await runEvents(h, token, finished.id)
+  const started = await startRun(h, token, { script: "log('going'); return await parallel(['slow [sleep:600000]', 'quick [result]'], (p) => agent(p))" })
+  const rid = started.id
+  const before = await runEvents(h, token, rid, (e) => e.some((x) => x.event === 'workflow/agent-end'))
+  const [row] = (await h.storage.client.execute({ sql: 'SELECT pid FROM workflow_runs WHERE id = ?', args: [rid] })).rows
+  const scriptPid = Number(row.pid)
+  expect(alive(scriptPid)).toBe(true)
+  expect(processesOfRun(rid).length).toBeGreaterThan(0)
+
+  await h.sidecar.kill()
+  // Its script process has a watchdog for this; the members lost their terminals (SIGHUP).
+  expect(await eventually(() => !alive(scriptPid))).toBe(true)
+  expect(await eventually(() => processesOfRun(rid).length === 0)).toBe(true)
+  // A finished run replays from the database with no sidecar at all.
+  const replayed = await runEvents(h, token, finished.id)
+  expect(replayed.map((e) => e.event)).toEqual(['workflow/start', 'workflow/log', 'workflow/end'])
+  // Nothing could write the end: the database still says running until a sidecar starts again.
+  const stale = (await (await h.request('GET', `/v1/sessions/s1/workflows/${rid}`, { token })).json()) as any
+  expect(stale.status).toBe('running')
+
+  restarted = await startSidecar({ dataDir: h.sidecar.dataDir, databaseUrl: h.sidecar.databaseUrl, secret: h.sidecar.secret, env: AGENTS_ENV })
+  const detail = (await (await h.request('GET', `/v1/sessions/s1/workflows/${rid}`, { token })).json()) as any
+  expect(detail).toMatchObject({ status: 'interrupted', result: null, log: { valid: true } })
+  expect(detail.members.map((m: any) => [m.seq, m.state])).toEqual([
+    [1, 'interrupted'],
+    [2, 'completed'],
+  ])
+  // The stream replays everything and says why it ends without workflow/end.
+  const events = await runEvents(h, token, rid)
+  expect(events.at(-1)?.event).toBe('interrupted')
+  expect(events.some((e) => e.event === 'workflow/end')).toBe(false)
+  expect(logged(events).length).toBeGreaterThanOrEqual(logged(before).length)
+  expect(checkRunLog(logged(events))).toEqual({ valid: true, ended: false, open: [1] })
+  const { terminals } = (await (await h.request('GET', '/v1/sessions/s1/terminals', { token })).json()) as any
+  expect(terminals.find((t: any) => t.workflow?.run === rid && t.workflow.seq === 1).state).toBe('retired')
+  // Cancelling it now changes nothing and needs no sidecar.
+  const cancel = await h.request('POST', `/v1/sessions/s1/workflows/${rid}/cancel`, { token, body: {} })
+  expect(((await cancel.json()) as any).run.status).toBe('interrupted')
+})
+
+it('a sidecar stopped gracefully (SIGTERM) ends its runs as cancelled, their members closed', async () => {
+  const current = restarted!
+  // Start through the restarted sidecar: the harness's API client still points at the killed one.
+  const response = await fetch(`${current.url}/v1/sessions/s1/workflows`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${current.secret}`, 'content-type': 'application/json', 'termkeep-principal': 'tok_none' },
+    body: JSON.stringify({ script: "return await agent('long [sleep:600000]')" }),
+  })
+  expect(response.status).toBe(201)
+  const { runId } = (await response.json()) as { runId: string }
+  await runEvents(h, token, runId, (e) => e.some((x) => x.event === 'workflow/agent-start'))
+  await current.stop()
+  restarted = undefined
+  const detail = (await (await h.request('GET', `/v1/sessions/s1/workflows/${runId}`, { token })).json()) as any
+  expect(detail).toMatchObject({ status: 'cancelled', cancelReason: 'the sidecar stopped', log: { valid: true } })
+  expect(detail.members.map((m: any) => m.state)).toEqual(['cancelled'])
+  expect(processesOfRun(runId)).toEqual([])
+})
