@@ -379,6 +379,12 @@ export const SIDECAR_LIVENESS_PROBE_MS = 1_000
  * health answers within one event-loop turn; 5 s is what a host starved of CPU (load 8 on 2
  * cores) still met, where 2 s was sometimes missed. */
 export const SIDECAR_LIVENESS_TIMEOUT_MS = 5_000
+/** The sidecar keeps an idle kept-alive connection of the API's open this long (Node's default is
+ * 5 s). A sidecar that resumes after a stall runs its due timers before it reads its sockets, so
+ * a request that arrived on an idle connection during a stall longer than this is dropped unread;
+ * longer than a call's whole budget (SIDECAR_SLOW_CALL_TIMEOUT_MS), every request the API sent is
+ * carried out once the sidecar resumes, as a 503's "unknown" outcome says it may be. */
+export const SIDECAR_KEEP_ALIVE_MS = 30_000
 /** EventSource tickets live this long and open exactly one stream. */
 export const TICKET_TTL_MS = 60_000
 

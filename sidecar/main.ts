@@ -6,10 +6,11 @@
  */
 import { createAdaptorServer } from '@hono/node-server'
 import { mkdirSync } from 'node:fs'
+import type { Server as HttpServer } from 'node:http'
 import type { Server } from 'node:net'
 import { ConfigError, parseConfig } from '../schema/config.ts'
 import { TermkeepError } from '../schema/errors.ts'
-import { DB_FILE_CHECK_MS, LISTEN_BACKLOG } from '../schema/limits.ts'
+import { DB_FILE_CHECK_MS, LISTEN_BACKLOG, SIDECAR_KEEP_ALIVE_MS } from '../schema/limits.ts'
 import { hostGenerations } from '../schema/tables.ts'
 import { openStorage } from '../storage/client.ts'
 import { DatabaseFile } from '../storage/file-identity.ts'
@@ -49,7 +50,8 @@ async function main(): Promise<void> {
   const port = Number(listen.port || 80)
   const server = createAdaptorServer({
     fetch: (request, env) => (ready ? ready(request, env) : Response.json(starting.toBody(), { status: starting.status })),
-  })
+  }) as HttpServer
+  server.keepAliveTimeout = SIDECAR_KEEP_ALIVE_MS
   server.listen({ port, host: listen.hostname.replace(/^\[|\]$/g, ''), backlog: LISTEN_BACKLOG })
   await listening(server as Server, `${listen.hostname}:${port}`)
   const busyTimeoutMs = milliseconds('TERMKEEP_DB_BUSY_TIMEOUT_MS', process.env.TERMKEEP_DB_BUSY_TIMEOUT_MS)
