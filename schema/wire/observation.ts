@@ -8,8 +8,8 @@
  *   POST …/observation/files/<operation>       {request}                 → {response}
  *   GET  …/observation/files/watchDirectory?root=&extensions=&maxDepth=&maxEntries=&maxBytes=
  *        SSE `snapshot` {entries, truncated}: the current listing, then one after each change
- *   GET  …/observation/files/follow?handle=&maxChunkBytes=
- *        SSE `append` | `truncate` | `replace` {offset, bytes (base64)}
+ *   GET  …/observation/files/follow?handle=&maxChunkBytes=&after=   (or Last-Event-ID: a cursor)
+ *        SSE `append` | `truncate` | `replace` {offset, bytes (base64)}, id = the cursor after it
  *
  * The seed's positional arguments are fields by name (`handle`, `root`, `processes`, `names`,
  * `relativePath`, `providerPath`) beside its options, flattened. "Or undefined" is `null` (200).
