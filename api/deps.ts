@@ -26,6 +26,8 @@ export interface AppDeps {
     workflowEventsPollMs?: number
     /** End a workflow events stream after this many polls (default: never; as registryWatchMaxPolls). */
     workflowEventsMaxPolls?: number
+    /** How long MCP tools retry a request whose outcome is unknown (default MCP_RETRY_MS). */
+    mcpRetryMs?: number
   }
 }
 

@@ -12,7 +12,7 @@ import {
   SIDECAR_LIVENESS_PROBE_MS,
   SIDECAR_SLOW_CALL_TIMEOUT_MS,
 } from '../schema/limits.ts'
-import type { Geometry } from '../schema/wire/common.ts'
+import { IDEMPOTENCY_KEY_HEADER, type Geometry } from '../schema/wire/common.ts'
 import type {
   BytesQuery,
   DirectoryListing,
@@ -30,7 +30,6 @@ import type { OutputPage } from '../schema/wire/output.ts'
 import type { CanonicalPath } from '../schema/wire/paths.ts'
 import {
   ATTACHMENT_HEADER,
-  IDEMPOTENCY_KEY_HEADER,
   PRINCIPAL_HEADER,
   type CloseResult,
   type FollowControl,
@@ -252,11 +251,16 @@ export class SidecarClient {
 
   // ── Workflows (schema/wire/workflows.ts) ──────────────────────────────────
 
-  /** Starts a run under `principal` (the caller's token id: readText() is re-checked against it). */
-  startWorkflow(sid: string, body: StartWorkflow, principal: string): Promise<RunStarted> {
+  /**
+   * Starts a run under `principal` (the caller's token id: readText() is re-checked against it).
+   * With `key` (an Idempotency-Key), a repeat answers the run the key started: `created` false.
+   */
+  async startWorkflow(sid: string, body: StartWorkflow, principal: string, key?: string): Promise<RunStarted & { created: boolean }> {
     const init = jsonInit('POST', body)
     ;(init.headers as Headers).set(PRINCIPAL_HEADER, principal)
-    return this.json(`${session(sid)}/workflows`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+    if (key !== undefined) (init.headers as Headers).set(IDEMPOTENCY_KEY_HEADER, key)
+    const response = await this.request(`${session(sid)}/workflows`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+    return { ...((await response.json()) as RunStarted), created: response.status === 201 }
   }
 
   /** Cancels a run; answers once it settled (its members' terminals closed). */

@@ -103,7 +103,7 @@ function tmux(file: string, dir: string): number {
  * raw bytes, JSON.parse of each event, base64 decode), without fetch's web streams and string
  * re-buffering (which cost about twice the CPU per byte here).
  */
-function drain(sidecar: { url: string; secret: string }, path: string): Promise<{ bytes: number; sha256: string }> {
+export function drain(sidecar: { url: string; secret: string }, path: string): Promise<{ bytes: number; sha256: string }> {
   const url = new URL(sidecar.url)
   return new Promise((resolve, reject) => {
     const request = nodeHttp.get({ host: url.hostname, port: url.port, path, headers: { authorization: `Bearer ${sidecar.secret}` } }, (response) => {

@@ -11,6 +11,7 @@ const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = [
   () => import('./journal.ts'),
   () => import('./display.ts'),
   () => import('./observation.ts'),
+  () => import('./display-scale.ts'),
   () => import('./mcp.ts'),
   () => import('./workflows.ts'),
 ]

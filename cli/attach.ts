@@ -7,6 +7,11 @@
  * Last-Event-ID (nothing lost, nothing printed twice); queries in replayed bytes are removed before
  * they reach this terminal, so it does not answer them into the remote shell.
  *
+ * Keystrokes are never typed twice and not lost to a network blip or a stalled server: each batch
+ * carries an Idempotency-Key and is retried while its outcome is unknown (web/client/input.ts),
+ * waiting while control is being confirmed; after UNKNOWN_OUTCOME_RETRY_MS without an answer the
+ * user is told on leaving how many bytes may not have arrived.
+ *
  * Control: a follow stream makes its attachment the controller, and only the controller's input is
  * accepted. Keys typed before a snapshot or state frame confirms control (at start, while
  * reconnecting, while re-taking control) are held and sent in order once it does; keys typed while
@@ -15,10 +20,11 @@
  */
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
+import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { ApiError, type TermkeepClient } from '../web/client/api.ts'
 import { follow, type FollowEnd } from '../web/client/follow.ts'
-import { InputQueue } from '../web/client/input.ts'
+import { InputQueue, type InputFailure } from '../web/client/input.ts'
 import { stripQueries } from '../web/client/queries.ts'
 import { LocalScreen } from './local-screen.ts'
 import { describeRemoteError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds } from './remote.ts'
@@ -89,11 +95,9 @@ class Attachment {
   readonly #stdout = process.stdout
   readonly #screen = new LocalScreen(process.stdout)
   readonly #inputs = new InputQueue(
-    (bytes) => this.client.input(this.sessionId, this.terminalId, this.#attachment, bytes),
-    (error) => {
-      if (error instanceof ApiError && error.code === 'terminal/control-unavailable') this.#setControl('read-only')
-      else if (!this.#abort.signal.aborted) this.#inputError = describeRemoteError(error) ?? String(error)
-    },
+    (bytes, key) => this.client.input(this.sessionId, this.terminalId, this.#attachment, bytes, key),
+    (failure) => this.#inputFailed(failure),
+    { signal: this.#abort.signal },
   )
   #control: Control = 'confirming'
   #held: Uint8Array[] = []
@@ -210,6 +214,10 @@ class Attachment {
   #setControl(control: Control): void {
     const was = this.#control
     this.#control = control
+    // A retried batch waits while control is unconfirmed (it could only be refused as read-only);
+    // read-only lets it go, so that it is answered (typed already, or refused) rather than kept.
+    if (control === 'confirming') this.#inputs.hold()
+    else this.#inputs.resume()
     if (control === 'controller' && was !== 'controller') {
       for (const bytes of this.#held.splice(0)) this.#inputs.push(bytes)
       this.#heldBytes = 0
@@ -253,7 +261,24 @@ class Attachment {
     return 1
   }
 
+  #inputFailed({ error, bytes, uncertain }: InputFailure): void {
+    if (error instanceof ApiError && error.code === 'terminal/control-unavailable') {
+      this.#droppedBytes += bytes
+      this.#setControl('read-only')
+    } else if (!this.#abort.signal.aborted) {
+      const why = describeRemoteError(error) ?? `termkeep: ${String((error as Error)?.message ?? error)}`
+      this.#inputError = uncertain
+        ? `${why}\ntermkeep: ${bytes} byte(s) of input may not have arrived: their outcome was still unknown after ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s of retrying`
+        : `${why}\ntermkeep: ${bytes} byte(s) of input were not sent`
+    }
+  }
+
   #onInput(chunk: Buffer): void {
+    if (this.#detached) {
+      // Leaving: nothing more is sent; Ctrl-\ again leaves without waiting for queued input.
+      if (chunk.includes(DETACH_BYTE)) this.#abort.abort()
+      return
+    }
     const at = chunk.indexOf(DETACH_BYTE)
     const bytes = at === -1 ? chunk : chunk.subarray(0, at)
     if (this.#control === 'controller') this.#inputs.push(bytes)

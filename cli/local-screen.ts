@@ -16,6 +16,7 @@
 import serializeModule from '@xterm/addon-serialize'
 import headless from '@xterm/headless'
 import { cursorRestoreSuffix } from '../sidecar/emulator/cursor.ts'
+import { useUnicode11 } from '../sidecar/emulator/widths.ts'
 import { AltScreenFilter, type Piece } from './alt-screen.ts'
 
 const { Terminal } = headless
@@ -47,6 +48,7 @@ export class LocalScreen {
 
   constructor(private readonly out: NodeJS.WritableStream) {
     this.#emulator.loadAddon(this.#serializer)
+    useUnicode11(this.#emulator) // widths as the sidecar and the page measure them
     this.#emulator.onTitleChange((title) => (this.#title = title))
   }
 

@@ -4,7 +4,7 @@
  * really answers as termkeep does, and one-line messages for the ways a request can fail before it
  * does anything useful.
  */
-import { ApiError, TermkeepClient, UnreachableError, type RequestOptions } from '../web/client/api.ts'
+import { ApiError, TermkeepClient, TransportError, UnreachableError, type RequestOptions } from '../web/client/api.ts'
 import { CommandError, UsageError } from './usage.ts'
 
 /**
@@ -33,8 +33,8 @@ export class NotTermkeepError extends Error {
   }
 }
 
-/** The server did not answer within the request timeout. */
-export class NoAnswerError extends Error {
+/** The server did not answer within the request timeout (so the request's outcome is unknown). */
+export class NoAnswerError extends TransportError {
   override name = 'NoAnswerError'
   constructor(url: string, seconds: number) {
     super(`no answer from ${url} within ${seconds} s`)

@@ -3,14 +3,18 @@
  * happen (agents starting and ending, log lines) on stderr, then prints the script's return value
  * as JSON on stdout. Ctrl-C cancels the run: its script stops at once and its agents' terminals are
  * closed; the command waits for that and exits 130. A dropped connection is resumed where it
- * stopped (Last-Event-ID), so no event is lost or shown twice.
+ * stopped (Last-Event-ID), so no event is lost or shown twice; a start whose answer was lost is
+ * retried under its Idempotency-Key, so it never starts the run twice.
  */
+import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { printable } from '../schema/wire/common.ts'
 import type { AgentEndData, AgentStartData, LogData, RunEndData, StartWorkflow, WorkflowResult } from '../schema/wire/workflows.ts'
-import { UnreachableError } from '../web/client/api.ts'
-import { type CliClient, NoAnswerError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds } from './remote.ts'
+import { outcomeUnknown, UnreachableError } from '../web/client/api.ts'
+import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
+import { retrying } from '../schema/retry.ts'
+import { type CliClient, describeRemoteError, NoAnswerError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds } from './remote.ts'
 import { CommandError, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
 /** How long the command keeps trying to reach a server it lost before it gives up. */
@@ -64,7 +68,7 @@ export async function runCommand(args: string[], io: Output = { out: process.std
   if (values.profile !== undefined) request.profile = values.profile
   const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', RUN_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
-  const run = await client.startWorkflow(sessionId, request)
+  const run = await startRun(client, sessionId, request)
   const print = values.json ? jsonPrinter(io) : humanPrinter(io, sessionId)
   if (!values.json) io.err.write(`termkeep: run ${run.id} started in session ${sessionId} (Ctrl-C cancels it)\n`)
 
@@ -87,6 +91,22 @@ export async function runCommand(args: string[], io: Output = { out: process.std
     return end === 'interrupted' ? EXIT.interrupted : EXIT[end.stopReason]
   } finally {
     process.off('SIGINT', cancel)
+  }
+}
+
+/**
+ * Starts the run under an Idempotency-Key of its own, retried while the outcome is unknown (a
+ * network blip, a stalled server): a retry answers the run the first attempt started, never a
+ * second one. If the outcome stays unknown, the error says so.
+ */
+async function startRun(client: CliClient, sessionId: string, request: StartWorkflow) {
+  const key = `cli-run-${randomUUID()}`
+  try {
+    return await retrying(() => client.startWorkflow(sessionId, request, key), { retryable: outcomeUnknown })
+  } catch (error) {
+    if (!outcomeUnknown(error)) throw error
+    const why = describeRemoteError(error) ?? `termkeep: ${(error as Error).message}`
+    throw new CommandError(`${why}\ntermkeep: the run may or may not have started: no answer for ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s (its Idempotency-Key was ${key})`)
   }
 }
 

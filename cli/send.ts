@@ -9,14 +9,19 @@
  * a `termkeep attach` takes it back by itself). The follow's snapshot also tells the terminal's
  * application cursor mode (DECCKM), so arrows and Home/End are sent in the form the program asked
  * for (`ESC O A` in vim or less, `ESC [ A` at a shell prompt).
+ *
+ * The bytes go through the attach input queue (web/client/input.ts): each batch under its own
+ * Idempotency-Key, retried while its outcome is unknown (a network blip, a stalled server), so
+ * nothing is typed twice; when the outcome stays unknown, send says so and exits 1.
  */
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { keyBytes, KEY_NAMES, type KeyModes } from '../schema/keys.ts'
-import { MAX_INPUT_BYTES } from '../schema/limits.ts'
+import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { follow, type FollowEnd } from '../web/client/follow.ts'
-import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, type CliClient } from './remote.ts'
+import { InputQueue, type InputFailure } from '../web/client/input.ts'
+import { describeRemoteError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, type CliClient } from './remote.ts'
 import { CommandError, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
 const USAGE = `usage: termkeep send <session> <terminal> [TEXT ...] [--key NAME ...]
@@ -91,9 +96,26 @@ export async function sendCommand(args: string[]): Promise<number> {
   if (info.state !== 'starting' && info.state !== 'running') throw new CommandError(`termkeep: terminal ${sessionId}/${terminalId} is ${info.state}; nothing was sent`)
   await withControl(client, sessionId, terminalId, async (attachment, modes) => {
     const bytes = bytesOf(pieces, modes)
-    for (let at = 0; at < bytes.length; at += MAX_INPUT_BYTES) await client.input(sessionId, terminalId, attachment, bytes.subarray(at, at + MAX_INPUT_BYTES))
+    let failure: InputFailure | undefined
+    const queue = new InputQueue(
+      (batch, key) => client.input(sessionId, terminalId, attachment, batch, key),
+      (failed) => (failure = failed),
+    )
+    queue.push(bytes)
+    await queue.drained()
+    if (failure) throw sendFailed(failure, bytes.length)
   })
   return 0
+}
+
+/** The error a failed send ends with: what was refused, or that the outcome is unknown. */
+function sendFailed({ error, bytes, uncertain }: InputFailure, total: number): unknown {
+  if (!uncertain) {
+    if (bytes === total || !(error instanceof Error)) return error
+    return new CommandError(`${describeRemoteError(error) ?? `termkeep: ${error.message}`}\ntermkeep: the first ${total - bytes} of ${total} bytes were typed, the rest not`)
+  }
+  const why = describeRemoteError(error) ?? `termkeep: ${(error as Error)?.message ?? String(error)}`
+  return new CommandError(`${why}\ntermkeep: ${bytes} of ${total} bytes may or may not have been typed: their outcome was still unknown after ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s of retrying`)
 }
 
 /**

@@ -62,5 +62,26 @@ export const migrations: BundledMigration[] = [
       "CREATE TABLE `token_observe_env` (\n\t`token_id` text NOT NULL,\n\t`name` text NOT NULL,\n\tPRIMARY KEY(`token_id`, `name`),\n\tFOREIGN KEY (`token_id`) REFERENCES `tokens`(`id`) ON UPDATE no action ON DELETE cascade\n);\n",
       "\nALTER TABLE `terminals` ADD `foreground_command` text;"
     ]
+  },
+  {
+    "hash": "88135840fb290e12847edc881d74f1b50dcdc94303991afbf30df1edb09828ec",
+    "folderMillis": 1796118722871,
+    "sql": [
+      "ALTER TABLE `workflow_runs` ADD `idempotency_key` text;",
+      "\nCREATE UNIQUE INDEX `workflow_runs_idempotency_key` ON `workflow_runs` (`session_id`,`token_id`,`idempotency_key`);"
+    ]
+  },
+  {
+    "hash": "4a1d63a9d7dff307c34737bfdfb3ea691526b42c45e984547f7f97afe521738b",
+    "folderMillis": 1796119664874,
+    "sql": [
+      "CREATE TABLE `display_history` (\n\t`session_id` text NOT NULL,\n\t`terminal_id` text NOT NULL,\n\t`epoch` integer NOT NULL,\n\t`first_row` integer NOT NULL,\n\t`row_count` integer NOT NULL,\n\t`body` blob NOT NULL,\n\tPRIMARY KEY(`session_id`, `terminal_id`, `epoch`, `first_row`)\n);\n",
+      "\nALTER TABLE `display_revisions` ADD `format` integer DEFAULT 1 NOT NULL;",
+      "\nALTER TABLE `display_revisions` ADD `head_chunks` integer;",
+      "\nALTER TABLE `display_revisions` ADD `history_epoch` integer;",
+      "\nALTER TABLE `display_revisions` ADD `history_first` integer;",
+      "\nALTER TABLE `display_revisions` ADD `history_end` integer;",
+      "\nALTER TABLE `display_revisions` ADD `restore` text;"
+    ]
   }
 ]

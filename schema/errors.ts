@@ -76,6 +76,8 @@ export const ERROR_STATUS = {
   'workflow/unknown-profile': 400,
   /** MAX_RUNNING_WORKFLOWS script processes are alive already. */
   'workflow/limit-reached': 409,
+  /** A start's Idempotency-Key already started a run with another request (script, input, …). */
+  'workflow/idempotency-key-reused': 422,
   // infrastructure
   'sidecar/unavailable': 503,
   'database/unavailable': 503,

@@ -37,6 +37,15 @@ export const MAX_IDEMPOTENCY_KEY_CHARS = 128
  * hour. A key forgotten (or a sidecar restarted, which retires its terminals anyway) is new. */
 export const INPUT_KEYS_REMEMBERED = 512
 export const INPUT_KEY_MEMORY_MS = 10 * 60_000
+/** How long a client keeps retrying one request whose outcome is unknown (a network failure, a
+ * 503 from a stalled sidecar) before it gives up and tells the user: an input batch of the page,
+ * `termkeep attach` or `send`, a `termkeep run` start. As long as attach waits for a lost server,
+ * and far inside INPUT_KEY_MEMORY_MS, so the last retry still finds its key remembered. */
+export const UNKNOWN_OUTCOME_RETRY_MS = 60_000
+/** The wait before the first such retry, doubling up to the max: quick after a blip, while a
+ * server that stays away is asked once every few seconds, not hammered. */
+export const RETRY_FIRST_DELAY_MS = 250
+export const RETRY_MAX_DELAY_MS = 4_000
 /** A terminal's `command` (`shell -c command`): a command line, not a script; a longer script
  * belongs in a file the command runs. */
 export const MAX_COMMAND_CHARS = 16_384
@@ -71,6 +80,11 @@ export const EMULATOR_WORKERS = 2
 /** A screen whose emulator worker failed is rebuilt from its journal in another worker at most
  * this many times (output that crashes the emulator itself must not loop forever). */
 export const EMULATOR_MAX_REBUILDS = 3
+/** A terminal whose output has been quiet this long, with no follower or screen watcher, and whose
+ * newest revision holds its whole screen, gives its emulator back (memory); the emulator is
+ * rebuilt from that revision and the journal after it when output, a follow or a screen read
+ * needs it. */
+export const EMULATOR_RELEASE_IDLE_MS = 30_000
 /** Journal bytes an emulator feed reads ahead (one batch) when it lags, so the worker can skip
  * plain text that provably scrolls out of the history allowance instead of parsing it
  * (sidecar/display/fast-forward.ts). Larger skips more of a flood (16 MiB skipped ~95% of a
@@ -113,12 +127,26 @@ export const MAX_DISPLAY_EVENT_BYTES = 64 * KiB
 /** Quiet time after output before the screen counts as settled and is persisted. */
 export const SETTLE_WINDOW_MS = 250
 /** A screen that never goes quiet (a progress bar, a clock, a log) is still settled this long
- * after its first unsettled change: a crash then loses at most this much of it. */
-export const SETTLE_MAX_WAIT_MS = 5_000
+ * after its first unsettled change. With the emulator's own lag (≤ ~2 s measured in a 3-terminal
+ * flood on 2 cores, bench display-scale) and the write, the newest revision then covers the
+ * journal up to at most 5 s ago at any moment (docs/display.md): what a crash can lose. */
+export const SETTLE_MAX_WAIT_MS = 2_000
 /** Display revisions kept per terminal besides the newest, and how long an older one survives
- * pruning at least: a readDisplay that began on it can finish streaming. */
+ * pruning at least: a readDisplay that began on it can finish streaming. Its own part is the
+ * viewport (read first, within milliseconds); its history rows are shared with the revisions
+ * after it, so they outlive it anyway until they scroll out of every kept revision. (It was 2
+ * minutes while every revision held its whole history: a busy terminal then kept ~100 revisions.) */
 export const DISPLAY_KEEP_REVISIONS = 3
-export const DISPLAY_KEEP_MS = 2 * 60_000
+export const DISPLAY_KEEP_MS = 15_000
+/** How often the sidecar sweeps the revisions of terminals that write no more. */
+export const DISPLAY_PRUNE_SWEEP_MS = 2 * 60_000
+/** Stored history rows are grouped into chunks of at most this much JSON: large enough that a
+ * 10,000-row history is a few dozen database rows, small enough to page through. */
+export const DISPLAY_HISTORY_CHUNK_BYTES = 32 * KiB
+/** The newest history chunk below this size absorbs the next revision's new rows (rewritten
+ * whole), so a shell that adds a line per revision does not leave a chunk per line; the rewrite
+ * is bounded by this per revision. */
+export const DISPLAY_HISTORY_MERGE_BYTES = 4 * KiB
 /** When a terminal's emulator closes, its last settle waits at most this long for the emulator
  * to catch up with the journal (a shutdown must not hang on a large backlog). */
 export const DISPLAY_DRAIN_MS = 5_000
@@ -363,6 +391,10 @@ export const MCP_MAX_LISTED_RESOURCES = 256
 /** After a program's output ended, how long the API waits for the sidecar to record its exit
  * (the exit is reported right after the end of output and written to the database at once). */
 export const MCP_EXIT_RECORD_WAIT_MS = 2_000
+/** `send_keys` and `run_workflow` retry a request whose outcome is unknown (503) within their one
+ * tool call for at most this long: the agent waits on the call, and a few API timeouts cover a
+ * stall or a restart. */
+export const MCP_RETRY_MS = 15_000
 
 // ── Storage ─────────────────────────────────────────────────────────────────
 /** An embedded database file is shared by the sidecar and the API; a writer waits this long for

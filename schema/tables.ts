@@ -7,15 +7,23 @@
 import { sql } from 'drizzle-orm'
 import {
   blob,
+  customType,
   index,
   integer,
   primaryKey,
   real,
   sqliteTable,
   text,
+  uniqueIndex,
 } from 'drizzle-orm/sqlite-core'
 
 const now = sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`
+
+/** A BLOB as plain bytes on every runtime (no Buffer: the API also runs on Workers and Deno). */
+const bytes = customType<{ data: Uint8Array; driverData: ArrayBuffer | Uint8Array }>({
+  dataType: () => 'blob',
+  fromDriver: (value) => (value instanceof Uint8Array ? value : new Uint8Array(value)),
+})
 
 // ── Workspace registry ──────────────────────────────────────────────────────
 
@@ -118,8 +126,15 @@ export const terminals = sqliteTable(
 )
 
 /**
- * One settled, durable screen. The header row is written last in the same transaction as its
- * chunks, so a reader that sees the header sees every chunk.
+ * One settled, durable screen. The header row is written in the same transaction as its chunks
+ * and the history rows it adds, so a reader that sees the header sees every part of it.
+ *
+ * Two formats (`format`): 1, the whole revision's `rows` events in display_chunks (older
+ * deployments; still read); 2, incremental: display_chunks holds only the viewport and alternate
+ * events (`head_chunks` of them), and the history is the rows [history_first, history_end) of
+ * epoch `history_epoch` in display_history, shared with the terminal's other revisions of that
+ * epoch. `chunk_count`, `encoded_bytes`, `history_rows` and `truncated` always describe the events
+ * readDisplay streams.
  */
 export const displayRevisions = sqliteTable(
   'display_revisions',
@@ -152,8 +167,42 @@ export const displayRevisions = sqliteTable(
     /** 'live' for settled emulator screens, 'migrated' for legacy text-only records. */
     origin: text('origin', { enum: ['live', 'migrated'] }).notNull(),
     createdAt: integer('created_at').notNull().default(now),
+    /** 1 = every event in display_chunks; 2 = head events there, history in display_history. */
+    format: integer('format').notNull().default(1),
+    /** Format 2: the viewport and alternate events in display_chunks (chunks 0…head_chunks-1). */
+    headChunks: integer('head_chunks'),
+    /** Format 2: the history's epoch and its absolute rows [history_first, history_end). */
+    historyEpoch: integer('history_epoch'),
+    historyFirst: integer('history_first'),
+    historyEnd: integer('history_end'),
+    /** Emulator state no display carries (scroll region, saved cursor, charsets, tab stops, …),
+     * for rebuilding a released emulator from this revision; null when it cannot be rebuilt from
+     * it (then the journal is replayed from the start). Shape: sidecar/emulator/restore.ts. */
+    restore: text('restore', { mode: 'json' }),
   },
   (t) => [primaryKey({ columns: [t.sessionId, t.terminalId, t.revision] })],
+)
+
+/**
+ * Format-2 history: consecutive rows of one epoch, stored once and shared by every revision whose
+ * [history_first, history_end) overlaps them. A row's content never changes within its epoch (a
+ * resize or reset begins a new one), so a chunk is only ever replaced by a superset of itself (the
+ * newest small chunk absorbing the next rows). Pruning removes chunks no kept revision overlaps.
+ */
+export const displayHistory = sqliteTable(
+  'display_history',
+  {
+    sessionId: text('session_id').notNull(),
+    terminalId: text('terminal_id').notNull(),
+    epoch: integer('epoch').notNull(),
+    firstRow: integer('first_row').notNull(),
+    rowCount: integer('row_count').notNull(),
+    /** `{"styles":[…],"rows":[…]}`, deflated (zlib format; DecompressionStream('deflate') reads it
+     * on every runtime): rows oldest first, style ids into the chunk's own table (0 = default,
+     * `styles[0]` is id 1). Log-like rows shrink ~5–10×. */
+    body: bytes('body').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.terminalId, t.epoch, t.firstRow] })],
 )
 
 /** Encoded rows of a revision, split so each chunk is one readDisplay `rows` event (≤ 64 KiB). */
@@ -223,6 +272,9 @@ export const workflowRuns = sqliteTable(
     profile: text('profile'),
     /** The caller's token: the authority `readText()` is re-derived from on every call. */
     tokenId: text('token_id').notNull(),
+    /** The start's Idempotency-Key, if it had one: unique per session and token, and kept as long
+     * as the run, so a retried start finds the run its first attempt started. */
+    idempotencyKey: text('idempotency_key'),
     hostGeneration: integer('host_generation').notNull(),
     /** The script process, by pid and start time (clock ticks since boot), so a sidecar that
      * finds it orphaned kills that process and never a reused pid. */
@@ -239,7 +291,11 @@ export const workflowRuns = sqliteTable(
     updatedAt: integer('updated_at').notNull().default(now),
     endedAt: integer('ended_at'),
   },
-  (t) => [index('workflow_runs_session').on(t.sessionId, t.createdAt), index('workflow_runs_status').on(t.status, t.hostGeneration)],
+  (t) => [
+    index('workflow_runs_session').on(t.sessionId, t.createdAt),
+    index('workflow_runs_status').on(t.status, t.hostGeneration),
+    uniqueIndex('workflow_runs_idempotency_key').on(t.sessionId, t.tokenId, t.idempotencyKey),
+  ],
 )
 
 /** A run's event log, in order: `sequence` (1, 2, 3…) is the SSE event id. */

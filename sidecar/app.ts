@@ -8,7 +8,8 @@ import type { MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../schema/errors.ts'
 import type { Storage } from '../storage/client.ts'
 import { isDatabaseUnavailable } from '../storage/unavailable.ts'
-import { screenRoutes } from './display/routes.ts'
+import { displayStatsRoute, screenRoutes } from './display/routes.ts'
+import type { DisplayService } from './display/service.ts'
 import { fileRoutes } from './files/routes.ts'
 import { observationRoutes } from './observation/routes.ts'
 import { paths } from './paths.ts'
@@ -25,6 +26,8 @@ export interface SidecarDeps {
   terminals: TerminalHost
   /** TERMKEEP_FILES_ALLOW_OUTSIDE: file reads may leave the session's workspace (off by default). */
   filesAllowOutside?: boolean
+  /** The display pipeline, for its statistics route. */
+  displays?: DisplayService
   /** Workflow runs (scripts that start sub-agents in terminals). */
   workflows?: WorkflowEngine
 }
@@ -51,6 +54,8 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.route('/', paths)
   app.route('/', terminalRoutes(deps.terminals))
   app.route('/', screenRoutes(deps.terminals))
+  const displays = deps.displays
+  if (displays) app.route('/', displayStatsRoute(() => displays.stats()))
   app.route('/', fileRoutes(deps))
   app.route('/', observationRoutes(deps.terminals, deps.secret))
   if (deps.workflows) app.route('/', workflowRoutes(deps.workflows))

@@ -58,7 +58,9 @@ async function main(): Promise<void> {
     .insert(hostGenerations)
     .values({ pid: process.pid, startedAt: Date.now() })
     .returning({ generation: hostGenerations.generation })
-  const displays = new DisplayService(storage.db)
+  const displays = new DisplayService(storage.db, {
+    releaseMs: milliseconds('TERMKEEP_EMULATOR_RELEASE_MS', process.env.TERMKEEP_EMULATOR_RELEASE_MS),
+  })
   const emulators = new EmulatorPool(undefined, displays.observer) // settles display revisions
   const pruning = displays.startPruning() // stopped terminals' old revisions
   const terminalStore = new TerminalStore(storage.db)
@@ -87,6 +89,7 @@ async function main(): Promise<void> {
     generation,
     terminals,
     filesAllowOutside: config.filesAllowOutside,
+    displays,
     workflows,
   })
   ready = app.fetch

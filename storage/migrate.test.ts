@@ -13,6 +13,7 @@ const EXPECTED_TABLES = [
   'attachments',
   'data_migrations',
   'display_chunks',
+  'display_history',
   'display_revisions',
   'host_generations',
   'legacy_terminal_records',

@@ -58,10 +58,18 @@ export function decodeRow(row: EncodedRow): DecodedRow {
 export function decodeDisplay(begin: DisplayBegin, parts: RowsEvent[], end: DisplayEnd): DecodedDisplay {
   const styles: CellStyle[] = [{}]
   const display: DecodedDisplay = { begin, end, styles, viewport: [], alternate: [], history: [] }
+  // A `partial` event's last row continues in the next event's first row (a row split over events).
+  let continues = false
   for (const part of parts) {
     part.styles.forEach((style, i) => (styles[part.styleBase + i] = style))
     const target = display[part.region]
-    part.rows.forEach((row, i) => (target[part.index + i] = decodeRow(row)))
+    part.rows.forEach((row, i) => {
+      const decoded = decodeRow(row)
+      const at = part.index + i
+      if (i === 0 && continues && target[at]) target[at].cells.push(...decoded.cells)
+      else target[at] = decoded
+    })
+    if (part.rows.length > 0) continues = part.partial === true
   }
   display.history.reverse()
   return display

@@ -13,7 +13,7 @@ import { displayChunks, displayRevisions, sessions, terminals } from '../../sche
 import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../schema/wire/display.ts'
 import { persistRevision, pruneDisplayRevisions, RevisionWriter } from '../../sidecar/display/persist.ts'
 import { encodeRevision } from '../../sidecar/display/revision.ts'
-import { bufferDiff, emulator, replay } from '../../sidecar/display/testing/harness.ts'
+import { bufferDiff, emulator, referenceRevision, replay } from '../../sidecar/display/testing/harness.ts'
 import { readAllEvents } from '../../sidecar/display/testing/sse.ts'
 import { openStorage, type Storage } from '../../storage/client.ts'
 import { migrate } from '../../storage/migrate.ts'
@@ -69,10 +69,11 @@ describe('readDisplay', () => {
   })
 
   it('streams begin, ordered rows and exactly one end, which replay into the same cells', async () => {
-    const source = await coloured(400)
-    const revision = encodeRevision(source.tracker, { eventLimit: 4096, sequence: 42 })
-    expect(revision.chunks.length).toBeGreaterThan(5)
-    expect(await persistRevision(storage.db, 's1', 't1', revision)).toBe(1)
+    const source = await coloured(3000)
+    const revision = encodeRevision(source.tracker, undefined, { sequence: 42 })
+    const reference = referenceRevision(source.tracker, { sequence: 42 })
+    expect(revision.chunks).toBeGreaterThan(3)
+    expect((await persistRevision(storage.db, 's1', 't1', revision)).revision).toBe(1)
     const response = await get('/v1/sessions/s1/terminals/t1/display')
     expect(response.status).toBe(200)
     expect(response.headers.get('content-type')).toMatch(/text\/event-stream/)
@@ -81,7 +82,7 @@ describe('readDisplay', () => {
     expect(events.at(-1)!.event).toBe('end')
     expect(events.filter((e) => e.event === 'end')).toHaveLength(1)
     const rows = events.filter((e) => e.event === 'rows')
-    expect(rows.map((e) => e.data)).toEqual(revision.chunks)
+    expect(rows.map((e) => e.data)).toEqual(reference.chunks)
     const begin = JSON.parse(events[0].data) as DisplayBegin
     expect(begin).toMatchObject({ revision: 1, sequence: 42, cols: 60, rows: 12, title: 'colours', origin: 'live', chunks: rows.length })
     expect(begin.cursor.visible).toBe(false)
@@ -201,7 +202,7 @@ describe('readDisplay', () => {
   it('the client stages a transfer and yields it only at end; a cut transfer is discarded', async () => {
     const whole = await readDisplayResponse(await get('/v1/sessions/s1/terminals/t1/display'))
     expect(whole.begin.revision).toBe(1)
-    expect(whole.history.length + whole.viewport.length).toBeGreaterThan(400)
+    expect(whole.history.length + whole.viewport.length).toBeGreaterThan(3000)
     const events = await readAllEvents(await get('/v1/sessions/s1/terminals/t1/display'))
     const cut = new DisplayStager()
     for (const e of events.slice(0, -2)) cut.accept(e.event, e.data)

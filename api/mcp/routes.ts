@@ -67,6 +67,7 @@ export function mcpRoutes(app: Hono<AppEnv>): Hono<AppEnv> {
           authority: c.var.auth,
           dispatcher: (signal) => new Dispatcher(fetch, authorization, signal),
           requestSignal,
+          tuning: { retryMs: c.var.deps.tuning?.mcpRetryMs },
         })
         const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined })
         await server.connect(transport)

@@ -12,13 +12,20 @@
  *
  * Named keys become bytes with schema/keys.ts; arrows and Home/End follow the terminal's
  * application cursor mode (DECCKM) as the follow's snapshot reports it.
+ *
+ * The write carries an Idempotency-Key of its own (keyed.ts), so it is retried within the call
+ * while its outcome is unknown (a 503 from a stalled sidecar; also a 503 from the database, or a
+ * full input backlog, where nothing was done yet) for at most MCP_RETRY_MS, and typed once however
+ * often it is sent. If it never lands, the call is an error saying the outcome is unknown.
  */
 import { keyBytes } from '../../schema/keys.ts'
+import { IDEMPOTENCY_KEY_HEADER } from '../../schema/wire/common.ts'
 import { ATTACHMENT_HEADER, TerminalParams, type FollowSnapshot } from '../../schema/wire/terminals.ts'
 import { MCP_ATTACHMENT_ID, SendArgs } from '../../schema/wire/mcp.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Dispatcher } from './dispatch.ts'
 import { EventStream } from './events.ts'
+import { keyedRequest } from './keyed.ts'
 import { toolInput } from './input.ts'
 import { jsonResult, type Tool } from './tool.ts'
 
@@ -61,7 +68,7 @@ export const sendKeys: Tool = {
   annotations: { destructiveHint: true, openWorldHint: false },
   uses: [{ method: 'GET', path: FOLLOW }, { method: 'POST', path: INPUT }],
   input: toolInput({ params: TerminalParams, own: SendArgs }),
-  async run({ params, own }, { call }) {
+  async run({ params, own }, { call, tuning }) {
     const args = own as SendArgs
     let tookControlFrom: string | null = null
     let followed: Awaited<ReturnType<typeof followForInput>>
@@ -75,7 +82,11 @@ export const sendKeys: Tool = {
     }
     try {
       const bytes = inputBytes(args, { applicationCursorKeys: applicationCursorKeys(followed.snapshot) })
-      await call.open('POST', INPUT, { params, body: bytes, headers: { [ATTACHMENT_HEADER]: MCP_ATTACHMENT_ID } })
+      await keyedRequest(call, (key) => call.open('POST', INPUT, { params, body: bytes, headers: { [ATTACHMENT_HEADER]: MCP_ATTACHMENT_ID, [IDEMPOTENCY_KEY_HEADER]: key } }), {
+        retryable: (error) => error.code === 'terminal/input-backlog-full',
+        retryMs: tuning?.retryMs,
+        unknown: 'it may still type the keys (once) when it resumes; read_screen shows whether they arrived',
+      })
       return jsonResult({ sent: bytes.length, sequence: followed.snapshot.sequence, tookControlFrom })
     } finally {
       followed.stream.close()

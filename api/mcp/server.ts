@@ -22,7 +22,7 @@ import {
   type CallToolResult,
   type jsonSchemaValidator,
 } from './sdk.ts'
-import { errorResult, type RouteRef } from './tool.ts'
+import { errorResult, type RouteRef, type ToolContext } from './tool.ts'
 
 /**
  * The SDK validates with a JSON Schema validator only what a client answers to a server's
@@ -41,6 +41,7 @@ export interface McpCall {
   dispatcher(signal: AbortSignal): Dispatcher
   /** The HTTP request's signal: the client left. */
   requestSignal: AbortSignal
+  tuning?: ToolContext['tuning']
 }
 
 export const INSTRUCTIONS =
@@ -66,7 +67,7 @@ function rpcError(error: TermkeepError): McpError {
   return new McpError(code, `${error.code}: ${error.message}`, error.toBody())
 }
 
-export function mcpServer({ catalog, authority, dispatcher, requestSignal }: McpCall): Server {
+export function mcpServer({ catalog, authority, dispatcher, requestSignal, tuning }: McpCall): Server {
   const server = new Server(
     { name: 'termkeep', version: '1' },
     {
@@ -113,7 +114,7 @@ export function mcpServer({ catalog, authority, dispatcher, requestSignal }: Mcp
           const needed = catalog.routeGrants(routes)
           throw new TermkeepError('auth/forbidden', `${purpose} needs ${needed}, which this token lacks`, { required: needed })
         }
-        return await tool.run(tool.input.split(request.params.arguments), { call, authority, signal, need })
+        return await tool.run(tool.input.split(request.params.arguments), { call, authority, signal, need, tuning })
       } catch (error) {
         return errorResult(known(error, `tool ${tool.name}`))
       }

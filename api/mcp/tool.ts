@@ -25,6 +25,8 @@ export interface ToolContext {
   /** Refuses (auth/forbidden, naming the grants) unless the caller may call every route: for a
    * route only some calls of a tool use, checked before the tool's first step. */
   need(routes: readonly RouteRef[], purpose: string): void
+  /** Test knobs (AppDeps.tuning); production uses the named limits. */
+  tuning?: { retryMs?: number }
 }
 
 export interface Tool {

@@ -2,15 +2,18 @@
  * The workflow tools (routes: api/workflows/routes.ts, docs/workflows.md). Status, list and cancel
  * are one route each; `workflow_events` reads the run's event stream to a bound (stream-read.ts);
  * `run_workflow` starts a run and, with `wait`, follows its events until the end, then answers the
- * run as `workflow_status` does. The events route ends its stream only once the run is over
+ * run as `workflow_status` does. The start carries an Idempotency-Key of its own and is retried
+ * within the call while its outcome is unknown (keyed.ts): a retry never starts a second run. The
+ * events route ends its stream only once the run is over
  * (`workflow/end`, or `interrupted` when its sidecar died), so its end is the run's end.
  */
 import { TermkeepError } from '../../schema/errors.ts'
-import { SessionId } from '../../schema/wire/common.ts'
+import { IDEMPOTENCY_KEY_HEADER, SessionId } from '../../schema/wire/common.ts'
 import { WorkflowRunArgs } from '../../schema/wire/mcp.ts'
 import { CancelWorkflow, EventsQuery, RunListQuery, RunParams, StartWorkflow, type RunDetail, type RunSummary } from '../../schema/wire/workflows.ts'
 import * as v from 'valibot'
 import { EventStream } from './events.ts'
+import { keyedRequest } from './keyed.ts'
 import { toolInput } from './input.ts'
 import { streamReadTool } from './stream-read.ts'
 import { jsonResult, routeTool, type RouteRef, type Tool } from './tool.ts'
@@ -52,12 +55,15 @@ export const runWorkflow: Tool = {
   annotations: { destructiveHint: true, openWorldHint: true },
   uses: [{ method: 'POST', path: W }],
   input: toolInput({ params: v.object({ sid: SessionId }), body: StartWorkflow, own: WorkflowRunArgs }),
-  async run({ params, body, own }, { call, need }) {
+  async run({ params, body, own }, { call, need, tuning }) {
     const args = own as WorkflowRunArgs
     // Refused before the run starts, not after: waiting reads what workflows:read guards.
     if (args.wait) need(WAITING, 'run_workflow with wait: true')
     const started = Date.now()
-    const { run } = await call.json<{ run: RunSummary }>('POST', W, { params, body })
+    const { run } = await keyedRequest(call, (key) => call.json<{ run: RunSummary }>('POST', W, { params, body, headers: { [IDEMPOTENCY_KEY_HEADER]: key } }), {
+      retryMs: tuning?.retryMs,
+      unknown: 'the run may have started when it resumes; list_workflows shows whether it did before you start it again',
+    })
     if (!args.wait) return jsonResult({ run })
     const ids = { sid: run.sessionId, rid: run.id }
     try {

@@ -9,14 +9,13 @@ import { describeRoute } from 'hono-openapi'
 import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
 import { INPUT_KEY_MEMORY_MS, INPUT_KEYS_REMEMBERED, MAX_IDEMPOTENCY_KEY_CHARS, MAX_INPUT_BYTES } from '../../schema/limits.ts'
-import { AttachmentId, SessionId } from '../../schema/wire/common.ts'
+import { AttachmentId, IdempotencyKey, SessionId } from '../../schema/wire/common.ts'
 import { ASCIICAST_CONTENT_TYPE, OutputPage, OutputQuery, WatchQuery } from '../../schema/wire/output.ts'
 import {
   ATTACHMENT_HEADER,
   CloseResult,
   CreateTerminal,
   FollowQuery,
-  IdempotencyKey,
   RenameTerminal,
   ResizeTerminal,
   ShellList,

@@ -7,7 +7,8 @@
  */
 import { Hono } from 'hono'
 import { describeRoute } from 'hono-openapi'
-import { SessionId } from '../../schema/wire/common.ts'
+import { MAX_IDEMPOTENCY_KEY_CHARS } from '../../schema/limits.ts'
+import { IdempotencyKey, SessionId } from '../../schema/wire/common.ts'
 import { CancelWorkflow, EventsQuery, RunDetail, RunList, RunListQuery, RunParams, RunResponse, StartWorkflow } from '../../schema/wire/workflows.ts'
 import * as v from 'valibot'
 import { guard, openStream } from '../auth/guard.ts'
@@ -16,10 +17,11 @@ import { error, json, sidecarDownUnknown, sse } from '../openapi.ts'
 import { lastEventId, sseResponse } from '../sse.ts'
 import { validate } from '../validate.ts'
 import { streamRunEvents } from './events.ts'
-import { listRuns, runDetail, runState, runSummary } from './store.ts'
+import { listRuns, repeatedStart, runDetail, runState, runSummary } from './store.ts'
 
 const tags = ['workflows']
 const SessionOnly = v.object({ sid: SessionId })
+const StartHeaders = v.object({ 'idempotency-key': v.optional(IdempotencyKey) })
 const NOT_FOUND = { 404: error('no such session, or no such run in it (`session/not-found`, `workflow/not-found`)') }
 
 export const workflowRoutes = new Hono<AppEnv>()
@@ -29,25 +31,35 @@ export const workflowRoutes = new Hono<AppEnv>()
       tags,
       summary: 'Start a workflow run: a script (the body of an async function) whose agent() calls run in new terminals of this session',
       description:
-        'Refused before anything is published (no run, event or terminal) when the script does not parse (`workflow/invalid-script`), names an unknown profile (`workflow/unknown-profile`), is too large, or an option is unknown or out of range (`request/invalid`).',
+        'Refused before anything is published (no run, event or terminal) when the script does not parse (`workflow/invalid-script`), names an unknown profile (`workflow/unknown-profile`), is too large, or an option is unknown or out of range (`request/invalid`). ' +
+        `An optional \`Idempotency-Key\` header (1–${MAX_IDEMPOTENCY_KEY_CHARS} visible ASCII characters) names the start: a repeat with the same key and the same request (from the same token, in the same session) answers the run the first one started, 200 instead of 201, and starts nothing; the key is kept with the run, so this holds after a 503, after a sidecar restart, and while the sidecar is down. The same key with another request is 422 \`workflow/idempotency-key-reused\`.`,
       responses: {
+        200: json(RunResponse, 'a repeat of an `Idempotency-Key`: the run its first start started (nothing new was started)'),
         201: json(RunResponse, 'started'),
-        400: error('`workflow/invalid-script`, `workflow/unknown-profile`, `request/invalid`'),
+        400: error('`workflow/invalid-script`, `workflow/unknown-profile`, `request/invalid` (also a malformed `Idempotency-Key`)'),
         409: error('too many runs at once on the host (`workflow/limit-reached`)'),
+        422: error('the `Idempotency-Key` already started a run with another request (`workflow/idempotency-key-reused`); nothing was started'),
         ...NOT_FOUND,
         ...sidecarDownUnknown(
-          'Retry only after `GET /v1/sessions/:sid/workflows` shows no run of this script started meanwhile: the run id is chosen by the sidecar, so a blind retry may start a second run.',
+          'Retry with the same `Idempotency-Key` and body: a run the first attempt started is answered 200 (it is not started twice). Without a key, a retry may start a second run: check `GET /v1/sessions/:sid/workflows` first.',
         ),
       },
     }),
     guard('workflows:run'),
     validate('param', SessionOnly),
+    validate('header', StartHeaders),
     validate('json', StartWorkflow),
     async (c) => {
       const { sid } = c.req.valid('param')
       const { db, sidecar } = c.var.deps
-      const { runId } = await sidecar.startWorkflow(sid, c.req.valid('json'), c.var.auth.tokenId)
-      return c.json({ run: await runSummary(db, sid, runId) }, 201)
+      const request = c.req.valid('json')
+      const key = c.req.valid('header')['idempotency-key']
+      const { tokenId } = c.var.auth
+      // A repeat is answered from the database: also while the sidecar is down or after it restarted.
+      const repeated = key === undefined ? undefined : await repeatedStart(db, sid, tokenId, key, request)
+      if (repeated !== undefined) return c.json({ run: await runSummary(db, sid, repeated) }, 200)
+      const { runId, created } = await sidecar.startWorkflow(sid, request, tokenId, key)
+      return c.json({ run: await runSummary(db, sid, runId) }, created ? 201 : 200)
     },
   )
   .get(

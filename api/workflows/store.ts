@@ -8,7 +8,7 @@ import { TermkeepError } from '../../schema/errors.ts'
 import { DEFAULT_WORKFLOW_RUNS_PAGE } from '../../schema/limits.ts'
 import { workflowEvents, workflowRuns } from '../../schema/tables.ts'
 import { checkRunLog, foldMembers, type LoggedEvent } from '../../schema/workflow-log.ts'
-import type { RunDetail, RunList, RunSummary, WorkflowEvent, WorkflowResult } from '../../schema/wire/workflows.ts'
+import { sameStart, type RunDetail, type RunList, type RunSummary, type StartWorkflow, type WorkflowEvent, type WorkflowResult } from '../../schema/wire/workflows.ts'
 import type { Database } from '../../storage/client.ts'
 
 type RunRow = typeof workflowRuns.$inferSelect
@@ -111,6 +111,27 @@ export async function runDetail(db: Database, sessionId: string, runId: string):
     lastSequence: row.lastSequence,
     log: check.valid ? { valid: true } : { valid: false, problem: check.problem },
   }
+}
+
+/**
+ * The run an earlier start under this Idempotency-Key started (the key is unique per session and
+ * token, and kept with the run): its id when `request` asks for that same run, a 422 when it asks
+ * for another; undefined when the key started nothing yet. The API and the sidecar both ask.
+ */
+export async function repeatedStart(db: Database, sessionId: string, tokenId: string, key: string, request: StartWorkflow): Promise<string | undefined> {
+  const [row] = await db
+    .select({ id: workflowRuns.id, script: workflowRuns.script, input: workflowRuns.input, concurrency: workflowRuns.concurrency, profile: workflowRuns.profile })
+    .from(workflowRuns)
+    .where(and(eq(workflowRuns.sessionId, sessionId), eq(workflowRuns.tokenId, tokenId), eq(workflowRuns.idempotencyKey, key)))
+    .limit(1)
+  if (!row) return undefined
+  if (!sameStart(row, request)) {
+    throw new TermkeepError('workflow/idempotency-key-reused', `this Idempotency-Key already started run ${row.id} with another request (script, input, concurrency or profile); nothing was started`, {
+      key,
+      runId: row.id,
+    })
+  }
+  return row.id
 }
 
 /** The run's status and last sequence, or a not-found error. */

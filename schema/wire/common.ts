@@ -3,6 +3,7 @@ import * as v from 'valibot'
 import { ERROR_STATUS } from '../errors.ts'
 import {
   MAX_COLS,
+  MAX_IDEMPOTENCY_KEY_CHARS,
   MAX_ROWS,
   MAX_UTF16_UNITS_PER_GRAPHEME,
   MAX_VISIBLE_CELLS,
@@ -26,6 +27,22 @@ const cellsWithinLimit = (g: { cols: number; rows: number }) => g.cols * g.rows 
 export const CELLS_MESSAGE = `at most ${MAX_VISIBLE_CELLS} visible cells (cols × rows)`
 export const Geometry = v.pipe(v.object({ cols: Cols, rows: Rows }), v.check(cellsWithinLimit, CELLS_MESSAGE))
 export type Geometry = v.InferOutput<typeof Geometry>
+
+/**
+ * Optional on the routes whose 503 leaves the outcome unknown and whose effect is not otherwise
+ * repeatable (input, starting a workflow run): a key naming one request, so that a retry is
+ * carried out at most once. A repeat of a key answers what the first attempt did; the same key
+ * with another request is 422 (`terminal/idempotency-key-reused`,
+ * `workflow/idempotency-key-reused`). docs/retrying.md.
+ */
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key'
+export const IdempotencyKey = v.pipe(
+  v.string(),
+  v.regex(
+    new RegExp(`^[\\x21-\\x7e]{1,${MAX_IDEMPOTENCY_KEY_CHARS}}$`),
+    `idempotency keys are 1–${MAX_IDEMPOTENCY_KEY_CHARS} visible ASCII characters (no spaces)`,
+  ),
+)
 
 export const ErrorEnvelope = v.object({
   error: v.looseObject({

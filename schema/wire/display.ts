@@ -29,6 +29,14 @@
  * ## Styles
  * `RowsEvent.styles` defines new style-table entries starting at id `styleBase`; ids are assigned in
  * order of first use, so a client that applies rows events in order always knows every id it meets.
+ *
+ * ## Rows larger than one event
+ * A row whose styles and cells do not fit one event (≈ 900+ columns of per-cell distinct styles)
+ * is never stripped: its new styles come first in events with `rows: []`, and a row still too large
+ * on its own is split over consecutive events of its region. Each event but the last of such a row
+ * has `partial: true`: its last row is incomplete, and the next event's first row (same `index`
+ * position, same flags) continues it — append its runs. Only one cell larger than an event (tens of
+ * thousands of combining marks on one character) is cut to fit.
  */
 import * as v from 'valibot'
 
@@ -80,6 +88,8 @@ export interface RowsEvent {
   styleBase: number
   styles: CellStyle[]
   rows: EncodedRow[]
+  /** The last row continues in the next event's first row (see "Rows larger than one event"). */
+  partial?: true
 }
 
 const ColorSchema = v.union([v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(255)), v.pipe(v.string(), v.regex(/^#[0-9a-f]{6}$/))])
@@ -96,6 +106,7 @@ export const RowsEventSchema = v.object({
   styleBase: v.number(),
   styles: v.array(CellStyleSchema),
   rows: v.array(v.array(v.union([v.number(), v.string(), v.array(v.string())]))),
+  partial: v.optional(v.literal(true)),
 })
 
 export const CURSOR_STYLES = ['block', 'underline', 'bar'] as const
@@ -175,6 +186,7 @@ export const ScreenProjection = v.object({
   rows: v.number(),
   title: v.string(),
   alternateScreen: v.boolean(),
+  /** As in the display: `col` equals `cols` when a wrap is pending after the last column. */
   cursor: v.object({ row: v.number(), col: v.number(), visible: v.boolean() }),
   /** History tail (oldest first, at most SCREEN_HISTORY_ROWS) then the viewport, right-trimmed. */
   lines: v.array(v.string()),

@@ -18,7 +18,7 @@
  *   GET    /v1/sessions/:sid/terminals/:tid/retain                 SSE `retained`, then heartbeats
  */
 import * as v from 'valibot'
-import { MAX_COMMAND_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_TITLE_CHARS, MAX_VISIBLE_CELLS } from '../limits.ts'
+import { MAX_COMMAND_CHARS, MAX_TITLE_CHARS, MAX_VISIBLE_CELLS } from '../limits.ts'
 import { TERMINAL_STATES, type terminals } from '../tables.ts'
 import { AttachmentId, CELLS_MESSAGE, Cols, Geometry, Rows, SessionId, TerminalId, titleSchema } from './common.ts'
 
@@ -36,20 +36,6 @@ export interface Sender {
   attachment: string | undefined
   principal?: string
 }
-/**
- * Optional on input: a key naming one batch of input, so that a retry (after a 503, whose outcome
- * is unknown) is typed at most once. The sidecar remembers the keys it applied per terminal and
- * principal (INPUT_KEYS_REMEMBERED, INPUT_KEY_MEMORY_MS) and answers a repeat with the same 204
- * without writing again; the same key with other bytes is 422 `terminal/idempotency-key-reused`.
- */
-export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key'
-export const IdempotencyKey = v.pipe(
-  v.string(),
-  v.regex(
-    new RegExp(`^[\\x21-\\x7e]{1,${MAX_IDEMPOTENCY_KEY_CHARS}}$`),
-    `idempotency keys are 1–${MAX_IDEMPOTENCY_KEY_CHARS} visible ASCII characters (no spaces)`,
-  ),
-)
 export const Principal = v.pipe(v.string(), v.regex(/^[\w-]{1,128}$/, 'principals are 1–128 of [A-Za-z0-9_-]'))
 
 export const TerminalShell = v.object({

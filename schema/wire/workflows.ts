@@ -2,7 +2,8 @@
  * The workflow contract (seed 003, DESIGN.md "Workflows"). The API serves these routes; starting
  * and cancelling are delegated to the sidecar (same paths), everything else is read from libSQL:
  *
- *   POST /v1/sessions/:sid/workflows               StartWorkflow → 201 {run: RunSummary}
+ *   POST /v1/sessions/:sid/workflows               StartWorkflow → 201 {run: RunSummary}; with an
+ *        Idempotency-Key (optional) a repeat of the same request answers the same run, 200
  *   GET  /v1/sessions/:sid/workflows?limit=&before= → RunList (newest first)
  *   GET  /v1/sessions/:sid/workflows/:rid          → RunDetail
  *   GET  /v1/sessions/:sid/workflows/:rid/events   SSE WorkflowEvent (id = sequence; Last-Event-ID
@@ -11,11 +12,13 @@
  *        sidecar died) ends the stream with `interrupted` {reason} instead, without an id.
  *   POST /v1/sessions/:sid/workflows/:rid/cancel   CancelWorkflow → {run: RunSummary}, once settled
  *
- * The sidecar's own two routes take the same bodies, plus the caller's token id in the
- * `Termkeep-Principal` header on start, and answer `{runId}`.
+ * The sidecar's own two routes take the same bodies (and Idempotency-Key), plus the caller's token
+ * id in the `Termkeep-Principal` header on start, and answer `{runId}` (start: 201 new, 200 a
+ * repeat of the key).
  */
 import * as v from 'valibot'
 import {
+  DEFAULT_WORKFLOW_CONCURRENCY,
   MAX_AGENT_PROFILES,
   MAX_CANCEL_REASON_CHARS,
   MAX_WORKFLOW_CONCURRENCY,
@@ -79,6 +82,31 @@ export const StartWorkflow = v.strictObject({
   profile: v.optional(ProfileName),
 })
 export type StartWorkflow = v.InferOutput<typeof StartWorkflow>
+
+/** What a start request decides about its run, as the run's row keeps it. */
+export interface StartedAs {
+  script: string
+  /** JSON text; null without input. */
+  input: string | null
+  concurrency: number
+  profile: string | null
+}
+
+/** Pure: the run `request` asks for (an omitted `concurrency` is the default it gets). */
+export function startedAs(request: StartWorkflow): StartedAs {
+  return {
+    script: request.script,
+    input: request.input === undefined ? null : JSON.stringify(request.input),
+    concurrency: request.concurrency ?? DEFAULT_WORKFLOW_CONCURRENCY,
+    profile: request.profile ?? null,
+  }
+}
+
+/** Pure: does `request` ask for exactly the run `run` is? (a repeat of an Idempotency-Key must) */
+export function sameStart(run: StartedAs, request: StartWorkflow): boolean {
+  const asked = startedAs(request)
+  return run.script === asked.script && run.input === asked.input && run.concurrency === asked.concurrency && run.profile === asked.profile
+}
 
 export const CancelWorkflow = v.strictObject({
   reason: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(MAX_CANCEL_REASON_CHARS))),

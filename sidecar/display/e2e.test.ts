@@ -3,6 +3,7 @@
  * settles into libSQL; the plain projection answers while it runs; readDisplay serves the same
  * colours with the sidecar stopped, and again after a restart on the same database.
  */
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -21,6 +22,11 @@ import { readAllEvents } from './testing/sse.ts'
 
 const PROGRAM = String.raw`printf '\033]2;e2e title\007\033[1;31mred bold\033[0m \033[38;2;10;200;30mrgb\033[0m\r\n\033[44m   \033[0m spaces\r\n\033[45mtail\033[K\033[0m\r\n'
 exec sleep 120`
+/** Emoji and a check mark (two cells each since Unicode 9), then a row written to its last column. */
+const WIDE = String.raw`\360\237\230\200x\342\234\205y\360\237\221\215z`
+const EDGES = String.raw`printf '${WIDE}\r\n'
+printf '%040d' 0
+exec sleep 120`
 
 let dir: string
 let storage: Storage
@@ -32,8 +38,8 @@ function app(url: string, secret: string) {
   return createApp({ db: storage.db, client: storage.client, sidecar: new SidecarClient({ url, secret }), runtime: 'node' })
 }
 
-async function readDisplay(a: ReturnType<typeof app>): Promise<DecodedDisplay | undefined> {
-  const response = await a.request('/v1/sessions/s/terminals/t/display', { headers: { authorization: `Bearer ${token}` } })
+async function readDisplay(a: ReturnType<typeof app>, tid = 't'): Promise<DecodedDisplay | undefined> {
+  const response = await a.request(`/v1/sessions/s/terminals/${tid}/display`, { headers: { authorization: `Bearer ${token}` } })
   if (response.status === 404) return undefined
   const events = await readAllEvents(response)
   const begin = JSON.parse(events[0].data) as DisplayBegin
@@ -59,7 +65,7 @@ function colours(display: DecodedDisplay) {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'termkeep-display-e2e-'))
-  fixture = shellsFixture({ colours: PROGRAM, quick: 'printf done; exit 0', idle: 'printf idle; exec sleep 120' })
+  fixture = shellsFixture({ colours: PROGRAM, quick: 'printf done; exit 0', idle: 'printf idle; exec sleep 120', edges: EDGES })
   sidecar = await startSidecar({ dataDir: dir, env: { TERMKEEP_SHELLS_FILE: fixture.shellsFile } })
   await insertSession(sidecar.databaseUrl, 's', dir)
   storage = await openStorage({ url: sidecar.databaseUrl })
@@ -120,6 +126,40 @@ describe('display end to end', () => {
     const restarted = await readDisplay(app(sidecar.url, sidecar.secret))
     expect(colours(restarted!)).toEqual(expected)
     expect(restarted!.viewport.slice(0, 3).map(text)).toEqual(['red bold rgb', '    spaces', 'tail'])
+  })
+
+  it('draws emoji two cells wide, as tmux does, and puts the plain cursor where the display does after a full row', async () => {
+    const http = new SidecarHttp(sidecar!)
+    expect((await http.json('PUT', '/v1/sessions/s/terminals/edges', { json: { cols: 40, rows: 5, shell: fixture.path('edges') } })).status).toBe(201)
+    const live = app(sidecar!.url, sidecar!.secret)
+    const display = await waitFor(async () => {
+      const d = await readDisplay(live, 'edges')
+      return d && text(d.viewport[1] ?? { cells: [] }).length === 40 ? d : undefined
+    }, 30_000, 'a settled display')
+    const cells = display.viewport[0].cells
+    expect(cells.map((c) => c.width)).toEqual([2, 0, 1, 2, 0, 1, 2, 0, 1])
+    expect(cells.filter((c) => c.width !== 0).map((c) => c.chars)).toEqual(['\u{1F600}', 'x', '\u2705', 'y', '\u{1F44D}', 'z'])
+    // The last column was written: a wrap is pending, and both views say column 40.
+    expect(display.begin.cursor).toMatchObject({ row: 1, col: 40 })
+    const screen = (await (await live.request('/v1/sessions/s/terminals/edges/screen', { headers: { authorization: `Bearer ${token}` } })).json()) as ScreenProjection
+    expect(screen.cursor).toMatchObject({ row: 1, col: 40 })
+    // tmux, fed the same bytes, puts the cursor after the same number of cells.
+    const socket = `termkeep-widths-${process.pid}`
+    const run = (...args: string[]) => execFileSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' })
+    try {
+      run('-u', 'new-session', '-d', '-x', '40', '-y', '5', `printf '${WIDE}'; sleep 30`)
+      const x = await waitFor(async () => {
+        const at = Number(run('display-message', '-p', '#{cursor_x}').trim())
+        return at > 0 ? at : undefined
+      }, 10_000, 'tmux to draw')
+      expect(x).toBe(cells.length)
+    } finally {
+      try {
+        run('kill-server')
+      } catch {
+        // already gone
+      }
+    }
   })
 
   it('ends screen/watch at once for a terminal whose program already exited', async () => {

@@ -103,6 +103,13 @@ export class FastForward {
     this.#historyCells = historyCells
   }
 
+  /** A screen restored from a revision: what the planner would have tracked up to there (it
+   * starts in the ground state, at a record boundary). */
+  resume(state: { alt: boolean; regionFull: boolean }): void {
+    this.#alt = state.alt
+    this.#regionFull = state.regionFull
+  }
+
   get #k(): number {
     return historyRowsFor(this.#cols, this.#historyCells) + 2 * this.#rows + 2
   }

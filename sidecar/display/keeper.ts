@@ -11,8 +11,12 @@
  * Bursts coalesce: at most one encode runs; settles that come due meanwhile collapse into one
  * more, and the writer keeps only the newest waiting revision. `drain()` (before the emulator is
  * closed) waits for the emulator to catch up, settles a last time and waits for the write.
+ *
+ * Idle release: once the output has been quiet EMULATOR_RELEASE_IDLE_MS and the newest revision,
+ * written, holds everything the screen is (it was encoded at the sequence the emulator is at, and
+ * it can be rebuilt from), the keeper asks the emulator to give its screen back.
  */
-import { SETTLE_MAX_WAIT_MS, SETTLE_WINDOW_MS } from '../../schema/limits.ts'
+import { EMULATOR_RELEASE_IDLE_MS, SETTLE_MAX_WAIT_MS, SETTLE_WINDOW_MS } from '../../schema/limits.ts'
 import type { EncodedRevision } from './revision.ts'
 import { DISPLAY_ENCODE, type DisplayEncodeRequest, type DisplayEncodeResult } from './worker.ts'
 
@@ -25,6 +29,11 @@ export interface SettleSource {
   readonly unavailable: boolean
   onApplied(listener: (sequence: number) => void): () => void
   request<T>(kind: string, payload?: unknown): Promise<T>
+  /** Idle release (sidecar/emulator/emulator.ts); absent: never released. */
+  readonly appliedSequence?: number
+  readonly released?: boolean
+  readonly lastUsed?: number
+  release?(): boolean
 }
 
 /** The part of the journal the keeper uses. */
@@ -34,9 +43,13 @@ export interface ByteSource {
 
 export interface RevisionSink {
   submit(revision: EncodedRevision): void
+  /** What the database holds of the history (the encode carries only the rows after it). */
+  readonly stored?: { token: string; from: number }
   idle(): Promise<void>
   /** Failed writes so far; a new failure makes the next settle re-send an unchanged screen. */
   readonly failures: number
+  /** The last revision handed over is written, and a rebuild can start from it. */
+  readonly restorable?: boolean
 }
 
 export interface KeeperOptions {
@@ -44,6 +57,8 @@ export interface KeeperOptions {
   maxWaitMs?: number
   /** Counts settles that ran an encode (tests). */
   onSettle?: (result: DisplayEncodeResult) => void
+  /** Quiet time before the emulator is released (0: never). */
+  releaseMs?: number
 }
 
 export class DisplayKeeper {
@@ -61,6 +76,10 @@ export class DisplayKeeper {
   #again = false
   #failuresSeen = 0
   #stopped = false
+  readonly #releaseMs: number
+  #releaseTimer: ReturnType<typeof setTimeout> | undefined
+  /** The emulator sequence the last encode looked at. */
+  #encodedAt = -1
   /** Encodes run and revisions handed to the writer (observability and tests). */
   encodes = 0
   revisions = 0
@@ -72,7 +91,27 @@ export class DisplayKeeper {
     this.#settleMs = options.settleMs ?? SETTLE_WINDOW_MS
     this.#maxWaitMs = options.maxWaitMs ?? SETTLE_MAX_WAIT_MS
     this.#onSettle = options.onSettle
+    this.#releaseMs = options.releaseMs ?? EMULATOR_RELEASE_IDLE_MS
     this.#unsubscribe = source.onApplied(() => this.#applied())
+    this.#armRelease(this.#releaseMs)
+  }
+
+  #armRelease(delay: number): void {
+    if (this.#releaseMs <= 0 || this.#stopped || !this.#source.release) return
+    clearTimeout(this.#releaseTimer)
+    this.#releaseTimer = setTimeout(() => this.#tryRelease(), Math.max(delay, 100))
+    this.#releaseTimer.unref?.()
+  }
+
+  /** Releases the emulator when it has been quiet long enough and its newest revision is all of it. */
+  #tryRelease(): void {
+    const source = this.#source
+    if (this.#stopped) return
+    const quiet = Date.now() - (source.lastUsed ?? 0)
+    if (quiet < this.#releaseMs) return this.#armRelease(this.#releaseMs - quiet)
+    const covered = this.#encodedAt === source.appliedSequence && this.#dirtySince === undefined && !this.#running && this.#sink.restorable === true
+    if (!source.released && covered && source.caughtUp) source.release?.()
+    this.#armRelease(this.#releaseMs)
   }
 
   #applied(): void {
@@ -116,11 +155,12 @@ export class DisplayKeeper {
       this.#failuresSeen = this.#sink.failures
       let result: DisplayEncodeResult
       try {
-        result = await this.#source.request<DisplayEncodeResult>(DISPLAY_ENCODE, { force } satisfies DisplayEncodeRequest)
+        result = await this.#source.request<DisplayEncodeResult>(DISPLAY_ENCODE, { force, stored: this.#sink.stored } satisfies DisplayEncodeRequest)
       } catch {
         return // the emulator went away; its last settled revision stays
       }
       this.encodes++
+      this.#encodedAt = result.changed ? result.revision.meta.sequence : result.sequence
       this.#onSettle?.(result)
       if (result.changed) {
         this.revisions++
@@ -149,7 +189,8 @@ export class DisplayKeeper {
     }
     this.#stop()
     await this.#running
-    if (!this.#source.rebuilding) {
+    // A released screen that nothing brought back is what its newest revision shows already.
+    if (!this.#source.rebuilding && !(this.#source.released && this.#source.caughtUp)) {
       this.#running = this.#run().finally(() => (this.#running = undefined))
       await this.#running
     }
@@ -159,6 +200,7 @@ export class DisplayKeeper {
   #stop(): void {
     this.#stopped = true
     clearTimeout(this.#timer)
+    clearTimeout(this.#releaseTimer)
     this.#timer = undefined
     this.#unsubscribe()
   }

@@ -11,7 +11,7 @@ import { and, eq, like } from 'drizzle-orm'
 import { afterAll, describe, expect, it } from 'vitest'
 import { beginOf, chunksOf, latestRevision } from '../../api/display/store.ts'
 import { decodeDisplay } from '../../api/display/decode.ts'
-import { dataMigrations, displayChunks, displayRevisions, legacyTerminalRecords } from '../../schema/tables.ts'
+import { dataMigrations, displayChunks, displayHistory, displayRevisions, legacyTerminalRecords } from '../../schema/tables.ts'
 import type { RowsEvent } from '../../schema/wire/display.ts'
 import { openStorage, type Storage } from '../../storage/client.ts'
 import { migrate } from '../../storage/migrate.ts'
@@ -61,22 +61,26 @@ async function state(storage: Storage) {
   )
   const revisions = await storage.db.select().from(displayRevisions)
   const chunks = await storage.db.select({ t: displayChunks.terminalId, r: displayChunks.revision }).from(displayChunks)
-  return { ledger, revisions, chunks }
+  const history = await storage.db.select({ t: displayHistory.terminalId, n: displayHistory.rowCount }).from(displayHistory)
+  return { ledger, revisions, chunks, history }
 }
 
 /** Every record is either fully migrated (ledger + one complete revision) or untouched. */
 async function expectAllOrNothing(storage: Storage, records: { sessionId: string; terminalId: string }[]) {
-  const { ledger, revisions, chunks } = await state(storage)
+  const { ledger, revisions, chunks, history } = await state(storage)
   for (const r of records) {
     const mine = revisions.filter((x) => x.terminalId === r.terminalId)
     const myChunks = chunks.filter((x) => x.t === r.terminalId)
     if (ledger.has(ledgerName(r.sessionId, r.terminalId))) {
       expect(mine).toHaveLength(1)
       expect(mine[0].origin).toBe('migrated')
-      expect(myChunks).toHaveLength(mine[0].chunkCount)
+      expect(myChunks).toHaveLength(mine[0].headChunks!)
+      const rows = history.filter((x) => x.t === r.terminalId).reduce((n, x) => n + x.n, 0)
+      expect(rows).toBe(mine[0].historyRows)
     } else {
       expect(mine).toHaveLength(0)
       expect(myChunks).toHaveLength(0)
+      expect(history.filter((x) => x.t === r.terminalId)).toHaveLength(0)
     }
   }
   return ledger.size

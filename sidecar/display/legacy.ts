@@ -11,6 +11,7 @@ import xterm from '@xterm/headless'
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS } from '../../schema/limits.ts'
 import { dataMigrations, displayRevisions, legacyTerminalRecords } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
+import { useUnicode11 } from '../emulator/widths.ts'
 import { historyRowsFor } from './allowance.ts'
 import { persistRevision } from './persist.ts'
 import { encodeRevision, type EncodedRevision } from './revision.ts'
@@ -42,6 +43,7 @@ export async function encodeLegacyRecord(record: LegacyRecord): Promise<EncodedR
   const cols = clamp(record.cols, MIN_COLS, MAX_COLS)
   const rows = clamp(record.rows, MIN_ROWS, Math.min(MAX_ROWS, Math.floor(65_536 / cols)))
   const terminal = new Terminal({ cols, rows, scrollback: historyRowsFor(cols), allowProposedApi: true })
+  useUnicode11(terminal)
   const tracker = new DisplayTracker(terminal)
   try {
     // Plain text only: drop control characters (escape sequences included) but keep tabs.

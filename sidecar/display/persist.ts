@@ -1,28 +1,57 @@
 /**
- * Writes display revisions to libSQL. One revision is one transaction (one `db.batch`): its chunks,
- * then its header row, then the pruning of old revisions. A reader that finds the header finds
- * every chunk; a reader never sees a half-written revision.
+ * Writes display revisions to libSQL, incrementally (format 2, schema/tables.ts): a revision
+ * writes its header, its viewport and alternate events, and only the history rows the database
+ * does not hold yet; the rows already stored are shared with the revisions before it.
+ *
+ * One revision is one transaction (one `db.batch`), in this order: the new history chunks, the
+ * head events, the header, then pruning — old revisions, their events, and last the history
+ * chunks that no revision left overlaps (the new header is already in, so its rows are safe). A
+ * reader that finds a header finds every part of it; no revision ever points at a missing row.
  *
  * `RevisionWriter` is the per-terminal writer the settle loop hands revisions to. It never queues:
- * while one write is in flight, a newer revision replaces any waiting one (the latest wins).
+ * while one write is in flight, a newer revision replaces any waiting one (the latest wins). It
+ * remembers what the database holds of the current epoch (`stored`), which the next encode uses to
+ * carry only the rows after it.
  */
+import { deflateSync } from 'node:zlib'
 import { and, eq, inArray, lt, lte, max, sql, type SQL } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
+import { utf8Length } from '../../schema/display-pack.ts'
 import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../schema/limits.ts'
-import { displayChunks, displayRevisions } from '../../schema/tables.ts'
+import { displayChunks, displayHistory, displayRevisions } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Retry } from '../retry.ts'
+import { chunkBody, historyChunks, type HistoryChunk } from './history-chunks.ts'
 import type { EncodedRevision } from './revision.ts'
 
-/** Chunk rows per INSERT statement (5 bound parameters each). */
-const CHUNKS_PER_INSERT = 200
+/** Chunk rows per INSERT statement (5–6 bound parameters each). */
+const CHUNKS_PER_INSERT = 100
+
+/** What the database holds of a terminal's current history epoch. */
+export interface StoredHistory {
+  /** The worker's epoch token, and the database epoch it was given (a revision number). */
+  token: string
+  epoch: number
+  /** Every row before this is stored (from the epoch's first kept row on). */
+  end: number
+  /** The epoch's newest chunk, which may absorb the next rows. */
+  tail: HistoryChunk | undefined
+}
+
+/** A revision carries fewer history rows than the database lacks (a bug, or a write that was
+ * lost): it is not written; the next encode carries every row again. */
+export class MissingHistoryRows extends Error {}
 
 export interface PersistOptions {
   origin?: 'live' | 'migrated'
   /** Extra statements committed in the same transaction (the migration ledger entry). */
   also?: (db: Database) => BatchItem<'sqlite'>[]
   now?: number
+  /** What the database holds already (the writer's memory); absent: a fresh epoch. */
+  stored?: StoredHistory
+  /** Emulator state for rebuilding from this revision (sidecar/emulator/restore.ts). */
+  restore?: unknown
 }
 
 async function latestRevision(db: Database, sessionId: string, terminalId: string): Promise<number> {
@@ -33,12 +62,40 @@ async function latestRevision(db: Database, sessionId: string, terminalId: strin
   return row?.latest ?? 0
 }
 
-function revisionStatements(db: Database, sessionId: string, terminalId: string, number: number, revision: EncodedRevision, options: PersistOptions) {
-  const { meta } = revision
+/** The history chunks this revision writes, and what the database holds afterwards. */
+function historyPlan(number: number, revision: EncodedRevision, stored: StoredHistory | undefined): { chunks: HistoryChunk[]; after: StoredHistory } {
+  const h = revision.history
+  const same = stored?.token === h.token && h.end >= stored.end
+  const epoch = same ? stored.epoch : number
+  const start = same ? Math.max(stored.end, h.first) : h.first
+  if (h.from > start) throw new MissingHistoryRows(`the revision carries history rows from ${h.from}, the database lacks them from ${start}`)
+  const rows = h.rows.slice(start - h.from)
+  const tail = same && stored.tail && stored.tail.first + stored.tail.rows.length === start ? stored.tail : undefined
+  const chunks = historyChunks(start, rows, revision.styles, tail)
+  const last = chunks.at(-1) ?? (same ? stored.tail : undefined)
+  return { chunks, after: { token: h.token, epoch, end: h.end, tail: last } }
+}
+
+function revisionStatements(db: Database, sessionId: string, terminalId: string, number: number, revision: EncodedRevision, chunks: HistoryChunk[], epoch: number, options: PersistOptions) {
+  const { meta, history } = revision
   const now = options.now ?? Date.now()
   const statements: BatchItem<'sqlite'>[] = []
-  for (let i = 0; i < revision.chunks.length; i += CHUNKS_PER_INSERT) {
-    const rows = revision.chunks.slice(i, i + CHUNKS_PER_INSERT).map((body, j) => ({ sessionId, terminalId, revision: number, chunk: i + j, body }))
+  for (let i = 0; i < chunks.length; i += CHUNKS_PER_INSERT) {
+    const rows = chunks.slice(i, i + CHUNKS_PER_INSERT).map((c) => ({ sessionId, terminalId, epoch, firstRow: c.first, rowCount: c.rows.length, body: deflated(c) }))
+    // A chunk that absorbed new rows replaces its smaller self (same first row): a superset, so
+    // any revision reading it finds its rows.
+    statements.push(
+      db
+        .insert(displayHistory)
+        .values(rows)
+        .onConflictDoUpdate({
+          target: [displayHistory.sessionId, displayHistory.terminalId, displayHistory.epoch, displayHistory.firstRow],
+          set: { rowCount: sql`excluded.row_count`, body: sql`excluded.body` },
+        }),
+    )
+  }
+  for (let i = 0; i < revision.head.length; i += CHUNKS_PER_INSERT) {
+    const rows = revision.head.slice(i, i + CHUNKS_PER_INSERT).map((body, j) => ({ sessionId, terminalId, revision: number, chunk: i + j, body }))
     statements.push(db.insert(displayChunks).values(rows))
   }
   statements.push(
@@ -63,9 +120,15 @@ function revisionStatements(db: Database, sessionId: string, terminalId: string,
       historyRows: revision.historyRows,
       truncated: revision.truncated,
       encodedBytes: revision.encodedBytes,
-      chunkCount: revision.chunks.length,
+      chunkCount: revision.chunks,
       origin: options.origin ?? 'live',
       createdAt: now,
+      format: 2,
+      headChunks: revision.head.length,
+      historyEpoch: epoch,
+      historyFirst: history.first,
+      historyEnd: history.end,
+      restore: options.restore ?? revision.restore ?? null,
     }),
   )
   // Prune: keep the newest DISPLAY_KEEP_REVISIONS + 1, and anything younger than DISPLAY_KEEP_MS.
@@ -81,14 +144,29 @@ function revisionStatements(db: Database, sessionId: string, terminalId: string,
       .delete(displayChunks)
       .where(and(eq(displayChunks.sessionId, sessionId), eq(displayChunks.terminalId, terminalId), inArray(displayChunks.revision, oldRevisions))),
     db.delete(displayRevisions).where(old),
+    db.run(sql`DELETE FROM display_history WHERE session_id = ${sessionId} AND terminal_id = ${terminalId} AND ${unreferenced}`),
   )
   statements.push(...(options.also?.(db) ?? []))
   return statements
 }
 
+/** A chunk's stored body (schema/tables.ts: displayHistory.body); kept on the chunk for `bytesOf`. */
+function deflated(chunk: HistoryChunk): Uint8Array {
+  chunk.stored ??= deflateSync(chunkBody(chunk))
+  return chunk.stored
+}
+
+/** A display_history chunk that no revision's rows overlap (after the revisions were pruned). */
+const unreferenced = sql.raw(`NOT EXISTS (
+  SELECT 1 FROM display_revisions r
+  WHERE r.session_id = display_history.session_id AND r.terminal_id = display_history.terminal_id
+    AND r.format = 2 AND r.history_epoch = display_history.epoch
+    AND r.history_first < display_history.first_row + display_history.row_count AND r.history_end > display_history.first_row)`)
+
 /**
- * Persists one revision as the terminal's next revision number, atomically. Returns the number.
- * Two writers racing for the same number cannot both commit (primary key); the loser retries.
+ * Persists one revision as the terminal's next revision number, atomically. Returns the number and
+ * what the database now holds of the history. Two writers racing for the same number cannot both
+ * commit (primary key); the loser retries.
  */
 export async function persistRevision(
   db: Database,
@@ -96,13 +174,14 @@ export async function persistRevision(
   terminalId: string,
   revision: EncodedRevision,
   options: PersistOptions = {},
-): Promise<number> {
+): Promise<{ revision: number; stored: StoredHistory; bytes: number }> {
   for (let attempt = 0; ; attempt++) {
     const number = (await latestRevision(db, sessionId, terminalId)) + 1
-    const [first, ...rest] = revisionStatements(db, sessionId, terminalId, number, revision, options)
+    const { chunks, after } = historyPlan(number, revision, options.stored)
+    const [first, ...rest] = revisionStatements(db, sessionId, terminalId, number, revision, chunks, after.epoch, options)
     try {
       await db.batch([first, ...rest])
-      return number
+      return { revision: number, stored: after, bytes: bytesOf(revision, chunks) }
     } catch (error) {
       if (attempt >= 2 || !/UNIQUE|PRIMARY KEY|constraint/i.test(String((error as Error)?.message ?? error))) throw error
     }
@@ -115,6 +194,7 @@ export async function persistRevision(
  * terminal's newest DISPLAY_KEEP_REVISIONS + 1, as pruning at write time would have done had a
  * newer one been written (a terminal that stopped writes none), or (b) is not the newest of a
  * closed or retired terminal, whose screen can change no more: one revision is all it needs.
+ * History chunks no remaining revision overlaps go last, in the same transaction.
  */
 export async function pruneDisplayRevisions(db: Database, now = Date.now()): Promise<void> {
   const cutoff = Math.floor(now - DISPLAY_KEEP_MS)
@@ -130,12 +210,19 @@ export async function pruneDisplayRevisions(db: Database, now = Date.now()): Pro
       WHERE r.session_id = display_chunks.session_id AND r.terminal_id = display_chunks.terminal_id AND r.revision = display_chunks.revision
         AND ${old('r')})`),
     db.run(sql`DELETE FROM display_revisions WHERE ${old('display_revisions')}`),
+    db.run(sql`DELETE FROM display_history WHERE ${unreferenced}`),
   ])
 }
 
 export interface RevisionWriterOptions {
   /** First wait before a failed write is tried again; doubles up to PERSIST_RETRY_MAX_MS. */
   retryMs?: number
+}
+
+/** A revision handed to the writer, with the state to store beside it. */
+export interface Submission {
+  revision: EncodedRevision
+  restore?: unknown
 }
 
 /**
@@ -148,8 +235,9 @@ export class RevisionWriter {
   readonly #sessionId: string
   readonly #terminalId: string
   readonly #retry: Retry
-  #waiting: EncodedRevision | undefined
+  #waiting: Submission | undefined
   #running: Promise<void> | undefined
+  #stored: StoredHistory | undefined
   /** The last revision number written (0 before the first), and how many writes ran. */
   written = 0
   writes = 0
@@ -157,7 +245,18 @@ export class RevisionWriter {
   submitted = 0
   superseded = 0
   failures = 0
+  /** Revisions that landed. */
+  landed = 0
+  /** Bytes of display data written (header fields, events, history chunks), for benchmarks. */
+  bytesWritten = 0
+  /** The sequence of the last revision written. */
+  writtenSequence = 0
   lastError: unknown
+  /** Called after each revision landed. */
+  onWritten: ((revision: number, sequence: number) => void) | undefined
+  /** The last revision handed over is written and carries its emulator state (a rebuild can
+   * start from it). */
+  restorable = false
 
   constructor(db: Database, sessionId: string, terminalId: string, options: RevisionWriterOptions = {}) {
     this.#db = db
@@ -166,11 +265,22 @@ export class RevisionWriter {
     this.#retry = new Retry(`persisting the display of ${sessionId}/${terminalId}`, options.retryMs)
   }
 
+  /** What the database holds of the history: the next encode carries only the rows after it. */
+  get stored(): { token: string; from: number } | undefined {
+    return this.#stored && { token: this.#stored.token, from: this.#stored.end }
+  }
+
+  /** The database epoch of the current history and the worker's token for it. */
+  get epoch(): { token: string; epoch: number } | undefined {
+    return this.#stored && { token: this.#stored.token, epoch: this.#stored.epoch }
+  }
+
   /** Hands over a revision; returns at once. */
-  submit(revision: EncodedRevision): void {
+  submit(revision: EncodedRevision, restore?: unknown): void {
     this.submitted++
+    this.restorable = false
     if (this.#waiting) this.superseded++
-    this.#waiting = revision
+    this.#waiting = { revision, restore }
     if (this.#retry.pending) return // written when the retry comes due
     this.#running ??= this.#drain()
   }
@@ -186,6 +296,11 @@ export class RevisionWriter {
     return this.#retry.pending
   }
 
+  /** Whether a revision waits to be written (or is being written). */
+  get busy(): boolean {
+    return this.#running !== undefined || this.#waiting !== undefined
+  }
+
   async #drain(): Promise<void> {
     try {
       while (this.#waiting) {
@@ -193,11 +308,27 @@ export class RevisionWriter {
         this.#waiting = undefined
         this.writes++
         try {
-          this.written = await persistRevision(this.#db, this.#sessionId, this.#terminalId, next)
+          const { revision, stored, bytes } = await persistRevision(this.#db, this.#sessionId, this.#terminalId, next.revision, {
+            stored: this.#stored,
+            restore: next.restore,
+          })
+          this.#stored = stored
+          this.written = revision
+          this.writtenSequence = next.revision.meta.sequence
+          this.bytesWritten += bytes
+          this.landed++
           this.#retry.succeeded()
+          if (!this.#waiting) this.restorable = next.revision.restore !== undefined && next.revision.restore !== null
+          this.onWritten?.(revision, next.revision.meta.sequence)
         } catch (error) {
           this.lastError = error
           this.failures++
+          if (error instanceof MissingHistoryRows) {
+            // The next encode carries the whole history again (a new settle is forced by `failures`).
+            console.error(`termkeep display ${this.#sessionId}/${this.#terminalId}: ${error.message}; writing the whole history again`)
+            this.#stored = undefined
+            continue
+          }
           // Only a database that cannot take the write now is waited for; anything else (a bug)
           // would fail the same way forever: the next settle sends a newer screen.
           if (!isDatabaseUnavailable(error)) {
@@ -213,4 +344,13 @@ export class RevisionWriter {
       this.#running = undefined
     }
   }
+}
+
+/** The display data one write sent: the header's fields (≈ their JSON), the head events and the
+ * history chunks (what a database that bills by the byte is sent, before its own overhead). */
+function bytesOf(revision: EncodedRevision, chunks: HistoryChunk[]): number {
+  let bytes = utf8Length(JSON.stringify(revision.meta)) + 160
+  for (const body of revision.head) bytes += utf8Length(body)
+  for (const chunk of chunks) bytes += deflated(chunk).length
+  return bytes
 }

@@ -19,7 +19,8 @@ export function plainProjection(terminal: Terminal, tracker: DisplayTracker | un
     rows: terminal.rows,
     title: tracker?.title ?? '',
     alternateScreen: buffer.type === 'alternate',
-    cursor: { row: buffer.cursorY, col: Math.min(buffer.cursorX, terminal.cols - 1), visible: tracker?.cursorVisible ?? true },
+    // As the display reports it: `cols` while a wrap is pending after the last column was written.
+    cursor: { row: buffer.cursorY, col: buffer.cursorX, visible: tracker?.cursorVisible ?? true },
     lines,
     viewportStart: top - first,
     sequence,

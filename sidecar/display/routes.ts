@@ -12,12 +12,13 @@ import { TermkeepError } from '../../schema/errors.ts'
 import { SCREEN_WATCH_INTERVAL_MS, SSE_HEARTBEAT_MS, TERMINAL_ID_PATTERN, SESSION_ID_PATTERN } from '../../schema/limits.ts'
 import type { ScreenProjection } from '../../schema/wire/display.ts'
 import type { SettleSource } from './keeper.ts'
+import type { DisplayStats } from './service.ts'
 import { SCREEN_TEXT } from './worker.ts'
 
 /** What the routes need of the terminal host (sidecar/terminals/host.ts satisfies it). */
 export interface ScreenHost {
   /** The live terminal, or a typed 404 / 410. */
-  live(sessionId: string, terminalId: string): Promise<{ emulator: SettleSource; journal: ScreenJournal }>
+  live(sessionId: string, terminalId: string): Promise<{ emulator: SettleSource & { hold(): () => void }; journal: ScreenJournal }>
 }
 
 /** What screen/watch needs of the journal: whether the byte source closed (or the journal was
@@ -54,6 +55,14 @@ function ids(c: Context): { sid: string; tid: string } {
 
 const sameText = (a: ScreenProjection, b: ScreenProjection) => JSON.stringify({ ...a, sequence: 0 }) === JSON.stringify({ ...b, sequence: 0 })
 
+/**
+ * GET /v1/display/stats → DisplayStats (sidecar only, behind its secret): revisions and bytes the
+ * display pipeline wrote, emulators released and rebuilt. For benchmarks and operations.
+ */
+export function displayStatsRoute(stats: () => DisplayStats): Hono {
+  return new Hono().get('/v1/display/stats', (c) => c.json(stats()))
+}
+
 export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {}): Hono {
   const interval = options.intervalMs ?? SCREEN_WATCH_INTERVAL_MS
   const heartbeat = options.heartbeatMs ?? SSE_HEARTBEAT_MS
@@ -69,7 +78,9 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
   app.get(`${one}/screen/watch`, async (c) => {
     const { sid, tid } = ids(c)
     const { emulator, journal } = await host.live(sid, tid)
-    // Subscribed before the first projection: nothing applied after it goes unnoticed.
+    // Subscribed before the first projection: nothing applied after it goes unnoticed. A watcher
+    // keeps the screen in its emulator.
+    const hold = emulator.hold()
     let dirty = false
     let wake: (() => void) | undefined
     const off = emulator.onApplied(() => {
@@ -81,6 +92,7 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
       first = await emulator.request<ScreenProjection>(SCREEN_TEXT)
     } catch (error) {
       off()
+      hold()
       throw error
     }
     return streamSSE(c, async (stream) => {
@@ -148,6 +160,7 @@ export function screenRoutes(host: ScreenHost, options: ScreenRouteOptions = {})
         }
       } finally {
         off()
+        hold()
       }
     })
   })

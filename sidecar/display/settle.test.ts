@@ -22,6 +22,7 @@ import { Journal } from '../journal/journal.ts'
 import { historyRowsFor } from './allowance.ts'
 import { DisplayService } from './service.ts'
 import { bufferDiff, replay } from './testing/harness.ts'
+import { useUnicode11 } from '../emulator/widths.ts'
 
 const { Terminal } = xterm
 let dir: string
@@ -58,6 +59,7 @@ async function read(tid: string) {
 
 async function direct(bytes: string, cols: number, rows: number) {
   const t = new Terminal({ cols, rows, scrollback: historyRowsFor(cols), allowProposedApi: true })
+  useUnicode11(t)
   await new Promise<void>((r) => t.write(bytes, r))
   return t
 }

@@ -2,13 +2,18 @@
  * The display layer's part of the emulator worker (imported by sidecar/emulator/worker.ts). Every
  * screen gets a DisplayTracker when it opens, so parser hooks see its output from the first byte.
  * Request kinds, answered in order with the screen's records:
- *   `display-encode` {force?, budget?} → DisplayEncodeResult: the revision when the display changed
- *                    since the last one this screen returned (or `force`), else {changed:false}.
+ *   `display-encode` {force?, budget?, stored?} → DisplayEncodeResult: the revision when the display
+ *                    changed since the last one this screen returned (or `force`), else
+ *                    {changed:false}; it carries the history rows after `stored` (what the database
+ *                    holds of the current epoch), or all of them in a new epoch.
  *   `screen-text`    {} → ScreenProjection (the plain projection).
  */
 import type { Terminal } from '@xterm/headless'
-import { registerRequestHandler, registerScreenSetup, type EmulatorContext } from '../emulator/handlers.ts'
+import type { EncodedRow, RowsEvent } from '../../schema/wire/display.ts'
+import { registerRequestHandler, registerScreenRestore, registerScreenSetup, type EmulatorContext } from '../emulator/handlers.ts'
+import { captureState } from '../emulator/restore.ts'
 import { plainProjection } from './plain.ts'
+import { HistoryPosition } from './history.ts'
 import { encodeRevision, sameDisplay, type EncodedRevision } from './revision.ts'
 import { DisplayTracker } from './tracker.ts'
 
@@ -18,12 +23,14 @@ export const SCREEN_TEXT = 'screen-text'
 export interface DisplayEncodeRequest {
   force?: boolean
   budget?: number
+  stored?: { token: string; from: number }
 }
 
 export type DisplayEncodeResult = { changed: false; sequence: number } | { changed: true; revision: EncodedRevision }
 
 interface ScreenDisplay {
   tracker: DisplayTracker
+  history: HistoryPosition
   last?: EncodedRevision
   /** Sequence and tracker generation when `last` was encoded: unchanged means nothing to encode. */
   lastSequence: number
@@ -36,7 +43,7 @@ const displays = new WeakMap<Terminal, ScreenDisplay>()
 function displayOf(context: EmulatorContext): ScreenDisplay {
   let display = displays.get(context.terminal)
   if (!display) {
-    display = { tracker: new DisplayTracker(context.terminal), lastSequence: -1, lastGeneration: -1, lastGeometry: '' }
+    display = { tracker: new DisplayTracker(context.terminal), history: new HistoryPosition(context.terminal), lastSequence: -1, lastGeneration: -1, lastGeometry: '' }
     displays.set(context.terminal, display)
   }
   return display
@@ -46,6 +53,11 @@ registerScreenSetup((context) => {
   displayOf(context)
 })
 
+/** The display tracker of a screen (tests compare a rebuilt screen's with the original's). */
+export function trackerOf(terminal: Terminal): DisplayTracker | undefined {
+  return displays.get(terminal)?.tracker
+}
+
 registerRequestHandler(DISPLAY_ENCODE, (context, payload): DisplayEncodeResult => {
   const request = (payload ?? {}) as DisplayEncodeRequest
   const display = displayOf(context)
@@ -54,13 +66,40 @@ registerRequestHandler(DISPLAY_ENCODE, (context, payload): DisplayEncodeResult =
   const untouched =
     sequence === display.lastSequence && display.tracker.generation === display.lastGeneration && geometry === display.lastGeometry
   if (untouched && !request.force) return { changed: false, sequence }
-  const revision = encodeRevision(display.tracker, { sequence, budget: request.budget })
+  const revision = encodeRevision(display.tracker, display.history, { sequence, budget: request.budget, stored: request.stored })
+  // What a rebuild from this revision needs besides it; none when its history is incomplete.
+  revision.restore = revision.truncated ? null : (captureState(terminal) ?? null)
   display.lastSequence = sequence
   display.lastGeneration = display.tracker.generation
   display.lastGeometry = geometry
   if (!request.force && display.last && sameDisplay(display.last, revision)) return { changed: false, sequence }
-  display.last = revision
+  // Kept only to compare with the next one: without the rows and styles it carried.
+  display.last = { ...revision, styles: [], history: { ...revision.history, rows: [] } }
   return { changed: true, revision }
 })
+
+/** A screen rebuilt from a revision: the last alternate screen and the history epoch come back. */
+registerScreenRestore((context, payload, decoded) => {
+  const display = displayOf(context)
+  if (!decoded.begin.alternateScreen && decoded.alternate.length > 0) {
+    display.tracker.lastAlternate = { rows: alternateRows(payload.parts), styles: decoded.styles }
+  }
+  if (payload.history) display.history.adopt(payload.history.token, payload.history.first)
+})
+
+/** The alternate region's rows as the revision encoded them (a row split over events rejoined). */
+function alternateRows(parts: RowsEvent[]): EncodedRow[] {
+  const rows: EncodedRow[] = []
+  let continues = false
+  for (const event of parts) {
+    if (event.region !== 'alternate') continue
+    event.rows.forEach((row, i) => {
+      if (i === 0 && continues) rows[rows.length - 1].push(...row.slice(1))
+      else rows.push(row)
+    })
+    if (event.rows.length > 0) continues = event.partial === true
+  }
+  return rows
+}
 
 registerRequestHandler(SCREEN_TEXT, (context) => plainProjection(context.terminal, displayOf(context).tracker, context.sequence))

@@ -8,6 +8,7 @@ import { Journal } from '../journal/journal.ts'
 import { cursorHidden } from './cursor.ts'
 import { EmulatorPool, type Emulator } from './emulator.ts'
 import { historyRows } from './protocol.ts'
+import { useUnicode11 } from './widths.ts'
 
 const { Terminal } = headless
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-emulator-'))
@@ -22,6 +23,7 @@ function screenOf(cols: number, rows: number): { journal: Journal; emulator: Emu
 
 async function restore(screen: string, cols: number, rows: number) {
   const fresh = new Terminal({ cols, rows, allowProposedApi: true, scrollback: historyRows(cols) })
+  useUnicode11(fresh)
   await new Promise<void>((resolve) => fresh.write(screen, resolve))
   return fresh
 }

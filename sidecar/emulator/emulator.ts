@@ -10,6 +10,12 @@
  * An `EmulatorObserver` given to the pool sees every emulator open; its `drain()` runs when the
  * emulator is disposed, before the worker closes the screen (the display's last settle), and
  * `pool.close()` waits for pending drains.
+ *
+ * Idle release: a quiet emulator nothing holds (`hold()`: followers, screen watchers) can give its
+ * screen back (`release()`, asked by the display keeper once the newest revision covers it); it is
+ * rebuilt on demand — new output, a request (snapshot, screen, encode) — from what `restoreFrom`
+ * loads (the newest revision and its state), then fed the journal after that revision. Without a
+ * restorable revision it replays its journal from the start, as after a worker failure.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Worker } from 'node:worker_threads'
@@ -17,7 +23,7 @@ import { TermkeepError } from '../../schema/errors.ts'
 import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_MAX_REBUILDS, EMULATOR_WORKERS } from '../../schema/limits.ts'
 import type { Journal } from '../journal/journal.ts'
 import { startTsWorker } from '../worker-thread.ts'
-import type { EmulatorSnapshot, FromWorker, ToWorker, WireRecord } from './protocol.ts'
+import type { EmulatorSnapshot, FromWorker, RestorePayload, ToWorker, WireRecord } from './protocol.ts'
 
 /** The pump's wait between checks when the journal is idle (it is woken on every append). */
 const IDLE_WAIT_MS = 60_000
@@ -89,11 +95,13 @@ export class EmulatorPool {
     return emulator
   }
 
-  /** @internal places an emulator's screen in a worker (again, after its worker failed). */
-  place(emulator: Emulator, journal: Journal): WorkerSlot {
+  /** @internal places an emulator's screen in a worker (again, after its worker failed or it was
+   * released), fresh from the journal's start or restored from a revision. */
+  place(emulator: Emulator, journal: Journal, restore?: RestorePayload): WorkerSlot {
     const slot = this.#pick()
     slot.emulators.set(emulator.key, emulator)
-    slot.post({ type: 'open', key: emulator.key, cols: journal.initialSize.cols, rows: journal.initialSize.rows })
+    const { cols, rows } = restore ? restore.begin : journal.initialSize
+    slot.post({ type: 'open', key: emulator.key, cols, rows, restore })
     return slot
   }
 
@@ -138,6 +146,18 @@ export class Emulator {
   readonly key: string
   readonly #pool: EmulatorPool
   #slot: WorkerSlot
+  /** Released: the screen is gone from its worker until `#live()` rebuilds it. */
+  #released = false
+  #restoring: Promise<void> | undefined
+  #restorer: (() => Promise<RestorePayload | undefined>) | undefined
+  #holds = 0
+  #requests = 0
+  #pumps = 0
+  /** When the screen was last fed, asked or rebuilt (idle release waits for quiet). */
+  lastUsed = Date.now()
+  /** Releases and rebuilds so far (observability, tests). */
+  releases = 0
+  restores = 0
   /** Times its worker failed while it was replaying (the likely culprit); beyond
    * EMULATOR_MAX_REBUILDS the screen stays unavailable. */
   #rebuilds = 0
@@ -169,15 +189,93 @@ export class Emulator {
 
   #startPump(): void {
     const slot = this.#slot
-    void this.#pump(slot).catch((error: unknown) => {
+    // One pump at a time: a rebuilt screen may land in the same worker as the one it replaces.
+    const generation = ++this.#pumps
+    void this.#pump(slot, generation).catch((error: unknown) => {
       if (!this.#stop.signal.aborted && !slot.failure) console.error(`termkeep emulator ${this.key}: feed stopped`, error)
     })
+  }
+
+  /** Keeps the screen from being released (a follower, a screen watcher) until the call returned
+   * is called. */
+  hold(): () => void {
+    this.#holds++
+    let held = true
+    return () => {
+      if (held) this.#holds--
+      held = false
+    }
+  }
+
+  /** Where a released screen comes back from (the display service: the newest revision). */
+  restoreFrom(load: () => Promise<RestorePayload | undefined>): void {
+    this.#restorer = load
+  }
+
+  get released(): boolean {
+    return this.#released
+  }
+
+  /**
+   * Gives the screen back if nothing needs it: caught up, no hold, no request in flight, not
+   * rebuilding, not closing. Returns whether it did.
+   */
+  release(): boolean {
+    if (this.#released || this.#disposing || this.#stop.signal.aborted || this.#gaveUp) return false
+    if (this.#holds > 0 || this.#requests > 0 || !this.caughtUp || this.rebuilding || this.#slot.failure || !this.#restorer) return false
+    this.#released = true
+    this.releases++
+    this.#slot.emulators.delete(this.key)
+    this.#slot.post({ type: 'close', key: this.key })
+    this.#wake?.()
+    void this.#watchReleased()
+    return true
+  }
+
+  /** While released: the first new record brings the screen back. */
+  async #watchReleased(): Promise<void> {
+    const signal = this.#stop.signal
+    while (this.#released && !signal.aborted) {
+      if (this.#journal.lastSequence > this.#sent) return void this.#live().catch(() => {})
+      if (this.#journal.ended || this.#journal.retired) return
+      await this.#journal.wait(this.#sent, IDLE_WAIT_MS, signal)
+    }
+  }
+
+  /** The screen is in a worker (rebuilt first if it was released). */
+  #live(): Promise<void> {
+    if (!this.#released) return Promise.resolve()
+    this.#restoring ??= this.#restore().finally(() => (this.#restoring = undefined))
+    return this.#restoring
+  }
+
+  async #restore(): Promise<void> {
+    let payload: RestorePayload | undefined
+    try {
+      payload = await this.#restorer?.()
+    } catch (error) {
+      console.error(`termkeep emulator ${this.key}: loading its revision failed; replaying its journal instead`, error)
+    }
+    if (this.#stop.signal.aborted) return
+    // Records from the revision on are replayed; until the screen is back where it was it shows
+    // older output (not to be settled or sent as news), as after a worker failure.
+    const from = payload && payload.sequence <= this.#applied ? payload.sequence : 0
+    this.#rebuildTarget = Math.max(this.#rebuildTarget, this.#applied)
+    this.#sent = from
+    this.#applied = from
+    this.#inflight = 0
+    this.#skipped = 0
+    this.#released = false
+    this.restores++
+    this.lastUsed = Date.now()
+    this.#slot = this.#pool.place(this, this.#journal, from > 0 ? payload : undefined)
+    this.#startPump()
   }
 
   /** @internal its worker failed: a new screen in another worker, fed again from sequence 0 (the
    * journal holds every byte while the terminal lives). Listeners see sequences from 1 again. */
   rebuild(): void {
-    if (this.#stop.signal.aborted) return
+    if (this.#stop.signal.aborted || this.#released) return
     // A screen that was still replaying when its worker failed again may be what crashes it.
     if (this.rebuilding && ++this.#rebuilds >= EMULATOR_MAX_REBUILDS) {
       this.#gaveUp = true
@@ -230,17 +328,26 @@ export class Emulator {
     return this.request<EmulatorSnapshot>('snapshot')
   }
 
-  /** Runs a worker-side handler (see handlers.ts) after every record sent so far is applied. */
+  /** Runs a worker-side handler (see handlers.ts) after every record sent so far is applied. A
+   * released screen is rebuilt first. */
   request<T>(kind: string, payload?: unknown): Promise<T> {
+    this.lastUsed = Date.now()
+    if (this.#released || this.#restoring) {
+      this.#requests++
+      return this.#live()
+        .then(() => this.request<T>(kind, payload))
+        .finally(() => this.#requests--)
+    }
     if (this.#slot.failure) {
       return Promise.reject(new TermkeepError('sidecar/unavailable', `the screen of terminal ${this.key} is unavailable: its emulator failed (${this.#slot.failure.message}); its output is intact`))
     }
     if (this.#stop.signal.aborted) return Promise.reject(new Error('emulator disposed'))
     const id = this.#pool.nextRequestId()
+    this.#requests++
     return new Promise<T>((resolve, reject) => {
       this.#slot.pending.set(id, { resolve: resolve as (value: unknown) => void, reject })
       this.#slot.post({ type: 'request', key: this.key, id, kind, payload })
-    })
+    }).finally(() => this.#requests--)
   }
 
   /** @internal the pool's observer for this emulator. */
@@ -265,13 +372,16 @@ export class Emulator {
     if (this.#stop.signal.aborted) return
     this.#stop.abort()
     this.#wake?.()
-    this.#slot.emulators.delete(this.key)
-    this.#slot.post({ type: 'close', key: this.key })
+    if (!this.#released) {
+      this.#slot.emulators.delete(this.key)
+      this.#slot.post({ type: 'close', key: this.key })
+    }
     this.#release()
   }
 
   /** @internal the worker applied records up to `sequence`. */
   applied(sequence: number, bytes: number, skipped = this.#skipped): void {
+    this.lastUsed = Date.now()
     this.#skipped = skipped
     this.#applied = sequence
     this.#inflight -= bytes
@@ -279,9 +389,10 @@ export class Emulator {
     for (const listener of this.#listeners) listener(sequence)
   }
 
-  async #pump(slot: WorkerSlot): Promise<void> {
+  async #pump(slot: WorkerSlot, generation: number): Promise<void> {
     const signal = this.#stop.signal
-    while (!signal.aborted && !slot.failure && slot === this.#slot) {
+    const current = () => !signal.aborted && !slot.failure && slot === this.#slot && !this.#released && generation === this.#pumps
+    while (current()) {
       if (this.#inflight >= EMULATOR_MAX_INFLIGHT_BYTES) {
         await new Promise<void>((resolve) => (this.#wake = resolve))
         continue
@@ -296,7 +407,7 @@ export class Emulator {
       // Behind the journal: read ahead in one window, so the worker can skip text that provably
       // scrolls out (sidecar/display/fast-forward.ts); at the live edge windows stay small.
       const records = await this.#journal.readRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES, true)
-      if (signal.aborted || slot !== this.#slot || slot.failure) return
+      if (!current()) return
       this.#post(records)
     }
   }

@@ -10,6 +10,8 @@
  */
 import type { SerializeAddon } from '@xterm/addon-serialize'
 import type { Terminal } from '@xterm/headless'
+import type { DecodedDisplay } from '../../api/display/decode.ts'
+import type { RestorePayload } from './protocol.ts'
 
 export interface EmulatorContext {
   /** The headless terminal (xterm.js API; buffer.active/normal/alternate, modes, options). */
@@ -49,4 +51,21 @@ export function registerScreenSetup(setup: ScreenSetup): void {
 
 export function runScreenSetups(context: EmulatorContext): void {
   for (const setup of setups) setup(context)
+}
+
+/**
+ * Restore hooks run when a released screen was rebuilt from a revision, after its display and
+ * state were replayed (display issue: the tracker takes back the last alternate screen, the history
+ * position its epoch).
+ */
+export type ScreenRestore = (context: EmulatorContext, payload: RestorePayload, decoded: DecodedDisplay) => void
+
+const restores: ScreenRestore[] = []
+
+export function registerScreenRestore(restore: ScreenRestore): void {
+  restores.push(restore)
+}
+
+export function runScreenRestores(context: EmulatorContext, payload: RestorePayload, decoded: DecodedDisplay): void {
+  for (const restore of restores) restore(context, payload, decoded)
 }

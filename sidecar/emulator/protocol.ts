@@ -11,6 +11,8 @@
  * `emulator.request(kind, payload)`.
  */
 import { HISTORY_CELLS } from '../../schema/limits.ts'
+import type { DisplayBegin, RowsEvent } from '../../schema/wire/display.ts'
+import type { EmulatorState } from './restore.ts'
 
 /** History allowance: HISTORY_CELLS cells, i.e. floor(HISTORY_CELLS / cols) rows. */
 export const historyRows = (cols: number): number => Math.floor(HISTORY_CELLS / cols)
@@ -20,8 +22,24 @@ export type WireRecord =
   | { kind: 'data'; sequence: number; start: number; end: number }
   | { kind: 'resize'; sequence: number; cols: number; rows: number }
 
+/**
+ * A released screen rebuilt from its newest revision: the revision as readDisplay streams it, the
+ * state it cannot show, and (when the database's history is of this terminal's current epoch) the
+ * epoch to continue, so the next revision writes no history twice. Records after `sequence`
+ * follow as usual.
+ */
+export interface RestorePayload {
+  sequence: number
+  begin: DisplayBegin
+  /** The revision's parts (api/display/store.ts `revisionParts`): what readDisplay streams, decoded
+   * the same, without its event packing. */
+  parts: RowsEvent[]
+  state: EmulatorState
+  history?: { token: string; first: number }
+}
+
 export type ToWorker =
-  | { type: 'open'; key: string; cols: number; rows: number }
+  | { type: 'open'; key: string; cols: number; rows: number; restore?: RestorePayload }
   /** `edge`: the batch ends the journal (EOF), so everything is written out; otherwise the
    * worker's fast-forward may hold an unfinished plain-text stretch over to the next batch (a
    * request writes it out first, so nobody sees the screen without it). */

@@ -11,8 +11,10 @@ import serializeModule from '@xterm/addon-serialize'
 import headless from '@xterm/headless'
 import { FastForward, type FeedRecord } from '../display/fast-forward.ts'
 import { cursorRestoreSuffix } from './cursor.ts'
-import { registerRequestHandler, requestHandler, runScreenSetups, type EmulatorContext } from './handlers.ts'
-import { historyRows, type EmulatorSnapshot, type FromWorker, type ToWorker, type WireRecord } from './protocol.ts'
+import { registerRequestHandler, requestHandler, runScreenRestores, runScreenSetups, type EmulatorContext } from './handlers.ts'
+import { replayRevision } from './rebuild.ts'
+import { useUnicode11 } from './widths.ts'
+import { historyRows, type EmulatorSnapshot, type FromWorker, type RestorePayload, type ToWorker, type WireRecord } from './protocol.ts'
 // Request handlers of other areas register themselves here (display issue: import its module).
 import '../display/worker.ts'
 import '../workflows/agent-text.ts'
@@ -52,6 +54,7 @@ class Screen implements EmulatorContext {
 
   constructor(readonly key: string, cols: number, rows: number) {
     this.terminal = new Terminal({ cols, rows, scrollback: historyRows(cols), allowProposedApi: true })
+    useUnicode11(this.terminal)
     this.serializer = new SerializeAddon()
     this.terminal.loadAddon(this.serializer)
     this.fastForward = new FastForward({ cols, rows })
@@ -68,6 +71,20 @@ class Screen implements EmulatorContext {
     await this.#write(feed)
     this.sequence = records.at(-1)?.sequence ?? this.sequence
     post({ type: 'applied', key: this.key, sequence: this.sequence, bytes: written, skipped: this.fastForward.skipped })
+  }
+
+  /**
+   * A released screen comes back from its revision (rebuild.ts), then the fast-forward planner
+   * and the hooks of other areas (display: the last alternate screen, the history epoch) follow.
+   */
+  async restore(payload: RestorePayload): Promise<void> {
+    const terminal = this.terminal
+    const decoded = await replayRevision(terminal, payload)
+    const active = payload.state[decoded.begin.alternateScreen ? 'alternate' : 'normal']
+    const full = (s: typeof active) => s.scrollTop === 0 && s.scrollBottom === terminal.rows - 1
+    this.fastForward.resume({ alt: decoded.begin.alternateScreen, regionFull: full(active) && full(payload.state.normal) })
+    this.sequence = payload.sequence
+    runScreenRestores(this, payload, decoded)
   }
 
   /** Writes what fast-forward held back, so the screen reflects `sequence` exactly: before any
@@ -119,7 +136,10 @@ function enqueue(screen: Screen, step: () => Promise<void>): void {
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'open') {
-    screens.set(message.key, new Screen(message.key, message.cols, message.rows))
+    const screen = new Screen(message.key, message.cols, message.rows)
+    screens.set(message.key, screen)
+    const restore = message.restore
+    if (restore) enqueue(screen, () => screen.restore(restore))
     return
   }
   const screen = screens.get(message.key)

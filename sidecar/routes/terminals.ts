@@ -6,14 +6,12 @@ import { Hono, type Context } from 'hono'
 import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
 import { DEFAULT_OUTPUT_PAGE_ITEMS, MAX_INPUT_BYTES } from '../../schema/limits.ts'
-import { AttachmentId, Geometry, SessionId, TerminalId } from '../../schema/wire/common.ts'
+import { AttachmentId, Geometry, IDEMPOTENCY_KEY_HEADER, IdempotencyKey, SessionId, TerminalId } from '../../schema/wire/common.ts'
 import { ASCIICAST_CONTENT_TYPE, OutputQuery, type OutputPage, WatchQuery } from '../../schema/wire/output.ts'
 import {
   ATTACHMENT_HEADER,
   CreateTerminal,
   FollowQuery,
-  IDEMPOTENCY_KEY_HEADER,
-  IdempotencyKey,
   PRINCIPAL_HEADER,
   Principal,
   RenameTerminal,

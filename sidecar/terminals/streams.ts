@@ -39,6 +39,8 @@ export async function* follow(
     release()
     throw error
   }
+  // A follower keeps the screen in its emulator (no idle release while anyone watches).
+  const hold = terminal.emulator.hold()
   try {
     let cursor: number
     let geometry: Geometry
@@ -85,6 +87,7 @@ export async function* follow(
       if (woke === 'timeout') yield { comment: 'heartbeat' }
     }
   } finally {
+    hold()
     terminal.detach(token)
     release()
   }

@@ -9,8 +9,8 @@ import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import vm from 'node:vm'
 import { TermkeepError } from '../../schema/errors.ts'
-import { DEFAULT_WORKFLOW_CONCURRENCY, MAX_RUNNING_WORKFLOWS } from '../../schema/limits.ts'
-import type { StartWorkflow } from '../../schema/wire/workflows.ts'
+import { MAX_RUNNING_WORKFLOWS } from '../../schema/limits.ts'
+import { startedAs, type StartWorkflow } from '../../schema/wire/workflows.ts'
 import { randomId } from '../../api/auth/secrets.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import type { TerminalStore } from '../terminals/store.ts'
@@ -59,6 +59,8 @@ export class WorkflowEngine {
   readonly #runs = new Map<string, WorkflowRun>()
   /** Starts past their checks and not yet registered: they count against MAX_RUNNING_WORKFLOWS. */
   #starting = 0
+  /** The last start under each Idempotency-Key (session, token, key) still going: never rejects. */
+  readonly #keyed = new Map<string, Promise<unknown>>()
   #stopping = false
 
   constructor(deps: EngineDeps) {
@@ -80,8 +82,29 @@ export class WorkflowEngine {
     rmSync(this.#resultRoot, { recursive: true, force: true })
   }
 
-  /** Starts a run; every refusal comes before anything is written. Resolves with its id. */
-  async startRun(sessionId: string, request: StartWorkflow, tokenId: string): Promise<string> {
+  /**
+   * Starts a run and resolves with its id. With an Idempotency-Key, a start that repeats an earlier
+   * one under the key answers that run instead (`created: false`; another request under the key
+   * is a 422). Starts under one key run one after the other: a retry that arrives while its first
+   * attempt is still starting (a stalled sidecar resuming with both in hand) waits, then finds it.
+   */
+  startRun(sessionId: string, request: StartWorkflow, tokenId: string, key?: string): Promise<{ runId: string; created: boolean }> {
+    const start = async () => {
+      const runId = key === undefined ? undefined : await this.#deps.store.repeatedStart(sessionId, tokenId, key, request)
+      if (runId !== undefined) return { runId, created: false }
+      return { runId: await this.#startNew(sessionId, request, tokenId, key ?? null), created: true }
+    }
+    if (key === undefined) return start()
+    const id = JSON.stringify([sessionId, tokenId, key])
+    const started = (this.#keyed.get(id) ?? Promise.resolve()).then(start)
+    const settled = started.catch(() => undefined)
+    this.#keyed.set(id, settled)
+    void settled.then(() => this.#keyed.get(id) === settled && this.#keyed.delete(id))
+    return started
+  }
+
+  /** Every refusal comes before anything is written. */
+  async #startNew(sessionId: string, request: StartWorkflow, tokenId: string, key: string | null): Promise<string> {
     if (this.#stopping) throw new TermkeepError('sidecar/unavailable', 'the sidecar is stopping')
     if (this.#runs.size + this.#starting >= MAX_RUNNING_WORKFLOWS) {
       throw new TermkeepError('workflow/limit-reached', `at most ${MAX_RUNNING_WORKFLOWS} runs at once on this host; wait for one to end`, { limit: MAX_RUNNING_WORKFLOWS })
@@ -95,26 +118,26 @@ export class WorkflowEngine {
     }
     this.#starting++
     try {
-      return await this.#start(sessionId, request, tokenId)
+      return await this.#start(sessionId, request, tokenId, key)
     } finally {
       this.#starting--
     }
   }
 
-  async #start(sessionId: string, request: StartWorkflow, tokenId: string): Promise<string> {
+  async #start(sessionId: string, request: StartWorkflow, tokenId: string, idempotencyKey: string | null): Promise<string> {
     const sessionCwd = await this.#deps.terminals.sessionCwd(sessionId)
     if (sessionCwd === undefined) throw new TermkeepError('session/not-found', `no session ${sessionId}`)
     const id = randomId('wf')
+    const asked = startedAs(request)
     const run = await WorkflowRun.start(
       {
         id,
         sessionId,
         sessionCwd,
-        script: request.script,
-        input: request.input === undefined ? undefined : JSON.stringify(request.input),
-        concurrency: request.concurrency ?? DEFAULT_WORKFLOW_CONCURRENCY,
-        profile: request.profile ?? null,
+        ...asked,
+        input: asked.input ?? undefined,
         tokenId,
+        idempotencyKey,
         resultDir: join(this.#resultRoot, id),
       },
       this.#deps,

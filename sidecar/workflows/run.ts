@@ -50,6 +50,8 @@ export interface RunSpec {
   concurrency: number
   profile: string | null
   tokenId: string
+  /** The start's Idempotency-Key, kept on the run's row. */
+  idempotencyKey: string | null
   resultDir: string
 }
 
@@ -110,6 +112,7 @@ export class WorkflowRun {
         concurrency: spec.concurrency,
         profile: spec.profile,
         tokenId: spec.tokenId,
+        idempotencyKey: spec.idempotencyKey,
         hostGeneration: deps.generation,
         lastSequence: 1,
         createdAt: now,

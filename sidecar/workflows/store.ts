@@ -8,7 +8,8 @@
 import { and, eq, lt } from 'drizzle-orm'
 import { workflowEvents, workflowRuns, type WorkflowEventType, type WorkflowStatus } from '../../schema/tables.ts'
 import { RunLogChecker } from '../../schema/workflow-log.ts'
-import type { WorkflowResult } from '../../schema/wire/workflows.ts'
+import type { StartWorkflow, WorkflowResult } from '../../schema/wire/workflows.ts'
+import { repeatedStart } from '../../api/workflows/store.ts'
 import type { Database } from '../../storage/client.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Retry } from '../retry.ts'
@@ -121,6 +122,11 @@ export class RunStore {
 
   async setProcess(runId: string, pid: number, startTicks: number | undefined): Promise<void> {
     await this.#db.update(workflowRuns).set({ pid, pidStartTicks: startTicks ?? null }).where(eq(workflowRuns.id, runId))
+  }
+
+  /** The run an earlier start under `key` started (api/workflows/store.ts `repeatedStart`). */
+  repeatedStart(sessionId: string, tokenId: string, key: string, request: StartWorkflow): Promise<string | undefined> {
+    return repeatedStart(this.#db, sessionId, tokenId, key, request)
   }
 
   async get(sessionId: string, runId: string): Promise<{ id: string } | undefined> {

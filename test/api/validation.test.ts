@@ -205,6 +205,10 @@ describe('GET /openapi.json', () => {
     const input = doc.paths[`${T}/input`].post
     expect(input.parameters.map((p: any) => [p.in, p.name])).toContainEqual(['header', 'idempotency-key'])
     expect(input.description).toContain('Idempotency-Key')
+    const start = doc.paths['/v1/sessions/{sid}/workflows'].post
+    expect(start.parameters.map((p: any) => [p.in, p.name])).toContainEqual(['header', 'idempotency-key'])
+    expect(start.responses['503'].description).toContain('same `Idempotency-Key`')
+    expect(Object.keys(start.responses)).toEqual(expect.arrayContaining(['200', '201', '422']))
   })
 
   it('names, for every guarded route, exactly the grant of the design table', () => {

@@ -12,6 +12,7 @@ import { TermkeepClient } from '../../web/client/api.ts'
 import { displayToLines, readDisplay } from '../../web/client/display.ts'
 import { waitFor } from '../support/ports.ts'
 import { startSidecar } from '../support/sidecar.ts'
+import { startStallProxy, type StallProxy } from '../support/stall-proxy.ts'
 import { launch, type Browser } from './chromium.ts'
 import { startProxy, type Proxy } from './proxy.ts'
 import { commandEntered, journalText, startStack, type Stack } from './stack.ts'
@@ -32,6 +33,7 @@ describe('web page (Chromium, full stack)', () => {
   let stack: Stack
   let browser: Browser
   let proxy: Proxy
+  let stall: StallProxy
   let client: TermkeepClient
   let sessionId = ''
   let terminalId = ''
@@ -75,8 +77,10 @@ describe('web page (Chromium, full stack)', () => {
   beforeAll(async () => {
     stack = await startStack('browser')
     client = new TermkeepClient({ url: stack.api.url, token: stack.token })
-    // The browser reaches the API through a proxy the test can cut (network loss).
-    proxy = await startProxy(stack.api.url)
+    // The browser reaches the API through a proxy the test can cut (network loss), and that
+    // through one that can stall the sidecar under one request.
+    stall = await startStallProxy(stack.api.url, () => stack.sidecar.pid)
+    proxy = await startProxy(stall.url)
     browser = await launch()
   })
   afterEach(async (context) => {
@@ -85,6 +89,7 @@ describe('web page (Chromium, full stack)', () => {
   afterAll(async () => {
     await browser?.close()
     await proxy?.close()
+    await stall?.close()
     await stack?.stop()
   })
 
@@ -143,6 +148,22 @@ describe('web page (Chromium, full stack)', () => {
     await interrupt()
     // Back at the prompt the shell is in the foreground, which the tab's title already says.
     await foreground.waitFor({ state: 'detached', timeout: 15_000 })
+  })
+
+  it('draws an emoji two cells wide, as the sidecar and tmux measure it (Unicode 11)', async () => {
+    await type(String.raw`printf 'wide:\360\237\230\200x|\n'`)
+    await waitForScreen('x|')
+    const widths = await browser.page.evaluate(() => {
+      const buffer = (globalThis as any).__termkeep.view().term.buffer.active
+      for (let y = buffer.length - 1; y >= 0; y--) {
+        const line = buffer.getLine(y)
+        const text = line?.translateToString(false) ?? ''
+        if (!text.startsWith('wide:')) continue
+        return [5, 6, 7, 8].map((x) => [line.getCell(x).getChars(), line.getCell(x).getWidth()])
+      }
+      return undefined
+    })
+    expect(widths).toEqual([['\u{1F600}', 2], ['', 0], ['x', 1], ['|', 1]])
   })
 
   it('pastes with bracketed paste when the shell asked for it', async () => {
@@ -244,6 +265,26 @@ describe('web page (Chromium, full stack)', () => {
       rmSync(extra, { recursive: true, force: true })
     }
     await browser.screenshot('page-4-after-network-loss')
+  })
+
+  it('types keystrokes once when the sidecar stalls under them: retried under their key after the 503', async () => {
+    stall.stallNext((request) => request.method === 'POST' && request.url!.endsWith('/input'))
+    // Typed key by key: the first batch meets the stopped sidecar, the rest waits behind it.
+    await type('echo stalled-$((6*7))')
+    const stalled = await stall.stalled()
+    expect(stalled.status).toBe(503)
+    await waitForScreen('\nstalled-42', 30_000)
+    // The stalled sidecar typed that batch as it resumed; the page, told 503, sent it again under
+    // the same key, answered 204 without typing it twice.
+    expect(stalled.key).toMatch(/^in-/)
+    const attempts = stall.passed.filter((p) => p.path.endsWith('/input') && p.key === stalled.key)
+    expect(attempts.length).toBeGreaterThan(1)
+    expect(attempts.at(-1)?.status).toBe(204)
+    await type('echo next-$((2+2))')
+    await waitForScreen('\nnext-4')
+    // Had the first batch been typed twice (or lost), the echo would not have run as written.
+    expect(count(await journalText(stack, sessionId, terminalId), 'stalled-42')).toBe(1)
+    expect(await browser.page.locator('.terminal-view').getAttribute('data-mode')).toBe('live')
   })
 
   it('turns read-only when another client takes control, and takes it back on request', async () => {

@@ -12,13 +12,14 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import headless, { type Terminal } from '@xterm/headless'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PtyProcess } from '../../sidecar/pty/pty-process.ts'
+import type { PtyProcess } from '../../sidecar/pty/pty-process.ts'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { follow } from '../../web/client/follow.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { startProxy } from '../browser/proxy.ts'
 import { commandEntered, journalText, startStack, type Stack } from '../browser/stack.ts'
 import { waitFor } from '../support/ports.ts'
+import { exitedWithin, runInPty } from './run.ts'
 
 const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
 
@@ -28,29 +29,6 @@ function execCli(args: string[], env: Record<string, string>): Promise<{ code: n
       resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     )
   })
-}
-
-/**
- * A CLI process in a real PTY, with everything it printed collected. Through the sidecar's
- * PtyProcess, which reads the master to the end (plain node-pty may drop the last bytes at exit):
- * `exited` resolves once the process exited and all its output was read.
- */
-function runInPty(args: string[], env: Record<string, string>, cols = 100, rows = 30) {
-  const pty = new PtyProcess({
-    file: process.execPath,
-    args: [BIN, ...args],
-    cwd: process.cwd(),
-    env: { ...process.env, ...env, TERM: 'xterm-256color' } as Record<string, string>,
-    cols,
-    rows,
-  })
-  const decoder = new TextDecoder()
-  let output = ''
-  pty.onData((data) => (output += decoder.decode(data, { stream: true })))
-  const ended = new Promise<void>((resolve) => pty.onEnd(resolve))
-  const exit = new Promise<number>((resolve) => pty.onExit(({ exitCode }) => resolve(exitCode ?? -1)))
-  const exited = Promise.all([exit, ended]).then(([code]) => code)
-  return { pty, exited, output: () => output, write: (text: string) => pty.write(Buffer.from(text)) }
 }
 
 const USER_SCREEN = 'USER-SCREEN-BEFORE-ATTACH'
@@ -70,11 +48,6 @@ function screenText(terminal: Terminal): string {
   const lines: string[] = []
   for (let y = 0; y < terminal.rows; y++) lines.push(buffer.getLine(buffer.viewportY + y)?.translateToString(true) ?? '')
   return lines.join('\n')
-}
-
-/** Resolves with the exit code, or rejects after `ms` (a CLI that never ends fails the test, not the run). */
-function exitedWithin<T>(exited: Promise<T>, ms: number, what: string): Promise<T> {
-  return Promise.race([exited, sleep(ms).then(() => Promise.reject(new Error(`${what} did not exit within ${ms} ms`)))])
 }
 
 describe('termkeep attach (real PTY, full stack)', () => {

@@ -1,7 +1,9 @@
 /**
  * `termkeep run` against the real Node API and sidecar: it streams a run's events, prints the
  * return value on stdout, exits 0 / 1 / 130 for completed / error / cancelled, and Ctrl-C (SIGINT)
- * cancels the run, closing its agents' terminals before the command exits.
+ * cancels the run, closing its agents' terminals before the command exits. A start answered 503 by
+ * a stalled sidecar (which starts the run as it resumes) is retried under its Idempotency-Key and
+ * answered with that run: it runs once.
  */
 import { execFile, spawn } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
@@ -11,6 +13,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { startStack, type Stack } from '../browser/stack.ts'
+import { startStallProxy } from '../support/stall-proxy.ts'
 import { AGENTS_ENV, processesOfRun } from '../workflows/support.ts'
 
 const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
@@ -55,6 +58,35 @@ afterAll(async () => {
 })
 
 describe('termkeep run', () => {
+  it('retries a start the stalled sidecar carried out after answering 503, and the run starts once', async () => {
+    const client = new TermkeepClient({ url: stack.api.url, token: stack.token })
+    const before = (await client.workflows('s1', { limit: 100 })).runs.map((r) => r.id)
+    const proxy = await startStallProxy(stack.api.url, () => stack.sidecar.pid)
+    try {
+      proxy.stallNext((request) => request.method === 'POST' && request.url!.endsWith('/workflows'))
+      const file = script('once.js', "log('started once')\nreturn 'once'\n")
+      const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [BIN, 'run', 's1', file], { env: { ...process.env, ...env, TERMKEEP_URL: proxy.url } }, (error, stdout, stderr) =>
+          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        )
+      })
+      expect(result.code, result.stderr).toBe(0)
+      expect(JSON.parse(result.stdout)).toBe('once')
+      const stalled = await proxy.stalled()
+      expect(stalled.status).toBe(503)
+      const attempts = proxy.passed.filter((p) => p.method === 'POST' && p.path.endsWith('/workflows'))
+      expect(new Set(attempts.map((p) => p.key))).toEqual(new Set([stalled.key]))
+      // 200 (the run the stalled attempt started), or 201 if the retry reached the resumed
+      // sidecar first and the stalled attempt joined it: either way one run.
+      expect([200, 201]).toContain(attempts.at(-1)?.status)
+      const started = (await client.workflows('s1', { limit: 100 })).runs.filter((r) => !before.includes(r.id))
+      expect(started).toHaveLength(1)
+      expect(result.stderr).toContain(`run ${started[0].id} started`)
+    } finally {
+      await proxy.close()
+    }
+  })
+
   it('streams the events, prints the value on stdout and exits 0 when the run completes', async () => {
     const file = script('ok.js', "log('hello', input.who)\nreturn await parallel(['a [result]', 'b [exit:4]'], (p) => agent(p))\n")
     const result = await cli(['run', 's1', file, '--input', '{"who":"cli"}'])

@@ -4,7 +4,9 @@
  * test never talks to a server by accident.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { PtyProcess } from '../../sidecar/pty/pty-process.ts'
 
 export const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
 
@@ -43,4 +45,32 @@ export function startCli(args: string[], env: Record<string, string> = {}): Runn
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
   const exited = new Promise<{ code: number; stderr: string }>((resolve) => child.once('close', (code) => resolve({ code: code ?? -1, stderr })))
   return { child, stdout: () => stdout, exited }
+}
+
+/**
+ * A CLI process in a real PTY, with everything it printed collected. Through the sidecar's
+ * PtyProcess, which reads the master to the end (plain node-pty may drop the last bytes at exit):
+ * `exited` resolves once the process exited and all its output was read.
+ */
+export function runInPty(args: string[], env: Record<string, string>, cols = 100, rows = 30) {
+  const pty = new PtyProcess({
+    file: process.execPath,
+    args: [BIN, ...args],
+    cwd: process.cwd(),
+    env: { ...process.env, ...env, TERM: 'xterm-256color' } as Record<string, string>,
+    cols,
+    rows,
+  })
+  const decoder = new TextDecoder()
+  let output = ''
+  pty.onData((data) => (output += decoder.decode(data, { stream: true })))
+  const ended = new Promise<void>((resolve) => pty.onEnd(resolve))
+  const exit = new Promise<number>((resolve) => pty.onExit(({ exitCode }) => resolve(exitCode ?? -1)))
+  const exited = Promise.all([exit, ended]).then(([code]) => code)
+  return { pty, exited, output: () => output, write: (text: string) => pty.write(Buffer.from(text)) }
+}
+
+/** Resolves with the exit code, or rejects after `ms` (a CLI that never ends fails the test, not the run). */
+export function exitedWithin<T>(exited: Promise<T>, ms: number, what: string): Promise<T> {
+  return Promise.race([exited, sleep(ms).then(() => Promise.reject(new Error(`${what} did not exit within ${ms} ms`)))])
 }

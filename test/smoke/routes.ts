@@ -102,13 +102,14 @@ export const ROUTE_CHECKS: RouteCheck[] = [
     },
   },
   {
-    name: 'readDisplay streams begin, rows, end of the revision the sidecar settled into the database',
+    name: 'readDisplay streams begin, rows, end of the revision the sidecar settled into the database, its history inflated from display_history',
     async run({ url, runtime, backend }) {
       const secret = await backend.token(['sessions:write', 'terminals:control', 'terminals:output', 'terminals:display'])
       const sid = await createSession(url, secret, scratch(backend, `display-${runtime}`))
       const terminal = await attachTerminal(url, secret, sid, 'shown')
       try {
-        await terminal.write(`echo display-$((6*7))-${runtime}\r`)
+        // History rows too (stored deflated, apart from the viewport): the runtime inflates them.
+        await terminal.write(`for i in $(seq 1 40); do echo history-row-$i; done; echo display-$((6*7))-${runtime}\r`)
         await terminal.waitFor(`display-42-${runtime}`)
         // Poll until a settled revision that shows the output exists, then read it whole.
         const deadline = Date.now() + 30_000
@@ -126,6 +127,8 @@ export const ROUTE_CHECKS: RouteCheck[] = [
               .join('\n')
             if (text.includes(`display-42-${runtime}`)) {
               expect(JSON.parse(events[0]!.data)).toMatchObject({ origin: 'live', cols: 80, rows: 24 })
+              expect(events.some((e) => e.event === 'rows' && JSON.parse(e.data).region === 'history')).toBe(true)
+              expect(text).toContain('history-row-1\n')
               break
             }
             last = `revision ${JSON.parse(events[0]!.data).revision} without the output:\n${text.trimEnd()}`

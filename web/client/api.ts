@@ -24,11 +24,29 @@ export class ApiError extends Error {
   }
 }
 
-export class UnreachableError extends Error {
+/**
+ * A request that got no answer: the network failed, or the server went silent. It may or may not
+ * have arrived, so its outcome is unknown (docs/retrying.md).
+ */
+export class TransportError extends Error {
+  override name = 'TransportError'
+}
+
+export class UnreachableError extends TransportError {
+  override name = 'UnreachableError'
   constructor(readonly url: string, cause: unknown) {
     super(`cannot reach the termkeep server at ${url}${describeCause(cause)}`)
-    this.name = 'UnreachableError'
   }
+}
+
+/**
+ * Whether a failed request may still have been carried out: no answer came (TransportError), or
+ * the server, or a gateway in front of it, answered 502/503/504 (a stalled sidecar may still carry
+ * it out when it resumes). Such a request is retried only when it is safe to repeat: idempotent,
+ * or sent with an Idempotency-Key.
+ */
+export function outcomeUnknown(error: unknown): boolean {
+  return error instanceof TransportError || (error instanceof ApiError && (error.status === 502 || error.status === 503 || error.status === 504))
 }
 
 function describeCause(cause: unknown): string {
@@ -181,11 +199,11 @@ export class TermkeepClient {
     return this.json('GET', `${terminalPath(sid, tid)}/output?after=${after}${limit === undefined ? '' : `&limit=${limit}`}`)
   }
 
-  async input(sid: string, tid: string, attachment: string, data: Uint8Array): Promise<void> {
-    await this.request('POST', `${terminalPath(sid, tid)}/input`, {
-      body: data as Uint8Array<ArrayBuffer>,
-      headers: { 'content-type': 'application/octet-stream', 'termkeep-attachment': attachment },
-    })
+  /** `key`: the batch's Idempotency-Key, so that a retry of it is typed at most once. */
+  async input(sid: string, tid: string, attachment: string, data: Uint8Array, key?: string): Promise<void> {
+    const headers: Record<string, string> = { 'content-type': 'application/octet-stream', 'termkeep-attachment': attachment }
+    if (key !== undefined) headers['idempotency-key'] = key
+    await this.request('POST', `${terminalPath(sid, tid)}/input`, { body: data as Uint8Array<ArrayBuffer>, headers })
   }
 
   async resize(sid: string, tid: string, attachment: string, cols: number, rows: number): Promise<void> {
@@ -215,8 +233,10 @@ export class TermkeepClient {
     return this.json('GET', `${workflowsPath(sid)}/${seg(rid)}`)
   }
 
-  async startWorkflow(sid: string, body: StartWorkflow): Promise<RunSummary> {
-    return (await this.json<{ run: RunSummary }>('POST', workflowsPath(sid), { json: body })).run
+  /** `key`: an Idempotency-Key, so that a retry answers the run the first attempt started. */
+  async startWorkflow(sid: string, body: StartWorkflow, key?: string): Promise<RunSummary> {
+    const headers: Record<string, string> = key === undefined ? {} : { 'idempotency-key': key }
+    return (await this.json<{ run: RunSummary }>('POST', workflowsPath(sid), { json: body, headers })).run
   }
 
   /** Answers once the run settled (its members' terminals closed). */

@@ -1,6 +1,7 @@
 /**
  * One terminal on the page: xterm.js fed by follow (snapshot, then output), keystrokes and pastes
- * sent to the input route, the window size sent to the resize route. When the live terminal is gone
+ * sent to the input route (in order, each batch typed once: retried under its Idempotency-Key while
+ * its outcome is unknown, web/client/input.ts), the window size sent to the resize route. When the live terminal is gone
  * (retired: 410, sidecar down: 503, or closed) it shows the last persisted display, read-only,
  * staged off-screen and swapped in only when the transfer reached `end`.
  *
@@ -11,13 +12,14 @@
  */
 import { FitAddon } from '@xterm/addon-fit'
 import { Terminal, type ITheme } from '@xterm/xterm'
-import { MAX_COLS, MAX_ROWS, MAX_VISIBLE_CELLS, MIN_COLS, MIN_ROWS } from '../../schema/limits.ts'
+import { useUnicode11 } from '../../sidecar/emulator/widths.ts'
+import { MAX_COLS, MAX_ROWS, MAX_VISIBLE_CELLS, MIN_COLS, MIN_ROWS, UNKNOWN_OUTCOME_RETRY_MS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { ApiError, type TermkeepClient } from '../client/api.ts'
 import { replayAnsi } from '../../api/display/replay.ts'
 import { readDisplay } from '../client/display.ts'
 import { follow, type FollowEnd } from '../client/follow.ts'
-import { InputQueue } from '../client/input.ts'
+import { InputQueue, type InputFailure } from '../client/input.ts'
 import { h, randomId } from './dom.ts'
 import { ReplayGuard } from './replay-guard.ts'
 
@@ -44,16 +46,19 @@ export interface TerminalViewEvents {
 export const isLeaveKey = (e: KeyboardEvent) => e.type === 'keydown' && e.ctrlKey && e.shiftKey && !e.altKey && e.key === 'Home'
 
 function newTerminal(readOnly: boolean): Terminal {
-  return new Terminal({
+  const term = new Terminal({
     theme: THEME,
     fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace',
     fontSize: 14,
     cursorBlink: !readOnly,
     disableStdin: readOnly,
     scrollback: 10_000,
-    allowProposedApi: false,
+    // The unicode API (Unicode 11 widths, as the sidecar's emulator measures) is a proposed one.
+    allowProposedApi: true,
     screenReaderMode: false,
   })
+  useUnicode11(term)
+  return term
 }
 
 function fitGeometry(cols: number, rows: number): { cols: number; rows: number } {
@@ -73,9 +78,12 @@ export class TerminalView {
   #info: TerminalInfo | undefined
   #guard: ReplayGuard
   #controller = false
+  /** Ends with the view (#abort is replaced when the view takes control again). */
+  #disposed = new AbortController()
   #input = new InputQueue(
-    (bytes) => this.client.input(this.sessionId, this.terminalId, this.#attachment, bytes),
-    (error) => this.#inputFailed(error),
+    (bytes, key) => this.client.input(this.sessionId, this.terminalId, this.#attachment, bytes, key),
+    (failure) => this.#inputFailed(failure),
+    { signal: this.#disposed.signal },
   )
   #resizeTimer: ReturnType<typeof setTimeout> | undefined
   #observer: ResizeObserver
@@ -129,6 +137,7 @@ export class TerminalView {
 
   dispose(): void {
     this.#abort.abort()
+    this.#disposed.abort()
     this.#observer.disconnect()
     clearTimeout(this.#resizeTimer)
     this.#guard.dispose()
@@ -161,6 +170,8 @@ export class TerminalView {
         },
         state: (info) => this.#onInfo(info),
         status: (status) => {
+          // Input typed meanwhile, and a batch being retried, wait for control to be confirmed.
+          if (status === 'reconnecting') this.#input.hold()
           if (status === 'reconnecting') this.#setMode('reconnecting', 'Connection lost; reconnecting…')
           else if (status === 'live') this.#setMode(this.#controller ? 'live' : 'read-only', '')
         },
@@ -172,6 +183,8 @@ export class TerminalView {
   #onInfo(info: TerminalInfo): void {
     this.#info = info
     this.#controller = info.controllerId === this.#attachment
+    // Control is known again: held input goes (or, read-only, is answered as refused).
+    this.#input.resume()
     if (!this.#controller && (this.term.cols !== info.cols || this.term.rows !== info.rows)) this.term.resize(info.cols, info.rows)
     if (this.#mode === 'live' || this.#mode === 'read-only' || this.#mode === 'connecting') {
       this.#setMode(
@@ -232,16 +245,18 @@ export class TerminalView {
     this.#input.push(bytes)
   }
 
-  #inputFailed(error: unknown): void {
+  #inputFailed({ error, uncertain }: InputFailure): void {
     if (error instanceof ApiError && error.code === 'terminal/control-unavailable') {
       this.#controller = false
       this.#setMode('read-only', 'Another window controls this terminal; this view is read-only.')
+    } else if (uncertain) {
+      // Retried under its key for UNKNOWN_OUTCOME_RETRY_MS without an answer: the batch may or
+      // may not have arrived, and what was typed after it was dropped; the user is told.
+      this.events.mode(this.#mode, `Connection lost while sending input; some keystrokes may not have arrived (no answer for ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s).`)
     } else if (error instanceof ApiError) {
       this.events.mode(this.#mode, `Input was refused: ${error.message}`)
     } else {
-      // A network failure mid-request: the bytes may or may not have arrived, and input is not
-      // idempotent, so it is not resent; the user is told instead of left guessing.
-      this.events.mode(this.#mode, 'Connection lost while sending input; some keystrokes may not have arrived.')
+      this.events.mode(this.#mode, `Input was not sent: ${(error as Error)?.message ?? String(error)}`)
     }
   }
 
@@ -260,7 +275,7 @@ export class TerminalView {
     try {
       await this.client.resize(this.sessionId, this.terminalId, this.#attachment, cols, rows)
     } catch (error) {
-      if (error instanceof ApiError && error.code === 'terminal/control-unavailable') this.#inputFailed(error)
+      if (error instanceof ApiError && error.code === 'terminal/control-unavailable') this.#inputFailed({ error, bytes: 0, uncertain: false })
     }
   }
 }

@@ -5,10 +5,14 @@
 import xterm, { type IBuffer, type IBufferCell, type Terminal as TerminalType } from '@xterm/headless'
 import { decodeDisplay, type DecodedDisplay } from '../../../api/display/decode.ts'
 import { replayAnsi } from '../../../api/display/replay.ts'
+import { MAX_DISPLAY_BYTES, MAX_DISPLAY_EVENT_BYTES } from '../../../schema/limits.ts'
 import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../../schema/wire/display.ts'
+import { useUnicode11 } from '../../emulator/widths.ts'
 import { historyRowsFor } from '../allowance.ts'
-import { encodeRevision, type EncodedRevision, type EncodeOptions } from '../revision.ts'
+import { RowEncoder } from '../encode.ts'
+import { metaOf, regionRows, type RevisionMeta } from '../revision.ts'
 import { DisplayTracker } from '../tracker.ts'
+import { legacyPlanChunks, type ChunkPlan } from './legacy-plan.ts'
 
 const { Terminal } = xterm
 
@@ -20,8 +24,31 @@ export interface Emulated {
 
 export function emulator(cols: number, rows: number, scrollback = historyRowsFor(cols)): Emulated {
   const terminal = new Terminal({ cols, rows, scrollback, allowProposedApi: true })
+  useUnicode11(terminal)
   const tracker = new DisplayTracker(terminal)
   return { terminal, tracker, write: (data) => new Promise<void>((resolve) => terminal.write(data, resolve)) }
+}
+
+/** A whole revision as the encoder before incremental revisions made it: every event. */
+export interface ReferenceRevision extends ChunkPlan {
+  meta: RevisionMeta
+}
+
+export interface ReferenceOptions {
+  budget?: number
+  eventLimit?: number
+  sequence?: number
+}
+
+/**
+ * The reference encoder: the screen encoded and packed whole, as before issue 18 (the packer
+ * frozen in legacy-plan.ts). What readDisplay streams from an incremental revision must equal it.
+ */
+export function referenceRevision(tracker: DisplayTracker, options: ReferenceOptions = {}): ReferenceRevision {
+  const terminal = tracker.terminal
+  const encoder = new RowEncoder(terminal.buffer.normal.getNullCell())
+  const plan = legacyPlanChunks(regionRows(tracker, encoder), options.budget ?? MAX_DISPLAY_BYTES, options.eventLimit ?? MAX_DISPLAY_EVENT_BYTES)
+  return { ...plan, meta: metaOf(tracker, options.sequence ?? 0) }
 }
 
 /** The three parts of a readDisplay transfer, as the API would stream them. */
@@ -31,7 +58,7 @@ export interface Transfer {
   end: DisplayEnd
 }
 
-export function transferOf(revision: EncodedRevision, number = 1): Transfer {
+export function transferOf(revision: ReferenceRevision, number = 1): Transfer {
   const { meta } = revision
   const begin: DisplayBegin = {
     revision: number,
@@ -55,7 +82,7 @@ export function transferOf(revision: EncodedRevision, number = 1): Transfer {
   return { begin, parts: revision.chunks.map((c) => JSON.parse(c) as RowsEvent), end: { revision: number, truncated: revision.truncated } }
 }
 
-export function decode(revision: EncodedRevision): DecodedDisplay {
+export function decode(revision: ReferenceRevision): DecodedDisplay {
   const t = transferOf(revision)
   return decodeDisplay(t.begin, t.parts, t.end)
 }
@@ -68,11 +95,11 @@ export async function replay(display: DecodedDisplay): Promise<Emulated> {
   return e
 }
 
-export async function roundTrip(source: Emulated, options: EncodeOptions = {}) {
-  const encoded = encodeRevision(source.tracker, options)
+export async function roundTrip(source: Emulated, options: ReferenceOptions = {}) {
+  const encoded = referenceRevision(source.tracker, options)
   const decoded = decode(encoded)
   const copy = await replay(decoded)
-  return { encoded, decoded, copy, reencoded: encodeRevision(copy.tracker, options) }
+  return { encoded, decoded, copy, reencoded: referenceRevision(copy.tracker, options) }
 }
 
 interface CellInternals {

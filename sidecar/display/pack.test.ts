@@ -1,10 +1,20 @@
-/** Retention order, truncation at small budgets, chunk limits, alternate capture, history allowance. */
+/**
+ * The packer (schema/display-pack.ts): retention order, truncation at small budgets, event limits,
+ * rows too large for one event (split, never stripped), and its equality with the packer before
+ * issue 18 for everything that fits; alternate capture and the history allowance.
+ */
 import { describe, expect, it } from 'vitest'
-import type { EncodedRow, RowsEvent } from '../../schema/wire/display.ts'
+import { ChunkPacker, planChunks as plan, utf8Length, type PlannedRow } from '../../schema/display-pack.ts'
+import type { CellStyle, EncodedRow, RowsEvent } from '../../schema/wire/display.ts'
+import { decodeDisplay } from '../../api/display/decode.ts'
 import { historyRowsFor, resizeWithAllowance } from './allowance.ts'
-import { planChunks, type PlannedRow } from './retention.ts'
-import { encodeRevision } from './revision.ts'
-import { decode, emulator } from './testing/harness.ts'
+import { decode, emulator, referenceRevision, transferOf } from './testing/harness.ts'
+import { legacyPlanChunks } from './testing/legacy-plan.ts'
+
+const planChunks = (rows: PlannedRow[], budget: number, limit: number) => {
+  const p = plan(rows, budget, limit)
+  return { ...p, chunks: p.bodies }
+}
 
 const text = (row: EncodedRow) => row.filter((_, i) => i > 0 && i % 2 === 0).join('')
 const rowOf = (s: string, style = 0): EncodedRow => [0, style, s]
@@ -29,7 +39,7 @@ describe('planChunks', () => {
       ['history', 0, ['h0', 'h1', 'h2', 'h3'].map((s) => s.padEnd(40, '.'))],
     ])
     expect(plan).toMatchObject({ viewportRows: 3, alternateRows: 2, historyRows: 4, truncated: false })
-    expect(plan.encodedBytes).toBe(plan.chunks.reduce((n, c) => n + Buffer.byteLength(c), 0))
+    expect(plan.encodedBytes).toBe(plan.chunks.reduce((n: number, c: string) => n + Buffer.byteLength(c), 0))
   })
 
   it.each([400, 700, 1500, 4000])('truncates history to the newest whole rows within a %i-byte budget', (budget) => {
@@ -70,23 +80,89 @@ describe('planChunks', () => {
     expect(events.filter((e) => e.region === 'history').reduce((n, e) => n + e.rows.length, 0)).toBe(300)
   })
 
-  it('degrades a single row larger than the event limit to its text', () => {
-    const huge: EncodedRow = [0]
-    for (let i = 0; i < 500; i++) huge.push(1 + i, 'x')
-    const styles = Array.from({ length: 500 }, (_, i) => ({ fg: `#${i.toString(16).padStart(6, '0')}` }))
-    const plan = planChunks([{ region: 'viewport', row: huge, styles }], 1 << 20, 11_000)
-    expect(Buffer.byteLength(plan.chunks[0])).toBeLessThanOrEqual(11_000)
-    expect(parse(plan.chunks)[0].rows[0]).toEqual([0, 0, 'x'.repeat(500)])
+  it('packs exactly as the packer before issue 18 whenever every row fits an event', () => {
+    for (const [limit, budget] of [[1 << 16, 1 << 26], [1024, 1 << 20], [300, 20_000], [4096, 9000]]) {
+      const rows = planned(7, 5, 400)
+      const now = planChunks(rows, budget, limit)
+      const before = legacyPlanChunks(rows, budget, limit)
+      expect(now.chunks).toEqual(before.chunks)
+      expect(now).toMatchObject({ encodedBytes: before.encodedBytes, truncated: before.truncated, historyRows: before.historyRows })
+    }
+  })
+
+  it('continues another packing exactly as one packer would (the API continues the head events)', () => {
+    for (const budget of [1 << 20, 6000, 4013, 4014, 4015, 4016]) {
+      const rows = planned(6, 3, 200)
+      const whole = planChunks(rows, budget, 1024)
+      const head: string[] = []
+      const first = new ChunkPacker(budget, 1024, (b) => head.push(b))
+      rows.filter((r) => r.region !== 'history').forEach((r) => first.add(r))
+      const rest: string[] = []
+      const second = new ChunkPacker(budget, 1024, (b) => rest.push(b), first.state())
+      for (const r of rows.filter((r) => r.region === 'history')) if (!second.add(r)) break
+      const summary = second.finish()
+      expect([...head, ...rest]).toEqual(whole.chunks)
+      expect(summary).toMatchObject({ chunks: whole.chunks.length, encodedBytes: whole.encodedBytes, truncated: whole.truncated, historyRows: whole.historyRows })
+      // Counting without building the bodies gives the same totals (the sidecar's way).
+      const counted = new ChunkPacker(budget, 1024, undefined, first.state())
+      for (const r of rows.filter((r) => r.region === 'history')) if (!counted.add(r)) break
+      expect(counted.finish()).toMatchObject({ chunks: whole.chunks.length, encodedBytes: whole.encodedBytes, historyRows: whole.historyRows })
+    }
+  })
+
+  it('splits a row too large for one event over several, styles first, and loses nothing', () => {
+    const huge: EncodedRow = [1]
+    const styles: CellStyle[] = []
+    for (let i = 0; i < 900; i++) {
+      huge.push(1 + i, i % 3 === 0 ? ['中', ''] : 'x')
+      styles.push({ fg: `#${(i * 4099).toString(16).padStart(6, '0').slice(-6)}`, bg: i % 256, ul: '#102030', a: 8, u: 3 })
+    }
+    const rows: PlannedRow[] = [
+      { region: 'viewport', row: [0, 0, 'before'], styles: [] },
+      { region: 'viewport', row: huge, styles },
+      { region: 'viewport', row: [0, 0, 'after'], styles: [] },
+    ]
+    const limit = 8192
+    const p = planChunks(rows, 1 << 26, limit)
+    for (const c of p.chunks) expect(utf8Length(c)).toBeLessThanOrEqual(limit)
+    expect(p.chunks.length).toBeGreaterThan(6)
+    expect(p.encodedBytes).toBe(p.chunks.reduce((n, c) => n + utf8Length(c), 0))
+    expect(p.cutCells).toBe(0)
+    const events = parse(p.chunks)
+    expect(events.some((e) => e.rows.length === 0 && e.styles.length > 0)).toBe(true)
+    expect(events.some((e) => e.partial)).toBe(true)
+    // Decoded, the row has every cell with its own style, and the rows around it are intact.
+    const begin = { ...transferOf(referenceRevision(emulator(10, 3).tracker)).begin, chunks: events.length }
+    const display = decodeDisplay(begin, events, { revision: 1, truncated: false })
+    expect(display.viewport.map((r) => r.cells.filter((c) => c.width !== 0).length)).toEqual([6, 900, 5])
+    expect(display.viewport[1].wrapped).toBe(true)
+    const cells = display.viewport[1].cells.filter((c) => c.width !== 0)
+    cells.forEach((cell, i) => {
+      expect(display.styles[cell.style]).toEqual(styles[i])
+      expect(cell.chars).toBe(i % 3 === 0 ? '中' : 'x')
+      expect(cell.width).toBe(i % 3 === 0 ? 2 : 1)
+    })
+  })
+
+  it('cuts only a single cell larger than an event, and counts it', () => {
+    const pile = 'e' + '\u0301'.repeat(9000)
+    const p = planChunks([{ region: 'viewport', row: [0, 0, 'ab', 0, [pile], 0, 'cd'], styles: [] }], 1 << 26, 4096)
+    for (const c of p.chunks) expect(utf8Length(c)).toBeLessThanOrEqual(4096)
+    expect(p.cutCells).toBe(1)
+    const events = parse(p.chunks)
+    const begin = { ...transferOf(referenceRevision(emulator(10, 3).tracker)).begin, chunks: events.length }
+    const cells = decodeDisplay(begin, events, { revision: 1, truncated: false }).viewport[0].cells
+    expect(cells.map((c) => c.chars[0])).toEqual(['a', 'b', 'e', 'c', 'd'])
   })
 })
 
-describe('encodeRevision', () => {
+describe('the reference encoder', () => {
   it('keeps the last alternate screen after the application leaves it', async () => {
     const e = emulator(40, 6)
     await e.write('$ less file\r\n')
     await e.write('\x1b[?1049h\x1b[H\x1b[2J\x1b[1;33mpage one\x1b[0m\r\n\x1b[44m(END)\x1b[0m')
     await e.write('\x1b[?1049l$ ')
-    const revision = encodeRevision(e.tracker)
+    const revision = referenceRevision(e.tracker)
     expect(revision.meta.alternateScreen).toBe(false)
     expect(revision.alternateRows).toBe(6)
     const display = decode(revision)
@@ -102,9 +178,9 @@ describe('encodeRevision', () => {
     let out = ''
     for (let i = 0; i < 2000; i++) out += `\x1b[3${i % 8}mrow ${i}\x1b[0m\r\n`
     await e.write(out)
-    const full = encodeRevision(e.tracker)
+    const full = referenceRevision(e.tracker)
     expect(full).toMatchObject({ truncated: false, historyRows: 2000 - 23 })
-    const small = encodeRevision(e.tracker, { budget: 20_000, eventLimit: 4096 })
+    const small = referenceRevision(e.tracker, { budget: 20_000, eventLimit: 4096 })
     expect(small.truncated).toBe(true)
     expect(small.encodedBytes).toBeLessThanOrEqual(20_000)
     const history = decode(small).history

@@ -1,12 +1,9 @@
 /**
- * Retention and chunking, as a pure function over encoded rows in retention order: the viewport,
- * the alternate viewport, then history newest first. Viewport and alternate rows are always kept
- * (they are bounded by the geometry limits); history rows are kept while the total encoding stays
- * within the budget, and the first history row that does not fit ends the revision as
- * `truncated`. Rows are packed into `rows` event bodies of at most `eventLimit` bytes; a region
- * change starts a new body.
+ * REFERENCE ONLY (tests): the chunk planner exactly as it was before incremental revisions
+ * (issue 18), kept so tests can prove that the incremental store + the API's reassembly stream
+ * byte-for-byte what the whole-revision encoder streamed. Do not use in production code.
  */
-import type { CellStyle, EncodedRow, Region } from '../../schema/wire/display.ts'
+import type { CellStyle, EncodedRow, Region } from '../../../schema/wire/display.ts'
 
 export interface PlannedRow {
   region: Region
@@ -44,7 +41,7 @@ function degrade(row: EncodedRow, room: number): string {
   return json
 }
 
-export function planChunks(rows: Iterable<PlannedRow>, budget: number, eventLimit: number): ChunkPlan {
+export function legacyPlanChunks(rows: Iterable<PlannedRow>, budget: number, eventLimit: number): ChunkPlan {
   const plan: ChunkPlan = { chunks: [], viewportRows: 0, alternateRows: 0, historyRows: 0, truncated: false, encodedBytes: 0 }
   const counts: Record<Region, number> = { viewport: 0, alternate: 0, history: 0 }
   let styleCount = 1 // id 0, the default style, is implicit
