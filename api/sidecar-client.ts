@@ -243,9 +243,10 @@ export class SidecarClient {
     return this.request(`${terminal(sid, tid)}/observation/files/watchDirectory?${new URLSearchParams(query)}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
-  /** SSE `append` / `truncate` / `replace` events; `query` is FollowFileQuery's wire form. */
-  followFile(sid: string, tid: string, query: Record<string, string>, declared: readonly string[], signal: AbortSignal): Promise<Response> {
-    const init = streamInit(signal)
+  /** SSE `append` / `truncate` / `replace` events; `query` is FollowFileQuery's wire form,
+   * `lastEventId` a cursor to resume after (it wins over the query's `after`). */
+  followFile(sid: string, tid: string, query: Record<string, string>, declared: readonly string[], signal: AbortSignal, lastEventId?: string): Promise<Response> {
+    const init = streamInit(signal, lastEventId)
     observeHeaders(declared, init.headers as Headers)
     return this.request(`${terminal(sid, tid)}/observation/files/follow?${new URLSearchParams(query)}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }

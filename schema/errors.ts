@@ -66,6 +66,8 @@ export const ERROR_STATUS = {
   'observe/not-running': 409,
   /** Too many watchers (watchDirectory, follow) open on one terminal. */
   'observe/limit-reached': 409,
+  /** A `follow` cursor that no follow of this handle gave (forged, altered, or another handle's). */
+  'observe/cursor-invalid': 400,
   // workflows
   'workflow/not-found': 404,
   /** The script does not parse (a syntax error), refused before anything is published. */

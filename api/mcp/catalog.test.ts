@@ -44,6 +44,10 @@ describe('the MCP tool table', () => {
     // Reading runs is workflows:read; starting and cancelling them workflows:run, as the routes' guards say.
     expect(names(['workflows:read'])).toEqual(['list_workflows', 'workflow_events', 'workflow_status'])
     expect(names(['workflows:run'])).toEqual(['cancel_workflow', 'run_workflow'])
+    // The context needs any observe grant; follow is observe:journal alone.
+    expect(names(['observe:journal'])).toEqual(['observe_context', 'observe_follow'])
+    expect(names(['observe:process'])).toEqual(['observe_context', 'observe_descendants', 'observe_environment', 'observe_open_files'])
+    expect(names(['observe:files'])).toHaveLength(16)
     expect(names([...GRANTS])).toHaveLength(TOOLS.length)
   })
 

@@ -49,6 +49,8 @@ export const INSTRUCTIONS =
   'or create_terminal, send_keys (text, then keys such as Enter), wait_for (a pattern on the screen, quiet output, or the exit), read_screen. ' +
   'send_keys never takes the keyboard from a person who controls the terminal unless takeControl is true. ' +
   'Workflows: run_workflow (wait: true for its result), workflow_events from a cursor (pass next back as after), workflow_status, cancel_workflow. ' +
+  'Observing an agent in a terminal: observe_context (the foreground program), observe_resolve_home_directory, observe_list_directory (the last entry is the newest), ' +
+  'observe_read_json_line, observe_follow from a cursor (pass next back as after). ' +
   'This endpoint is stateless: resources/subscribe is not offered; use wait_for to wait for a change.'
 
 /** Any failure as termkeep's error; a bug is logged and shown as internal/error, never thrown. */

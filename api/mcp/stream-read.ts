@@ -88,6 +88,8 @@ export interface StreamReadSpec {
   final?: readonly string[]
   /** Each event as the result shows it (default: shownEvent). */
   present?: (event: StreamEvent) => Record<string, unknown>
+  /** What the result shows of all the events read, instead of `{events}` (e.g. merged chunks). */
+  summarize?: (events: StreamEvent[]) => Record<string, unknown>
 }
 
 const HeaderCursor = v.object({
@@ -112,8 +114,9 @@ export function streamReadTool(spec: StreamReadSpec): Tool {
       const stream = await EventStream.open(call, spec.path, { params, query, headers })
       try {
         const outcome = await readToBound(stream, args, final)
+        const shown = spec.summarize ? spec.summarize(outcome.events) : { events: outcome.events.map(spec.present ?? shownEvent) }
         return jsonResult({
-          events: outcome.events.map(spec.present ?? shownEvent),
+          ...shown,
           next: cursorValue(outcome.lastId ?? from),
           reason: outcome.reason,
           bytes: outcome.bytes,

@@ -30,6 +30,23 @@ export function fromBase64(data: string): Uint8Array {
   return bytes
 }
 
+export function toBase64(bytes: Uint8Array): string {
+  let binary = ''
+  // In slices: String.fromCharCode takes its arguments on the stack.
+  for (let at = 0; at < bytes.length; at += 0x8000) binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000))
+  return btoa(binary)
+}
+
+/** File bytes as a result shows them: the text when they are valid UTF-8, else base64; `encoding`
+ * says which. */
+export function shownBytes(bytes: Uint8Array): { encoding: 'utf8'; text: string } | { encoding: 'base64'; bytes: string } {
+  try {
+    return { encoding: 'utf8', text: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes) }
+  } catch {
+    return { encoding: 'base64', bytes: toBase64(bytes) }
+  }
+}
+
 /**
  * Output bytes kept for a tool result: the newest `max` bytes of everything added (chunks are
  * dropped from the front as whole ones, then cut once), and how many came before them.

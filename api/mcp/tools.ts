@@ -5,7 +5,7 @@
  * generated from those schemas, and a call is a request through the app (dispatch.ts). Composite
  * tools (send, wait, run) live in their own files and list every route they call in `uses`.
  *
- * The tools of an area live in their own file (workflows.ts) and are spread into TOOLS; an SSE
+ * The tools of an area live in their own file (workflows.ts, observation.ts) and are spread into TOOLS; an SSE
  * route read to a bound is a `streamReadTool` (stream-read.ts). catalog.test.ts fails for a tool
  * whose route is not mounted, and for one missing from docs/mcp.md.
  */
@@ -24,6 +24,7 @@ import { sendKeys } from './send.ts'
 import { fromBase64, plainText, screenText } from './text.ts'
 import { routeTool, textResult, type Tool } from './tool.ts'
 import { waitFor } from './wait.ts'
+import { OBSERVATION_TOOLS } from './observation.ts'
 import { WORKFLOW_TOOLS } from './workflows.ts'
 
 const SessionOnly = v.object({ sid: SessionId })
@@ -178,4 +179,5 @@ export const TOOLS: readonly Tool[] = [
     },
   }),
   ...WORKFLOW_TOOLS,
+  ...OBSERVATION_TOOLS,
 ]

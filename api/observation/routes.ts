@@ -8,7 +8,7 @@
 import { Hono, type Context } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import { TermkeepError } from '../../schema/errors.ts'
-import { capabilitiesOf, FOLLOW_EVENTS, FollowFileQuery, ObservationContext, undeclaredNames, WatchDirectoryQuery } from '../../schema/wire/observation.ts'
+import { capabilitiesOf, FOLLOW_EVENTS, FollowFileQuery, FollowHeaders, ObservationContext, undeclaredNames, WatchDirectoryQuery } from '../../schema/wire/observation.ts'
 import {
   OBSERVATION_OPERATIONS,
   observationPath,
@@ -92,17 +92,21 @@ export const observationRoutes = new Hono<AppEnv>()
     `${T}/observation/files/follow`,
     describeRoute({
       tags,
-      summary: 'follow: a file handle\'s bytes as they are written; `truncate` / `replace` restart the content at offset 0',
-      responses: { 200: sse('chunks {offset, bytes (base64)} of at most 64 KiB', FOLLOW_EVENTS), ...ERRORS },
+      summary:
+        "follow: a file handle's bytes as they are written; `truncate` / `replace` restart the content at offset 0. " +
+        'Each event id is a cursor: `after=` it (or Last-Event-ID) resumes right after that event',
+      responses: { 200: sse('chunks {offset, bytes (base64)} of at most 64 KiB, id = the cursor after it', FOLLOW_EVENTS), ...ERRORS },
     }),
     guard('observe:journal'),
     validate('param', TerminalParams),
     validate('query', FollowFileQuery),
+    validate('header', FollowHeaders),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      const query = wireQuery(c, ['handle', 'maxChunkBytes'])
+      const query = wireQuery(c, ['handle', 'maxChunkBytes', 'after'])
+      const resume = c.req.valid('header')['last-event-id'] || undefined
       const declared = await declaredFor(c)
-      return relay(c, (signal) => c.var.deps.sidecar.followFile(sid, tid, query, declared, signal))
+      return relay(c, (signal) => c.var.deps.sidecar.followFile(sid, tid, query, declared, signal, resume))
     },
   )
 

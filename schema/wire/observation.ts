@@ -8,8 +8,8 @@
  *   POST …/observation/files/<operation>       {request}                 → {response}
  *   GET  …/observation/files/watchDirectory?root=&extensions=&maxDepth=&maxEntries=&maxBytes=
  *        SSE `snapshot` {entries, truncated}: the current listing, then one after each change
- *   GET  …/observation/files/follow?handle=&maxChunkBytes=
- *        SSE `append` | `truncate` | `replace` {offset, bytes (base64)}
+ *   GET  …/observation/files/follow?handle=&maxChunkBytes=&after=   (or Last-Event-ID: a cursor)
+ *        SSE `append` | `truncate` | `replace` {offset, bytes (base64)}, id = the cursor after it
  *
  * The seed's positional arguments are fields by name (`handle`, `root`, `processes`, `names`,
  * `relativePath`, `providerPath`) beside its options, flattened. "Or undefined" is `null` (200).
@@ -290,14 +290,39 @@ export function extensionList(extensions: string): string[] {
   return extensions.split(',')
 }
 
+/**
+ * Where a `follow` reader stopped: every follow event's `id`, sent back as `after` (or as
+ * Last-Event-ID) to read on from exactly there. `c1.<offset>.<file>.<tail>.<tag>`: the byte offset
+ * in the file being read, a keyed digest of that file's identity (so a cursor from before a
+ * rotation is answered with `replace`), one of the bytes just before the offset (so a rewrite in
+ * place is answered with `truncate`), and a tag that binds it to its handle. Opaque otherwise.
+ */
+export const FollowCursor = v.pipe(
+  v.string(),
+  v.regex(/^c1\.\d{1,16}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{22}$/, 'a follow cursor is the id of a follow event, as it came'),
+  v.description('the `id` of the last follow event applied: the stream goes on right after it'),
+)
+
 export const FollowFileQuery = v.object({
   handle: HandleId,
   /** Lowered to OBSERVE_MAX_FOLLOW_CHUNK_BYTES; default that. */
   maxChunkBytes: v.optional(QueryInteger(1, Number.MAX_SAFE_INTEGER, 'maxChunkBytes')),
+  /** Resume after this cursor (a Last-Event-ID header wins over it); absent: from offset 0. */
+  after: v.optional(FollowCursor),
 })
 
-/** One `follow` event's data; the event name is the chunk type. `truncate` and `replace` restart
- * the content at `offset` 0 (their bytes may be empty); `append` continues it. */
+/** An EventSource that reconnects sends the id of the last event it got. */
+export const FollowHeaders = v.object({ 'last-event-id': v.optional(v.union([v.literal(''), FollowCursor])) })
+
+/** Pure: where a follow resumes: a Last-Event-ID header (what an EventSource sends when it
+ * reconnects to the URL it started with) wins over the `after` of that URL. */
+export function followResume(after: string | undefined, lastEventId: string | undefined): string | undefined {
+  return lastEventId === undefined || lastEventId === '' ? after : lastEventId
+}
+
+/** One `follow` event's data; the event name is the chunk type and the event id its cursor.
+ * `truncate` and `replace` restart the content at `offset` 0 (their bytes may be empty);
+ * `append` continues it. */
 export const FollowChunk = v.object({ offset: v.number(), bytes: v.string() })
 export type FollowChunk = v.InferOutput<typeof FollowChunk>
 export const FOLLOW_EVENTS = ['append', 'truncate', 'replace'] as const

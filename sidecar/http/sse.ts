@@ -5,7 +5,8 @@
  */
 import { type ChunkSource, pulledResponse } from './pulled.ts'
 
-export type SseEvent = { event: string; data: unknown; id?: number } | { comment: string }
+/** `id`: the resume cursor a client sends back as Last-Event-ID (a sequence, or an opaque cursor). */
+export type SseEvent = { event: string; data: unknown; id?: number | string } | { comment: string }
 /** Events already in SSE framing (UTF-8), written as they are: a hot path (output items) builds
  * its frames straight into one buffer instead of event objects, template strings, a join and a
  * TextEncoder pass, which cost three extra copies of every payload byte. */

@@ -17,6 +17,14 @@
  * once and in order: chunks are contiguous from the offset, read from the held descriptor only
  * up to the size just stat'ed, and a change that lands during a sync marks it dirty for another
  * sync right after (the watch is open before the first sync, so none slips between).
+ *
+ * Every chunk says which file it came from and the bytes it ends with, from which the route mints
+ * the reader's cursor (cursor.ts). `resume` starts from such a point instead of offset 0: the
+ * path names the file the reader had, long enough and with the same bytes before the offset →
+ * `append` from there; the same file cut shorter or rewritten in place → `truncate`; another
+ * file (rotated, replaced) → `replace`; nothing regular there yet → waited for, then `replace`.
+ * Bytes the old file got after the cursor and before a rotation cannot be told then: the path no
+ * longer leads to that file.
  */
 import { watch, type FSWatcher } from 'node:fs'
 import { lstat } from 'node:fs/promises'
@@ -24,7 +32,8 @@ import { basename, dirname } from 'node:path'
 import { OBSERVE_MAX_FOLLOW_CHUNK_BYTES, SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import type { Opened } from '../files/confine.ts'
 import { Notifier } from '../journal/notifier.ts'
-import { objectOf, sameObject, type PathIdentity } from './handles.ts'
+import type { ResumePoint } from './cursor.ts'
+import { objectOf, sameObject, type ObjectIdentity, type PathIdentity } from './handles.ts'
 import { handleInvalid } from './observed.ts'
 import { openConfined } from './roots.ts'
 
@@ -36,15 +45,19 @@ export interface FollowChunk {
   /** Where `bytes` start in the file (0 for truncate and replace). */
   offset: number
   bytes: Buffer
+  /** The file the bytes came from. */
+  file: ObjectIdentity
+  /** The last FOLLOW_TAIL_BYTES of the content up to the chunk's end (the reader's cursor). */
+  tail: Buffer
 }
 
 /** The bytes just before the offset that are compared to tell an in-place rewrite. */
-const TAIL_BYTES = 64
+export const FOLLOW_TAIL_BYTES = 64
 
 interface Held {
   opened: Opened
   offset: number
-  /** The last TAIL_BYTES delivered, ending at `offset`. */
+  /** The last FOLLOW_TAIL_BYTES delivered, ending at `offset`. */
   tail: Buffer
 }
 
@@ -53,14 +66,18 @@ export class FileFollower {
   readonly #chunkBytes: number
   readonly #changed = new Notifier()
   readonly #watcher: FSWatcher
-  #held: Held
+  /** Undefined while the path names no regular file (a resumed follow after a rotation). */
+  #held: Held | undefined
+  /** How the next chunk from the held file is typed when it restarts the content. */
+  #start: FollowChunk['type']
   #dirty = true
   #closed = false
 
-  private constructor(target: FollowTarget, opened: Opened, chunkBytes: number) {
+  private constructor(target: FollowTarget, held: Held | undefined, start: FollowChunk['type'], chunkBytes: number) {
     this.#target = target
-    this.#chunkBytes = chunkBytes
-    this.#held = { opened, offset: 0, tail: Buffer.alloc(0) }
+    this.#chunkBytes = Math.min(chunkBytes, OBSERVE_MAX_FOLLOW_CHUNK_BYTES)
+    this.#held = held
+    this.#start = start
     const name = basename(target.path)
     this.#watcher = watch(dirname(target.path), { persistent: false }, (_event, changed) => {
       if (changed === null || changed.toString() === name) this.#wake()
@@ -76,10 +93,29 @@ export class FileFollower {
       await opened?.handle.close()
       throw handleInvalid('file handle')
     }
+    return FileFollower.#create(target, { opened, offset: 0, tail: Buffer.alloc(0) }, 'append', maxChunkBytes)
+  }
+
+  /** Follows the file a handle's path names now, from where a reader's cursor says it stopped. */
+  static async resume(target: FollowTarget, point: ResumePoint, maxChunkBytes = OBSERVE_MAX_FOLLOW_CHUNK_BYTES): Promise<FileFollower> {
+    const opened = await openConfined(target.root, target.path, 'file')
+    if (!opened || opened.absolutePath !== target.path) {
+      await opened?.handle.close()
+      return FileFollower.#create(target, undefined, 'replace', maxChunkBytes)
+    }
+    if (!point.isFile(objectOf(opened.stats))) return FileFollower.#create(target, { opened, offset: 0, tail: Buffer.alloc(0) }, 'replace', maxChunkBytes)
+    const tail = await readAt(opened, Math.max(0, point.offset - FOLLOW_TAIL_BYTES), Math.min(point.offset, FOLLOW_TAIL_BYTES))
+    // Short of the offset (cut), or other bytes before it (rewritten): the reader starts over.
+    const intact = Number(opened.stats.size) >= point.offset && tail.length === Math.min(point.offset, FOLLOW_TAIL_BYTES) && point.isTail(tail)
+    const held = intact ? { opened, offset: point.offset, tail } : { opened, offset: 0, tail: Buffer.alloc(0) }
+    return FileFollower.#create(target, held, intact ? 'append' : 'truncate', maxChunkBytes)
+  }
+
+  static async #create(target: FollowTarget, held: Held | undefined, start: FollowChunk['type'], maxChunkBytes: number): Promise<FileFollower> {
     try {
-      return new FileFollower(target, opened, Math.min(maxChunkBytes, OBSERVE_MAX_FOLLOW_CHUNK_BYTES))
+      return new FileFollower(target, held, start, maxChunkBytes)
     } catch (error) {
-      await opened.handle.close()
+      await held?.opened.handle.close()
       throw error
     }
   }
@@ -109,7 +145,7 @@ export class FileFollower {
     if (this.#closed) return
     this.#closed = true
     this.#watcher.close()
-    await this.#held.opened.handle.close().catch(() => {})
+    await this.#held?.opened.handle.close().catch(() => {})
   }
 
   #wake(): void {
@@ -119,24 +155,33 @@ export class FileFollower {
 
   async *#sync(): AsyncGenerator<FollowChunk, void, void> {
     const named = await lstat(this.#target.path, { bigint: true }).catch(() => undefined)
-    const moved = named === undefined || !sameObject(named, objectOf(this.#held.opened.stats))
-    yield* this.#drain('append')
+    const held = this.#held
+    const moved = held === undefined || named === undefined || !sameObject(named, objectOf(held.opened.stats))
+    if (held) yield* this.#drain(held, this.#take())
     if (!moved || !named?.isFile()) return
     const next = await openConfined(this.#target.root, this.#target.path, 'file')
     if (!next) return // not a regular file inside the root (yet): waited for
     if (next.absolutePath !== this.#target.path) return void (await next.handle.close())
-    await this.#held.opened.handle.close().catch(() => {})
+    await held?.opened.handle.close().catch(() => {})
     this.#held = { opened: next, offset: 0, tail: Buffer.alloc(0) }
-    yield* this.#drain('replace')
+    this.#start = 'append'
+    yield* this.#drain(this.#held, 'replace')
   }
 
-  /** What the held file has beyond the offset; `first` types the first chunk (`replace` is
-   * always told, even for an empty file). */
-  async *#drain(first: FollowChunk['type']): AsyncGenerator<FollowChunk, void, void> {
-    const held = this.#held
+  /** The type the next drain starts with (a resumed follow's first one may restart the content). */
+  #take(): FollowChunk['type'] {
+    const start = this.#start
+    this.#start = 'append'
+    return start
+  }
+
+  /** What the held file has beyond the offset; `first` types the first chunk (`truncate` and
+   * `replace` are always told, even for an empty file). */
+  async *#drain(held: Held, first: FollowChunk['type']): AsyncGenerator<FollowChunk, void, void> {
     const size = Number((await held.opened.handle.stat({ bigint: true })).size)
+    const file = objectOf(held.opened.stats)
     let type = first
-    let mustTell = first === 'replace'
+    let mustTell = first !== 'append'
     if (first === 'append' && (size < held.offset || !(await this.#tailIntact(held)))) {
       held.offset = 0
       held.tail = Buffer.alloc(0)
@@ -144,26 +189,28 @@ export class FileFollower {
       mustTell = true
     }
     while (held.offset < size) {
-      const wanted = Math.min(this.#chunkBytes, size - held.offset)
-      const buffer = Buffer.allocUnsafe(wanted)
-      const { bytesRead } = await held.opened.handle.read(buffer, 0, wanted, held.offset)
-      if (bytesRead === 0) break // shrank meanwhile: the next sync tells
-      const bytes = buffer.subarray(0, bytesRead)
+      const bytes = await readAt(held.opened, held.offset, Math.min(this.#chunkBytes, size - held.offset))
+      if (bytes.length === 0) break // shrank meanwhile: the next sync tells
       const offset = held.offset
-      held.offset += bytesRead
-      held.tail = Buffer.concat([held.tail, bytes]).subarray(-TAIL_BYTES)
-      yield { type, offset: type === 'append' ? offset : 0, bytes }
+      held.offset += bytes.length
+      held.tail = Buffer.concat([held.tail, bytes]).subarray(-FOLLOW_TAIL_BYTES)
+      yield { type, offset: type === 'append' ? offset : 0, bytes, file, tail: held.tail }
       type = 'append'
       mustTell = false
     }
-    if (mustTell) yield { type, offset: 0, bytes: Buffer.alloc(0) }
+    if (mustTell) yield { type, offset: 0, bytes: Buffer.alloc(0), file, tail: held.tail }
   }
 
   /** The bytes before the offset are still the ones delivered (an append-only file's are). */
   async #tailIntact(held: Held): Promise<boolean> {
     if (held.tail.length === 0) return true
-    const buffer = Buffer.alloc(held.tail.length)
-    const { bytesRead } = await held.opened.handle.read(buffer, 0, buffer.length, held.offset - held.tail.length)
-    return bytesRead === held.tail.length && buffer.equals(held.tail)
+    return (await readAt(held.opened, held.offset - held.tail.length, held.tail.length)).equals(held.tail)
   }
+}
+
+/** Up to `length` bytes of the file at `position` (fewer at its end). */
+async function readAt(opened: Opened, position: number, length: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(length)
+  const { bytesRead } = await opened.handle.read(buffer, 0, length, position)
+  return buffer.subarray(0, bytesRead)
 }

@@ -106,6 +106,12 @@ const ID = /^h1\.([tjepfd])\.([A-Za-z0-9_-]{24,})\.([A-Za-z0-9_-]{43})$/
  * handles again and again, and each costs two HMACs and an AES pass. */
 const MINTED_CACHE_ENTRIES = 4_096
 
+/** A 32-byte key for one purpose, derived from the sidecar secret (HKDF, salt `termkeep`). */
+export function observationKey(secret: string, purpose: string): Buffer {
+  if (secret.length < 16) throw new Error('the sidecar secret is too short to derive observation keys')
+  return Buffer.from(hkdfSync('sha256', secret, 'termkeep', purpose, 32))
+}
+
 export class HandleCodec {
   readonly #mac: Buffer
   readonly #iv: Buffer
@@ -113,8 +119,7 @@ export class HandleCodec {
   readonly #minted = new Map<string, string>()
 
   constructor(secret: string) {
-    if (secret.length < 16) throw new Error('the sidecar secret is too short to derive handle keys')
-    const key = (purpose: string) => Buffer.from(hkdfSync('sha256', secret, 'termkeep', purpose, 32))
+    const key = (purpose: string) => observationKey(secret, purpose)
     this.#mac = key('observation-handle-mac')
     this.#iv = key('observation-handle-iv')
     this.#enc = key('observation-handle-enc')

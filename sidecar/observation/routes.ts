@@ -9,11 +9,12 @@ import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
 import { OBSERVE_MAX_DECLARED_ENV } from '../../schema/limits.ts'
 import { SessionId, TerminalId } from '../../schema/wire/common.ts'
-import { EnvironmentName, extensionList, FollowFileQuery, OBSERVE_ENV_HEADER, WatchDirectoryQuery } from '../../schema/wire/observation.ts'
+import { EnvironmentName, extensionList, FollowCursor, FollowFileQuery, followResume, OBSERVE_ENV_HEADER, WatchDirectoryQuery } from '../../schema/wire/observation.ts'
 import { OBSERVATION_OPERATIONS, type ObservationOperationName } from '../../schema/wire/observation-operations.ts'
 import { RawJson, sseResponse, type SseEvent } from '../http/sse.ts'
 import { jsonBody, parse } from '../http/validate.ts'
 import type { TerminalHost } from '../terminals/host.ts'
+import { FollowCursors } from './cursor.ts'
 import { FileFollower } from './follow.ts'
 import { HandleCodec } from './handles.ts'
 import { gone, listDirectory, watchDirectory } from './listing.ts'
@@ -55,6 +56,7 @@ const Declared = v.pipe(
 
 export function observationRoutes(host: TerminalHost, secret: string): Hono {
   const codec = new HandleCodec(secret)
+  const cursors = new FollowCursors(secret)
   const base = '/v1/sessions/:sid/terminals/:tid/observation'
 
   async function view(c: Context): Promise<ObservedTerminal> {
@@ -76,13 +78,16 @@ export function observationRoutes(host: TerminalHost, secret: string): Hono {
 
   app.get(`${base}/files/follow`, async (c) => {
     const query = parse(FollowFileQuery, c.req.query())
+    const header = c.req.header('last-event-id') || undefined
+    const after = followResume(query.after, header === undefined ? undefined : parse(FollowCursor, header))
     const observed = await view(c)
     const identity = codec.open(query.handle, observed.binding, ['f'])
     if (!identity) throw handleInvalid('file handle')
+    const point = after === undefined ? undefined : cursors.open(query.handle, after)
     const release = watching(observed.terminal)
     let follower: FileFollower
     try {
-      follower = await FileFollower.open(identity, query.maxChunkBytes)
+      follower = point ? await FileFollower.resume(identity, point, query.maxChunkBytes) : await FileFollower.open(identity, query.maxChunkBytes)
     } catch (error) {
       release()
       throw error
@@ -92,7 +97,10 @@ export function observationRoutes(host: TerminalHost, secret: string): Hono {
         yield { comment: 'following' } // the answer goes out now, even for an empty file
         for await (const chunk of follower.chunks(signal, () => gone(observed), [observed.terminal.changes])) {
           if (chunk === null) yield { comment: 'heartbeat' }
-          else yield { event: chunk.type, data: new RawJson(`{"offset":${chunk.offset},"bytes":"${chunk.bytes.toString('base64')}"}`) }
+          else {
+            const id = cursors.mint(query.handle, chunk.file, chunk.offset + chunk.bytes.length, chunk.tail)
+            yield { event: chunk.type, id, data: new RawJson(`{"offset":${chunk.offset},"bytes":"${chunk.bytes.toString('base64')}"}`) }
+          }
         }
       } finally {
         await follower.close()

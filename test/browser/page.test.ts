@@ -152,7 +152,8 @@ describe('web page (Chromium, full stack)', () => {
 
   it('draws an emoji two cells wide, as the sidecar and tmux measure it (Unicode 11)', async () => {
     await type(String.raw`printf 'wide:\360\237\230\200x|\n'`)
-    await waitForScreen('x|')
+    // The output line, not the echoed command (which holds the octal escapes, not the emoji).
+    await waitForScreen('wide:\u{1F600}x|')
     const widths = await browser.page.evaluate(() => {
       const buffer = (globalThis as any).__termkeep.view().term.buffer.active
       for (let y = buffer.length - 1; y >= 0; y--) {

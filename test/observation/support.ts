@@ -19,6 +19,8 @@ export interface Answer {
 
 export interface SseEvent {
   event: string
+  /** The event's id (a resume cursor), when it has one. */
+  id?: string
   data: any
 }
 
@@ -106,10 +108,10 @@ export class Observation {
     return home
   }
 
-  async stream(path: string, token = this.stack.token): Promise<EventStream> {
+  async stream(path: string, token = this.stack.token, headers: Record<string, string> = {}): Promise<EventStream> {
     const controller = new AbortController()
     this.#streams.push(controller)
-    const response = await fetch(`${this.stack.api.url}${path}`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal })
+    const response = await fetch(`${this.stack.api.url}${path}`, { headers: { ...headers, authorization: `Bearer ${token}` }, signal: controller.signal })
     if (!response.ok) throw Object.assign(new Error(`stream ${response.status}`), { status: response.status, body: await response.json() })
     return new EventStream(response, controller)
   }
@@ -141,12 +143,14 @@ export class EventStream {
         const block = this.#buffer.slice(0, at)
         this.#buffer = this.#buffer.slice(at + 2)
         let event = 'message'
+        let id: string | undefined
         const data: string[] = []
         for (const line of block.split('\n')) {
           if (line.startsWith('event: ')) event = line.slice(7)
+          else if (line.startsWith('id: ')) id = line.slice(4)
           else if (line.startsWith('data: ')) data.push(line.slice(6))
         }
-        if (data.length > 0) return { event, data: JSON.parse(data.join('\n')) }
+        if (data.length > 0) return { event, ...(id === undefined ? {} : { id }), data: JSON.parse(data.join('\n')) }
         continue
       }
       let timer: NodeJS.Timeout | undefined
