@@ -1,5 +1,6 @@
 import type { Client } from '@libsql/client'
 import type { Database } from '../storage/client.ts'
+import type { FileFinding } from '../storage/health.ts'
 import type { Authority } from './auth/guard.ts'
 import type { SidecarClient } from './sidecar-client.ts'
 
@@ -10,6 +11,9 @@ export interface AppDeps {
   sidecar: SidecarClient
   /** Name of the runtime serving the app, reported by health ("node", "deno", "workerd"). */
   runtime: string
+  /** Where a filesystem is (the Node entry, a `file:` database): whether the database's path
+   * still names the file this process opened (storage/file-identity.ts). */
+  databaseFile?: () => FileFinding | undefined
   /** Test and benchmark knobs; production uses the named limits. */
   tuning?: {
     /** SSE comment heartbeat interval (default SSE_HEARTBEAT_MS). */

@@ -10,8 +10,10 @@ import {
   CLOSE_KILL_GRACE_MS,
   SIDECAR_CONNECT_TIMEOUT_MS,
   SIDECAR_LIVENESS_PROBE_MS,
+  SIDECAR_LIVENESS_TIMEOUT_MS,
   SIDECAR_SLOW_CALL_TIMEOUT_MS,
 } from '../schema/limits.ts'
+import { afterDeadline, SidecarLiveness } from './sidecar-liveness.ts'
 import { IDEMPOTENCY_KEY_HEADER, type Geometry } from '../schema/wire/common.ts'
 import type {
   BytesQuery,
@@ -24,6 +26,7 @@ import type {
   RelatedQuery,
   TextQuery,
 } from '../schema/wire/files.ts'
+import type { SidecarHealth } from '../schema/wire/health.ts'
 import { OBSERVE_ENV_HEADER, type ObservationFacts } from '../schema/wire/observation.ts'
 import { observationPath, type ObservationOperationName, type ObservationRequest } from '../schema/wire/observation-operations.ts'
 import type { OutputPage } from '../schema/wire/output.ts'
@@ -48,83 +51,82 @@ export interface SidecarClientOptions {
   fetch?: typeof fetch
 }
 
-export interface SidecarHealth {
-  ok: true
-  generation: number
-  pid: number
-}
-
 export class SidecarClient {
   readonly #url: string
   readonly #secret: string
   readonly #fetch: typeof fetch
   readonly #keys = new Map<string, Promise<CryptoKey>>()
+  readonly #liveness: SidecarLiveness
 
   constructor({ url, secret, fetch: fetchImpl }: SidecarClientOptions) {
     this.#url = url.replace(/\/+$/, '')
     this.#secret = secret
     this.#fetch = fetchImpl ?? ((input, init) => fetch(input, init))
+    // The probe goes around `request`: it must not wait for liveness itself.
+    this.#liveness = new SidecarLiveness((signal) =>
+      this.#fetch(`${this.#url}/v1/health`, { headers: { authorization: `Bearer ${this.#secret}` }, signal }),
+    )
   }
 
   /**
-   * Sends one request. `timeoutMs` (default SIDECAR_CONNECT_TIMEOUT_MS) covers only the time to
+   * Sends one request. `timeoutMs` (default SIDECAR_SLOW_CALL_TIMEOUT_MS) bounds only the time to
    * response headers; a streaming body afterwards is bounded by `signal` (the client's own
-   * disconnect). A refused connection fails at once, whatever the budget; a longer budget (work
-   * that may take seconds) holds only while the sidecar's health still answers.
+   * disconnect). A refused connection fails at once. An answer that is late is waited for while
+   * the sidecar is alive (sidecar-liveness.ts): after SIDECAR_LIVENESS_PROBE_MS without headers,
+   * and every as long again, the call asks; a sidecar that is not alive makes it 503 in seconds.
    */
-  async request(path: string, init: RequestInit = {}, timeoutMs = SIDECAR_CONNECT_TIMEOUT_MS): Promise<Response> {
+  async request(path: string, init: RequestInit = {}, timeoutMs = SIDECAR_SLOW_CALL_TIMEOUT_MS, { probe: probing = true } = {}): Promise<Response> {
     const headers = new Headers(init.headers)
     headers.set('authorization', `Bearer ${this.#secret}`)
-    const timeout = AbortSignal.timeout(timeoutMs)
     const connect = new AbortController()
-    const onTimeout = () => connect.abort(timeout.reason)
-    timeout.addEventListener('abort', onTimeout)
     const signal = init.signal ? AbortSignal.any([init.signal, connect.signal]) : connect.signal
-    // Until the answer's headers arrive, a long call re-checks every second that the sidecar lives.
     let settled = false
+    let verdict: 'late' | 'silent' | undefined
+    const giveUp = (why: 'late' | 'silent') => {
+      if (settled) return // answered meanwhile: its body must not be cut
+      verdict = why
+      connect.abort(new Error(why === 'late' ? 'the sidecar did not answer in time' : 'the sidecar is not answering'))
+    }
+    const budget = afterDeadline(timeoutMs, () => giveUp('late'))
     let probe: ReturnType<typeof setTimeout> | undefined
     const probeSoon = () => {
       probe = setTimeout(async () => {
-        const alive = await this.#alive()
-        if (settled) return // answered meanwhile: its body must not be cut
+        const alive = await this.#liveness.alive()
+        if (settled) return
         if (alive) probeSoon()
-        else connect.abort(new Error('the sidecar is not answering'))
+        else giveUp('silent')
       }, SIDECAR_LIVENESS_PROBE_MS)
     }
-    if (timeoutMs > SIDECAR_CONNECT_TIMEOUT_MS) probeSoon()
+    if (probing) probeSoon()
     let response: Response
     try {
       response = await this.#fetch(`${this.#url}${path}`, { ...init, headers, signal })
     } catch (cause) {
       if (init.signal?.aborted) throw cause
-      if (timeout.aborted && timeoutMs > SIDECAR_CONNECT_TIMEOUT_MS) {
-        throw new TermkeepError('sidecar/unavailable', `the terminal sidecar did not answer within ${timeoutMs / 1000} s`)
+      if (verdict === 'late') throw new TermkeepError('sidecar/unavailable', `the terminal sidecar did not answer within ${timeoutMs / 1000} s`)
+      if (verdict === 'silent') {
+        throw new TermkeepError('sidecar/unavailable', `the terminal sidecar is not answering (its health did not answer within ${SIDECAR_LIVENESS_TIMEOUT_MS / 1000} s)`)
       }
-      throw new TermkeepError('sidecar/unavailable', 'the terminal sidecar is not reachable')
+      throw new TermkeepError('sidecar/unavailable', `the terminal sidecar is not reachable${reasonOf(cause)}`)
     } finally {
       settled = true
-      timeout.removeEventListener('abort', onTimeout)
+      budget.cancel()
       clearTimeout(probe)
     }
+    this.#liveness.heard()
     if (!response.ok) throw await this.#errorOf(response)
     return response
   }
 
-  async json<T>(path: string, init: RequestInit = {}, timeoutMs?: number): Promise<T> {
-    const response = await this.request(path, init, timeoutMs)
+  async json<T>(path: string, init: RequestInit = {}, timeoutMs?: number, options?: { probe?: boolean }): Promise<T> {
+    const response = await this.request(path, init, timeoutMs, options)
     return (await response.json()) as T
   }
 
+  /** The sidecar's own health; it answers within SIDECAR_LIVENESS_TIMEOUT_MS or is taken for hung. */
   health(): Promise<SidecarHealth> {
-    return this.json<SidecarHealth>('/v1/health')
-  }
-
-  /** Whether the sidecar's health answers (within SIDECAR_CONNECT_TIMEOUT_MS). */
-  #alive(): Promise<boolean> {
-    return this.health().then(
-      () => true,
-      () => false,
-    )
+    // It is the liveness answer itself: nothing to probe while it is out.
+    return this.json<SidecarHealth>('/v1/health', {}, SIDECAR_LIVENESS_TIMEOUT_MS, { probe: false })
   }
 
   // ── Paths (schema/wire/paths.ts) ──────────────────────────────────────────
@@ -333,6 +335,13 @@ export class SidecarClient {
     }
     return error
   }
+}
+
+/** ` (ECONNREFUSED)`: the transport's reason, for the logs and the caller. */
+function reasonOf(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } })?.cause
+  const code = (error as { code?: unknown })?.code ?? cause?.code
+  return typeof code === 'string' ? ` (${code})` : ''
 }
 
 /** Close kills (with a grace period), drains, then answers. */

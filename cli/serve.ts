@@ -1,9 +1,10 @@
 /**
  * `termkeep serve` (what `npm start` runs): migrate the database, start the sidecar as a child
- * process, start the Node API next to it, print the URL and (once) the admin token. Ctrl-C or
- * SIGTERM stops both.
+ * process and keep it running (a crashed one is started again, cli/supervise.ts), start the Node
+ * API next to it, print the URL and (once) the admin token. Ctrl-C or SIGTERM stops the API, then
+ * the sidecar, and waits for the sidecar's own shutdown.
  */
-import { fork, type ChildProcess } from 'node:child_process'
+import { fork } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -14,7 +15,7 @@ import type { Config } from '../schema/config.ts'
 import { openStorage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
 import { SIDECAR_NODE_FLAGS } from '../sidecar/node-flags.ts'
-import { SIDECAR_STOP_GRACE_MS } from '../schema/limits.ts'
+import { SidecarSupervisor, type StartingSidecar } from './supervise.ts'
 
 const SIDECAR_ENTRY = fileURLToPath(new URL('../sidecar/main.ts', import.meta.url))
 const SIDECAR_START_TIMEOUT_MS = 30_000
@@ -45,23 +46,31 @@ export function localSidecarSecret(config: Config): string {
   }
 }
 
-function startSidecar(config: Config, secret: string): Promise<ChildProcess> {
+/** Starts one sidecar and resolves once it announced it is ready; one that exits first, or does not
+ * get there in time (then it is killed), rejects. */
+function startSidecar(config: Config, secret: string): StartingSidecar {
   const child = fork(SIDECAR_ENTRY, [], {
     execArgv: ['--import', 'tsx', ...SIDECAR_NODE_FLAGS],
     env: { ...process.env, SIDECAR_SECRET: secret, SIDECAR_URL: config.sidecarUrl, DATABASE_URL: config.databaseUrl },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the sidecar did not start in time')), SIDECAR_START_TIMEOUT_MS)
-    child.once('message', () => {
+  const ready = new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error('the sidecar did not start in time'))
+    }, SIDECAR_START_TIMEOUT_MS)
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
       clearTimeout(timer)
-      resolve(child)
-    })
-    child.once('exit', (code) => {
+      reject(new Error(`the sidecar exited during start-up (${signal ? `signal ${signal}` : `code ${code}`})`))
+    }
+    child.once('message', (message: { generation?: number }) => {
       clearTimeout(timer)
-      reject(new Error(`the sidecar exited during start-up (code ${code})`))
+      child.off('exit', onExit)
+      resolve(Number(message?.generation))
     })
+    child.once('exit', onExit)
   })
+  return { child, ready }
 }
 
 export async function serveCommand(config: Config): Promise<void> {
@@ -79,43 +88,42 @@ export async function serveCommand(config: Config): Promise<void> {
     process.exit(1)
   }
   const secret = localSidecarSecret(config)
-  let sidecar: ChildProcess
+  const sidecar = new SidecarSupervisor({ start: () => startSidecar(config, secret), log: (line) => console.error(line) })
+  let api: RunningApi | undefined
+  let stopping = false
+  const stop = async (code: number) => {
+    if (stopping) return
+    stopping = true
+    sidecar.stopping()
+    await api?.close()
+    // Wait for the sidecar's own shutdown (last screens saved, processes killed, rows retired): a
+    // supervisor that kills what is left once this process exits would cut it short.
+    await sidecar.stop()
+    storage.close()
+    process.exit(code)
+  }
   try {
-    sidecar = await startSidecar(config, secret)
+    // A sidecar that stops cleanly by itself (it was told to) takes serve down with it; one that
+    // crashes is started again (cli/supervise.ts).
+    await sidecar.start(() => void stop(1))
   } catch (error) {
     // The sidecar printed its own one-line reason (data directory in use, port taken, …).
     console.error(`termkeep: ${(error as Error).message}; stopping`)
     storage.close()
     process.exit(1)
   }
-  let api: RunningApi | undefined
-  let stopping = false
-  const sidecarExited = new Promise<void>((resolve) => sidecar.once('exit', () => resolve()))
-  const stop = async (code: number) => {
-    if (stopping) return
-    stopping = true
-    await api?.close()
-    // Wait for the sidecar's own shutdown (last screens saved, processes killed, rows retired): a
-    // supervisor that kills what is left once this process exits would cut it short.
-    if (sidecar.exitCode === null && sidecar.signalCode === null) {
-      sidecar.kill('SIGTERM')
-      const timer = setTimeout(() => sidecar.kill('SIGKILL'), SIDECAR_STOP_GRACE_MS)
-      await sidecarExited
-      clearTimeout(timer)
-    }
-    storage.close()
-    process.exit(code)
-  }
-  sidecar.once('exit', (code) => {
-    if (stopping) return
-    console.error(`termkeep: the sidecar exited (code ${code}); stopping`)
-    void stop(1)
-  })
   process.once('SIGINT', () => void stop(0))
   process.once('SIGTERM', () => void stop(0))
   let admin: Awaited<ReturnType<typeof ensureAdminToken>>
   try {
-    api = await startNodeApi({ storage, sidecarUrl: config.sidecarUrl, sidecarSecret: secret, host: config.host, port: config.port })
+    api = await startNodeApi({
+      storage,
+      sidecarUrl: config.sidecarUrl,
+      sidecarSecret: secret,
+      host: config.host,
+      port: config.port,
+      databaseUrl: config.databaseUrl,
+    })
     admin = await ensureAdminToken(storage.db, config.adminToken)
   } catch (error) {
     // Never leave the sidecar running behind a failed start (e.g. the API port is taken).

@@ -83,5 +83,15 @@ export const migrations: BundledMigration[] = [
       "\nALTER TABLE `display_revisions` ADD `history_end` integer;",
       "\nALTER TABLE `display_revisions` ADD `restore` text;"
     ]
+  },
+  {
+    "hash": "b508b7d6122f65d8cb79be45f4636fb849f284f54179c21067d54536d8fcc660",
+    "folderMillis": 1796120172727,
+    "sql": [
+      "CREATE TABLE `health_probes` (\n\t`writer` text PRIMARY KEY NOT NULL,\n\t`checked_at` integer NOT NULL\n);\n",
+      "\nALTER TABLE `terminals` ADD `leader_pid` integer;",
+      "\nALTER TABLE `terminals` ADD `leader_start_ticks` integer;",
+      "\nALTER TABLE `terminals` ADD `boot_id` text;"
+    ]
   }
 ]

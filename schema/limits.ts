@@ -72,6 +72,10 @@ export const MAX_OUTPUT_ITEM_BYTES = 64 * KiB
 export const MAX_OUTPUT_PAGE_ITEMS = 256
 /** Default page size for readOutput. */
 export const DEFAULT_OUTPUT_PAGE_ITEMS = 64
+/** Encoded watchOutput batches (~1.4 MB each) one terminal keeps for its other watchers at the
+ * same cursor (sidecar/journal/shared-batches.ts): enough for watchers a few batches apart to
+ * share every batch, small beside the copies it saves (200 watchers had each made their own). */
+export const WATCH_SHARED_BATCHES_BYTES = 8 * MiB
 /** Bytes one emulator may have been sent but not yet applied: bounds the feed's memory while
  * the emulator (≈4× slower than a PTY) lags behind a flood; the journal holds the rest. */
 export const EMULATOR_MAX_INFLIGHT_BYTES = 1 * MiB
@@ -157,6 +161,12 @@ export const PERSIST_RETRY_MAX_MS = 30_000
 /** `termkeep serve` waits this long for its sidecar's shutdown (last screens, processes, rows)
  * before it kills it and exits. */
 export const SIDECAR_STOP_GRACE_MS = 15_000
+/** `termkeep serve` starts a crashed sidecar again after this long, doubling per crash up to the
+ * max (a sidecar that cannot start must not spin), and from the start again once one stayed up a
+ * healthy minute. Meanwhile live routes answer 503 and everything stored is served. */
+export const SIDECAR_RESTART_MIN_MS = 1_000
+export const SIDECAR_RESTART_MAX_MS = 30_000
+export const SIDECAR_HEALTHY_RESET_MS = 60_000
 /** Legacy text-only records: the old whole-record limits they were written under. */
 export const LEGACY_MAX_ROWS = 500
 export const LEGACY_MAX_BYTES = 4 * MiB
@@ -349,18 +359,32 @@ export const MAX_JSON_BODY_BYTES = 1 * MiB
 /** Nesting of a JSON request body (arrays and objects). Every request schema is 2–3 deep; V8
  * parses a 40 MB `[[[[…` in ~10 s and ~2 GB while the API serves nobody. */
 export const MAX_JSON_DEPTH = 32
-/** How long the API waits for the sidecar before answering 503. */
+/** Margin for the sidecar to answer once its work is done (part of close's budget below). */
 export const SIDECAR_CONNECT_TIMEOUT_MS = 2_000
-/** Sidecar calls that do real work before answering (create spawns a shell; follow waits for the
- * emulator's snapshot; the other streams replay before their first event): a loaded host can take
- * seconds, which is not "unreachable". Close has its own budget: kill grace + drain + this. */
+/** How long a sidecar call may wait for its answer's headers while the sidecar is alive (its health
+ * answers, see SIDECAR_LIVENESS_PROBE_MS): create spawns a shell, follow waits for the emulator's
+ * snapshot, streams replay before their first event, and any call may wait behind the work of
+ * hundreds of streams on a loaded host, which is busy, not unreachable. Close has its own budget:
+ * kill grace + drain + the margin above. */
 export const SIDECAR_SLOW_CALL_TIMEOUT_MS = 15_000
 /** The latest accepted timestamp (epoch ms; 9999-12-31T23:59:59.999Z): a token's `expiresAt`
  * stays an exact integer in JavaScript and in SQLite. */
 export const MAX_TIMESTAMP_MS = 253_402_300_799_999
-/** A slow call (above) with no answer after this long checks that the sidecar is alive at all
- * (its health answers within SIDECAR_CONNECT_TIMEOUT_MS); a hung sidecar is 503 in seconds. */
+/** A sidecar call with no answer after this long (and again every as long) asks whether the
+ * sidecar is alive at all: its health, or any answer it gave within this long. Liveness is never
+ * judged by the call's own answer, which may be queued behind stream work there. */
 export const SIDECAR_LIVENESS_PROBE_MS = 1_000
+/** The liveness answer's budget: a sidecar whose health does not answer within this is taken for
+ * hung, and the calls waiting for it are 503 (a dead one refuses the connection at once). Its
+ * health answers within one event-loop turn; 5 s is what a host starved of CPU (load 8 on 2
+ * cores) still met, where 2 s was sometimes missed. */
+export const SIDECAR_LIVENESS_TIMEOUT_MS = 5_000
+/** The sidecar keeps an idle kept-alive connection of the API's open this long (Node's default is
+ * 5 s). A sidecar that resumes after a stall runs its due timers before it reads its sockets, so
+ * a request that arrived on an idle connection during a stall longer than this is dropped unread;
+ * longer than a call's whole budget (SIDECAR_SLOW_CALL_TIMEOUT_MS), every request the API sent is
+ * carried out once the sidecar resumes, as a 503's "unknown" outcome says it may be. */
+export const SIDECAR_KEEP_ALIVE_MS = 30_000
 /** EventSource tickets live this long and open exactly one stream. */
 export const TICKET_TTL_MS = 60_000
 
@@ -397,6 +421,12 @@ export const MCP_EXIT_RECORD_WAIT_MS = 2_000
 export const MCP_RETRY_MS = 15_000
 
 // ── Storage ─────────────────────────────────────────────────────────────────
+/** Health writes a probe row at most this often per process (storage/health.ts); its result
+ * stands in between: a write on every health call would be a write per load-balancer ping. */
+export const DB_WRITE_PROBE_MS = 5_000
+/** How often the sidecar checks, unasked, that its `file:` database's path still names the file
+ * it has open (one stat), so a deleted database is logged within seconds, not at the next start. */
+export const DB_FILE_CHECK_MS = 5_000
 /** An embedded database file is shared by the sidecar and the API; a writer waits this long for
  * the other's lock instead of failing with SQLITE_BUSY (the sidecar's TERMKEEP_DB_BUSY_TIMEOUT_MS
  * overrides it). The wait blocks the waiting process's main thread. */

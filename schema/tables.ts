@@ -84,6 +84,16 @@ export const registryEvents = sqliteTable('registry_events', {
 export const TERMINAL_STATES = ['starting', 'running', 'exited', 'closed', 'retired'] as const
 export type TerminalState = (typeof TERMINAL_STATES)[number]
 
+/**
+ * The last write each component's health proved it could make (one row per writer: `api`,
+ * `sidecar`): `SELECT 1` answers on a database that cannot be written (read-only, full, locked),
+ * so health writes here, at most every DB_WRITE_PROBE_MS.
+ */
+export const healthProbes = sqliteTable('health_probes', {
+  writer: text('writer').primaryKey(),
+  checkedAt: integer('checked_at').notNull(),
+})
+
 /** One row per sidecar start; terminals remember the generation that owned them. */
 export const hostGenerations = sqliteTable('host_generations', {
   generation: integer('generation').primaryKey({ autoIncrement: true }),
@@ -117,6 +127,16 @@ export const terminals = sqliteTable(
     /** A workflow run's sub-agent: the run and the member's seq (null for other terminals). */
     workflowRun: text('workflow_run'),
     workflowSeq: integer('workflow_seq'),
+    /**
+     * What finds the terminal's processes again after a crash of the sidecar that owned them,
+     * without trusting a pid alone: the shell's pid (the id of the session every process of the
+     * terminal is in), its start time (/proc/<pid>/stat field 22, clock ticks since boot) and the
+     * boot (/proc/sys/kernel/random/boot_id). Null where /proc does not tell (not Linux) or the
+     * spawn failed.
+     */
+    leaderPid: integer('leader_pid'),
+    leaderStartTicks: integer('leader_start_ticks'),
+    bootId: text('boot_id'),
   },
   (t) => [
     primaryKey({ columns: [t.sessionId, t.id] }),

@@ -7,6 +7,8 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../schema/errors.ts'
 import type { Storage } from '../storage/client.ts'
+import type { StorageHealth } from '../storage/health.ts'
+import type { SidecarHealth } from '../schema/wire/health.ts'
 import { isDatabaseUnavailable } from '../storage/unavailable.ts'
 import { displayStatsRoute, screenRoutes } from './display/routes.ts'
 import type { DisplayService } from './display/service.ts'
@@ -24,6 +26,8 @@ export interface SidecarDeps {
   generation: number
   /** Live terminals and their output journals. */
   terminals: TerminalHost
+  /** The database's health as this process last saw it (storage/health.ts). */
+  health: StorageHealth
   /** TERMKEEP_FILES_ALLOW_OUTSIDE: file reads may leave the session's workspace (off by default). */
   filesAllowOutside?: boolean
   /** The display pipeline, for its statistics route. */
@@ -50,7 +54,8 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   })
   app.notFound((c) => c.json(new TermkeepError('route/not-found', `no sidecar route ${c.req.path}`).toBody(), 404))
   app.use(secretAuth(deps.secret))
-  app.get('/v1/health', (c) => c.json({ ok: true, generation: deps.generation, pid: process.pid }))
+  // The API's liveness answer too: from what was last checked, never waiting for the database.
+  app.get('/v1/health', (c) => c.json(sidecarHealth(deps)))
   app.route('/', paths)
   app.route('/', terminalRoutes(deps.terminals))
   app.route('/', screenRoutes(deps.terminals))
@@ -60,6 +65,19 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.route('/', observationRoutes(deps.terminals, deps.secret))
   if (deps.workflows) app.route('/', workflowRoutes(deps.workflows))
   return app
+}
+
+function sidecarHealth(deps: SidecarDeps): SidecarHealth {
+  const report = deps.health.current()
+  const problems = report?.problems ?? []
+  return {
+    ok: true,
+    generation: deps.generation,
+    pid: process.pid,
+    status: problems.length > 0 ? 'degraded' : 'ok',
+    database: report?.database ?? { reachable: true, writable: true },
+    problems,
+  }
 }
 
 /**

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { createSidecarApp, type SidecarDeps } from './app.ts'
 
 const SECRET = 'sidecar-secret-for-tests'
-const app = createSidecarApp({ secret: SECRET, generation: 7 } as unknown as SidecarDeps)
+const app = createSidecarApp({ secret: SECRET, generation: 7, health: { current: () => undefined } } as unknown as SidecarDeps)
 
 describe('sidecar secret', () => {
   it('lets the right secret through', async () => {

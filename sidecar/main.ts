@@ -6,12 +6,15 @@
  */
 import { createAdaptorServer } from '@hono/node-server'
 import { mkdirSync } from 'node:fs'
+import type { Server as HttpServer } from 'node:http'
 import type { Server } from 'node:net'
 import { ConfigError, parseConfig } from '../schema/config.ts'
 import { TermkeepError } from '../schema/errors.ts'
-import { LISTEN_BACKLOG } from '../schema/limits.ts'
+import { DB_FILE_CHECK_MS, LISTEN_BACKLOG, SIDECAR_KEEP_ALIVE_MS } from '../schema/limits.ts'
 import { hostGenerations } from '../schema/tables.ts'
 import { openStorage } from '../storage/client.ts'
+import { DatabaseFile } from '../storage/file-identity.ts'
+import { StorageHealth } from '../storage/health.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
 import { DataDirBusy, lockDataDir } from './data-dir-lock.ts'
@@ -47,17 +50,24 @@ async function main(): Promise<void> {
   const port = Number(listen.port || 80)
   const server = createAdaptorServer({
     fetch: (request, env) => (ready ? ready(request, env) : Response.json(starting.toBody(), { status: starting.status })),
-  })
+  }) as HttpServer
+  server.keepAliveTimeout = SIDECAR_KEEP_ALIVE_MS
   server.listen({ port, host: listen.hostname.replace(/^\[|\]$/g, ''), backlog: LISTEN_BACKLOG })
   await listening(server as Server, `${listen.hostname}:${port}`)
   const busyTimeoutMs = milliseconds('TERMKEEP_DB_BUSY_TIMEOUT_MS', process.env.TERMKEEP_DB_BUSY_TIMEOUT_MS)
   const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken, busyTimeoutMs })
   await migrate(storage.client)
+  // The file just opened: from now on its path must keep naming it (storage/file-identity.ts).
+  const databaseFile = DatabaseFile.opened(config.databaseUrl)
   await migrateLegacyRecords(storage.db) // once per legacy text-only record (data_migrations ledger)
   const [{ generation }] = await storage.db
     .insert(hostGenerations)
     .values({ pid: process.pid, startedAt: Date.now() })
     .returning({ generation: hostGenerations.generation })
+  const health = new StorageHealth({ client: storage.client, writer: 'sidecar', file: databaseFile && (() => databaseFile.check()) })
+  await health.check()
+  // Unasked, every few seconds: a deleted database is logged at once, not found at the next start.
+  const fileWatch = databaseFile ? setInterval(() => health.checkFile(), DB_FILE_CHECK_MS).unref() : undefined
   const displays = new DisplayService(storage.db, {
     releaseMs: milliseconds('TERMKEEP_EMULATOR_RELEASE_MS', process.env.TERMKEEP_EMULATOR_RELEASE_MS),
   })
@@ -88,6 +98,7 @@ async function main(): Promise<void> {
     secret: config.sidecarSecret,
     generation,
     terminals,
+    health,
     filesAllowOutside: config.filesAllowOutside,
     displays,
     workflows,
@@ -104,6 +115,7 @@ async function main(): Promise<void> {
     server.close()
     if ('closeAllConnections' in server) server.closeAllConnections()
     clearInterval(pruning)
+    clearInterval(fileWatch)
     // Runs end first, logged as cancelled, while their members' terminals can still be closed.
     await workflows.shutdown().catch((error: unknown) => console.error('termkeep sidecar: stopping workflow runs', error))
     // Kill every terminal's processes, release journals and mark rows retired before the db closes.

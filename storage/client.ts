@@ -31,8 +31,3 @@ export async function openStorage({ url, authToken, busyTimeoutMs = DB_BUSY_TIME
   const db = drizzle(client, { schema: tables })
   return { client, db, close: () => client.close() }
 }
-
-/** A cheap round trip that proves the database answers. */
-export async function pingStorage(client: Client): Promise<void> {
-  await client.execute('SELECT 1')
-}

@@ -15,6 +15,7 @@ const EXPECTED_TABLES = [
   'display_chunks',
   'display_history',
   'display_revisions',
+  'health_probes',
   'host_generations',
   'legacy_terminal_records',
   'registry_events',

@@ -1,12 +1,15 @@
-/** The Node API next to a real sidecar process: health reports database and sidecar reachability. */
-import { mkdtempSync } from 'node:fs'
+/**
+ * The Node API next to a real sidecar process: health reports the database (answers, can be
+ * written, still the file opened) and the sidecar, and says `degraded` with each problem.
+ */
+import { copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startNodeApi, type RunningApi } from '../api/runtime/node.ts'
 import { openStorage, type Storage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
-import { freePort } from './support/ports.ts'
+import { freePort, waitFor } from './support/ports.ts'
 import { startSidecar, type RunningSidecar } from './support/sidecar.ts'
 
 describe('GET /v1/health', () => {
@@ -19,7 +22,7 @@ describe('GET /v1/health', () => {
     sidecar = await startSidecar({ dataDir })
     storage = await openStorage({ url: sidecar.databaseUrl })
     await migrate(storage.client)
-    api = await startNodeApi({ storage, sidecarUrl: sidecar.url, sidecarSecret: sidecar.secret, host: '127.0.0.1', port: 0 })
+    api = await startNodeApi({ storage, sidecarUrl: sidecar.url, sidecarSecret: sidecar.secret, host: '127.0.0.1', port: 0, databaseUrl: sidecar.databaseUrl })
   })
   afterAll(async () => {
     await api?.close()
@@ -33,8 +36,9 @@ describe('GET /v1/health', () => {
     expect(await response.json()).toEqual({
       status: 'ok',
       runtime: 'node',
-      database: { reachable: true },
+      database: { reachable: true, writable: true },
       sidecar: { reachable: true, generation: sidecar.generation },
+      problems: [],
     })
   })
 
@@ -61,6 +65,52 @@ describe('GET /v1/health', () => {
     } finally {
       await orphan.close()
     }
+  })
+
+  it('says degraded when the database answers but cannot be written (a write lock held elsewhere)', async () => {
+    // Its own connection with a short busy timeout: a write waiting for the lock blocks its thread.
+    const own = await openStorage({ url: sidecar.databaseUrl, busyTimeoutMs: 100 })
+    const locked = await startNodeApi({ storage: own, sidecarUrl: sidecar.url, sidecarSecret: sidecar.secret, host: '127.0.0.1', port: 0 })
+    const lock = await storage.client.transaction('write')
+    try {
+      await lock.execute(`INSERT INTO health_probes (writer, checked_at) VALUES ('lock', 1) ON CONFLICT DO NOTHING`)
+      const body = await (await fetch(`${locked.url}/v1/health`)).json()
+      expect(body).toMatchObject({ status: 'degraded', database: { reachable: true, writable: false } })
+      expect(body.problems).toEqual([{ code: 'database/not-writable', source: 'api', message: expect.stringMatching(/locked|busy/i) }])
+    } finally {
+      await lock.rollback()
+      lock.close()
+      await locked.close()
+      own.close()
+    }
+  })
+
+  it('says degraded, from the API and the sidecar, when the database file is deleted or replaced under them', async () => {
+    const path = sidecar.databaseUrl.slice('file:'.length)
+    const aside = `${path}.aside`
+    const health = async () => (await (await fetch(`${api.url}/v1/health`)).json()) as { status: string; problems: Array<{ code: string; source: string }> }
+    renameSync(path, aside) // deleted, as far as the path goes (kept aside to put it back)
+    try {
+      const deleted = await health()
+      expect(deleted.status).toBe('degraded')
+      expect(deleted.problems.map((p) => `${p.source} ${p.code}`)).toEqual(['api database/file-deleted', 'sidecar database/file-deleted'])
+      await health()
+      // Logged once (per change of state, not per request), naming where the open file can still
+      // be copied from.
+      await waitFor(async () => sidecar.output().includes('DEGRADED (database/file-deleted)'), 10_000, 'the sidecar to log it')
+      const logged = sidecar.output().split('\n').filter((l) => l.includes('DEGRADED'))
+      expect(logged).toHaveLength(1) // once per change of state, not per request
+      const fd = /\/proc\/\d+\/fd\/\d+/.exec(logged[0]!)![0]
+      expect(readFileSync(fd).subarray(0, 15).toString()).toBe('SQLite format 3')
+      copyFileSync(aside, path) // another file at the path
+      const replaced = await health()
+      expect(replaced.problems.map((p) => `${p.source} ${p.code}`)).toEqual(['api database/file-replaced', 'sidecar database/file-replaced'])
+    } finally {
+      rmSync(path, { force: true })
+      renameSync(aside, path)
+    }
+    expect((await health()).status).toBe('ok')
+    expect(sidecar.output()).toContain('termkeep sidecar: recovered: database/file-replaced no longer applies')
   })
 
   it('answers unknown routes with a typed 404', async () => {

@@ -2,45 +2,14 @@
  * `termkeep serve` (what `npm start` runs) as a real process: migrates, starts the sidecar and the
  * API, prints the URL and the admin token once, and Ctrl-C stops both processes.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createServer, type AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { LISTEN_BACKLOG } from '../schema/limits.ts'
-import { UNSET_CONFIG } from './smoke/targets.ts'
 import { freePort, waitFor } from './support/ports.ts'
-
-const MAIN = new URL('../cli/main.ts', import.meta.url).pathname
-
-interface Served {
-  child: ChildProcess
-  output: () => string
-  exited: Promise<number | null>
-}
-
-function serve(env: Record<string, string>): Served {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
-    env: { ...process.env, ...UNSET_CONFIG, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let output = ''
-  child.stdout!.on('data', (c: Buffer) => (output += c.toString()))
-  child.stderr!.on('data', (c: Buffer) => (output += c.toString()))
-  // 'close', not 'exit': the exit code is known only once everything it printed was read too.
-  const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)))
-  return { child, output: () => output, exited }
-}
-
-/** Running (a zombie counts as gone: where PID 1 does not reap orphans it would linger forever). */
-function alive(pid: number): boolean {
-  try {
-    return !readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.startsWith('Z')
-  } catch {
-    return false
-  }
-}
+import { alive, listenerPid, serve } from './support/serve.ts'
 
 /** The accept-queue size of the socket listening on `port` (`ss` shows it as Send-Q). */
 async function listenBacklog(port: number): Promise<number> {
@@ -48,12 +17,7 @@ async function listenBacklog(port: number): Promise<number> {
   return Number(execFileSync('ss', ['-ltnH', `sport = :${port}`], { encoding: 'utf8' }).trim().split(/\s+/)[2])
 }
 
-async function sidecarPid(port: number): Promise<number | undefined> {
-  const { execFileSync } = await import('node:child_process')
-  const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' })
-  const match = out.match(/pid=(\d+)/)
-  return match ? Number(match[1]) : undefined
-}
+const sidecarPid = async (port: number) => listenerPid(port)
 
 describe('termkeep serve', () => {
   it('serves health with the database and sidecar reachable, prints the admin token once, and stops on Ctrl-C', async () => {

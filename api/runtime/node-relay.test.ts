@@ -1,10 +1,11 @@
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { spawn } from 'node:child_process'
+import { createServer, request as httpRequest, ServerResponse as NodeResponse, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { serve, type ServerType } from '@hono/node-server'
 import { Hono } from 'hono'
 import { afterEach, describe, expect, it } from 'vitest'
 import { HEARTBEAT, relaySSE } from '../sse.ts'
-import { withNodeRelays } from './node-relay.ts'
+import { RELAY_TURN_BYTES, withNodeRelays } from './node-relay.ts'
 import { nodeFetch } from './node-transport.ts'
 
 /** The upstream (the sidecar's part): a raw node:http server each test scripts. */
@@ -216,5 +217,55 @@ describe('withNodeRelays (relayed SSE on Node, without web streams)', () => {
     message.resume()
     await new Promise((resolve) => message.once('end', resolve))
     expect(received).toBe(total)
+  })
+
+  it('relays at most RELAY_TURN_BYTES of one stream per event-loop turn, however fast both ends are', async () => {
+    // Both ends in processes of their own, as fast as they go: the relay's process does nothing
+    // else, so its socket reads run as far as libuv lets them (up to 32 reads per callback).
+    const total = 32 * 1024 * 1024
+    const source = spawn(process.execPath, ['-e', `
+      const block = Buffer.alloc(1024 * 1024, 'x')
+      require('node:http').createServer((q, r) => {
+        r.writeHead(200, { 'content-type': 'text/event-stream' })
+        let sent = 0
+        const more = () => { while (sent < ${total}) { sent += block.length; if (!r.write(block)) return void r.once('drain', more) } r.end() }
+        more()
+      }).listen(0, '127.0.0.1', function () { console.log(this.address().port) })`])
+    const port = await new Promise<number>((resolve) => source.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString()))))
+    const app = new Hono()
+    app.get('/relay', async (c) => {
+      const abort = new AbortController()
+      return relaySSE(await nodeFetch(`http://127.0.0.1:${port}/`, { signal: abort.signal }), () => abort.abort(), { requestSignal: c.req.raw.signal })
+    })
+    const url = await new Promise<string>((resolve) => {
+      front = serve({ fetch: withNodeRelays(app.fetch), hostname: '127.0.0.1', port: 0 }, (info) => resolve(`http://127.0.0.1:${info.port}/relay`))
+    })
+    // Bytes written to responses in each turn (a turn ends where an immediate runs).
+    let turnBytes = 0
+    let most = 0
+    let turning = true
+    const tick = () => {
+      most = Math.max(most, turnBytes)
+      turnBytes = 0
+      if (turning) setImmediate(tick)
+    }
+    setImmediate(tick)
+    const write = NodeResponse.prototype.write
+    NodeResponse.prototype.write = function (this: NodeResponse, chunk: unknown, ...rest: unknown[]) {
+      turnBytes += (chunk as Uint8Array).length ?? 0
+      return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest)
+    } as typeof write
+    try {
+      const sink = spawn(process.execPath, ['-e', `
+        require('node:http').get(${JSON.stringify(url)}, (r) => { let n = 0; r.on('data', (c) => (n += c.length)); r.on('end', () => console.log(n)) })`])
+      const received = await new Promise<number>((resolve) => sink.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString()))))
+      expect(received).toBe(total)
+    } finally {
+      NodeResponse.prototype.write = write
+      turning = false
+      source.kill()
+    }
+    expect(most).toBeGreaterThan(0)
+    expect(most).toBeLessThanOrEqual(RELAY_TURN_BYTES + 64 * 1024)
   })
 })

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { nodeFetch, takeNodeBody } from './node-transport.ts'
 
@@ -57,6 +57,31 @@ describe('nodeFetch (the Node API’s sidecar transport)', () => {
     const answer = await nodeFetch(url, { method: 'DELETE' })
     expect([answer.status, answer.body]).toEqual([204, null])
     await expect(nodeFetch(url, { method: 'POST', body: new Blob(['x']) })).rejects.toThrow(TypeError)
+  })
+
+  it('sends a request again on a new connection when the kept-alive one was reset under it', async () => {
+    // A server that answers the first request of each connection and resets the connection on the
+    // next one, unread: what an idle kept-alive connection closed by the server looks like.
+    const connections: Socket[] = []
+    const raw = createNetServer((socket) => {
+      connections.push(socket)
+      let requests = 0
+      socket.on('data', (chunk) => {
+        if (!chunk.includes('\r\n\r\n')) return
+        if (++requests === 1) return void socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok')
+        socket.resetAndDestroy()
+      })
+    })
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(raw.address() as AddressInfo).port}`
+      expect(await (await nodeFetch(`${url}/a`)).text()).toBe('ok')
+      expect(await (await nodeFetch(`${url}/b`, { method: 'POST', body: 'x' })).text()).toBe('ok')
+      expect(connections).toHaveLength(2)
+    } finally {
+      for (const socket of connections) socket.destroy()
+      raw.close()
+    }
   })
 
   it('rejects at once when nothing listens', async () => {

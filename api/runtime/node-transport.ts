@@ -12,6 +12,10 @@ import { Agent, request, type IncomingMessage } from 'node:http'
 const agent = new Agent({ keepAlive: true })
 
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304])
+/** How a request fails on a kept-alive connection the server closed meanwhile, and how many
+ * times it is sent again on another (each pooled connection may be as stale). */
+const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE'])
+const STALE_SOCKET_RETRIES = 2
 
 function requestBody(body: RequestInit['body']): string | Uint8Array | undefined {
   if (body === undefined || body === null) return undefined
@@ -96,26 +100,32 @@ export const nodeFetch: typeof fetch = (input, init = {}) =>
     const url = input instanceof Request ? input.url : String(input)
     const headers: Record<string, string> = {}
     new Headers(init.headers).forEach((value, name) => (headers[name] = value))
-    const outgoing = request(url, { method: init.method ?? 'GET', headers, agent })
-    const onAbort = () => outgoing.destroy(signal?.reason)
-    signal?.addEventListener('abort', onAbort, { once: true })
-    outgoing.once('error', (error) => {
-      signal?.removeEventListener('abort', onAbort)
-      reject(signal?.aborted ? signal.reason : error)
-    })
-    outgoing.once('response', (message) => {
-      message.once('close', () => signal?.removeEventListener('abort', onAbort))
-      const status = message.statusCode ?? 502
-      const nullBody = NULL_BODY_STATUSES.has(status) || init.method === 'HEAD'
-      if (nullBody) message.resume()
-      const claim: BodyClaim = { message, signal, state: 'untouched' }
-      const response = new Response(nullBody ? null : bodyStream(claim), {
-        status,
-        statusText: message.statusMessage,
-        headers: responseHeaders(message),
+    const send = (retries: number) => {
+      const outgoing = request(url, { method: init.method ?? 'GET', headers, agent })
+      const onAbort = () => outgoing.destroy(signal?.reason)
+      signal?.addEventListener('abort', onAbort, { once: true })
+      outgoing.once('error', (error: NodeJS.ErrnoException) => {
+        signal?.removeEventListener('abort', onAbort)
+        // A kept-alive connection the sidecar closed as idle just as this request went out on it:
+        // the sidecar dropped the request unread, so sending it again on another is safe.
+        if (!signal?.aborted && outgoing.reusedSocket && STALE_SOCKET.has(error.code ?? '') && retries > 0) return send(retries - 1)
+        reject(signal?.aborted ? signal.reason : error)
       })
-      if (!nullBody) claims.set(response, claim)
-      resolve(response)
-    })
-    outgoing.end(body)
+      outgoing.once('response', (message) => {
+        message.once('close', () => signal?.removeEventListener('abort', onAbort))
+        const status = message.statusCode ?? 502
+        const nullBody = NULL_BODY_STATUSES.has(status) || init.method === 'HEAD'
+        if (nullBody) message.resume()
+        const claim: BodyClaim = { message, signal, state: 'untouched' }
+        const response = new Response(nullBody ? null : bodyStream(claim), {
+          status,
+          statusText: message.statusMessage,
+          headers: responseHeaders(message),
+        })
+        if (!nullBody) claims.set(response, claim)
+        resolve(response)
+      })
+      outgoing.end(body)
+    }
+    send(STALE_SOCKET_RETRIES)
   })

@@ -7,6 +7,7 @@
 import type { AddressInfo } from 'node:net'
 import { LISTEN_BACKLOG } from '../../schema/limits.ts'
 import type { Storage } from '../../storage/client.ts'
+import { DatabaseFile } from '../../storage/file-identity.ts'
 import { createApp } from '../app.ts'
 import { SidecarClient } from '../sidecar-client.ts'
 import { withNodeRelays } from './node-relay.ts'
@@ -20,6 +21,9 @@ export interface NodeApiOptions {
   host: string
   /** 0 picks a free port. */
   port: number
+  /** The database's URL: for a `file:` one, health checks that its path still names the file
+   * opened (storage/file-identity.ts). */
+  databaseUrl?: string
 }
 
 export interface RunningApi {
@@ -28,12 +32,14 @@ export interface RunningApi {
   close(): Promise<void>
 }
 
-export function startNodeApi({ storage, sidecarUrl, sidecarSecret, host, port }: NodeApiOptions): Promise<RunningApi> {
+export function startNodeApi({ storage, sidecarUrl, sidecarSecret, host, port, databaseUrl }: NodeApiOptions): Promise<RunningApi> {
+  const file = databaseUrl === undefined ? undefined : DatabaseFile.opened(databaseUrl)
   const app = createApp({
     db: storage.db,
     client: storage.client,
     sidecar: new SidecarClient({ url: sidecarUrl, secret: sidecarSecret, fetch: nodeFetch }),
     runtime: 'node',
+    databaseFile: file && (() => file.check()),
   })
   return new Promise((resolve, reject) => {
     const server = createNodeServer(withNodeRelays(app.fetch), host)

@@ -37,6 +37,12 @@ export async function pulledResponse<T>(
     {
       async pull(controller) {
         try {
+          // One chunk per stream per event-loop turn. A socket that takes a write at once asks for
+          // the next chunk within the same turn (its 'drain' comes on process.nextTick), and a
+          // chunk read from memory (the last flush, a shared batch) needs no I/O either, so one
+          // stream could otherwise go on writing for seconds while no request, health included,
+          // was even read.
+          if (!pending) await nextTurn()
           const next = pending ?? (await chunks.next())
           pending = undefined
           if (next.done) {
@@ -55,4 +61,9 @@ export async function pulledResponse<T>(
     { highWaterMark: 0 },
   )
   return new Response(body, { headers })
+}
+
+/** Resolves in the check phase of the event loop, after the pending I/O of this turn was polled. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
 }

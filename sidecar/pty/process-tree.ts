@@ -6,31 +6,51 @@
  */
 import { readdirSync, readFileSync } from 'node:fs'
 
-/** Pids whose session id is `sid` (the terminal's child pid). Linux /proc. */
-export function sessionMembers(sid: number): number[] {
-  const members: number[] = []
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    let stat: string
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'latin1')
-    } catch {
-      continue // exited meanwhile
-    }
-    // Fields after the parenthesised command: state ppid pgrp session …
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    if (Number(fields[3]) === sid && fields[0] !== 'Z') members.push(Number(entry))
-  }
-  return members
+/** What /proc/<pid>/stat says about a process that identifies it and its place in a session. */
+export interface ProcessStat {
+  pid: number
+  /** Process group and session ids (a session leader's pid is both). */
+  pgrp: number
+  session: number
+  /** Field 22: when it started, in clock ticks since boot. With the pid and the boot, it names
+   * one process: a reused pid has a later start time. */
+  startTicks: number
+  zombie: boolean
 }
 
-function processGroup(pid: number): number | undefined {
+/** One process's stat, or undefined once it is gone. Linux /proc. */
+export function processStat(pid: number): ProcessStat | undefined {
+  let stat: string
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2])
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
   } catch {
     return undefined
   }
+  // The command (field 2) is parenthesised and may hold anything: fields 3… follow its last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return { pid, pgrp: Number(fields[2]), session: Number(fields[3]), startTicks: Number(fields[19]), zombie: fields[0] === 'Z' }
+}
+
+/** Every process there is now (one pass over /proc), zombies left out. */
+export function allProcesses(): ProcessStat[] {
+  const processes: ProcessStat[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    const stat = processStat(Number(entry)) // undefined: exited meanwhile
+    if (stat && !stat.zombie) processes.push(stat)
+  }
+  return processes
+}
+
+/** Pids whose session id is `sid` (the terminal's child pid). Linux /proc. */
+export function sessionMembers(sid: number): number[] {
+  return allProcesses()
+    .filter((p) => p.session === sid)
+    .map((p) => p.pid)
+}
+
+function processGroup(pid: number): number | undefined {
+  return processStat(pid)?.pgrp
 }
 
 /** Sends `signal` to every process group of the session and to each member. Returns the members. */

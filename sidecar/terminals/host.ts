@@ -23,6 +23,7 @@ import type { Geometry } from '../../schema/wire/common.ts'
 import { terminalInfoOf, type CreateTerminal, type TerminalEnvironment, type TerminalInfo, type TerminalShell, type TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
+import { killLeftovers } from '../pty/orphans.ts'
 import { listShells } from '../pty/shells.ts'
 import { PtyThread } from '../pty/pty-thread.ts'
 import { LiveTerminal } from './terminal.ts'
@@ -98,8 +99,16 @@ export class TerminalHost {
     this.#idleTimer.unref()
   }
 
-  /** At start: rows of earlier generations are retired and their spool files removed. */
+  /** At start: the processes an earlier generation left running (it crashed) are killed, its rows
+   * retired and its spool files removed. */
   async start(): Promise<void> {
+    const { killed, survivors } = await killLeftovers(await this.#options.store.leftBehind(this.generation))
+    if (killed.size > 0) {
+      const list = [...killed].map(([terminal, pids]) => `${terminal}: ${pids.join(' ')}`).join('; ')
+      const count = [...killed.values()].reduce((n, pids) => n + pids.length, 0)
+      console.error(`termkeep sidecar: killed ${count} process(es) an earlier sidecar left running in ${killed.size} terminal(s) (${list})`)
+    }
+    if (survivors.length > 0) console.error(`termkeep sidecar: processes of earlier terminals survived SIGKILL: ${survivors.join(' ')}`)
     await this.#options.store.retireEarlierGenerations(this.generation)
     rmSync(join(this.#options.dataDir, 'spool'), { recursive: true, force: true })
   }

@@ -3,13 +3,29 @@
  * list terminals without the sidecar. A state write only ever moves forward
  * (starting → running → exited → closed → retired): the UPDATE itself refuses to go back.
  */
-import { and, asc, eq, inArray, lt, ne } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNotNull, lt, ne } from 'drizzle-orm'
 import { sessions, terminals, TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
+import type { RecordedTerminal } from '../pty/orphans.ts'
 
 export type TerminalRow = typeof terminals.$inferSelect
 export type TerminalPatch = Partial<
-  Pick<TerminalRow, 'title' | 'cols' | 'rows' | 'state' | 'exitCode' | 'exitSignal' | 'error' | 'exitedAt' | 'closedAt' | 'foregroundCommand'>
+  Pick<
+    TerminalRow,
+    | 'title'
+    | 'cols'
+    | 'rows'
+    | 'state'
+    | 'exitCode'
+    | 'exitSignal'
+    | 'error'
+    | 'exitedAt'
+    | 'closedAt'
+    | 'foregroundCommand'
+    | 'leaderPid'
+    | 'leaderStartTicks'
+    | 'bootId'
+  >
 >
 
 /** The states a row may be in for `next` to be written: every earlier one. */
@@ -55,6 +71,22 @@ export class TerminalStore {
       .set({ ...patch, updatedAt: Date.now() })
       .where(where)
     return result.rowsAffected > 0
+  }
+
+  /** At start, before they are retired: the terminals an earlier generation left unretired (it
+   * crashed) with what it recorded to find their processes again. */
+  async leftBehind(generation: number): Promise<RecordedTerminal[]> {
+    const rows = await this.#db
+      .select({
+        sessionId: terminals.sessionId,
+        id: terminals.id,
+        leaderPid: terminals.leaderPid,
+        leaderStartTicks: terminals.leaderStartTicks,
+        bootId: terminals.bootId,
+      })
+      .from(terminals)
+      .where(and(lt(terminals.hostGeneration, generation), ne(terminals.state, 'retired'), isNotNull(terminals.leaderPid)))
+    return rows.filter((r): r is RecordedTerminal => r.leaderPid !== null && r.leaderStartTicks !== null && r.bootId !== null)
   }
 
   /** At start: terminals owned by earlier sidecar generations are gone; mark them retired. */

@@ -14,6 +14,7 @@ import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Notifier } from '../journal/notifier.ts'
 import { ForegroundTracker } from '../observation/foreground.ts'
 import { executableNameOf } from '../observation/proc.ts'
+import { leaderIdentity } from '../pty/orphans.ts'
 import { killSession } from '../pty/process-tree.ts'
 import { Retry } from '../retry.ts'
 import type { PtyThread, RemotePty } from '../pty/pty-thread.ts'
@@ -155,6 +156,7 @@ export class LiveTerminal {
       const options = { file: this.shell.path, args: this.shell.args, cwd: this.cwd, env, cols: this.cols, rows: this.rows }
       const pty = await thread.spawn(options, this.journal)
       this.#pty = pty
+      const identity = leaderIdentity(pty.pid) // at once, while the child is surely ours
       // What the shell starts and ends shows in the terminal's I/O: look at the foreground then.
       const started = executableNameOf([this.shell.path], this.shell.name)
       const foreground = new ForegroundTracker(pty.pid, started, (name) => {
@@ -175,7 +177,8 @@ export class LiveTerminal {
         this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: Date.now(), foregroundCommand: null })
       })
       this.foregroundCommand = started
-      this.#advance('running', { foregroundCommand: started })
+      // Recorded with the state, so that a sidecar after a crash of this one finds its processes.
+      this.#advance('running', { foregroundCommand: started, ...identity })
     } catch (error) {
       this.error = `spawn failed: ${(error as Error).message}`
       this.journal.end()

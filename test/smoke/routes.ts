@@ -36,8 +36,9 @@ export const ROUTE_CHECKS: RouteCheck[] = [
       expect(await response.json()).toEqual({
         status: 'ok',
         runtime,
-        database: { reachable: true },
+        database: { reachable: true, writable: true },
         sidecar: { reachable: true, generation: backend.sidecar.generation },
+        problems: [],
       })
     },
   },

@@ -29,6 +29,8 @@ export interface RunningSidecar {
   pid: number
   generation: number
   child: ChildProcess
+  /** Everything it printed so far (stdout and stderr). */
+  output(): string
   /** SIGTERM, then SIGKILL after a grace period. */
   stop(): Promise<void>
   /** SIGKILL: a crash, for restart tests. */
@@ -89,6 +91,7 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
     pid: child.pid!,
     generation,
     child,
+    output: () => output,
     stop: () => signal('SIGTERM', 5000),
     kill: () => signal('SIGKILL', 0),
   }

@@ -1,0 +1,62 @@
+/**
+ * Whether the sidecar is alive, judged apart from any call's own answer: a sidecar serving
+ * hundreds of streams answers a call late because the call waits there behind stream work, not
+ * because it is gone. Alive means its health answered within SIDECAR_LIVENESS_TIMEOUT_MS, or it
+ * answered anything within the last SIDECAR_LIVENESS_PROBE_MS (no probe needed then). Web APIs
+ * only (every runtime).
+ */
+import { SIDECAR_LIVENESS_PROBE_MS, SIDECAR_LIVENESS_TIMEOUT_MS } from '../schema/limits.ts'
+
+export class SidecarLiveness {
+  readonly #probe: (signal: AbortSignal) => Promise<Response>
+  /** When the sidecar last answered anything (ms since the epoch). */
+  #heard = 0
+
+  /** `probe` sends the sidecar's health request (with the secret) and resolves with its answer. */
+  constructor(probe: (signal: AbortSignal) => Promise<Response>) {
+    this.#probe = probe
+  }
+
+  /** The sidecar answered something just now. */
+  heard(): void {
+    this.#heard = Date.now()
+  }
+
+  async alive(): Promise<boolean> {
+    if (Date.now() - this.#heard < SIDECAR_LIVENESS_PROBE_MS) return true
+    const abort = new AbortController()
+    const timer = afterDeadline(SIDECAR_LIVENESS_TIMEOUT_MS, () => abort.abort(new Error('the sidecar health did not answer')))
+    try {
+      const response = await this.#probe(abort.signal)
+      await response.body?.cancel()
+      if (!response.ok) return false
+      this.heard()
+      return true
+    } catch {
+      return false
+    } finally {
+      timer.cancel()
+    }
+  }
+}
+
+/**
+ * Calls `expire` once `ms` have passed, but only after the I/O that arrived meanwhile was read: a
+ * process that was not scheduled for a while (a loaded host) runs its due timers before it polls
+ * its sockets, so a plain timer would give up on an answer already waiting there. The second,
+ * zero-delay timer runs on the next turn, after that turn's poll.
+ */
+export function afterDeadline(ms: number, expire: () => void): { cancel(): void } {
+  let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
+    timer = setTimeout(() => {
+      timer = undefined
+      expire()
+    }, 0)
+  }, ms)
+  return {
+    cancel: () => {
+      clearTimeout(timer)
+      timer = undefined
+    },
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Health: the API's `GET /v1/health` (no token) and the sidecar's own. `status` is `ok` only when
+ * every check passed; otherwise `degraded`, with one `problems` entry per failed check, each with
+ * its code and a sentence. What an operator does about each code: docs/reliability.md.
+ */
+import * as v from 'valibot'
+
+/** Every reason health can give for `degraded`. */
+export const HEALTH_PROBLEMS = [
+  /** The database does not answer at all. */
+  'database/unreachable',
+  /** It answers but a write fails (read-only file or mount, full disk, a lock held, a read-only
+   * token of a remote database). */
+  'database/not-writable',
+  /** The `file:` database was deleted under the running process, which still writes into it. */
+  'database/file-deleted',
+  /** The `file:` database's path now names another file than the one open. */
+  'database/file-replaced',
+  /** The API cannot reach the sidecar (live routes answer 503 meanwhile). */
+  'sidecar/unreachable',
+] as const
+export type HealthProblemCode = (typeof HEALTH_PROBLEMS)[number]
+
+export const HealthProblem = v.object({
+  code: v.picklist(HEALTH_PROBLEMS),
+  message: v.string(),
+  /** Which process found it: `api` or `sidecar`. */
+  source: v.picklist(['api', 'sidecar']),
+})
+export type HealthProblem = v.InferOutput<typeof HealthProblem>
+
+export const DatabaseHealth = v.object({
+  reachable: v.boolean(),
+  /** A probe write succeeded within the last DB_WRITE_PROBE_MS (false: see `problems`). */
+  writable: v.boolean(),
+  error: v.optional(v.string()),
+})
+export type DatabaseHealth = v.InferOutput<typeof DatabaseHealth>
+
+/** The sidecar's own health (loopback, the shared secret): answered from what it last checked,
+ * never waiting for the database, so it is also the API's liveness answer. */
+export const SidecarHealth = v.object({
+  ok: v.literal(true),
+  generation: v.number(),
+  pid: v.number(),
+  status: v.picklist(['ok', 'degraded']),
+  database: DatabaseHealth,
+  problems: v.array(HealthProblem),
+})
+export type SidecarHealth = v.InferOutput<typeof SidecarHealth>
+
+export const Health = v.object({
+  status: v.picklist(['ok', 'degraded']),
+  /** The runtime serving the API: `node`, `deno`, `workerd`. */
+  runtime: v.string(),
+  database: DatabaseHealth,
+  sidecar: v.object({
+    reachable: v.boolean(),
+    generation: v.optional(v.number()),
+    error: v.optional(v.string()),
+  }),
+  /** Empty when `status` is `ok`; the API's findings first, then the sidecar's. */
+  problems: v.array(HealthProblem),
+})
+export type Health = v.InferOutput<typeof Health>

@@ -1,0 +1,102 @@
+/**
+ * watchOutput batches of one journal, read and encoded once and shared by every watcher that
+ * reaches the same cursor. A batch (up to STREAM_BATCH_ITEMS items after a cursor) is a pure
+ * function of the journal's contents, so watchers at one cursor get the same SSE bytes whoever
+ * read them: 200 watchers of a flooding terminal had each read ~1 MiB from the spool and written
+ * its own base64 of it, and the garbage of those copies (half the sidecar's CPU in GC) and the
+ * encoding held the main thread for seconds at a time: its health did not answer for 7 s.
+ *
+ * Watchers of one terminal walk the same chain of cursors (each batch ends where the next one
+ * starts), so a watcher a little behind finds the batches the first one left. Only a journal with
+ * two or more watchers keeps batches once read, and at most WATCH_SHARED_BATCHES_BYTES of them; a watcher
+ * whose cursor is not kept reads its own batch (and leaves it for those behind it).
+ */
+import { WATCH_SHARED_BATCHES_BYTES } from '../../schema/limits.ts'
+import type { SseFrames } from '../http/sse.ts'
+import type { Journal } from './journal.ts'
+import { frameItems } from './frames.ts'
+
+/** Items read per spool round trip while streaming. */
+export const STREAM_BATCH_ITEMS = 16
+
+/** The SSE frames of the items after a cursor, and the cursor they end at. */
+export interface Batch {
+  frames: SseFrames
+  last: number
+}
+
+const shared = new WeakMap<Journal, SharedBatches>()
+
+export class SharedBatches {
+  readonly #journal: Journal
+  #watchers = 0
+  /** Kept batches by the cursor they follow, oldest first (a Map iterates in insertion order). */
+  readonly #kept = new Map<number, Promise<Batch | undefined>>()
+  readonly #sizes = new Map<number, number>()
+  #bytes = 0
+
+  private constructor(journal: Journal) {
+    this.#journal = journal
+  }
+
+  /** A watcher of `journal` joins; it calls `leave` when its stream ends. */
+  static join(journal: Journal): SharedBatches {
+    let batches = shared.get(journal)
+    if (!batches) {
+      batches = new SharedBatches(journal)
+      shared.set(journal, batches)
+    }
+    batches.#watchers++
+    return batches
+  }
+
+  leave(): void {
+    if (--this.#watchers > 0) return
+    shared.delete(this.#journal)
+    this.#kept.clear()
+    this.#sizes.clear()
+    this.#bytes = 0
+  }
+
+  /** The batch after `after`, or undefined when nothing follows it yet. A spool read that fails
+   * rejects for every watcher that waited for it (and is not kept). */
+  read(after: number): Promise<Batch | undefined> {
+    const kept = this.#kept.get(after)
+    if (kept) return kept
+    const reading = this.#journal.readPlanned(after, STREAM_BATCH_ITEMS).then(({ plans, bytes }): Batch | undefined =>
+      plans.length === 0 ? undefined : { frames: frameItems(plans, bytes), last: plans.at(-1)!.last },
+    )
+    // In flight it is shared whatever the count (a second watcher may join meanwhile); once read,
+    // it is kept only while someone else could take it.
+    this.#kept.set(after, reading)
+    reading.then(
+      (batch) => (batch && this.#watchers > 1 ? this.#account(after, reading, batch.frames.bytes.length) : this.#forget(after, reading)),
+      () => this.#forget(after, reading),
+    )
+    return reading
+  }
+
+  /** Batches kept now (for tests). */
+  get keptBatches(): number {
+    return this.#kept.size
+  }
+
+  #account(after: number, reading: Promise<Batch | undefined>, size: number): void {
+    // Evicted while it was read, or everyone left meanwhile: not kept.
+    if (this.#kept.get(after) !== reading) return
+    this.#sizes.set(after, size)
+    this.#bytes += size
+    for (const cursor of this.#kept.keys()) {
+      if (this.#bytes <= WATCH_SHARED_BATCHES_BYTES) break
+      if (cursor === after) continue // the newest stays, whatever its size
+      this.#forget(cursor)
+    }
+  }
+
+  #forget(after: number, reading?: Promise<Batch | undefined>): void {
+    if (reading && this.#kept.get(after) !== reading) return
+    this.#kept.delete(after)
+    this.#bytes -= this.#sizes.get(after) ?? 0
+    this.#sizes.delete(after)
+  }
+}

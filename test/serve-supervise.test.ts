@@ -1,0 +1,118 @@
+/**
+ * `termkeep serve` outlives its sidecar: kill -9 of the sidecar (three times in a row, each while a
+ * terminal prints) leaves the API up, serving terminal lists and persisted displays, answering
+ * live routes 503 `sidecar/unavailable`, until a new sidecar generation is up (1 s, 2 s, 4 s of
+ * backoff); the old generation's terminals are then 410, new ones work, and SIGTERM still stops
+ * the API and the sidecar in order.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { alive, listenerPid, startServe, type ServedStack } from './support/serve.ts'
+import { waitFor } from './support/ports.ts'
+import { shellsFixture } from './support/terminals.ts'
+
+// Prints a burst every half second: it keeps producing output, and its screen settles between
+// bursts (so a display revision is persisted while it runs). It also leaves a program that ignores
+// SIGHUP, which outlives the sidecar's crash until the next sidecar kills it.
+const work = mkdtempSync(join(tmpdir(), 'termkeep-supervise-'))
+const shells = shellsFixture({
+  ticker: `nohup sleep 1000 >/dev/null 2>&1 & echo $! > ${work}/$TERMKEEP_TERMINAL_ID.pid; i=0; while :; do i=$((i+1)); echo "tick $i"; sleep 0.5; done`,
+})
+const orphanOf = (tid: string) => Number(readFileSync(join(work, `${tid}.pid`), 'utf8'))
+
+interface Health {
+  status: string
+  sidecar: { reachable: boolean; generation?: number }
+}
+
+async function health(stack: ServedStack): Promise<Health> {
+  return (await (await fetch(`${stack.url}/v1/health`)).json()) as Health
+}
+
+/** The SSE events of a finite stream (readDisplay), by name. */
+async function events(response: Response): Promise<string[]> {
+  const text = await response.text()
+  return [...text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1]!)
+}
+
+async function outputText(stack: ServedStack, path: string): Promise<string> {
+  const page = (await (await stack.call('GET', `${path}/output?after=0&limit=256`)).json()) as { items: Array<{ data?: string }> }
+  return page.items.map((i) => (i.data ? Buffer.from(i.data, 'base64').toString() : '')).join('')
+}
+
+describe('termkeep serve supervises its sidecar', () => {
+  it('keeps the API up through kill -9 of the sidecar, restarts it with backoff, and still stops in order', async () => {
+    const stack = await startServe({ TERMKEEP_SHELLS_FILE: shells.shellsFile })
+    try {
+      expect((await stack.call('POST', '/v1/sessions', { id: 'sup', cwd: shells.dir })).status).toBe(201)
+      let generation = (await health(stack)).sidecar.generation!
+      for (const [round, backoff] of [[1, 1], [2, 2], [3, 4]] as const) {
+        const tid = `ticker-${round}`
+        const T = `/v1/sessions/sup/terminals/${tid}`
+        expect((await stack.call('PUT', T, { cols: 80, rows: 24, shell: shells.path('ticker') })).status).toBe(201)
+        // It prints, and a settled screen of it is in the database.
+        await waitFor(async () => (await outputText(stack, T)).includes('tick 2'), 15_000, 'output')
+        await waitFor(async () => (await stack.call('GET', `${T}/display`, undefined, { accept: 'text/event-stream' })).status === 200, 15_000, 'a display')
+
+        const pid = listenerPid(stack.sidecarPort)!
+        expect(pid).toBeGreaterThan(0)
+        process.kill(pid, 'SIGKILL')
+        await waitFor(async () => !alive(pid), 5_000, 'the sidecar to die')
+        const orphan = orphanOf(tid)
+        expect(alive(orphan)).toBe(true) // it outlived the sidecar
+
+        // The API stays up: stored things are served, live routes are 503.
+        const list = (await (await stack.call('GET', '/v1/sessions/sup/terminals')).json()) as { terminals: Array<{ id: string }> }
+        expect(list.terminals.map((t) => t.id)).toContain(tid)
+        const display = await stack.call('GET', `${T}/display`, undefined, { accept: 'text/event-stream' })
+        expect(display.status).toBe(200)
+        expect(await events(display)).toEqual(expect.arrayContaining(['begin', 'rows', 'end']))
+        const live = await stack.call('GET', '/v1/sessions/sup/terminal-environment')
+        expect(live.status).toBe(503)
+        expect(((await live.json()) as { error: { code: string } }).error.code).toBe('sidecar/unavailable')
+        expect(await health(stack)).toMatchObject({ status: 'degraded', sidecar: { reachable: false } })
+
+        // A new generation within seconds, after the logged backoff.
+        const up = await waitFor(
+          async () => {
+            const h = await health(stack)
+            return h.sidecar.reachable && h.sidecar.generation !== generation && h.sidecar.generation
+          },
+          backoff * 1000 + 30_000,
+          'a new sidecar generation',
+        )
+        expect(up).toBeGreaterThan(generation)
+        generation = up
+        expect(stack.output()).toMatch(
+          new RegExp(`termkeep: the sidecar \\(pid ${pid}, generation \\d+\\) was killed by SIGKILL after [\\d.]+ s; starting it again in ${backoff} s \\(restart ${round}\\)`),
+        )
+        expect(stack.output()).toContain(`termkeep: the sidecar is up again: generation ${up} (pid ${listenerPid(stack.sidecarPort)})`)
+        // The new generation killed what the old one left running (before it took requests).
+        expect(alive(orphan)).toBe(false)
+        expect(stack.output()).toMatch(new RegExp(`killed \\d+ process\\(es\\) an earlier sidecar left running in 1 terminal\\(s\\) \\(sup/${tid}: [\\d ]*${orphan}`))
+
+        // The old generation's terminal is gone (410), its row retired; its display is still served.
+        const old = await stack.call('GET', `${T}/output?after=0`)
+        expect(old.status).toBe(410)
+        expect(((await old.json()) as { error: { code: string } }).error.code).toBe('terminal/unavailable')
+        expect(((await (await stack.call('GET', T)).json()) as { state: string }).state).toBe('retired')
+        expect((await stack.call('GET', `${T}/display`, undefined, { accept: 'text/event-stream' })).status).toBe(200)
+      }
+      // New terminals work on the last generation.
+      const fresh = '/v1/sessions/sup/terminals/fresh'
+      expect((await stack.call('PUT', fresh, { cols: 80, rows: 24, shell: shells.path('ticker') })).status).toBe(201)
+      await waitFor(async () => (await outputText(stack, fresh)).includes('tick 1'), 15_000, 'output of a new terminal')
+
+      // SIGTERM: the API, then the sidecar, both gone when serve exits.
+      const pid = listenerPid(stack.sidecarPort)!
+      const sidecarAliveAtExit = new Promise<boolean>((resolve) => stack.child.once('exit', () => resolve(alive(pid))))
+      expect(await stack.stop()).toBe(0)
+      expect(await sidecarAliveAtExit).toBe(false)
+      expect(stack.output()).not.toContain('restart 4')
+    } finally {
+      stack.child.kill('SIGKILL')
+    }
+  }, 180_000)
+})
