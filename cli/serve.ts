@@ -5,11 +5,12 @@
  * the sidecar, and waits for the sidecar's own shutdown.
  */
 import { fork } from 'node:child_process'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureAdminToken } from '../api/auth/tokens.ts'
 import { randomSecret } from '../api/auth/secrets.ts'
+import { ensureDataDir } from '../sidecar/data-dir.ts'
 import { startNodeApi, type RunningApi } from '../api/runtime/node.ts'
 import type { Config } from '../schema/config.ts'
 import { openStorage } from '../storage/client.ts'
@@ -74,7 +75,7 @@ function startSidecar(config: Config, secret: string): StartingSidecar {
 }
 
 export async function serveCommand(config: Config): Promise<void> {
-  mkdirSync(config.dataDir, { recursive: true })
+  ensureDataDir(config.dataDir) // created private; the sidecar warns when it is not
   let storage: Awaited<ReturnType<typeof openStorage>> | undefined
   try {
     storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })

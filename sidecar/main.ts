@@ -5,7 +5,6 @@
  * the terminals of every earlier generation. Started by `termkeep serve` or on its own.
  */
 import { createAdaptorServer } from '@hono/node-server'
-import { mkdirSync } from 'node:fs'
 import type { Server as HttpServer } from 'node:http'
 import type { Server } from 'node:net'
 import { ConfigError, parseConfig } from '../schema/config.ts'
@@ -17,6 +16,7 @@ import { DatabaseFile } from '../storage/file-identity.ts'
 import { StorageHealth } from '../storage/health.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
+import { ensureDataDir } from './data-dir.ts'
 import { DataDirBusy, lockDataDir } from './data-dir-lock.ts'
 import { migrateLegacyRecords } from './display/legacy.ts'
 import { DisplayService } from './display/service.ts'
@@ -41,7 +41,8 @@ async function main(): Promise<void> {
     throw new ConfigError('SIDECAR_SECRET', 'required for the sidecar (termkeep serve generates one)', '')
   }
   const profiles = loadProfiles(process.env[AGENTS_VARIABLE]) // sub-agent programs of workflow runs
-  mkdirSync(config.dataDir, { recursive: true })
+  const openDir = ensureDataDir(config.dataDir)
+  if (openDir) console.warn(`termkeep sidecar: warning: ${openDir}`)
   const unlock = lockDataDir(config.dataDir)
   process.once('exit', unlock)
   // Listening first: until the host is ready, requests get 503 sidecar/unavailable.

@@ -88,7 +88,10 @@ export async function killSession(sid: number, graceMs: number, waitMs = 2_000):
   let left = sessionMembers(sid)
   while (left.length > 0 && Date.now() < killDeadline) {
     await sleep(25)
-    left = sessionMembers(sid)
+    // A member that forked between the look and the kill has a child the first SIGKILL never
+    // named (seen under load: a workflow agent's child outlived its closed terminal); each look
+    // kills again whatever it finds, so only a process that survives SIGKILL itself is left.
+    left = signalSession(sid, 'SIGKILL')
   }
   return left
 }
