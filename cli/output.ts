@@ -38,7 +38,7 @@ class Sink {
     private readonly out: NodeJS.WritableStream,
     raw: boolean,
   ) {
-    this.#decoder = raw ? undefined : new TextDecoder('utf-8')
+    this.#decoder = raw ? undefined : new TextDecoder('utf-8', { ignoreBOM: true }) // a printed BOM is output too
   }
 
   write(bytes: Uint8Array): Promise<void> {

@@ -82,7 +82,7 @@ export class OutputTail {
     }
     const cut = Math.max(0, all.length - this.#max)
     // A cut inside a UTF-8 sequence leaves replacement characters at the start: drop them.
-    const decoded = new TextDecoder().decode(all.subarray(cut)).replace(cut > 0 ? /^\ufffd+/ : /^$/, '')
+    const decoded = new TextDecoder('utf-8', { ignoreBOM: true }).decode(all.subarray(cut)).replace(cut > 0 ? /^\ufffd+/ : /^$/, '')
     return { text: plainText(decoded), omittedBytes: this.#seen - this.#kept + cut }
   }
 }

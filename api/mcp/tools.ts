@@ -35,7 +35,7 @@ const READ = { readOnlyHint: true, openWorldHint: false }
 /** An output page's data as plain text, resizes as facts, and the cursor to continue from. */
 function outputText(value: unknown) {
   const page = value as OutputPage
-  const decoder = new TextDecoder()
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true }) // a printed BOM is output too
   let text = ''
   const resizes: { sequence: number; cols: number; rows: number }[] = []
   for (const item of page.items) {

@@ -28,4 +28,9 @@ describe('asciicast encoding', () => {
     expect(encoder.record(data(2, 0xe2, 0x9c), 12)).toBe('')
     expect(encoder.end()).toBe('[0.012,"o","\uFFFD"]\n')
   })
+
+  it('keeps a BOM the program printed at the start of its output (a decoder strips it by default)', () => {
+    const encoder = new CastEncoder()
+    expect(encoder.record(data(1, 0xef, 0xbb, 0xbf, ...utf8('BOM\r\n')), 0)).toBe('[0.000,"o","\uFEFFBOM\\r\\n"]\n')
+  })
 })

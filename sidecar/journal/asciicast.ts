@@ -40,7 +40,7 @@ const seconds = (ms: number) => (ms / 1000).toFixed(3)
 
 /** Turns native records, in order, into event lines; keeps the UTF-8 decoder's state between them. */
 export class CastEncoder {
-  readonly #decoder = new TextDecoder('utf-8')
+  readonly #decoder = new TextDecoder('utf-8', { ignoreBOM: true }) // a BOM the program printed is output too
   #lastMs = 0
 
   /** The event line for one record ('' when its bytes only began a character). */
