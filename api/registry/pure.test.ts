@@ -103,6 +103,16 @@ describe('scope', () => {
     expect(view.next({ kind: 'remove', payload: { workspaceId: 'w' } })).toEqual({ kind: 'remove', payload: { workspaceId: 'w' } })
   })
 
+  it('says nothing of hidden sessions joining, moving in or leaving a workspace it sees', () => {
+    const view = new RegistryView(scoped)
+    view.baseline(list)
+    // Only another token's session changed: the scoped workspace is the same but for updatedAt.
+    const touched = { ...workspace, sessionIds: [...workspace.sessionIds, 'someone-else'], updatedAt: workspace.updatedAt + 1_000 }
+    expect(view.next({ kind: 'upsert', payload: { workspace: touched } })).toBeUndefined()
+    // A change it can see still arrives, with the newest updatedAt.
+    expect(view.next({ kind: 'upsert', payload: { workspace: { ...touched, title: 't3' } } })).toMatchObject({ kind: 'upsert', payload: { workspace: { title: 't3' } } })
+  })
+
   it('leaves an all-sessions view untouched', () => {
     expect(scopeList(all, list).workspaces[1]).toBe(workspace)
     const view = new RegistryView(all)

@@ -56,6 +56,9 @@ export function scopeOrder(authority: Authority, order: readonly string[], visib
 export class RegistryView {
   readonly #authority: Authority
   readonly #shown = new Set<string>()
+  /** What each shown workspace looked like, but for `updatedAt`: an upsert that changes only
+   * that (a hidden session joined, moved or left) would tell of activity the token cannot see. */
+  readonly #looked = new Map<string, string>()
   #order: string[] = []
   #archived: string[] = []
 
@@ -66,7 +69,11 @@ export class RegistryView {
   baseline(list: WorkspaceList): WorkspaceList {
     const scoped = scopeList(this.#authority, list)
     this.#shown.clear()
-    for (const workspace of scoped.workspaces) this.#shown.add(workspace.id)
+    this.#looked.clear()
+    for (const workspace of scoped.workspaces) {
+      this.#shown.add(workspace.id)
+      this.#looked.set(workspace.id, looks(workspace))
+    }
     this.#order = scoped.workspaces.map((w) => w.id)
     this.#archived = scoped.archivedSessionIds
     return scoped
@@ -79,8 +86,11 @@ export class RegistryView {
       case 'upsert': {
         const { workspace } = increment.payload
         if (seesWorkspace(authority, workspace)) {
+          const scoped = scopeWorkspace(authority, workspace)
+          if (this.#shown.has(workspace.id) && this.#looked.get(workspace.id) === looks(scoped)) return undefined
           this.#shown.add(workspace.id)
-          return { kind: 'upsert', payload: { workspace: scopeWorkspace(authority, workspace) } }
+          this.#looked.set(workspace.id, looks(scoped))
+          return { kind: 'upsert', payload: { workspace: scoped } }
         }
         return this.#shown.has(workspace.id) ? this.#removed(workspace.id) : undefined
       }
@@ -103,9 +113,16 @@ export class RegistryView {
 
   #removed(workspaceId: string): RegistryIncrement {
     this.#shown.delete(workspaceId)
+    this.#looked.delete(workspaceId)
     this.#order = this.#order.filter((id) => id !== workspaceId)
     return { kind: 'remove', payload: { workspaceId } }
   }
+}
+
+/** A workspace as a token sees it, but for when it last changed. */
+function looks(workspace: Workspace): string {
+  const { updatedAt: _, ...rest } = workspace
+  return JSON.stringify(rest)
 }
 
 const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i])
