@@ -2,7 +2,7 @@
  * Orphans after a crash: programs that ignore SIGHUP outlive a sidecar killed with -9; the next
  * sidecar kills them at start, found by the identity the terminal's row recorded, and leaves alone
  * every process whose identity does not match (a reused pid, another boot, a session without the
- * terminal's marks), even where the pid does.
+ * terminal's marks), even where the pid does. Who is proven whose: identity.test.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync } from 'node:fs'
@@ -14,36 +14,10 @@ import { openStorage } from '../../storage/client.ts'
 import { waitFor } from '../../test/support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../../test/support/sidecar.ts'
 import { insertSession, shellsFixture, SidecarHttp } from '../../test/support/terminals.ts'
-import { bootId, leftoversOf, type RecordedTerminal } from './orphans.ts'
-import { processStat, type ProcessStat } from './process-tree.ts'
+import { bootId } from './identity.ts'
+import { processStat } from './process-tree.ts'
 
 const alive = (pid: number) => processStat(pid)?.zombie === false
-
-describe('leftoversOf', () => {
-  const boot = bootId()!
-  const terminal: RecordedTerminal = { sessionId: 's', id: 't', leaderPid: 100, leaderStartTicks: 5000, bootId: boot }
-  const proc = (pid: number, session: number, startTicks: number): ProcessStat => ({ pid, pgrp: session, session, startTicks, zombie: false })
-  const marked = (pids: number[]) => (pid: number) => (pids.includes(pid) ? ['TERMKEEP_SESSION_ID=s', 'TERMKEEP_TERMINAL_ID=t', 'HOME=/x'] : ['HOME=/x'])
-
-  it('takes the whole session while its shell runs with the recorded start time', () => {
-    const processes = [proc(100, 100, 5000), proc(101, 100, 5010), proc(102, 100, 6000), proc(200, 200, 10)]
-    expect(leftoversOf(terminal, processes, marked([]))).toEqual([100, 101, 102])
-  })
-
-  it('takes nothing when the pid now names a shell started at another time (a reused pid)', () => {
-    const processes = [proc(100, 100, 9000), proc(101, 100, 9010)]
-    expect(leftoversOf(terminal, processes, marked([100, 101]))).toEqual([])
-  })
-
-  it('with the shell gone, takes only members that carry the terminal\'s marks and started after it', () => {
-    const processes = [proc(101, 100, 5010), proc(102, 100, 7000), proc(103, 100, 4000), proc(104, 100, 8000)]
-    expect(leftoversOf(terminal, processes, marked([101, 102, 103]))).toEqual([101, 102])
-  })
-
-  it('takes nothing recorded on another boot', () => {
-    expect(leftoversOf({ ...terminal, bootId: 'another-boot' }, [proc(100, 100, 5000)], marked([100]))).toEqual([])
-  })
-})
 
 describe('a sidecar killed with -9', () => {
   const work = mkdtempSync(join(tmpdir(), 'termkeep-orphans-'))

@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MAX_INPUT_BACKLOG_BYTES, MAX_INPUT_BYTES, MAX_JSON_BODY_BYTES, MAX_TERMINALS_PER_SESSION } from '../../schema/limits.ts'
 import { openStorage } from '../../storage/client.ts'
+import { allProcesses } from '../pty/process-tree.ts'
 import { waitFor } from '../../test/support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../../test/support/sidecar.ts'
 import { insertSession, shellsFixture, SidecarHttp, type SseStream } from '../../test/support/terminals.ts'
@@ -19,6 +20,9 @@ const shells = shellsFixture({
   // Stays active (output refreshes the idle clock) until its hold exists, then goes quiet.
   // Never reads its input.
   sleeper: 'stty raw -echo; exec sleep 1000',
+  // Leaves a loop that ignores SIGHUP (and its children) behind and exits: its pid may be reused.
+  // (The trap is set before the fork: a subshell setting it itself may be hung up first.)
+  leaver: `trap '' HUP; (while :; do sleep 0.2; done) >/dev/null 2>&1 & echo $! > ${join(work, 'leaver.pid')}; exit 0`,
   ticker: `while [ ! -e ${join(work, 'held.go')} ]; do echo tick; sleep 0.2; done; exec sleep 1000`,
 })
 let sidecar: RunningSidecar
@@ -444,6 +448,21 @@ describe('close', () => {
     const again = await http.json('DELETE', T('victim'))
     expect([again.status, again.body.info.state]).toEqual([200, 'retired'])
     expect((await http.json('GET', T('victim'))).body.state).toBe('retired')
+  })
+
+  it("kills what an exited shell left behind (a trap '' HUP loop and its children), proven by the terminal's marks", async () => {
+    await http.json('PUT', T('leaver'), { json: { cols: 80, rows: 24, shell: shells.path('leaver') } })
+    await waitFor(async () => (await http.json('GET', T('leaver'))).body.state === 'exited', 10_000, 'the shell to exit')
+    const file = join(work, 'leaver.pid')
+    await waitFor(async () => existsSync(file) && readFileSync(file, 'utf8').trim().length > 0, 10_000, 'the loop pid')
+    const loop = Number(readFileSync(file, 'utf8').trim())
+    const children = () => allProcesses().filter((p) => p.ppid === loop).map((p) => p.pid)
+    await waitFor(async () => !gone(loop) && children().length > 0, 10_000, "the loop's sleep")
+    const pids = [loop, ...children()]
+
+    const closed = await http.json('DELETE', T('leaver'))
+    expect([closed.status, closed.body.info.state]).toEqual([200, 'retired'])
+    expect(pids.filter((pid) => !gone(pid))).toEqual([])
   })
 
   it('ends a retain hold when the terminal closes', async () => {

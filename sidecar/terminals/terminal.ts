@@ -14,8 +14,8 @@ import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Notifier } from '../journal/notifier.ts'
 import { ForegroundTracker } from '../observation/foreground.ts'
 import { executableNameOf } from '../observation/proc.ts'
-import { leaderIdentity } from '../pty/orphans.ts'
-import { killSession } from '../pty/process-tree.ts'
+import { leaderIdentity, ticksSinceBoot, type TerminalIdentity } from '../pty/identity.ts'
+import { killSession } from '../pty/kill.ts'
 import { Retry } from '../retry.ts'
 import type { PtyThread, RemotePty } from '../pty/pty-thread.ts'
 import { InputKeys } from './input-keys.ts'
@@ -75,6 +75,9 @@ export class LiveTerminal {
   lastActivity = Date.now()
   readonly #store: TerminalStore
   #pty: RemotePty | undefined
+  /** What proves a process this terminal's (pty/identity.ts), recorded at spawn; undefined where
+   * /proc does not tell: then nothing is killed but what the PTY's hangup reaches. */
+  #identity: TerminalIdentity | undefined
   #foreground: ForegroundTracker | undefined
   #controller: Controller | undefined
   /** Changes not yet written to the row (merged; a later value wins), the write in flight, the
@@ -154,9 +157,11 @@ export class LiveTerminal {
   async spawn(thread: PtyThread, env: Record<string, string>): Promise<void> {
     try {
       const options = { file: this.shell.path, args: this.shell.args, cwd: this.cwd, env, cols: this.cols, rows: this.rows }
+      const before = ticksSinceBoot()
       const pty = await thread.spawn(options, this.journal)
       this.#pty = pty
-      const identity = leaderIdentity(pty.pid) // at once, while the child is surely ours
+      const identity = leaderIdentity(pty.pid, before) // at once, while the child is surely ours
+      if (identity) this.#identity = { ...identity, sessionId: this.sessionId, id: this.id }
       // What the shell starts and ends shows in the terminal's I/O: look at the foreground then.
       const started = executableNameOf([this.shell.path], this.shell.name)
       const foreground = new ForegroundTracker(pty.pid, started, (name) => {
@@ -313,7 +318,8 @@ export class LiveTerminal {
   async #close(): Promise<void> {
     this.#foreground?.close()
     if (this.#pty) {
-      const survivors = await killSession(this.#pty.pid, CLOSE_KILL_GRACE_MS)
+      // Only processes proven this terminal's, even after its shell exited and its pid was reused.
+      const survivors = this.#identity ? await killSession(this.#identity, CLOSE_KILL_GRACE_MS) : []
       if (survivors.length > 0) {
         throw new TermkeepError('terminal/cleanup-failed', `processes ${survivors.join(', ')} survived SIGKILL`, {
           pids: survivors,
@@ -336,8 +342,7 @@ export class LiveTerminal {
   /** Abrupt stop at sidecar shutdown: SIGKILL the session, no drain. */
   kill(): void {
     this.#foreground?.close()
-    if (!this.#pty) return
-    void killSession(this.#pty.pid, 0, 0)
+    if (this.#identity) void killSession(this.#identity, 0, 0)
   }
 
   #requireControl({ attachment, principal }: Sender): RemotePty {

@@ -1,0 +1,125 @@
+/**
+ * Which processes are a terminal's, proven rather than assumed from a pid. Every kill of a
+ * terminal's processes asks this first: a close, a shutdown, and the sweep of what a crashed
+ * sidecar left behind (orphans.ts). A pid, a session id or a process group id alone proves
+ * nothing once the terminal's shell has exited: its pid can be reused by an unrelated program
+ * that calls setsid() or setpgrp() and so owns that session or group id.
+ *
+ * What the sidecar records when it starts a terminal's shell (the terminals table keeps it):
+ * the shell's pid (the id of the session every process of the terminal is in), its start time
+ * (field 22 of /proc/<pid>/stat, clock ticks since boot) and the boot
+ * (/proc/sys/kernel/random/boot_id). A process is then the terminal's if, on the same boot, it is
+ * in the session of the shell's pid and
+ *
+ * - the shell itself still runs with the recorded start time (the whole session is its), or
+ * - it started no earlier than the shell and carries the terminal's own TERMKEEP_SESSION_ID and
+ *   TERMKEEP_TERMINAL_ID in its environment, or
+ * - it was proven at an earlier look of the same kill (same pid and start time: one process), or
+ *   its parent is a proven process (a child forked meanwhile, or one that cleared its
+ *   environment).
+ *
+ * A session id reused by an unrelated program matches none of these. Linux only; elsewhere
+ * nothing is recorded and nothing is killed. Between the look and the signal a pid could in
+ * principle be reused (a pidfd would close that window; Node has none), but that needs the whole
+ * pid space to wrap around within microseconds.
+ */
+import { readFileSync } from 'node:fs'
+import { processStat, type ProcessStat } from './process-tree.ts'
+
+/** What a sidecar records about a terminal's shell when it starts it. */
+export interface LeaderIdentity {
+  leaderPid: number
+  leaderStartTicks: number
+  bootId: string
+}
+
+/** A terminal's processes, as recorded when its shell started: the leader and the marks. */
+export interface TerminalIdentity extends LeaderIdentity {
+  sessionId: string
+  id: string
+}
+
+/** Processes proven at an earlier look: pid → start ticks. */
+export type Proven = Map<number, number>
+
+let boot: string | undefined | null = null
+
+/** This boot's id, or undefined where /proc does not tell. */
+export function bootId(): string | undefined {
+  if (boot === null) {
+    try {
+      boot = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim() || undefined
+    } catch {
+      boot = undefined
+    }
+  }
+  return boot
+}
+
+/** Clock ticks per second in /proc (USER_HZ: 100 on every architecture Linux runs Node on). */
+const USER_HZ = 100
+
+/** Clock ticks since boot now, rounded down (/proc/uptime counts the clock field 22 counts), or
+ * undefined where /proc does not tell: every process started later has at least this start time. */
+export function ticksSinceBoot(): number | undefined {
+  try {
+    const seconds = Number(readFileSync('/proc/uptime', 'latin1').split(' ')[0])
+    return Number.isFinite(seconds) ? Math.floor(seconds * USER_HZ) - 1 : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The identity of a shell just started (it becomes a session leader), or undefined where /proc
+ * does not tell. Its session is not checked: the child may not have called setsid() yet, but its
+ * start time is its fork's, and the pid is our own child. A child that already exited and was
+ * reaped has no stat left: `startedAfter` (ticksSinceBoot() before the spawn) stands in for its
+ * start time, so what it left behind is still found by the marks (started no earlier than that).
+ */
+export function leaderIdentity(pid: number, startedAfter?: number): LeaderIdentity | undefined {
+  const id = bootId()
+  const startTicks = processStat(pid)?.startTicks ?? startedAfter
+  if (id === undefined || startTicks === undefined) return undefined
+  return { leaderPid: pid, leaderStartTicks: startTicks, bootId: id }
+}
+
+export function environ(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0')
+  } catch {
+    return []
+  }
+}
+
+/**
+ * The pids among `processes` proven to be `terminal`'s (see the file comment). `proven` carries
+ * what earlier looks of one kill proved, and learns what this look proves.
+ */
+export function membersOf(terminal: TerminalIdentity, processes: readonly ProcessStat[], proven: Proven = new Map(), readEnviron = environ): number[] {
+  if (terminal.bootId !== bootId()) return []
+  const session = processes.filter((p) => p.session === terminal.leaderPid)
+  const leader = session.find((p) => p.pid === terminal.leaderPid)
+  if (leader && leader.startTicks !== terminal.leaderStartTicks) return [] // a reused pid
+  const ours = new Set<number>()
+  if (leader) for (const p of session) ours.add(p.pid)
+  else {
+    const marks = [`TERMKEEP_SESSION_ID=${terminal.sessionId}`, `TERMKEEP_TERMINAL_ID=${terminal.id}`]
+    for (const p of session) {
+      if (proven.get(p.pid) === p.startTicks) ours.add(p.pid)
+      else if (p.startTicks >= terminal.leaderStartTicks && marks.every((mark) => readEnviron(p.pid).includes(mark))) ours.add(p.pid)
+    }
+    // Children of proven processes, however deep (a parent starts no later than its child).
+    for (let grew = true; grew; ) {
+      grew = false
+      for (const p of session) {
+        if (ours.has(p.pid) || !ours.has(p.ppid)) continue
+        ours.add(p.pid)
+        grew = true
+      }
+    }
+  }
+  const members = session.filter((p) => ours.has(p.pid))
+  for (const p of members) proven.set(p.pid, p.startTicks)
+  return members.map((p) => p.pid)
+}
