@@ -93,5 +93,17 @@ export const migrations: BundledMigration[] = [
       "\nALTER TABLE `terminals` ADD `leader_start_ticks` integer;",
       "\nALTER TABLE `terminals` ADD `boot_id` text;"
     ]
+  },
+  {
+    "hash": "6fab9a1ae520f1d311f9439ad5002f191804ef41db3c9ba7126fb718b8a25b06",
+    "folderMillis": 1796126135407,
+    "sql": [
+      "ALTER TABLE `host_generations` ADD `start_ticks` integer;",
+      "\nALTER TABLE `host_generations` ADD `boot_id` text;",
+      "\nALTER TABLE `host_generations` ADD `hostname` text;",
+      "\nALTER TABLE `host_generations` ADD `pid_namespace` text;",
+      "\nALTER TABLE `host_generations` ADD `heartbeat_at` integer;",
+      "\nALTER TABLE `host_generations` ADD `ended_at` integer;"
+    ]
   }
 ]

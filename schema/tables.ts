@@ -94,11 +94,26 @@ export const healthProbes = sqliteTable('health_probes', {
   checkedAt: integer('checked_at').notNull(),
 })
 
-/** One row per sidecar start; terminals remember the generation that owned them. */
+/**
+ * One row per sidecar start; terminals remember the generation that owned them. A sidecar records
+ * who runs it, so that the next one can tell whether it still does before it retires its
+ * terminals (sidecar/generations): on the same host and boot its pid and start time (field 22 of
+ * /proc/<pid>/stat) decide; from another host, a heartbeat it refreshes. Null in rows written
+ * before these columns (judged ended).
+ */
 export const hostGenerations = sqliteTable('host_generations', {
   generation: integer('generation').primaryKey({ autoIncrement: true }),
   pid: integer('pid').notNull(),
   startedAt: integer('started_at').notNull().default(now),
+  startTicks: integer('start_ticks'),
+  bootId: text('boot_id'),
+  hostname: text('hostname'),
+  /** /proc/self/ns/pid: two containers on one kernel share its boot id but not their pids. */
+  pidNamespace: text('pid_namespace'),
+  heartbeatAt: integer('heartbeat_at'),
+  /** When it was known to have ended: it stopped cleanly, refused to start, or a later sidecar
+   * found it dead. */
+  endedAt: integer('ended_at'),
 })
 
 export const terminals = sqliteTable(

@@ -1,8 +1,9 @@
 /**
  * Sidecar process entry: validate configuration, take the data directory, listen on loopback,
  * open and migrate the database, claim a new host generation, then serve. Everything that could
- * make a second sidecar fail (the data directory, the port) comes before the claim, which retires
- * the terminals of every earlier generation. Started by `termkeep serve` or on its own.
+ * make a second sidecar fail (the data directory, the port) comes before the claim, which refuses
+ * to start while an earlier generation on the same database still runs and otherwise retires the
+ * terminals of every earlier one. Started by `termkeep serve` or on its own.
  */
 import { createAdaptorServer } from '@hono/node-server'
 import type { Server as HttpServer } from 'node:http'
@@ -10,7 +11,6 @@ import type { Server } from 'node:net'
 import { ConfigError, parseConfig } from '../schema/config.ts'
 import { TermkeepError } from '../schema/errors.ts'
 import { DB_FILE_CHECK_MS, LISTEN_BACKLOG, SIDECAR_KEEP_ALIVE_MS } from '../schema/limits.ts'
-import { hostGenerations } from '../schema/tables.ts'
 import { openStorage } from '../storage/client.ts'
 import { DatabaseFile } from '../storage/file-identity.ts'
 import { StorageHealth } from '../storage/health.ts'
@@ -21,6 +21,7 @@ import { DataDirBusy, lockDataDir } from './data-dir-lock.ts'
 import { migrateLegacyRecords } from './display/legacy.ts'
 import { DisplayService } from './display/service.ts'
 import { EmulatorPool } from './emulator/emulator.ts'
+import { claimGeneration, GenerationBusy } from './generations/claim.ts'
 import { DEFAULT_SHELLS_FILE } from './pty/shells.ts'
 import { TerminalHost } from './terminals/host.ts'
 import { TerminalStore } from './terminals/store.ts'
@@ -61,10 +62,14 @@ async function main(): Promise<void> {
   // The file just opened: from now on its path must keep naming it (storage/file-identity.ts).
   const databaseFile = DatabaseFile.opened(config.databaseUrl)
   await migrateLegacyRecords(storage.db) // once per legacy text-only record (data_migrations ledger)
-  const [{ generation }] = await storage.db
-    .insert(hostGenerations)
-    .values({ pid: process.pid, startedAt: Date.now() })
-    .returning({ generation: hostGenerations.generation })
+  // Refused (GenerationBusy) while an earlier sidecar on this database still runs: its terminals
+  // are not ours to retire.
+  const claimed = await claimGeneration(storage.db)
+  const { generation } = claimed
+  if (claimed.ended.length > 0) {
+    const list = claimed.ended.map((g) => `${g.generation} (${g.why})`).join(', ')
+    console.error(`termkeep sidecar: earlier generation(s) ended: ${list}; retiring their terminals`)
+  }
   const health = new StorageHealth({ client: storage.client, writer: 'sidecar', file: databaseFile && (() => databaseFile.check()) })
   await health.check()
   // Unasked, every few seconds: a deleted database is logged at once, not found at the next start.
@@ -122,6 +127,7 @@ async function main(): Promise<void> {
     // Kill every terminal's processes, release journals and mark rows retired before the db closes.
     await terminals.shutdown().catch((error: unknown) => console.error('termkeep sidecar: shutdown', error))
     await emulators.close()
+    await claimed.end().catch((error: unknown) => console.error('termkeep sidecar: recording the end of this generation', error))
     storage.close()
     process.exit(0)
   }
@@ -154,7 +160,7 @@ function milliseconds(name: string, raw: string | undefined): number | undefined
 }
 
 main().catch((error: unknown) => {
-  const oneLine = error instanceof ConfigError || error instanceof DataDirBusy || error instanceof StartError
+  const oneLine = error instanceof ConfigError || error instanceof DataDirBusy || error instanceof GenerationBusy || error instanceof StartError
   console.error(oneLine ? `termkeep sidecar: ${error.message}` : error)
   process.exit(1)
 })

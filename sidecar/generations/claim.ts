@@ -1,0 +1,78 @@
+/**
+ * Claiming a host generation at start. The new row is written first, then every earlier
+ * generation not known to have ended is judged (liveness.ts): one still running makes this
+ * sidecar refuse to start (GenerationBusy) instead of retiring its terminals; the dead ones are
+ * marked ended, and the caller then kills what they left running and retires their rows.
+ *
+ * Written first, judged after: of two sidecars starting at once, the later row always sees the
+ * earlier (autoincrement order is write order) and refuses, while the earlier may see the later
+ * but only earlier ones count. While it runs, a generation refreshes its heartbeat; a clean stop
+ * records its end.
+ */
+import { and, eq, isNull, lt } from 'drizzle-orm'
+import { GENERATION_HEARTBEAT_MS } from '../../schema/limits.ts'
+import { hostGenerations } from '../../schema/tables.ts'
+import type { Database } from '../../storage/client.ts'
+import { here as seenHere, liveness, thisRunner, type GenerationRecord, type Here } from './liveness.ts'
+
+/** A start refused: an earlier sidecar on the same database still runs. */
+export class GenerationBusy extends Error {
+  override name = 'GenerationBusy'
+  constructor(
+    readonly running: GenerationRecord,
+    how: string,
+  ) {
+    super(
+      `another termkeep sidecar uses this database (DATABASE_URL): generation ${running.generation}, pid ${running.pid} on ${running.hostname} (${how}); stop it first, or give this one its own database`,
+    )
+  }
+}
+
+export interface ClaimedGeneration {
+  generation: number
+  /** Earlier generations found dead (their terminals are the caller's to sweep and retire). */
+  ended: { generation: number; why: string }[]
+  /** A clean stop: the heartbeat ends and the row records the end. */
+  end(): Promise<void>
+}
+
+export async function claimGeneration(db: Database, here: () => Here = seenHere): Promise<ClaimedGeneration> {
+  const now = Date.now()
+  const [{ generation }] = await db
+    .insert(hostGenerations)
+    .values({ ...thisRunner(), startedAt: now, heartbeatAt: now })
+    .returning({ generation: hostGenerations.generation })
+  const mine = eq(hostGenerations.generation, generation)
+  const earlier = await db
+    .select()
+    .from(hostGenerations)
+    .where(and(lt(hostGenerations.generation, generation), isNull(hostGenerations.endedAt)))
+  const seen = here()
+  const ended: ClaimedGeneration['ended'] = []
+  for (const record of earlier) {
+    const verdict = liveness(record, seen)
+    if (verdict.alive) {
+      await db.update(hostGenerations).set({ endedAt: Date.now() }).where(mine)
+      throw new GenerationBusy(record, verdict.how)
+    }
+    ended.push({ generation: record.generation, why: verdict.why })
+  }
+  for (const { generation: dead } of ended) {
+    await db.update(hostGenerations).set({ endedAt: Date.now() }).where(eq(hostGenerations.generation, dead))
+  }
+  const beat = setInterval(() => {
+    db.update(hostGenerations)
+      .set({ heartbeatAt: Date.now() })
+      .where(mine)
+      .catch((error: unknown) => console.error(`termkeep sidecar: the generation heartbeat was not written: ${(error as Error).message}`))
+  }, GENERATION_HEARTBEAT_MS)
+  beat.unref()
+  return {
+    generation,
+    ended,
+    async end() {
+      clearInterval(beat)
+      await db.update(hostGenerations).set({ endedAt: Date.now() }).where(mine)
+    },
+  }
+}
