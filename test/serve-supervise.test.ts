@@ -84,6 +84,8 @@ describe('termkeep serve supervises its sidecar', () => {
           'a new sidecar generation',
         )
         expect(up).toBeGreaterThan(generation)
+        // Judged dead at once by its pid and start time (same host): no wait for a lease.
+        expect(stack.output()).toMatch(new RegExp(`earlier generation\\(s\\) ended: (?:[^\\n]*, )?${generation} \\(its process is gone\\)`))
         generation = up
         expect(stack.output()).toMatch(
           new RegExp(`termkeep: the sidecar \\(pid ${pid}, generation \\d+\\) was killed by SIGKILL after [\\d.]+ s; starting it again in ${backoff} s \\(restart ${round}\\)`),
