@@ -381,7 +381,14 @@ describe('Files.readText', () => {
 
 describe('deployment and documentation', () => {
   it('reads outside the workspace only with TERMKEEP_FILES_ALLOW_OUTSIDE=1 on the sidecar', async () => {
-    const open = await startSidecar({ databaseUrl: sidecar.databaseUrl, env: { TERMKEEP_FILES_ALLOW_OUTSIDE: '1' } })
+    // Its own copy of the database (a second sidecar on the one the first uses refuses to start),
+    // without the first one's claim to it.
+    const copy = join(dir, 'allow-outside.db')
+    await storage.client.execute({ sql: 'VACUUM INTO ?', args: [copy] })
+    const copied = await openStorage({ url: `file:${copy}` })
+    await copied.client.execute('UPDATE host_generations SET ended_at = 0')
+    copied.close()
+    const open = await startSidecar({ databaseUrl: `file:${copy}`, env: { TERMKEEP_FILES_ALLOW_OUTSIDE: '1' } })
     try {
       const client = new SidecarClient({ url: open.url, secret: open.secret })
       expect((await client.readFileText('s1', { path: '../secret.txt' })).text).toBe('outside')
