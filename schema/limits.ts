@@ -89,6 +89,11 @@ export const EMULATOR_MAX_REBUILDS = 3
  * rebuilt from that revision and the journal after it when output, a follow or a screen read
  * needs it. */
 export const EMULATOR_RELEASE_IDLE_MS = 30_000
+/** After a screen leaves an emulator worker (released or closed), the worker collects its heap once
+ * this long after the last such close (a batch of releases costs one collection): an idle worker
+ * otherwise keeps a released 10,000-row screen (~13 MiB of rows) allocated until some later
+ * output happens to trigger a major GC. */
+export const EMULATOR_COLLECT_AFTER_CLOSE_MS = 1_000
 /** Journal bytes an emulator feed reads ahead (one batch) when it lags, so the worker can skip
  * plain text that provably scrolls out of the history allowance instead of parsing it
  * (sidecar/display/fast-forward.ts). Larger skips more of a flood (16 MiB skipped ~95% of a
