@@ -379,6 +379,10 @@ export const SIDECAR_LIVENESS_PROBE_MS = 1_000
  * health answers within one event-loop turn; 5 s is what a host starved of CPU (load 8 on 2
  * cores) still met, where 2 s was sometimes missed. */
 export const SIDECAR_LIVENESS_TIMEOUT_MS = 5_000
+/** One liveness probe's verdict is shared by every call that asks while it is out, and a "not
+ * alive" verdict stands this long after it (an "alive" one stands SIDECAR_LIVENESS_PROBE_MS, as
+ * any answer does): N calls waiting on a busy sidecar send it one health request, not N. */
+export const SIDECAR_LIVENESS_VERDICT_MS = 1_000
 /** The sidecar keeps an idle kept-alive connection of the API's open this long (Node's default is
  * 5 s). A sidecar that resumes after a stall runs its due timers before it reads its sockets, so
  * a request that arrived on an idle connection during a stall longer than this is dropped unread;
