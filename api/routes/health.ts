@@ -11,7 +11,7 @@ const storageHealth = new WeakMap<AppDeps, StorageHealth>()
 function storageHealthOf(deps: AppDeps): StorageHealth {
   let health = storageHealth.get(deps)
   if (!health) {
-    health = new StorageHealth({ client: deps.client, writer: 'api', file: deps.databaseFile })
+    health = new StorageHealth({ client: deps.client, probe: deps.probe, writer: 'api', file: deps.databaseFile })
     storageHealth.set(deps, health)
   }
   return health
