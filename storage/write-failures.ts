@@ -29,6 +29,7 @@ export class WriteFailures {
 
   /** `writer`'s write failed; `what` names it ("persisting terminal s/t"). */
   failed(writer: object, what: string, error: unknown): void {
+    this.#failing.delete(writer) // to the end: the latest failure is last, even within one millisecond
     this.#failing.set(writer, { at: this.#now(), what, error: describeError(error), full: isOutOfSpace(error), database: isDatabaseError(error) })
     this.#prune()
   }
@@ -45,7 +46,7 @@ export class WriteFailures {
     this.#prune()
     const failures = [...this.#failing.values()]
     if (failures.length === 0) return undefined
-    const last = failures.reduce((a, b) => (b.at > a.at ? b : a))
+    const last = failures.reduce((a, b) => (b.at >= a.at ? b : a))
     const full = failures.some((f) => f.full)
     const database = failures.some((f) => f.database)
     const detail = `${failures.length} writer(s) failing; the latest: ${last.what}: ${last.error}`
@@ -86,12 +87,15 @@ function isDatabaseError(error: unknown): boolean {
   return false
 }
 
-/** One line for an error: the innermost coded cause's message (libSQL's, not drizzle's "Failed
+/** One line for an error: the outermost coded one's message (libSQL's, not drizzle's "Failed
  * query: …" with its parameters, which may be megabytes of blob), else its own, capped. */
 export function describeError(error: unknown): string {
   let coded: Error | undefined
   for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if (typeof (e as { code?: unknown }).code === 'string') coded = e
+    if (typeof (e as { code?: unknown }).code === 'string') {
+      coded = e
+      break
+    }
   }
   const message = coded ? coded.message : String((error as Error)?.message ?? error)
   const line = message.replace(/\s+/g, ' ')
