@@ -76,7 +76,7 @@ const scenario: BenchScenario = {
     mkdirSync(root)
     const file = join(root, 'big.txt')
     makeFile(file)
-    const sidecar = await startSidecar({ dataDir: dir })
+    const sidecar = await startSidecar({ dataDir: join(dir, 'data') }) // beside the workspace: own state is never served
     const storage = await openStorage({ url: sidecar.databaseUrl })
     await migrate(storage.client)
     const api = await startNodeApi({ storage, sidecarUrl: sidecar.url, sidecarSecret: sidecar.secret, host: '127.0.0.1', port: 0 })

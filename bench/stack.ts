@@ -35,7 +35,7 @@ export async function startBenchStack(
   options: { sidecarEnv?: Record<string, string> } = {},
 ): Promise<BenchStack> {
   const dir = mkdtempSync(join(tmpdir(), `termkeep-bench-${name}-`))
-  const sidecar = await startSidecar({ dataDir: dir, env: options.sidecarEnv })
+  const sidecar = await startSidecar({ dataDir: join(dir, 'data'), env: options.sidecarEnv }) // beside workspaces in dir
   const storage = await openStorage({ url: sidecar.databaseUrl })
   await migrate(storage.client)
   const client = new SidecarClient({ url: sidecar.url, secret: sidecar.secret, fetch: nodeFetch })

@@ -208,6 +208,9 @@ export const MAX_LIST_ENTRIES = 2_000
 export const MAX_FILE_CHANGES_QUEUED = 10_000
 /** Directories the OS watcher of one workspace watches (one inotify watch each), shallowest first. */
 export const MAX_WATCHED_DIRECTORIES = 8_192
+/** Entries of the data directory looked through for a hard link of one of its files (a regular
+ * file with several links on its device); past this, every such file there counts as termkeep's. */
+export const OWN_STATE_MAX_SCANNED = 20_000
 
 // ── Terminal observation (agent providers) ─────────────────────────────────
 /** Processes one `descendants` answer reports (a larger tree is cut, `truncated`). */
@@ -251,6 +254,9 @@ export const OBSERVE_MAX_FOLLOW_CHUNK_BYTES = 64 * KiB
 export const OBSERVE_MAX_WATCHERS_PER_TERMINAL = 32
 /** Directory changes within this long make one new `watchDirectory` snapshot, not one each. */
 export const OBSERVE_WATCH_SETTLE_MS = 50
+/** Directories one `watchDirectory` watches (one inotify watch each; every change re-walks them
+ * all): an agent's journal tree is tens of directories, not a whole home's thousands. */
+export const OBSERVE_MAX_WATCHED_DIRECTORIES = 512
 /** A /proc read (a whole tree's stat, cmdline and cwd: milliseconds) that has not answered in
  * this long is stuck on a process's memory; the request is 503 and the next gets a fresh thread. */
 export const OBSERVE_PROC_TIMEOUT_MS = 5_000

@@ -19,6 +19,7 @@ import { StorageHealth } from '../storage/health.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
 import { ensureDataDir } from './data-dir.ts'
+import { declareOwnState } from './files/own-state.ts'
 import { DataDirBusy, lockDataDir } from './data-dir-lock.ts'
 import { migrateLegacyRecords } from './display/legacy.ts'
 import { DisplayService } from './display/service.ts'
@@ -49,6 +50,8 @@ async function main(): Promise<void> {
   if (openDir) console.warn(`termkeep sidecar: warning: ${openDir}`)
   const unlock = lockDataDir(config.dataDir)
   process.once('exit', unlock)
+  // Never served by any file route: the database, the journals, the secret (files/own-state.ts).
+  declareOwnState({ dataDir: config.dataDir, databaseUrl: config.databaseUrl })
   // Listening first: until the host is ready, requests get 503 sidecar/unavailable.
   let ready: ReturnType<typeof createSidecarApp>['fetch'] | undefined
   const starting = new TermkeepError('sidecar/unavailable', 'the sidecar is starting')

@@ -34,9 +34,8 @@ export class DatabaseFile {
    * a remote URL or an in-memory database.
    */
   static opened(databaseUrl: string): DatabaseFile | undefined {
-    if (!databaseUrl.startsWith('file:')) return undefined
-    const name = decodeURIComponent(databaseUrl.slice('file:'.length).split('?')[0]!.replace(/^\/\/(?=\/)/, ''))
-    if (name === ':memory:' || name === '') return undefined
+    const name = fileDatabaseName(databaseUrl)
+    if (name === undefined) return undefined
     let path: string
     try {
       path = resolve(realpathSync(dirname(resolve(name))), name.split('/').at(-1)!)
@@ -74,6 +73,14 @@ export class DatabaseFile {
       detail: `${this.path} is not the file termkeep opened (device ${this.#opened.dev}, inode ${this.#opened.ino})${this.#fd ? `; that one is readable at ${this.#fd}` : ''}`,
     }
   }
+}
+
+/** Pure: the file name a `file:` database URL names (as given: maybe relative), or undefined for
+ * a remote URL or an in-memory database. */
+export function fileDatabaseName(databaseUrl: string): string | undefined {
+  if (!databaseUrl.startsWith('file:')) return undefined
+  const name = decodeURIComponent(databaseUrl.slice('file:'.length).split('?')[0]!.replace(/^\/\/(?=\/)/, ''))
+  return name === ':memory:' || name === '' ? undefined : name
 }
 
 /** `/proc/self/fd/<n>` of a descriptor this process holds on `path`, or undefined. */

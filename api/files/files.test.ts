@@ -67,7 +67,7 @@ beforeAll(async () => {
   writeFileSync(join(root2, 'other.txt'), 'other workspace\n')
   symlinkSync(root, join(dir, 'ws-link'))
   const databaseUrl = `file:${join(dir, 'termkeep.db')}`
-  sidecar = await startSidecar({ dataDir: dir, databaseUrl })
+  sidecar = await startSidecar({ dataDir: join(dir, 'data'), databaseUrl }) // beside the workspaces: own state is never served
   storage = await openStorage({ url: databaseUrl })
   await migrate(storage.client)
   app = createApp({

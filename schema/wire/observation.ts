@@ -198,7 +198,14 @@ export type MaybeHandle = v.InferOutput<typeof MaybeHandle>
 export const MaybePath = v.object({ path: v.nullable(v.string()) })
 export type MaybePath = v.InferOutput<typeof MaybePath>
 
-export const ResolveHomeDirectory = v.object({ relativePath: RelativePath, beneath: v.optional(HomeBeneath) })
+/** A directory beneath the home, never the home itself (`.`, `./`): a root is one program's
+ * directory (`.codex`), not a walk over the user's whole home. */
+const DirectoryBeneathHome = v.pipe(
+  RelativePath,
+  v.check((p) => p.split('/').some((segment) => segment !== '' && segment !== '.'), 'the home itself is not a root: name a directory beneath it (such as .codex)'),
+)
+
+export const ResolveHomeDirectory = v.object({ relativePath: DirectoryBeneathHome, beneath: v.optional(HomeBeneath) })
 export const ResolveDirectoryRelativeToEnvironment = v.object({
   relativePath: RelativePath,
   environmentVariable: EnvironmentName,

@@ -9,10 +9,11 @@
  * Observations are facts about a path now (its version, or absent), not deltas; symlinks are not
  * followed, so an observation never describes anything outside the root.
  */
-import { lstatSync, realpathSync } from 'node:fs'
+import { lstatSync, realpathSync, type BigIntStats } from 'node:fs'
 import { dirname, relative } from 'node:path'
 import type { FileChange } from '../../schema/wire/files.ts'
 import { isInside, versionOf } from './confine.ts'
+import { OwnStateLook } from './own-state.ts'
 import { TreeWatch } from './tree-watch.ts'
 
 type Source = FileChange['source']
@@ -90,10 +91,20 @@ export class FileChangeHub {
     const existing = this.#watches.get(root)
     if (existing) return existing
     const listeners = new Set<Listener>()
-    const tree = TreeWatch.start(root, (path) => {
-      const change = observe(root, path, 'os')
-      if (change) for (const l of listeners) l(change)
-    })
+    // termkeep's own data directory, if the workspace holds it, is not watched (own-state.ts).
+    // One look for the watch's life: the data directory keeps its identity while this sidecar runs.
+    const look = OwnStateLook.take()
+    const skip = async (stats: BigIntStats) => (await look)?.isOwn(stats) ?? false
+    const tree = TreeWatch.start(
+      root,
+      (path) => {
+        const change = observe(root, path, 'os')
+        if (change) for (const l of listeners) l(change)
+      },
+      undefined,
+      undefined,
+      skip,
+    )
     const shared = { tree, listeners }
     this.#watches.set(root, shared)
     tree.catch(() => {

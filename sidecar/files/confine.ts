@@ -11,12 +11,17 @@
  * and inode as the checked entry, and (on Linux) the kernel's own path of the descriptor still
  * inside the root, which catches a directory component swapped for a symlink. A detected race
  * starts the resolution over, so the caller gets the answer a calm filesystem would give.
+ *
+ * termkeep's own state (own-state.ts: the data directory, the database, the secret, the journals)
+ * is refused here for every caller, by the identity of the entry and of the opened descriptor and
+ * its ancestors, with exactly the answer an absent path gets.
  */
 import { constants, type BigIntStats } from 'node:fs'
 import { lstat, open, readlink, realpath, type FileHandle } from 'node:fs/promises'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { FileKind } from '../../schema/wire/files.ts'
+import { OwnStateLook } from './own-state.ts'
 
 export interface Scope {
   /** Canonical (realpath) workspace root. */
@@ -33,6 +38,8 @@ export interface OpenHooks {
   afterOpen?(absolutePath: string): void | Promise<void>
   /** The caller went away: long reads stop (a far text page scans the file up to its offset). */
   signal?: AbortSignal
+  /** One look at termkeep's own state for many opens (a listing's walk); else one per open. */
+  own?: OwnStateLook
 }
 
 // ── Pure ─────────────────────────────────────────────────────────────────────────────────
@@ -74,7 +81,15 @@ export function versionOf(stats: BigIntStats): string {
  * `not-found` — but only after the deepest existing ancestor proved to be inside, so the answer
  * for an outside path never depends on what exists out there.
  */
-export async function resolveExisting(scope: Scope, requested: string): Promise<string> {
+export async function resolveExisting(scope: Scope, requested: string, own?: OwnStateLook): Promise<string> {
+  const canonical = await resolveCanonical(scope, requested)
+  const look = own ?? (await OwnStateLook.take())
+  const stats = look && (await lstatOrUndefined(canonical))
+  if (look && (!stats || (await look.covers(canonical, stats)))) throw notFound(requested)
+  return canonical
+}
+
+async function resolveCanonical(scope: Scope, requested: string): Promise<string> {
   const target = lexicalTarget(scope.root, requested)
   assertInside(scope, target, requested)
   let canonical: string
@@ -129,8 +144,9 @@ export async function openVerified(
   expect: 'file' | 'directory',
   hooks: OpenHooks = {},
 ): Promise<Opened> {
+  const own = hooks.own ?? (await OwnStateLook.take())
   for (let attempt = 1; attempt <= MAX_OPEN_ATTEMPTS; attempt++) {
-    const absolutePath = await resolveExisting(scope, requested)
+    const absolutePath = await resolveCanonical(scope, requested)
     await hooks.afterResolve?.(absolutePath)
     const checked = await lstatOrUndefined(absolutePath)
     if (!checked || checked.isSymbolicLink()) continue // changed since realpath: resolve again
@@ -151,9 +167,13 @@ export async function openVerified(
     }
     try {
       const stats = await handle.stat({ bigint: true })
-      if (stats.dev === checked.dev && stats.ino === checked.ino && (await descriptorInside(scope, handle, absolutePath))) {
-        await hooks.afterOpen?.(absolutePath)
-        return { handle, absolutePath, stats }
+      if (stats.dev === checked.dev && stats.ino === checked.ino) {
+        const actual = await descriptorPath(handle, absolutePath)
+        if (scope.allowOutside || isInside(scope.root, actual)) {
+          if (own && (await own.covers(actual || absolutePath, stats))) throw notFound(requested)
+          await hooks.afterOpen?.(absolutePath)
+          return { handle, absolutePath, stats }
+        }
       }
     } catch (error) {
       await handle.close()
@@ -175,17 +195,14 @@ async function lstatOrUndefined(path: string): Promise<BigIntStats | undefined> 
 
 /**
  * Where the descriptor really is. Linux names it in /proc/self/fd; elsewhere the best available
- * is that the canonical path still has no symlink in it.
+ * is that the canonical path still has no symlink in it ('' when it is gone: inside nothing).
  */
-async function descriptorInside(scope: Scope, handle: FileHandle, absolutePath: string): Promise<boolean> {
-  if (scope.allowOutside) return true
-  let actual: string
+async function descriptorPath(handle: FileHandle, absolutePath: string): Promise<string> {
   try {
-    actual = await readlink(`/proc/self/fd/${handle.fd}`)
+    return await readlink(`/proc/self/fd/${handle.fd}`)
   } catch {
-    actual = await realpath(absolutePath).catch(() => '')
+    return await realpath(absolutePath).catch(() => '')
   }
-  return isInside(scope.root, actual)
 }
 
 /** A path for reading the directory behind a verified handle without re-resolving its name. */

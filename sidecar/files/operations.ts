@@ -22,6 +22,7 @@ import {
   type Scope,
 } from './confine.ts'
 import { LineStarts } from './line-starts.ts'
+import { OwnStateLook } from './own-state.ts'
 
 /** Read granularity: big enough for throughput, small enough to stop soon after a page ends. */
 const READ_CHUNK_BYTES = 256 * 1024
@@ -173,22 +174,25 @@ export async function stat(scope: Scope, path: string): Promise<FileStat> {
   }
 }
 
-/** Direct children in stable (code unit) name order, at most MAX_LIST_ENTRIES. */
-export async function list(scope: Scope, path: string, hooks?: OpenHooks, cap = MAX_LIST_ENTRIES): Promise<DirectoryListing> {
-  const opened = await openVerified(scope, path, 'directory', hooks)
+/** Direct children in stable (code unit) name order, at most MAX_LIST_ENTRIES; termkeep's own
+ * state (the data directory, the database, hard links of them) is left out as if absent. */
+export async function list(scope: Scope, path: string, hooks: OpenHooks = {}, cap = MAX_LIST_ENTRIES): Promise<DirectoryListing> {
+  const own = hooks.own ?? (await OwnStateLook.take())
+  const opened = await openVerified(scope, path, 'directory', { ...hooks, own })
   try {
     const base = handlePath(opened)
     const dirents = await readdir(base, { withFileTypes: true })
     dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    const shown = dirents.slice(0, cap)
-    const entries = await Promise.all(
-      shown.map(async (d) => {
+    const looked = await Promise.all(
+      dirents.slice(0, cap).map(async (d) => {
         const kind = kindOf(d)
-        if (kind !== 'file') return { name: d.name, kind }
-        const size = await lstat(join(base, d.name)).then((s) => s.size, () => undefined)
-        return size === undefined ? { name: d.name, kind } : { name: d.name, kind, size }
+        if (kind !== 'file' && kind !== 'directory') return { name: d.name, kind }
+        const stats = await lstat(join(base, d.name), { bigint: true }).catch(() => undefined)
+        if (stats && own && (await own.isOwn(stats))) return undefined
+        return kind === 'file' && stats ? { name: d.name, kind, size: Number(stats.size) } : { name: d.name, kind }
       }),
     )
+    const entries = looked.filter((entry) => entry !== undefined)
     return {
       path: displayPath(scope.root, opened.absolutePath),
       absolutePath: opened.absolutePath,

@@ -6,14 +6,18 @@
  * — for seconds on a workspace with a large `node_modules`. Here the walk is asynchronous,
  * breadth-first (shallow directories, where people edit, come first) and capped at
  * MAX_WATCHED_DIRECTORIES. Symlinked directories are not followed (nothing outside the root is
- * watched) and `.git` is skipped (its internals churn on every git command and are not edits).
+ * watched) and `.git` is skipped (its internals churn on every git command and are not edits),
+ * as is every directory `skip` names by identity (termkeep's own data directory: files/own-state.ts).
  */
-import { watch, type FSWatcher } from 'node:fs'
+import { watch, type BigIntStats, type FSWatcher } from 'node:fs'
 import { lstat, readdir } from 'node:fs/promises'
 import { basename, join, relative, sep } from 'node:path'
 import { MAX_WATCHED_DIRECTORIES } from '../../schema/limits.ts'
 
 const SKIPPED = new Set(['.git'])
+
+/** A directory (by its stats) not to watch, nor anything below it. */
+export type SkipDirectory = (stats: BigIntStats) => Promise<boolean>
 
 export class TreeWatch {
   readonly #onPath: (absolutePath: string) => void
@@ -22,12 +26,14 @@ export class TreeWatch {
   /** Directories deeper than this below the root are not watched (Infinity: all). */
   readonly #maxDepth: number
   readonly #watchers = new Map<string, FSWatcher>()
+  readonly #skip: SkipDirectory | undefined
   #closed = false
   /** Directories were left unwatched because of the cap. */
   truncated = false
 
-  private constructor(root: string, onPath: (absolutePath: string) => void, max: number, maxDepth: number) {
+  private constructor(root: string, onPath: (absolutePath: string) => void, max: number, maxDepth: number, skip: SkipDirectory | undefined) {
     this.#root = root
+    this.#skip = skip
     this.#onPath = onPath
     this.#max = max
     this.#maxDepth = maxDepth
@@ -35,8 +41,14 @@ export class TreeWatch {
 
   /** Resolves once every directory (up to the cap, and `maxDepth` below the root) is watched;
    * throws if the root cannot be. */
-  static async start(root: string, onPath: (absolutePath: string) => void, max = MAX_WATCHED_DIRECTORIES, maxDepth = Infinity): Promise<TreeWatch> {
-    const tree = new TreeWatch(root, onPath, max, maxDepth)
+  static async start(
+    root: string,
+    onPath: (absolutePath: string) => void,
+    max = MAX_WATCHED_DIRECTORIES,
+    maxDepth = Infinity,
+    skip?: SkipDirectory,
+  ): Promise<TreeWatch> {
+    const tree = new TreeWatch(root, onPath, max, maxDepth, skip)
     tree.#watchDirectory(root, true)
     await tree.#addTree(root)
     return tree
@@ -57,6 +69,7 @@ export class TreeWatch {
     const queue = [dir]
     while (queue.length > 0 && !this.#closed) {
       const current = queue.shift()!
+      if (current !== this.#root && (await this.#skipped(current))) continue
       if (!this.#watchDirectory(current, false)) return
       let entries
       try {
@@ -103,6 +116,12 @@ export class TreeWatch {
     } catch {
       this.#forget(path)
     }
+  }
+
+  async #skipped(dir: string): Promise<boolean> {
+    if (!this.#skip) return false
+    const stats = await lstat(dir, { bigint: true }).catch(() => undefined)
+    return stats === undefined || (await this.#skip(stats))
   }
 
   #depthOf(dir: string): number {

@@ -12,6 +12,10 @@
  *      that one — confined to the handle's root, never a FIFO or device — and starts over with
  *      `replace`. A path that is missing for a while (between a rotation's rename and create) is
  *      waited for.
+ * The watch is on the directory's inode, so a directory itself rotated (`mv sessions sessions.old;
+ * mkdir sessions`) or missing would leave it deaf: every sync — and every heartbeat, which syncs
+ * too — first looks at the directory (one stat) and, when it is another one now or missing,
+ * watches the new one, or the nearest existing ancestor until it is back.
  * A `truncate` or `replace` chunk restarts the content at offset 0 and may be empty (the reader
  * then knows its copy is void); `append` continues it. Each appended byte is delivered exactly
  * once and in order: chunks are contiguous from the offset, read from the held descriptor only
@@ -27,7 +31,8 @@
  * longer leads to that file.
  */
 import { watch, type FSWatcher } from 'node:fs'
-import { lstat } from 'node:fs/promises'
+import type { BigIntStats } from 'node:fs'
+import { lstat, stat } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
 import { OBSERVE_MAX_FOLLOW_CHUNK_BYTES, SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import type { Opened } from '../files/confine.ts'
@@ -65,7 +70,8 @@ export class FileFollower {
   readonly #target: FollowTarget
   readonly #chunkBytes: number
   readonly #changed = new Notifier()
-  readonly #watcher: FSWatcher
+  /** What is watched: the file's directory (by identity), or an ancestor while it is missing. */
+  #watch: { watcher: FSWatcher; dir: string; identity: BigIntStats } | undefined
   /** Undefined while the path names no regular file (a resumed follow after a rotation). */
   #held: Held | undefined
   /** How the next chunk from the held file is typed when it restarts the content. */
@@ -78,12 +84,40 @@ export class FileFollower {
     this.#chunkBytes = Math.min(chunkBytes, OBSERVE_MAX_FOLLOW_CHUNK_BYTES)
     this.#held = held
     this.#start = start
-    const name = basename(target.path)
-    this.#watcher = watch(dirname(target.path), { persistent: false }, (_event, changed) => {
-      if (changed === null || changed.toString() === name) this.#wake()
-    })
-    // A directory that vanished ends the watch; the path then stays missing, which is waited for.
-    this.#watcher.on('error', () => this.#wake())
+  }
+
+  /** Watches the file's directory unless it already is (the same directory), else the nearest
+   * existing ancestor; true when it moved the watch. */
+  async #rewatch(): Promise<boolean> {
+    const parent = dirname(this.#target.path)
+    const current = await stat(parent, { bigint: true }).catch(() => undefined)
+    const watched = this.#watch
+    if (watched && watched.dir === parent && current && sameObject(current, objectOf(watched.identity))) return false
+    for (let dir = parent; ; dir = dirname(dir)) {
+      const identity = dir === parent ? current : await stat(dir, { bigint: true }).catch(() => undefined)
+      if (identity?.isDirectory() && this.#watchAt(dir, identity, dir === parent)) return true
+      if (dir === dirname(dir)) return true // nothing to watch at all: heartbeats still look
+    }
+  }
+
+  /** False when `dir` cannot be watched (gone meanwhile). */
+  #watchAt(dir: string, identity: BigIntStats, isParent: boolean): boolean {
+    const name = basename(this.#target.path)
+    let watcher: FSWatcher
+    try {
+      // An ancestor is watched for any change: the directory coming back is one.
+      watcher = watch(dir, { persistent: false }, (_event, changed) => {
+        if (!isParent || changed === null || changed.toString() === name) this.#wake()
+      })
+    } catch {
+      return false
+    }
+    if (this.#closed) return void watcher.close(), true
+    // A directory that vanished ends the watch; the next sync watches what is there instead.
+    watcher.on('error', () => this.#wake())
+    this.#watch?.watcher.close()
+    this.#watch = { watcher, dir, identity }
+    return true
   }
 
   /** Opens the file a handle named; 404 `observe/handle-invalid` when it no longer is that file. */
@@ -113,7 +147,9 @@ export class FileFollower {
 
   static async #create(target: FollowTarget, held: Held | undefined, start: FollowChunk['type'], maxChunkBytes: number): Promise<FileFollower> {
     try {
-      return new FileFollower(target, held, start, maxChunkBytes)
+      const follower = new FileFollower(target, held, start, maxChunkBytes)
+      await follower.#rewatch() // before the first sync: no change slips between
+      return follower
     } catch (error) {
       await held?.opened.handle.close()
       throw error
@@ -121,10 +157,15 @@ export class FileFollower {
   }
 
   /**
-   * Chunks as the file changes; `null` after SSE_HEARTBEAT_MS without any (a heartbeat). Ends
-   * when `signal` aborts or `stop()` holds (checked whenever `wake` fires).
+   * Chunks as the file changes; `null` after `heartbeatMs` without any (a heartbeat, which also
+   * syncs). Ends when `signal` aborts or `stop()` holds (checked whenever `wake` fires).
    */
-  async *chunks(signal: AbortSignal, stop: () => boolean = () => false, wake: readonly Notifier[] = []): AsyncGenerator<FollowChunk | null, void, void> {
+  async *chunks(
+    signal: AbortSignal,
+    stop: () => boolean = () => false,
+    wake: readonly Notifier[] = [],
+    heartbeatMs = SSE_HEARTBEAT_MS,
+  ): AsyncGenerator<FollowChunk | null, void, void> {
     try {
       for (;;) {
         while (this.#dirty) {
@@ -132,9 +173,12 @@ export class FileFollower {
           yield* this.#sync()
         }
         if (stop()) return
-        const woke = await Notifier.any([this.#changed, ...wake], SSE_HEARTBEAT_MS, signal)
+        const woke = await Notifier.any([this.#changed, ...wake], heartbeatMs, signal)
         if (woke === 'aborted' || this.#closed) return
-        if (woke === 'timeout') yield null
+        if (woke === 'timeout') {
+          this.#dirty = true // the cheap look: a directory rotated under the watch is found here
+          yield null
+        }
       }
     } finally {
       await this.close()
@@ -144,7 +188,7 @@ export class FileFollower {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    this.#watcher.close()
+    this.#watch?.watcher.close()
     await this.#held?.opened.handle.close().catch(() => {})
   }
 
@@ -154,6 +198,7 @@ export class FileFollower {
   }
 
   async *#sync(): AsyncGenerator<FollowChunk, void, void> {
+    await this.#rewatch()
     const named = await lstat(this.#target.path, { bigint: true }).catch(() => undefined)
     const held = this.#held
     const moved = held === undefined || named === undefined || !sameObject(named, objectOf(held.opened.stats))

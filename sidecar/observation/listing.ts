@@ -5,17 +5,21 @@
  * the newest are kept and the listing says `truncated` (as it does when the walk itself hit
  * OBSERVE_MAX_LIST_SCANNED). Symlinks are not followed; every directory is opened verified inside
  * the handle's root and read through its descriptor, so a component swapped for a symlink during
- * the walk cannot lead the listing out.
+ * the walk cannot lead the listing out. termkeep's own state (files/own-state.ts) is left out of
+ * the walk by identity: its directories are not entered, its files (and hard links of them) are
+ * not listed.
  *
  * `watchDirectory` is the same listing as a stream: the current snapshot, then a new one after
  * each change (inotify on every directory it lists, settled for OBSERVE_WATCH_SETTLE_MS) whenever
  * it differs — handles are deterministic, so an unchanged listing compares equal.
  */
+import type { BigIntStats } from 'node:fs'
 import { lstat, readdir } from 'node:fs/promises'
 import { join, relative } from 'node:path'
-import { OBSERVE_MAX_LIST_SCANNED, OBSERVE_WATCH_SETTLE_MS, SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
+import { OBSERVE_MAX_LIST_SCANNED, OBSERVE_MAX_WATCHED_DIRECTORIES, OBSERVE_WATCH_SETTLE_MS, SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import type { DirectoryListing, Handle, ListOptions } from '../../schema/wire/observation.ts'
 import { handlePath } from '../files/confine.ts'
+import { OwnStateLook } from '../files/own-state.ts'
 import { TreeWatch } from '../files/tree-watch.ts'
 import type { SseEvent } from '../http/sse.ts'
 import { Notifier } from '../journal/notifier.ts'
@@ -36,9 +40,10 @@ async function discover(root: PathIdentity, options: ListOptions, signal?: Abort
   const found: Candidate[] = []
   let scanned = 0
   let cut = false
+  const own = await OwnStateLook.take()
   const visit = async (dir: string, depth: number): Promise<void> => {
-    const opened = await openConfined(root.root, dir, 'directory')
-    if (!opened) return // gone, or not inside any more
+    const opened = await openConfined(root.root, dir, 'directory', own)
+    if (!opened) return // gone, not inside any more, or termkeep's own
     try {
       const base = handlePath(opened)
       const entries = await readdir(base, { withFileTypes: true }).catch(() => [])
@@ -53,7 +58,7 @@ async function discover(root: PathIdentity, options: ListOptions, signal?: Abort
         } else if (entry.isFile() && options.extensions.some((extension) => entry.name.endsWith(extension))) {
           // Looked up through the directory's descriptor: the name is not resolved again.
           const stats = await lstat(join(base, entry.name), { bigint: true }).catch(() => undefined)
-          if (!stats?.isFile()) continue
+          if (!stats?.isFile() || (own && (await own.isOwn(stats)))) continue
           const mtimeMs = Number(stats.mtimeMs)
           found.push({ path, relativePath: relative(root.path, path), size: Number(stats.size), mtimeMs, identity: objectOf(stats) })
         }
@@ -117,7 +122,9 @@ export async function* watchDirectory(
   let dirty = false
   let tree: TreeWatch | undefined
   try {
-    tree = await TreeWatch.start(root.path, () => ((dirty = true), changed.notify()), undefined, r.maxDepth)
+    const own = await OwnStateLook.take()
+    const skip = own && (async (stats: BigIntStats) => own.isOwn(stats))
+    tree = await TreeWatch.start(root.path, () => ((dirty = true), changed.notify()), OBSERVE_MAX_WATCHED_DIRECTORIES, r.maxDepth, skip)
     let last = ''
     for (;;) {
       dirty = false

@@ -151,10 +151,21 @@ export function argvFrom(raw: Buffer | undefined): string[] | undefined {
 
 /** The environment the process started with (later setenv calls are not visible to anyone). */
 export function environOf(pid: number): Record<string, string> | undefined {
-  const raw = readBounded(`/proc/${pid}/environ`)
+  // One byte past the bound tells whether the bound cut it.
+  const raw = readBounded(`/proc/${pid}/environ`, OBSERVE_MAX_PROC_TEXT_BYTES + 1)
   if (!raw) return undefined
+  const cut = raw.length > OBSERVE_MAX_PROC_TEXT_BYTES
+  return environFrom(cut ? raw.subarray(0, OBSERVE_MAX_PROC_TEXT_BYTES) : raw, cut)
+}
+
+/** Pure: the variables of /proc/<pid>/environ's bytes (the first of a repeated name wins). When
+ * the read was `cut` at its bound, the last entry is partial — a HOME cut short can name another
+ * existing directory — so it is dropped: a name only past the bound is unknown, never a prefix. */
+export function environFrom(raw: Buffer, cut: boolean): Record<string, string> {
+  let text = raw.toString('utf8')
+  if (cut) text = text.slice(0, Math.max(0, text.lastIndexOf('\0')))
   const values: Record<string, string> = {}
-  for (const entry of raw.toString('utf8').split('\0')) {
+  for (const entry of text.split('\0')) {
     const equals = entry.indexOf('=')
     const name = entry.slice(0, equals)
     if (equals > 0 && !Object.hasOwn(values, name)) values[name] = entry.slice(equals + 1)

@@ -17,6 +17,7 @@ import type {
   OpenFilesRequest,
   ProcessSnapshot,
 } from '../../schema/wire/observation.ts'
+import { OwnStateLook } from '../files/own-state.ts'
 import { sameObject, type ObjectIdentity } from './handles.ts'
 import { handleInvalid, type ObservedTerminal } from './observed.ts'
 import { deviceIdOf, executableNameOf, ptsDeviceNumber, startedAtOf, type ProcStat } from './proc.ts'
@@ -85,6 +86,7 @@ export async function openFiles(view: ObservedTerminal, r: v.InferOutput<typeof 
     return process
   })
   const roots = await knownRoots(view)
+  const own = await OwnStateLook.take()
   const byInode = new Map<string, { path: string; shown: string; access: Access; identity: ObjectIdentity; root: (typeof roots)[number] }>()
   const pids = [...new Set(members.map((p) => p.pid))]
   for (const descriptors of await procReader.descriptors(pids)) {
@@ -97,6 +99,8 @@ export async function openFiles(view: ObservedTerminal, r: v.InferOutput<typeof 
       const named = await lstat(descriptor.path, { bigint: true }).catch(() => undefined)
       const identity = descriptor.identity
       if (!named?.isFile() || !sameObject(named, identity)) continue
+      // termkeep's own files (a program here with the database open) are not this terminal's to show.
+      if (own && (await own.covers(descriptor.path, named))) continue
       const key = `${identity.dev}:${identity.ino}`
       const seen = byInode.get(key)
       const access = seen && seen.access !== descriptor.access ? 'read-write' : descriptor.access

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { psLines } from '../../cli/ps.ts'
 import { capabilitiesOf, undeclaredNames } from '../../schema/wire/observation.ts'
 import { selectNewest } from './listing.ts'
-import { deviceIdOf, executableNameOf, parseStat, ptsDeviceNumber, terminalTree, type ProcStat } from './proc.ts'
+import { deviceIdOf, environFrom, executableNameOf, parseStat, ptsDeviceNumber, terminalTree, type ProcStat } from './proc.ts'
 import { jsonLineOf } from './reading.ts'
 import { relativeBeneath, shownPath } from './roots.ts'
 
@@ -21,6 +21,18 @@ const stat = (pid: number, ppid: number, session: number, pgrp = pid): ProcStat 
 })
 
 describe('/proc', () => {
+  it('reads environ entries, and drops the partial last one when the read hit its bound', () => {
+    const raw = Buffer.from('A=1\0HOME=/home/alice\0A=2\0EMPTY=\0')
+    expect(environFrom(raw, false)).toEqual({ A: '1', HOME: '/home/alice', EMPTY: '' })
+    // Cut in the middle of HOME's value: "/home/al" could name another existing directory.
+    const cut = Buffer.from('A=1\0HOME=/home/al')
+    expect(environFrom(cut, true)).toEqual({ A: '1' })
+    expect(environFrom(cut, false)).toEqual({ A: '1', HOME: '/home/al' })
+    // Cut right after a separator: every entry before it is whole, nothing is partial.
+    expect(environFrom(Buffer.from('A=1\0B=2\0'), true)).toEqual({ A: '1', B: '2' })
+    expect(environFrom(Buffer.from('HOME=/ho'), true)).toEqual({})
+  })
+
   it('parses a stat line whose command name has spaces and parentheses', () => {
     const line = '4321 (my (odd) name) S 100 4321 100 34817 4400 4194304 1 2 3 4 5 6 7 8 20 0 1 0 55555 100 200'
     expect(parseStat(4321, line)).toEqual({ pid: 4321, comm: 'my (odd) name', state: 'S', ppid: 100, pgrp: 4321, session: 100, ttyNr: 34817, tpgid: 4400, startTicks: 55555 })

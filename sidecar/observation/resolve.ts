@@ -2,7 +2,8 @@
  * The seed's file resolvers and facts. Each resolves beneath a root (roots.ts), canonicalizes,
  * checks the constraint (`beneath` / `beneathRelative` / `extension`), opens what it found
  * confined to its root and mints a handle from the opened descriptor's identity. Anything unsafe
- * or missing is `null`; only a bad handle (404) or an undeclared variable (403) is an error.
+ * or missing is `null`; only a bad handle (404) or an undeclared variable (403) is an error. A
+ * directory that is the environment's home or holds it is `null` too (roots.ts).
  */
 import { realpath } from 'node:fs/promises'
 import { basename, join } from 'node:path'
@@ -44,7 +45,10 @@ async function resolveBeneath(
 ): Promise<Handle | null> {
   if (!root || within === undefined) return null
   const canonical = await realpath(target(root)).catch(() => undefined)
-  const fits = (path: string) => isInside(within, path) && (expect === 'directory' || path !== within) && (!extension || basename(path).endsWith(extension))
+  // A directory root holding the home (the home itself, or a variable naming it or above) is not one.
+  const home = expect === 'directory' ? (root.base === 'home' ? root : await homeRoot(view))?.path : undefined
+  const kindFits = (path: string) => (expect === 'directory' ? home === undefined || !isInside(path, home) : path !== within)
+  const fits = (path: string) => isInside(within, path) && kindFits(path) && (!extension || basename(path).endsWith(extension))
   if (canonical === undefined || !fits(canonical)) return null
   const opened = await openConfined(root.path, canonical, expect)
   if (!opened) return null

@@ -4,13 +4,17 @@
  * (realpath) and a directory; the filesystem root itself is never a root. Every file or directory
  * is opened through files/confine.ts's `openVerified` with its root as the scope, so a symlink
  * that leads out, or a component swapped for one mid-open, is caught after resolution and on the
- * opened descriptor; special files (FIFOs, devices) are refused before they are opened.
+ * opened descriptor; special files (FIFOs, devices) are refused before they are opened. termkeep's
+ * own state (files/own-state.ts) is refused there too, so it resolves, lists, reads and follows as
+ * if it were absent. A directory root is never the home itself nor anything holding it: a grant
+ * to watch one agent's journals is not a walk over the user's whole home.
  */
 import { realpath, stat } from 'node:fs/promises'
 import { isAbsolute, relative } from 'node:path'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Handle } from '../../schema/wire/observation.ts'
 import { isInside, openVerified, type Opened, type Scope } from '../files/confine.ts'
+import type { OwnStateLook } from '../files/own-state.ts'
 import { objectOf, sameObject, type PathIdentity } from './handles.ts'
 import { handleInvalid, type ObservedTerminal } from './observed.ts'
 
@@ -74,10 +78,10 @@ export function scopeOf(root: string): Scope {
 }
 
 /** Opens `path` (a file or directory) confined to `root`; undefined for anything not there, of
- * the wrong kind, special, or outside (never an error: resolvers answer null). */
-export async function openConfined(root: string, path: string, expect: 'file' | 'directory'): Promise<Opened | undefined> {
+ * the wrong kind, special, outside, or termkeep's own (never an error: resolvers answer null). */
+export async function openConfined(root: string, path: string, expect: 'file' | 'directory', own?: OwnStateLook): Promise<Opened | undefined> {
   try {
-    return await openVerified(scopeOf(root), path, expect)
+    return await openVerified(scopeOf(root), path, expect, own && { own })
   } catch (error) {
     if (error instanceof TermkeepError) return undefined
     throw error

@@ -58,7 +58,7 @@ export function send(app: Hono<AppEnv>, method: string, path: string, options: R
 export async function startHarness(options: { databaseUrl?: string; sidecarEnv?: Record<string, string> } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'termkeep-api-'))
   const databaseUrl = options.databaseUrl ?? `file:${join(dir, 'termkeep.db')}`
-  const sidecar = await startSidecar({ dataDir: dir, databaseUrl, env: options.sidecarEnv })
+  const sidecar = await startSidecar({ dataDir: join(dir, 'data'), databaseUrl, env: options.sidecarEnv }) // beside the workspaces: never served
   const storage = await openStorage({ url: databaseUrl })
   await migrate(storage.client)
   const deps: AppDeps = {

@@ -28,6 +28,8 @@ export interface Stack {
 export interface StackOptions {
   /** More environment for the sidecar (e.g. TERMKEEP_SHELLS_FILE for scripted "shells"). */
   sidecarEnv?: Record<string, string>
+  /** Where below the stack's scratch directory the sidecar's data directory is (default `data`). */
+  dataDir?: string
 }
 
 export async function startStack(name: string, options: StackOptions = {}): Promise<Stack> {
@@ -36,7 +38,7 @@ export async function startStack(name: string, options: StackOptions = {}): Prom
   const workspaceDir = realpathSync(join(root, 'project'))
   // The page tests type bash syntax and rely on bash's bracketed paste: pin the default shell
   // rather than inherit whatever $SHELL (or none, as in CI) the test runner has.
-  const sidecar = await startSidecar({ dataDir: join(root, 'data'), env: { SHELL: '/bin/bash', ...options.sidecarEnv } })
+  const sidecar = await startSidecar({ dataDir: join(root, options.dataDir ?? 'data'), env: { SHELL: '/bin/bash', ...options.sidecarEnv } })
   const storage = await openStorage({ url: sidecar.databaseUrl })
   await migrate(storage.client)
   const api = await startNodeApi({ storage, sidecarUrl: sidecar.url, sidecarSecret: sidecar.secret, host: '127.0.0.1', port: 0 })

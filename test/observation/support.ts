@@ -32,8 +32,8 @@ export class Observation {
     readonly sid: string,
   ) {}
 
-  static async start(name: string, sidecarEnv: Record<string, string> = {}): Promise<Observation> {
-    const stack = await startStack(name, { sidecarEnv })
+  static async start(name: string, sidecarEnv: Record<string, string> = {}, dataDir?: string): Promise<Observation> {
+    const stack = await startStack(name, { sidecarEnv, dataDir })
     const sid = `obs-${name}`
     const self = new Observation(stack, sid)
     const created = await self.call('POST', '/v1/sessions', { json: { id: sid, cwd: stack.workspaceDir } })
@@ -97,9 +97,10 @@ export class Observation {
     }, 20_000, `${name} in the foreground of ${tid}`)
   }
 
-  /** Starts the fake agent in `tid` with HOME = a fresh directory; resolves with that HOME. */
-  async startAgent(tid: string, token: string, id: string, extra: { env?: string; args?: string } = {}): Promise<string> {
-    const home = realpathSync(mkdtempSync(join(tmpdir(), 'termkeep-agent-home-')))
+  /** Starts the fake agent in `tid` with HOME = a fresh directory (or `extra.home`); resolves with
+   * that HOME. */
+  async startAgent(tid: string, token: string, id: string, extra: { env?: string; args?: string; home?: string } = {}): Promise<string> {
+    const home = extra.home ?? realpathSync(mkdtempSync(join(tmpdir(), 'termkeep-agent-home-')))
     mkdirSync(join(home, '.fakeagent'), { recursive: true })
     const env = `HOME=${home} FAKEAGENT_DATA=${home}/.fakeagent ${extra.env ?? ''}`
     await this.type(tid, `cd ${home} && ${env} ${process.execPath} ${AGENT} --id ${id} ${extra.args ?? ''}\r`)
