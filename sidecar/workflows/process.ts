@@ -27,12 +27,14 @@ import { WORKFLOW_SANDBOX_PROBE_MS, WORKFLOW_SCRIPT_HEAP_MB, WORKFLOW_STDERR_TAI
 import { scriptProgram } from './program.ts'
 import type { ScriptStart, ToScript } from './protocol.ts'
 
-const WATCHDOG = "const ppid = process.ppid; setInterval(() => { if (process.ppid !== ppid) process.kill(process.pid, 'SIGKILL') }, 250)"
+// The parent's pid is read by the main thread as it starts: a worker reading it itself could come
+// up after a parent that died at once, and never see it change.
+const WATCHDOG = "setInterval(() => { if (process.ppid !== ppid) process.kill(process.pid, 'SIGKILL') }, 250)"
 
 const bootstrap = (watchdog: boolean) =>
   [
     "'use strict'",
-    ...(watchdog ? ["new (process.getBuiltinModule('node:worker_threads').Worker)(" + JSON.stringify(WATCHDOG) + ', { eval: true }).unref()'] : []),
+    ...(watchdog ? ["new (process.getBuiltinModule('node:worker_threads').Worker)(`const ppid = ${process.ppid}; ` + " + JSON.stringify(WATCHDOG) + ', { eval: true }).unref()'] : []),
     "process.once('disconnect', () => process.exit(0))",
     "process.once('message', (start) => (0, eval)(start.program)(start))",
   ].join('\n')

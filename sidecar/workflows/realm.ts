@@ -307,7 +307,10 @@ export function inspectValue(value: unknown, depth: number): string {
     if (item instanceof RegExp) return String(item)
     const proto = Object.getPrototypeOf(item)
     const name = proto === null ? '[Object: null prototype]' : (proto.constructor?.name as string | undefined) ?? ''
-    if (level > depth) return Array.isArray(item) ? '[Array]' : `[${name && name !== '[Object: null prototype]' ? name : 'Object'}]`
+    if (level > depth) {
+      if (Array.isArray(item)) return item.length === 0 ? '[]' : '[Array]'
+      return Object.keys(item).length === 0 && name === 'Object' ? '{}' : `[${name && name !== '[Object: null prototype]' ? name : 'Object'}]`
+    }
     seen.push(item)
     try {
       const prefix = name === 'Object' || name === 'Array' ? '' : `${name} `
