@@ -11,7 +11,9 @@
  *   process is started by `setpriv --pdeathsig KILL unshare --user --map-root-user --pid --net
  *   --fork --kill-child node …`, so it is PID 1 of a PID namespace of its own (a signal reaches
  *   nothing outside it: `process.kill(sidecarPid)` is ESRCH) in a network namespace with no
- *   interface up (no TCP or UDP to anything, loopback included, no abstract Unix socket).
+ *   interface up (no TCP or UDP to anything, loopback included, no abstract Unix socket; a
+ *   path-named Unix socket stays reachable: there is no mount namespace, and the permission
+ *   model does not check socket paths).
  *   `unshare` is the child the sidecar sees (its pid is the run's pid); killing it kills the
  *   script (`--kill-child`), and the sidecar's death kills `unshare` (`--pdeathsig`), so a
  *   killed sidecar leaves no spinning script behind and cancel (SIGKILL) stops even
