@@ -8,6 +8,8 @@ import type { SidecarClient } from './sidecar-client.ts'
 export interface AppDeps {
   db: Database
   client: Client
+  /** Health's write probe's connection (storage/client.ts `probe`; default `client`). */
+  probe?: Client
   sidecar: SidecarClient
   /** Name of the runtime serving the app, reported by health ("node", "deno", "workerd"). */
   runtime: string

@@ -6,9 +6,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { SIDECAR_CONNECT_TIMEOUT_MS } from '../schema/limits.ts'
+import { SIDECAR_CONNECT_TIMEOUT_MS, SIDECAR_LIVENESS_PROBE_MS, SIDECAR_LIVENESS_VERDICT_MS } from '../schema/limits.ts'
 import { nodeFetch } from './runtime/node-transport.ts'
 import { SidecarClient } from './sidecar-client.ts'
+import { SidecarLiveness } from './sidecar-liveness.ts'
 
 const servers: ReturnType<typeof createServer>[] = []
 afterEach(() => {
@@ -77,5 +78,45 @@ describe('sidecar liveness', () => {
     }
     expect(quick).toBeGreaterThan(5)
     expect(probes).toBe(0)
+  })
+
+  it('sends one health request for many callers waiting at once, and shares its verdict', async () => {
+    let probes = 0
+    let healthy = true
+    const url = await sidecar((request, response) => {
+      if (request.url !== '/v1/health') return json(response, ENVIRONMENT)
+      probes++
+      // Answers late (busy), so every caller below asks while the one probe is out.
+      setTimeout(() => (healthy ? json(response, { ok: true }) : response.writeHead(503).end()), 200)
+    })
+    const liveness = new SidecarLiveness((signal) => fetch(`${url}/v1/health`, { signal }))
+    const ask = () => Promise.all(Array.from({ length: 50 }, () => liveness.alive()))
+    expect(await ask()).toEqual(Array(50).fill(true))
+    expect(probes).toBe(1)
+    await new Promise((r) => setTimeout(r, SIDECAR_LIVENESS_PROBE_MS + 50))
+    healthy = false
+    expect(await ask()).toEqual(Array(50).fill(false))
+    expect(probes).toBe(2)
+    expect(await liveness.alive()).toBe(false) // the verdict stands a while: no new probe
+    expect(probes).toBe(2)
+    healthy = true
+    await new Promise((r) => setTimeout(r, SIDECAR_LIVENESS_VERDICT_MS + 50))
+    expect(await ask()).toEqual(Array(50).fill(true))
+    expect(probes).toBe(3)
+  })
+
+  it('probes a busy sidecar once per interval for all the calls that wait on it, not once per call', async () => {
+    let probes = 0
+    const url = await sidecar((request, response) => {
+      if (request.url === '/v1/health') return probes++, json(response, { ok: true, generation: 1, pid: 1 })
+      setTimeout(() => json(response, ENVIRONMENT), 2 * SIDECAR_LIVENESS_PROBE_MS + 700)
+    })
+    const client = new SidecarClient({ url, secret: 'x'.repeat(16), fetch: nodeFetch })
+    const calls = 40
+    const answers = await Promise.all(Array.from({ length: calls }, (_, i) => client.environment(`s${i}`)))
+    expect(answers).toEqual(Array(calls).fill(ENVIRONMENT))
+    // Each call asks about twice while it waits; they share: about one probe per interval.
+    expect(probes).toBeGreaterThanOrEqual(1)
+    expect(probes).toBeLessThanOrEqual(4)
   })
 })

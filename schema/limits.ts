@@ -89,6 +89,11 @@ export const EMULATOR_MAX_REBUILDS = 3
  * rebuilt from that revision and the journal after it when output, a follow or a screen read
  * needs it. */
 export const EMULATOR_RELEASE_IDLE_MS = 30_000
+/** After a screen leaves an emulator worker (released or closed), the worker collects its heap once
+ * this long after the last such close (a batch of releases costs one collection): an idle worker
+ * otherwise keeps a released 10,000-row screen (~13 MiB of rows) allocated until some later
+ * output happens to trigger a major GC. */
+export const EMULATOR_COLLECT_AFTER_CLOSE_MS = 1_000
 /** Journal bytes an emulator feed reads ahead (one batch) when it lags, so the worker can skip
  * plain text that provably scrolls out of the history allowance instead of parsing it
  * (sidecar/display/fast-forward.ts). Larger skips more of a flood (16 MiB skipped ~95% of a
@@ -382,6 +387,10 @@ export const SIDECAR_LIVENESS_PROBE_MS = 1_000
  * health answers within one event-loop turn; 5 s is what a host starved of CPU (load 8 on 2
  * cores) still met, where 2 s was sometimes missed. */
 export const SIDECAR_LIVENESS_TIMEOUT_MS = 5_000
+/** One liveness probe's verdict is shared by every call that asks while it is out, and a "not
+ * alive" verdict stands this long after it (an "alive" one stands SIDECAR_LIVENESS_PROBE_MS, as
+ * any answer does): N calls waiting on a busy sidecar send it one health request, not N. */
+export const SIDECAR_LIVENESS_VERDICT_MS = 1_000
 /** The sidecar keeps an idle kept-alive connection of the API's open this long (Node's default is
  * 5 s). A sidecar that resumes after a stall runs its due timers before it reads its sockets, so
  * a request that arrived on an idle connection during a stall longer than this is dropped unread;
@@ -434,3 +443,23 @@ export const DB_FILE_CHECK_MS = 5_000
  * the other's lock instead of failing with SQLITE_BUSY (the sidecar's TERMKEEP_DB_BUSY_TIMEOUT_MS
  * overrides it). The wait blocks the waiting process's main thread. */
 export const DB_BUSY_TIMEOUT_MS = 10_000
+/** The sidecar's own database connection for health's write probe never waits for a lock (busy
+ * timeout 0: a probe waiting DB_BUSY_TIMEOUT_MS would block the sidecar's main thread that long).
+ * A lock another connection holds this long is no longer one of termkeep's own writes (they last
+ * milliseconds) but a stuck one (a `sqlite3` shell left in a transaction, a backup): every
+ * termkeep write meanwhile waits on its thread, then fails, so health says `database/locked`. */
+export const DB_LOCK_DEGRADED_MS = 2_000
+/** While the write lock is found held, the probe is tried again after this long (it costs
+ * nothing: it fails at once), so a lock's start and end are seen within it, not DB_WRITE_PROBE_MS. */
+export const DB_LOCK_RECHECK_MS = 250
+/** A real write's failure (sidecar/retry.ts: a display revision, a terminal row, a journal flush)
+ * counts for health until that writer succeeds, or this long after its last failure: a writer
+ * still failing retries at least every PERSIST_RETRY_MAX_MS, so it renews within this. */
+export const WRITE_FAILURE_WINDOW_MS = 2 * PERSIST_RETRY_MAX_MS
+/** Below this much free space on the data directory's or the database's file system, health says
+ * `storage/low-space` before writes fail: a journal flush and a display revision are up to a few
+ * MiB each, and SQLite needs room for its WAL to grow and be checkpointed. The sidecar's
+ * TERMKEEP_DISK_FREE_MIN_BYTES overrides it. */
+export const DISK_FREE_MIN_BYTES = 64 * MiB
+/** An error's text in health and its log: one line, not a failed query's parameters. */
+export const HEALTH_ERROR_TEXT_CHARS = 300

@@ -7,12 +7,14 @@
 import { createAdaptorServer } from '@hono/node-server'
 import type { Server as HttpServer } from 'node:http'
 import type { Server } from 'node:net'
+import { dirname } from 'node:path'
 import { ConfigError, parseConfig } from '../schema/config.ts'
 import { TermkeepError } from '../schema/errors.ts'
 import { DB_FILE_CHECK_MS, LISTEN_BACKLOG, SIDECAR_KEEP_ALIVE_MS } from '../schema/limits.ts'
 import { hostGenerations } from '../schema/tables.ts'
 import { openStorage } from '../storage/client.ts'
 import { DatabaseFile } from '../storage/file-identity.ts'
+import { lowSpace } from '../storage/free-space.ts'
 import { StorageHealth } from '../storage/health.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
@@ -22,6 +24,7 @@ import { migrateLegacyRecords } from './display/legacy.ts'
 import { DisplayService } from './display/service.ts'
 import { EmulatorPool } from './emulator/emulator.ts'
 import { DEFAULT_SHELLS_FILE } from './pty/shells.ts'
+import { writeFailures } from './retry.ts'
 import { TerminalHost } from './terminals/host.ts'
 import { TerminalStore } from './terminals/store.ts'
 import { WorkflowEngine } from './workflows/engine.ts'
@@ -66,10 +69,20 @@ async function main(): Promise<void> {
     .insert(hostGenerations)
     .values({ pid: process.pid, startedAt: Date.now() })
     .returning({ generation: hostGenerations.generation })
-  const health = new StorageHealth({ client: storage.client, writer: 'sidecar', file: databaseFile && (() => databaseFile.check()) })
+  const diskFreeMin = bytes('TERMKEEP_DISK_FREE_MIN_BYTES', process.env.TERMKEEP_DISK_FREE_MIN_BYTES)
+  const written = [config.dataDir, ...(databaseFile ? [dirname(databaseFile.path)] : [])]
+  const health = new StorageHealth({
+    client: storage.client,
+    probe: storage.probe,
+    writer: 'sidecar',
+    file: databaseFile && (() => databaseFile.check()),
+    space: () => lowSpace(written, diskFreeMin),
+    writes: writeFailures,
+  })
   await health.check()
-  // Unasked, every few seconds: a deleted database is logged at once, not found at the next start.
-  const fileWatch = databaseFile ? setInterval(() => health.checkFile(), DB_FILE_CHECK_MS).unref() : undefined
+  // Unasked, every few seconds: a deleted database or a filling disk is logged at once, not found
+  // at the next start.
+  const fileWatch = setInterval(() => health.checkFile(), DB_FILE_CHECK_MS).unref()
   const displays = new DisplayService(storage.db, {
     releaseMs: milliseconds('TERMKEEP_EMULATOR_RELEASE_MS', process.env.TERMKEEP_EMULATOR_RELEASE_MS),
   })
@@ -153,8 +166,17 @@ class StartError extends Error {}
 /** A sidecar-only millisecond setting (TERMKEEP_TERMINAL_IDLE_MS, TERMKEEP_DB_BUSY_TIMEOUT_MS);
  * unset = the default. */
 function milliseconds(name: string, raw: string | undefined): number | undefined {
+  return wholeNumber(name, raw, 'milliseconds')
+}
+
+/** A sidecar-only byte count (TERMKEEP_DISK_FREE_MIN_BYTES); unset = the default. */
+function bytes(name: string, raw: string | undefined): number | undefined {
+  return wholeNumber(name, raw, 'bytes')
+}
+
+function wholeNumber(name: string, raw: string | undefined, unit: string): number | undefined {
   if (raw === undefined || raw === '') return undefined
-  if (!/^\d{1,10}$/.test(raw)) throw new ConfigError(name, 'milliseconds, a non-negative integer', raw)
+  if (!/^\d{1,15}$/.test(raw)) throw new ConfigError(name, `${unit}, a non-negative integer`, raw)
   return Number(raw)
 }
 

@@ -9,5 +9,9 @@
  * benchmark (2 × 100 MiB `cat`): sidecar RSS growth 78 MiB by default, 56 MiB at 2, 48 MiB at 1,
  * with throughput within run-to-run noise (nearly everything allocated dies young, so the extra
  * scavenges are cheap).
+ *
+ * --expose-gc: an emulator worker collects its heap once after screens leave it
+ * (sidecar/emulator/collect.ts); V8 alone would keep an idle worker's released screens allocated
+ * (~13 MiB each at 10,000 rows) until later output triggered a major GC. Nothing else calls `gc`.
  */
-export const SIDECAR_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1']
+export const SIDECAR_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--expose-gc']

@@ -12,6 +12,10 @@ export type Database = LibSQLDatabase<typeof tables>
 export interface Storage {
   client: Client
   db: Database
+  /** Health's write probe's connection (storage/health.ts): for an embedded file a second one
+   * that never waits for a lock (busy timeout 0), since a write waiting on the lock blocks the
+   * process's main thread for up to the busy timeout; `client` for a remote database. */
+  probe: Client
   close(): void
 }
 
@@ -29,5 +33,14 @@ export async function openStorage({ url, authToken, busyTimeoutMs = DB_BUSY_TIME
     await client.execute('PRAGMA journal_mode = WAL')
   }
   const db = drizzle(client, { schema: tables })
-  return { client, db, close: () => client.close() }
+  const probe = url.startsWith('file:') ? createClient({ url, timeout: 0 }) : client
+  return {
+    client,
+    db,
+    probe,
+    close: () => {
+      client.close()
+      if (probe !== client) probe.close()
+    },
+  }
 }

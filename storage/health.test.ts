@@ -1,13 +1,14 @@
 /**
- * Database health on a real file database: a write proves writability (a lock held elsewhere
- * makes it fail where `SELECT 1` still answers), at most once per DB_WRITE_PROBE_MS; the file
+ * Database health on a real file database: a write proves writability, at most once per
+ * DB_WRITE_PROBE_MS, on a connection that never waits for a lock held elsewhere (a lock held
+ * past DB_LOCK_DEGRADED_MS is reported); concurrent checks share one; the file
  * check finds a deleted or replaced database file; each change of state is logged once.
  */
 import { copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DB_WRITE_PROBE_MS } from '../schema/limits.ts'
+import { DB_LOCK_DEGRADED_MS, DB_LOCK_RECHECK_MS, DB_WRITE_PROBE_MS } from '../schema/limits.ts'
 import { openStorage, type Storage } from './client.ts'
 import { DatabaseFile } from './file-identity.ts'
 import { StorageHealth } from './health.ts'
@@ -32,7 +33,7 @@ afterAll(() => {
 function subject(file?: DatabaseFile) {
   let now = 1_000_000
   const lines: string[] = []
-  const health = new StorageHealth({ client: storage.client, writer: 'api', log: (l) => lines.push(l), now: () => now, file: file && (() => file.check()) })
+  const health = new StorageHealth({ client: storage.client, probe: storage.probe, writer: 'api', log: (l) => lines.push(l), now: () => now, file: file && (() => file.check()) })
   const probes = async () => Number((await other.client.execute(`SELECT checked_at FROM health_probes WHERE writer = 'api'`)).rows[0]?.[0] ?? 0)
   return { health, lines, probes, advance: (ms: number) => (now += ms), now: () => now }
 }
@@ -52,28 +53,55 @@ describe('StorageHealth', () => {
     expect(lines).toEqual([])
   })
 
-  it('says not writable while another connection holds the write lock, once in the log, and recovers', async () => {
+  it('never waits for a lock another connection holds: ok with a note at first, degraded once it is held DB_LOCK_DEGRADED_MS, logged once, and recovers', async () => {
     const { health, lines, advance } = subject()
     await health.check()
     const lock = await other.client.transaction('write')
     try {
       await lock.execute(`INSERT INTO health_probes (writer, checked_at) VALUES ('lock', 1) ON CONFLICT DO NOTHING`)
       advance(DB_WRITE_PROBE_MS)
+      const started = performance.now()
+      const held = await health.check()
+      // The main connection waits up to its busy timeout (100 ms here, 10 s by default); the probe's does not.
+      expect(performance.now() - started).toBeLessThan(50)
+      expect(held).toEqual({ database: { reachable: true, writable: true, note: expect.stringMatching(/^another connection holds the write lock/) }, problems: [] })
+      advance(DB_LOCK_DEGRADED_MS)
       const locked = await health.check()
-      // `SELECT 1` still answers: only the write tells.
       expect(locked.database).toMatchObject({ reachable: true, writable: false })
-      expect(locked.problems).toEqual([{ code: 'database/not-writable', message: expect.stringMatching(/^the database cannot be written: .*(locked|busy)/i), source: 'api' }])
-      advance(1)
+      expect(locked.problems).toEqual([{ code: 'database/locked', message: expect.stringMatching(/^another connection has held the database's write lock for over/), source: 'api' }])
+      advance(DB_LOCK_RECHECK_MS)
       await health.check() // the same state: not logged again
-      expect(lines).toHaveLength(1)
-      expect(lines[0]).toMatch(/^termkeep api: DEGRADED \(database\/not-writable\): the database cannot be written: /)
+      expect(lines).toEqual([expect.stringMatching(/^termkeep api: DEGRADED \(database\/locked\): /)])
     } finally {
       await lock.rollback()
       lock.close()
     }
-    advance(DB_WRITE_PROBE_MS)
+    advance(DB_LOCK_RECHECK_MS) // found held: looked at again soon, not after DB_WRITE_PROBE_MS
     expect(await health.check()).toEqual({ database: { reachable: true, writable: true }, problems: [] })
-    expect(lines).toEqual([lines[0], 'termkeep api: recovered: database/not-writable no longer applies'])
+    expect(lines).toEqual([lines[0], 'termkeep api: recovered: database/locked no longer applies'])
+  })
+
+  it('says not writable when the probe write fails otherwise', async () => {
+    const empty = await openStorage({ url: `file:${join(dir, 'no-tables.db')}` }) // no health_probes table there
+    try {
+      const health = new StorageHealth({ client: storage.client, probe: empty.probe, writer: 'sidecar', log: () => {} })
+      const report = await health.check()
+      expect(report.database).toMatchObject({ reachable: true, writable: false, error: expect.stringContaining('health_probes') })
+      expect(report.problems).toEqual([{ code: 'database/not-writable', message: expect.stringMatching(/^the database cannot be written: .*no such table/), source: 'sidecar' }])
+    } finally {
+      empty.close()
+    }
+  })
+
+  it('shares one check among the callers that ask while it is under way', async () => {
+    let executes = 0
+    const counted = new Proxy(storage.client, {
+      get: (target, key) => (key === 'execute' ? (...args: Parameters<typeof target.execute>) => (executes++, target.execute(...args)) : Reflect.get(target, key)),
+    })
+    const health = new StorageHealth({ client: counted, probe: counted, writer: 'api', log: () => {} })
+    const reports = await Promise.all(Array.from({ length: 20 }, () => health.check()))
+    expect(new Set(reports).size).toBe(1)
+    expect(executes).toBe(2) // one SELECT 1, one probe write
   })
 
   it('finds the database file deleted, then replaced, under the open database, and names where the open file is', async () => {

@@ -11,7 +11,7 @@ const storageHealth = new WeakMap<AppDeps, StorageHealth>()
 function storageHealthOf(deps: AppDeps): StorageHealth {
   let health = storageHealth.get(deps)
   if (!health) {
-    health = new StorageHealth({ client: deps.client, writer: 'api', file: deps.databaseFile })
+    health = new StorageHealth({ client: deps.client, probe: deps.probe, writer: 'api', file: deps.databaseFile })
     storageHealth.set(deps, health)
   }
   return health
@@ -27,7 +27,7 @@ export const health = new Hono<AppEnv>().get(
     tags: ['health'],
     summary: 'Liveness; database reachability, writability and file identity; sidecar reachability (no token)',
     description:
-      '`status` is `ok` only when every check passed, else `degraded` with one `problems` entry per failed check (`database/unreachable`, `database/not-writable`, `database/file-deleted`, `database/file-replaced`, `sidecar/unreachable`), from the API or the sidecar. The write check runs at most every 5 s per process. What to do about each: docs/reliability.md.',
+      '`status` is `ok` only when every check passed, else `degraded` with one `problems` entry per failed check (`database/unreachable`, `database/not-writable`, `database/locked`, `database/file-deleted`, `database/file-replaced`, `storage/disk-full`, `storage/write-failed`, `storage/low-space`, `sidecar/unreachable`), from the API or the sidecar. The write check runs at most every 5 s per process and never waits for another connection\'s lock: a lock held under 2 s is `database.note`, longer `database/locked`. What to do about each: docs/reliability.md.',
     responses: { 200: json(Health, '`status` is `ok` or `degraded`') },
   }),
   async (c) => {

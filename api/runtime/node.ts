@@ -37,6 +37,7 @@ export function startNodeApi({ storage, sidecarUrl, sidecarSecret, host, port, d
   const app = createApp({
     db: storage.db,
     client: storage.client,
+    probe: storage.probe,
     sidecar: new SidecarClient({ url: sidecarUrl, secret: sidecarSecret, fetch: nodeFetch }),
     runtime: 'node',
     databaseFile: file && (() => file.check()),

@@ -42,6 +42,7 @@ export async function wireDeps(config: Config, options: WireOptions): Promise<Ap
   return {
     db: storage.db,
     client: storage.client,
+    probe: storage.probe,
     sidecar: new SidecarClient({ url: config.sidecarUrl, secret: options.sidecarSecret }),
     runtime: options.runtime,
   }

@@ -12,10 +12,21 @@ export const HEALTH_PROBLEMS = [
   /** It answers but a write fails (read-only file or mount, full disk, a lock held, a read-only
    * token of a remote database). */
   'database/not-writable',
+  /** Another connection has held the write lock past DB_LOCK_DEGRADED_MS (a shorter hold is a
+   * `database.note`, not a problem). */
+  'database/locked',
   /** The `file:` database was deleted under the running process, which still writes into it. */
   'database/file-deleted',
   /** The `file:` database's path now names another file than the one open. */
   'database/file-replaced',
+  /** A real write (a display revision, a terminal row, a journal flush) failed for lack of space
+   * (SQLITE_FULL, ENOSPC, EDQUOT) within WRITE_FAILURE_WINDOW_MS and has not succeeded since. */
+  'storage/disk-full',
+  /** A real write failed otherwise (SQLITE_BUSY past the busy timeout, an I/O error) and has
+   * not succeeded since. */
+  'storage/write-failed',
+  /** The data directory's or the database's file system has less than DISK_FREE_MIN_BYTES free. */
+  'storage/low-space',
   /** The API cannot reach the sidecar (live routes answer 503 meanwhile). */
   'sidecar/unreachable',
 ] as const
@@ -31,9 +42,12 @@ export type HealthProblem = v.InferOutput<typeof HealthProblem>
 
 export const DatabaseHealth = v.object({
   reachable: v.boolean(),
-  /** A probe write succeeded within the last DB_WRITE_PROBE_MS (false: see `problems`). */
+  /** The probe write succeeded within the last DB_WRITE_PROBE_MS (or found the lock held briefly),
+   * and no real database write failed since (false: see `problems`). */
   writable: v.boolean(),
   error: v.optional(v.string()),
+  /** Something worth knowing that is not (yet) a problem: another connection holds the write lock. */
+  note: v.optional(v.string()),
 })
 export type DatabaseHealth = v.InferOutput<typeof DatabaseHealth>
 

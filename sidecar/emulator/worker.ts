@@ -10,6 +10,7 @@ import { parentPort } from 'node:worker_threads'
 import serializeModule from '@xterm/addon-serialize'
 import headless from '@xterm/headless'
 import { FastForward, type FeedRecord } from '../display/fast-forward.ts'
+import { collectSoon } from './collect.ts'
 import { cursorRestoreSuffix } from './cursor.ts'
 import { registerRequestHandler, requestHandler, runScreenRestores, runScreenSetups, type EmulatorContext } from './handlers.ts'
 import { replayRevision } from './rebuild.ts'
@@ -168,7 +169,10 @@ port.on('message', (message: ToWorker) => {
       return
     case 'close':
       screens.delete(message.key)
-      enqueue(screen, async () => screen.terminal.dispose())
+      enqueue(screen, async () => {
+        screen.terminal.dispose()
+        collectSoon()
+      })
       return
   }
 })

@@ -2,7 +2,7 @@
  * A journal that cannot write (its file system is full) pauses that terminal's program instead
  * of losing output or taking the sidecar down: the unwritten flush waits and is retried, the PTY
  * thread stops reading once too much is unconfirmed, and when space returns every byte lands in
- * order. The data directory is a small tmpfs (the test needs `mount`, as root; it says so and
+ * order, and health says `storage/disk-full` (and `storage/low-space`) meanwhile. The data directory is a small tmpfs (the test needs `mount`, as root; it says so and
  * skips where it cannot mount).
  */
 import { execFileSync } from 'node:child_process'
@@ -51,7 +51,7 @@ describe.skipIf(!mounted)('a full disk under the journal', () => {
   beforeAll(async () => {
     // 3 MiB of the 4 taken: the 2 MiB flood fills what is left.
     writeFileSync(ballast, Buffer.alloc(3 * MiB))
-    sidecar = await startSidecar({ dataDir: join(mnt, 'data'), databaseUrl: `file:${join(root, 'termkeep.db')}`, env: { TERMKEEP_SHELLS_FILE: shells.shellsFile } })
+    sidecar = await startSidecar({ dataDir: join(mnt, 'data'), databaseUrl: `file:${join(root, 'termkeep.db')}`, env: { TERMKEEP_SHELLS_FILE: shells.shellsFile, TERMKEEP_DISK_FREE_MIN_BYTES: String(MiB) } })
     sidecar.child.stderr?.on('data', (c: Buffer) => (log += c.toString()))
     http = new SidecarHttp(sidecar)
     await insertSession(sidecar.databaseUrl, 's-full', root)
@@ -67,7 +67,11 @@ describe.skipIf(!mounted)('a full disk under the journal', () => {
     expect((await http.json('PUT', T, { json: { cols: 80, rows: 24, shell: shells.path('flood') } })).status).toBe(201)
     await waitFor(async () => log.includes("journaling a terminal's output (its program is paused meanwhile) failed"), 30_000, 'the journal to run out of space')
     // The sidecar still answers, and the terminal is still running (paused, not lost).
-    expect((await http.json('GET', '/v1/health')).status).toBe(200)
+    const full = await http.json('GET', '/v1/health')
+    expect(full.status).toBe(200)
+    // Its health says so: the journal's real write failed (the database, elsewhere, is writable).
+    expect(full.body).toMatchObject({ status: 'degraded', database: { writable: true } })
+    expect(full.body.problems.map((p: { code: string }) => p.code).sort()).toEqual(['storage/disk-full', 'storage/low-space'])
     expect((await http.json('GET', T)).body.state).toBe('running')
     expect(await journaled()).not.toContain('FLOOD-END')
 
@@ -77,6 +81,8 @@ describe.skipIf(!mounted)('a full disk under the journal', () => {
     expect(text.split('x').length - 1).toBe(OUTPUT_BYTES)
     expect(text.endsWith('\r\nFLOOD-END\r\n')).toBe(true)
     expect(log).toContain('works again')
+    await waitFor(async () => (await http.json('GET', '/v1/health')).body.status === 'ok', 10_000, 'health to recover')
+    expect(log).toContain('termkeep sidecar: recovered: storage/disk-full no longer applies')
   })
 
   it('closes a terminal paused on a full disk at once, dropping (and counting) what could not be written', async () => {
