@@ -346,6 +346,9 @@ export const DEFAULT_WORKFLOW_RUNS_PAGE = 50
 export const MAX_WORKFLOW_RUNS_PAGE = 200
 /** Bytes of a script process's stderr kept to explain its unexpected exit (an out-of-memory death). */
 export const WORKFLOW_STDERR_TAIL_BYTES = 4 * KiB
+/** The one probe at sidecar start of whether script processes can start in new namespaces: a
+ * Node start takes well under a second; a hung unshare must not hold the sidecar's start. */
+export const WORKFLOW_SANDBOX_PROBE_MS = 10_000
 
 // ── Session resources ───────────────────────────────────────────────────────
 /** One stored attachment or archived tool result. */

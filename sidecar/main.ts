@@ -30,6 +30,7 @@ import { writeFailures } from './retry.ts'
 import { TerminalHost } from './terminals/host.ts'
 import { TerminalStore } from './terminals/store.ts'
 import { WorkflowEngine } from './workflows/engine.ts'
+import { probeSandbox, sandboxWarning } from './workflows/process.ts'
 import { AGENTS_VARIABLE, loadProfiles } from './workflows/profiles.ts'
 import { WorkflowReader } from './workflows/read-text.ts'
 import { RunStore } from './workflows/store.ts'
@@ -105,6 +106,9 @@ async function main(): Promise<void> {
     idleReclaimMs: milliseconds('TERMKEEP_TERMINAL_IDLE_MS', process.env.TERMKEEP_TERMINAL_IDLE_MS),
   })
   await terminals.start()
+  const sandbox = probeSandbox() // can script processes start in namespaces of their own here?
+  const unconfined = sandboxWarning(sandbox)
+  if (unconfined) console.warn(unconfined)
   const workflows = new WorkflowEngine({
     host: terminals,
     terminals: terminalStore,
@@ -113,6 +117,7 @@ async function main(): Promise<void> {
     reader: new WorkflowReader({ storage, secret: config.sidecarSecret, filesAllowOutside: config.filesAllowOutside }),
     generation,
     dataDir: config.dataDir,
+    sandbox,
   })
   await workflows.start() // runs an earlier generation left running read as interrupted
   const app = createSidecarApp({

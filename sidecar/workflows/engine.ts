@@ -14,7 +14,7 @@ import { startedAs, type StartWorkflow } from '../../schema/wire/workflows.ts'
 import { randomId } from '../../api/auth/secrets.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import type { TerminalStore } from '../terminals/store.ts'
-import { killIfSame } from './process.ts'
+import { killIfSame, type Sandbox } from './process.ts'
 import type { Profiles } from './profiles.ts'
 import type { WorkflowReader } from './read-text.ts'
 import { WorkflowRun } from './run.ts'
@@ -28,6 +28,8 @@ export interface EngineDeps {
   reader: WorkflowReader
   generation: number
   dataDir: string
+  /** How script processes are confined by the OS (probed once per sidecar: process.ts). */
+  sandbox: Sandbox
 }
 
 const AsyncFunction = (async () => {}).constructor as new (body: string) => unknown

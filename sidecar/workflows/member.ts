@@ -89,7 +89,7 @@ export class Member {
     try {
       if (profile.prompt === 'stdin') this.#type(terminal, prompt)
       const ended = await this.#ended(terminal)
-      const { text, truncated } = ended === 'exited' ? await this.#text(terminal) : { text: '', truncated: false }
+      const { text, truncated } = ended === 'exited' ? await this.#textUnlessCancelled(terminal) : { text: '', truncated: false }
       await this.#close()
       const outcome: AgentOutcome = ended !== 'exited' ? 'cancelled' : terminal.exitCode === 0 && !terminal.exitSignal ? 'completed' : 'failed'
       await this.#log.append('workflow/agent-end', { seq, outcome, exitCode: terminal.exitCode, at: Date.now() })
@@ -134,10 +134,31 @@ export class Member {
     }
   }
 
-  /** The result file if the agent wrote one (a regular file, not a link), else the rendered output. */
+  /** The agent's text, or none once the run cancels it: a cancel never waits on a read. */
+  #textUnlessCancelled(terminal: LiveTerminal): Promise<RenderedText> {
+    const signal = this.#cancel.signal
+    const none: RenderedText = { text: '', truncated: false }
+    if (signal.aborted) return Promise.resolve(none)
+    return new Promise((resolve) => {
+      const cancelled = () => resolve(none)
+      signal.addEventListener('abort', cancelled, { once: true })
+      void this.#text(terminal)
+        .catch(() => none)
+        .then((text) => {
+          signal.removeEventListener('abort', cancelled)
+          resolve(text)
+        })
+    })
+  }
+
+  /**
+   * The result file if the agent wrote one (a regular file, not a link), else the rendered output.
+   * Opened non-blocking: a FIFO the agent left at the path would otherwise hold the open (and a
+   * libuv thread) until something writes to it; it is not a regular file, so it is not read.
+   */
   async #text(terminal: LiveTerminal): Promise<RenderedText> {
     const file = join(this.#spec.resultDir, `${this.seq}.result`)
-    const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => undefined)
+    const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY).catch(() => undefined)
     if (handle) {
       try {
         if ((await handle.stat()).isFile()) {

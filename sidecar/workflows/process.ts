@@ -1,36 +1,98 @@
 /**
- * A run's script process: a Node child of the sidecar, confined by Node's permission model
- * (`--experimental-permission` with nothing allowed but one worker thread: no file may be read or
- * written, no process started, no native addon loaded), with an empty environment and a bounded
- * heap. It reads no module: a one-line bootstrap evaluates the program the first IPC message
- * carries (program.ts). The `node:vm` context inside is not a security boundary on its own; this
- * process is the boundary, and cancel is SIGKILL, so even `while (true) {}` stops at once.
- * (Node 20's permission model does not cover the network: code that escaped the vm context could
- * open sockets, with nothing to authenticate with.)
+ * A run's script process: a Node child of the sidecar, confined in two layers beneath the realm
+ * (program.ts, realm.ts: no host object reaches the script), in case code ever escapes it.
  *
- * A watchdog worker thread kills the process when its parent is gone: a killed sidecar must not
- * leave a spinning script behind, and a spinning main thread cannot notice anything itself.
+ * - Node's permission model (`--experimental-permission` with nothing allowed but, without
+ *   namespaces, one watchdog thread): no file may be read or written, no process started, no
+ *   native addon loaded; an empty environment, `/` as its directory and a bounded heap. It reads
+ *   no module: a one-line bootstrap evaluates the program the first IPC message carries. Node
+ *   20's permission model covers neither signals nor sockets.
+ * - Linux namespaces, when the kernel allows them (probed once per sidecar: probeSandbox()): the
+ *   process is started by `setpriv --pdeathsig KILL unshare --user --map-root-user --pid --net
+ *   --fork --kill-child node …`, so it is PID 1 of a PID namespace of its own (a signal reaches
+ *   nothing outside it: `process.kill(sidecarPid)` is ESRCH) in a network namespace with no
+ *   interface up (no TCP or UDP to anything, loopback included, no abstract Unix socket; a
+ *   path-named Unix socket stays reachable: there is no mount namespace, and the permission
+ *   model does not check socket paths).
+ *   `unshare` is the child the sidecar sees (its pid is the run's pid); killing it kills the
+ *   script (`--kill-child`), and the sidecar's death kills `unshare` (`--pdeathsig`), so a
+ *   killed sidecar leaves no spinning script behind and cancel (SIGKILL) stops even
+ *   `while (true) {}` at once. Without namespaces it runs as a plain child, with a watchdog
+ *   thread that kills it when its parent is gone (a spinning main thread notices nothing), and
+ *   an escaped script could signal the sidecar's user's processes and open sockets: the sidecar
+ *   says so once at start (docs/workflows.md).
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
-import { WORKFLOW_SCRIPT_HEAP_MB, WORKFLOW_STDERR_TAIL_BYTES } from '../../schema/limits.ts'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { accessSync, constants, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { WORKFLOW_SANDBOX_PROBE_MS, WORKFLOW_SCRIPT_HEAP_MB, WORKFLOW_STDERR_TAIL_BYTES } from '../../schema/limits.ts'
 import { scriptProgram } from './program.ts'
 import type { ScriptStart, ToScript } from './protocol.ts'
 
-const WATCHDOG = "const ppid = process.ppid; setInterval(() => { if (process.ppid !== ppid) process.kill(process.pid, 'SIGKILL') }, 250)"
+// The parent's pid is read by the main thread as it starts: a worker reading it itself could come
+// up after a parent that died at once, and never see it change.
+const WATCHDOG = "setInterval(() => { if (process.ppid !== ppid) process.kill(process.pid, 'SIGKILL') }, 250)"
 
-const BOOTSTRAP = [
-  "new (process.getBuiltinModule('node:worker_threads').Worker)(" + JSON.stringify(WATCHDOG) + ', { eval: true }).unref()',
-  "process.once('disconnect', () => process.exit(0))",
-  "process.once('message', (start) => (0, eval)(start.program)(start))",
-].join('\n')
+const bootstrap = (watchdog: boolean) =>
+  [
+    "'use strict'",
+    ...(watchdog ? ["new (process.getBuiltinModule('node:worker_threads').Worker)(`const ppid = ${process.ppid}; ` + " + JSON.stringify(WATCHDOG) + ', { eval: true }).unref()'] : []),
+    "process.once('disconnect', () => process.exit(0))",
+    "process.once('message', (start) => (0, eval)(start.program)(start))",
+  ].join('\n')
 
-const FLAGS = [
+const nodeFlags = (watchdog: boolean) => [
   '--experimental-permission',
-  '--allow-worker',
+  ...(watchdog ? ['--allow-worker'] : []),
   '--disable-warning=ExperimentalWarning',
   `--max-old-space-size=${WORKFLOW_SCRIPT_HEAP_MB}`,
 ]
+
+const NAMESPACES = ['--user', '--map-root-user', '--pid', '--net', '--fork', '--kill-child']
+
+/** How this sidecar confines script processes beyond Node's permission model. */
+export interface Sandbox {
+  /** The argv that runs a program in new namespaces, or undefined when namespaces are unavailable. */
+  wrapper?: string[]
+  /** Why there are no namespaces (for the one warning at start). */
+  missing?: string
+}
+
+/** The first executable `name` on PATH (util-linux's unshare and setpriv), or undefined. */
+function onPath(name: string, path = process.env.PATH ?? '/usr/bin:/bin'): string | undefined {
+  for (const dir of path.split(':').filter(Boolean)) {
+    try {
+      accessSync(join(dir, name), constants.X_OK)
+      return join(dir, name)
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+/** Once per sidecar: can a script process start in new user, PID and network namespaces here? */
+export function probeSandbox(tools: { unshare?: string; setpriv?: string } = { unshare: onPath('unshare'), setpriv: onPath('setpriv') }): Sandbox {
+  const { unshare, setpriv } = tools
+  if (!unshare || !setpriv) return { missing: `${!unshare ? 'unshare' : 'setpriv'} (util-linux) is not installed` }
+  const wrapper = [setpriv, '--pdeathsig', 'KILL', unshare, ...NAMESPACES]
+  const probe = spawnSync(wrapper[0], [...wrapper.slice(1), process.execPath, '-e', 'process.exit(process.pid === 1 ? 0 : 3)'], {
+    env: {},
+    cwd: '/',
+    stdio: ['ignore', 'ignore', 'pipe'],
+    timeout: WORKFLOW_SANDBOX_PROBE_MS,
+    encoding: 'utf8',
+  })
+  if (probe.status === 0) return { wrapper }
+  const why = probe.error?.message ?? (probe.stderr.trim().split('\n').at(-1) || `exit ${probe.status ?? probe.signal}`)
+  return { missing: `unshare cannot create user, PID and network namespaces here (${why}); user namespaces may be disabled` }
+}
+
+/** The one line a sidecar without namespaces logs at start. */
+export function sandboxWarning(sandbox: Sandbox): string | undefined {
+  if (sandbox.wrapper) return undefined
+  return `termkeep sidecar: warning: workflow scripts run without OS isolation: ${sandbox.missing}. Only Node's permission model confines them beneath the script's own realm: code that escaped it could signal this user's processes and open network connections (docs/workflows.md, "How the script is confined")`
+}
 
 export interface ScriptExit {
   code: number | null
@@ -44,8 +106,12 @@ export class ScriptProcess {
   readonly exited: Promise<ScriptExit>
   #stderr = ''
 
-  constructor(start: ScriptStart, onMessage: (message: unknown) => void) {
-    this.#child = spawn(process.execPath, [...FLAGS, '-e', BOOTSTRAP], {
+  /** `program` is for tests of the confinement (an escaped script); runs get scriptProgram(). */
+  constructor(start: ScriptStart, onMessage: (message: unknown) => void, sandbox: Sandbox, program = scriptProgram()) {
+    const watchdog = !sandbox.wrapper
+    const node = [process.execPath, ...nodeFlags(watchdog), '-e', bootstrap(watchdog)]
+    const argv = sandbox.wrapper ? [...sandbox.wrapper, ...node] : node
+    this.#child = spawn(argv[0], argv.slice(1), {
       cwd: '/',
       env: {},
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -62,7 +128,7 @@ export class ScriptProcess {
     this.#child.on('message', onMessage)
     // A message to a process that just died fails asynchronously; its exit is what counts.
     this.#child.on('error', () => {})
-    this.send({ type: 'start', program: scriptProgram(), ...start })
+    this.send({ type: 'start', program, ...start })
   }
 
   get pid(): number | undefined {

@@ -55,7 +55,6 @@ export const FromScript = v.variant('type', [
     value: v.optional(v.string()),
     /** error: why. */
     error: v.optional(v.string()),
-    agentsStarted: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
   }),
 ])
 export type FromScript = v.InferOutput<typeof FromScript>

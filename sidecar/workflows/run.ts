@@ -26,7 +26,7 @@ import {
 import { titleFrom, titleSchema } from '../../schema/wire/common.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import { Member } from './member.ts'
-import { processStartTicks, ScriptProcess, type ScriptExit } from './process.ts'
+import { processStartTicks, ScriptProcess, type Sandbox, type ScriptExit } from './process.ts'
 import type { Profiles } from './profiles.ts'
 import { FromScript, type HookError, type ScriptLimits } from './protocol.ts'
 import type { WorkflowReader } from './read-text.ts'
@@ -38,6 +38,7 @@ export interface RunDeps {
   store: RunStore
   reader: WorkflowReader
   generation: number
+  sandbox: Sandbox
 }
 
 export interface RunSpec {
@@ -81,6 +82,9 @@ export class WorkflowRun {
   #markSettled!: () => void
   /** Accepted agent() calls (the host-observed count), and those waiting for a slot. */
   #accepted = 0
+  /** The first fatal error the host answered a call with: the run is doomed (see realm.ts), and
+   * the host holds it to that on its own, whatever the script process says afterwards. */
+  #doom: HookError | undefined
   readonly #queue: { member: Member; call: number }[] = []
   readonly #started = new Set<Member>()
   #active = 0
@@ -134,7 +138,7 @@ export class WorkflowRun {
       defaultProfile: profiles.fallback(this.#spec.profile) ?? null,
       limits: SCRIPT_LIMITS,
     }
-    this.#process = new ScriptProcess(start, (message) => this.#receive(message))
+    this.#process = new ScriptProcess(start, (message) => this.#receive(message), this.#deps.sandbox)
     const pid = this.#process.pid
     if (pid !== undefined) {
       void this.#deps.store.setProcess(this.id, pid, processStartTicks(pid)).catch((error: unknown) => console.error(`termkeep sidecar: recording run ${this.id}'s process`, error))
@@ -166,8 +170,8 @@ export class WorkflowRun {
   }
 
   #agent(message: Extract<FromScript, { type: 'agent' }>): void {
-    const checked = this.#checkAgent(message)
-    if ('error' in checked) return this.#process.send({ type: 'agent-result', call: message.call, error: checked.error })
+    const checked: { error: HookError } | { label?: string } = this.#doom ? { error: this.#doom } : this.#checkAgent(message)
+    if ('error' in checked) return this.#process.send({ type: 'agent-result', call: message.call, error: this.#doomed(checked.error) })
     const profileName = message.profile!
     const label = checked.label ?? titleFrom(message.prompt.split('\n')[0], AGENT_LABEL_DEFAULT_CHARS, `agent ${this.#accepted + 1}`)
     const seq = ++this.#accepted
@@ -206,15 +210,26 @@ export class WorkflowRun {
     return undefined
   }
 
-  /** Starts queued members while slots are free, oldest first. */
+  /** Remembers the first fatal error the host answers with; returns it. */
+  #doomed(error: HookError): HookError {
+    if (error.fatal) this.#doom ??= error
+    return error
+  }
+
+  /** Starts queued members while slots are free, oldest first; none once the run is doomed. */
   #pump(): void {
     while (!this.#settling && this.#active < this.#spec.concurrency && this.#queue.length > 0) {
       const { member, call } = this.#queue.shift()!
+      if (this.#doom) {
+        this.#process.send({ type: 'agent-result', call, error: this.#doom })
+        continue
+      }
       this.#active++
       this.#started.add(member)
       void member
         .start()
         .then((outcome) => {
+          if ('error' in outcome) this.#doomed(outcome.error)
           if (!this.#settling) this.#process.send({ type: 'agent-result', call, ...outcome })
         })
         .catch((error: unknown) => this.#fail(`agent ${member.seq} failed in the host: ${(error as Error).message}`, error))
@@ -226,9 +241,11 @@ export class WorkflowRun {
   }
 
   async #readText(call: number, request: unknown): Promise<void> {
+    if (this.#doom) return this.#process.send({ type: 'read-text-result', call, error: this.#doom })
     if (this.#reads >= WORKFLOW_READS_IN_FLIGHT) await new Promise<void>((resolve) => this.#readQueue.push(resolve))
     this.#reads++
     try {
+      if (this.#doom) return this.#process.send({ type: 'read-text-result', call, error: this.#doom })
       const page = await this.#deps.reader.read({ sessionId: this.sessionId, tokenId: this.#spec.tokenId }, request)
       if (!this.#settling) this.#process.send({ type: 'read-text-result', call, page })
     } catch (error) {
@@ -236,7 +253,8 @@ export class WorkflowRun {
       const known = error instanceof TermkeepError ? error : new TermkeepError('internal/error', 'readText failed in the host')
       if (!(error instanceof TermkeepError)) console.error(`termkeep sidecar: run ${this.id} readText`, error)
       const misuse = known.code === 'request/invalid'
-      this.#process.send({ type: 'read-text-result', call, error: { code: misuse ? 'INVALID_ARGUMENT' : known.code, message: known.message, fatal: misuse } })
+      const answer = this.#doomed({ code: misuse ? 'INVALID_ARGUMENT' : known.code, message: known.message, fatal: misuse })
+      this.#process.send({ type: 'read-text-result', call, error: answer })
     } finally {
       this.#reads--
       this.#readQueue.shift()?.()
@@ -252,7 +270,9 @@ export class WorkflowRun {
   }
 
   #done(message: Extract<FromScript, { type: 'done' }>): void {
-    const agentsStarted = Math.max(message.agentsStarted, this.#accepted)
+    // The host's own count: nothing the script process says changes it.
+    const agentsStarted = this.#accepted
+    if (this.#doom && message.stopReason === 'completed') return this.#fail(`${this.#doom.code}: ${this.#doom.message}`)
     if (message.stopReason === 'error') {
       return void this.#settle({ status: 'error', result: { stopReason: 'error', error: message.error ?? 'the script failed', agentsStarted } })
     }

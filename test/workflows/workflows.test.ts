@@ -234,6 +234,21 @@ describe('cancel', () => {
     await expectValidLog(h, token, started.id, events)
   })
 
+  it('a FIFO left at the result path is not waited on: the member ends with its output, and cancel answers at once', async () => {
+    const started = await startRun(h, token, { script: "return await parallel(['piped [fifo]', 'held [hang]'], (p) => agent(p).then((r) => [r.stopReason, r.text]))" })
+    const response = await h.request('GET', eventsPath(started.id), { token })
+    const seen = await readEvents(response, (e) => e.some((x) => x.event === 'workflow/agent-end'), 30_000)
+    expect(seen.filter((e) => e.event === 'workflow/agent-end').map((e) => json(e))).toMatchObject([{ seq: 1, outcome: 'completed' }])
+    const asked = Date.now()
+    const cancelled = await h.request('POST', `/v1/sessions/s1/workflows/${started.id}/cancel`, { token, body: {} })
+    expect(((await cancelled.json()) as any).run).toMatchObject({ status: 'cancelled', members: [{ state: 'completed' }, { state: 'cancelled' }] })
+    expect(Date.now() - asked).toBeLessThan(10_000)
+    await expectValidLog(h, token, started.id, await runEvents(h, token, started.id))
+    // Alone, it ends the run: its text is what its terminal showed.
+    const { result } = await run({ script: "const r = await agent('alone [fifo]'); return [r.stopReason, r.text]" })
+    expect(result.value).toEqual(['completed', expect.stringContaining('fake-agent got: alone [fifo]')])
+  })
+
   it('a member whose terminal a person closes ends cancelled; the script sees null', async () => {
     const started = await startRun(h, token, { script: "return await parallel(['x [hang]', 'y [result]'], (p) => agent(p))" })
     await runEvents(h, token, started.id, (e) => e.filter((x) => x.event === 'workflow/agent-start').length === 2)
