@@ -44,19 +44,23 @@ export async function* follow(
   try {
     let cursor: number
     let geometry: Geometry
+    // The info version the first frame shows, read with that info: a change that lands while the
+    // frame waits to be taken (an exit right after the first bytes) is still sent after it.
+    let version: number
     if (resumeAfter === undefined) {
       const snapshot = await terminal.emulator.snapshot()
       cursor = snapshot.sequence
       geometry = { cols: snapshot.cols, rows: snapshot.rows }
+      version = terminal.version
       yield { event: 'snapshot', id: cursor, data: { sequence: cursor, screen: snapshot.screen, info: terminal.info(geometry) } }
     } else {
       cursor = resumeAfter
       geometry = journal.geometryAt(cursor)
       // Tells the client exactly where the replayed backlog ends, so it can tell replayed terminal
       // queries (never to be answered) from live ones.
+      version = terminal.version
       yield { event: 'state', data: { info: terminal.info(geometry), replayThrough: journal.lastSequence } }
     }
-    let version = terminal.version
     for (;;) {
       const items = await journal.readItems(cursor, STREAM_BATCH_ITEMS)
       for (const item of items) {
