@@ -9,7 +9,8 @@
  *   the baseline is a bare fs.watch reader in this process (the same inotify wake-up, then a read
  *   from its offset). p99 over all lines. Target ≤ 100 ms.
  */
-import { appendFileSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, watch, writeFileSync } from 'node:fs'
+import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, watch, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createToken } from '../api/auth/tokens.ts'
 import { startBenchStack, type BenchStack } from './stack.ts'
@@ -225,7 +226,10 @@ const scenario: BenchScenario = {
   name: 'observation',
   async run(): Promise<BenchRow[]> {
     // bash: the tree is made with its job control (`&`, `jobs -p`).
-    const stack = await startBenchStack('observation', undefined, { sidecarEnv: { SHELL: '/bin/bash' } })
+    // The shells' HOME beside the data directory: termkeep never serves its own state, so a HOME
+    // inside it (test/support/sidecar.ts's default) has nothing an observer may read.
+    const home = mkdtempSync(join(tmpdir(), 'termkeep-bench-observation-home-'))
+    const stack = await startBenchStack('observation', undefined, { sidecarEnv: { SHELL: '/bin/bash', HOME: home } })
     try {
       const workspace = join(stack.dir, 'workspace')
       mkdirSync(workspace)
@@ -236,11 +240,10 @@ const scenario: BenchScenario = {
         sessions: [SID],
       })
       const api = new Api(stack, secret)
-      // The shells' HOME (test/support/sidecar.ts gives the sidecar one of its own).
-      const home = join(stack.sidecar.dataDir, 'home')
       return [await descendantsRow(api), await followRow(api, home)]
     } finally {
       await stack.close()
+      rmSync(home, { recursive: true, force: true })
     }
   },
 }
