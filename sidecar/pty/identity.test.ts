@@ -20,6 +20,13 @@ describe('membersOf', () => {
     expect(membersOf(terminal, processes, new Map(), marked([]))).toEqual([100, 101, 102])
   })
 
+  it("takes the shell before its setsid() (still in the sidecar's session), by its pid and start time", () => {
+    const processes = [proc(100, 50, 5000, 50), proc(50, 50, 10), proc(101, 50, 5000, 50)]
+    expect(membersOf(terminal, processes, new Map(), marked([]))).toEqual([100])
+    // Another process in that session with the shell's pid but not its start time is a stranger.
+    expect(membersOf(terminal, [proc(100, 50, 9000, 50)], new Map(), marked([]))).toEqual([])
+  })
+
   it('takes nothing when the pid now names a process started at another time (a reused pid)', () => {
     const processes = [proc(100, 100, 9000), proc(101, 100, 9010)]
     expect(membersOf(terminal, processes, new Map(), marked([100, 101]))).toEqual([])

@@ -99,11 +99,17 @@ export function environ(pid: number): string[] {
 export function membersOf(terminal: TerminalIdentity, processes: readonly ProcessStat[], proven: Proven = new Map(), readEnviron = environ): number[] {
   if (terminal.bootId !== bootId()) return []
   const session = processes.filter((p) => p.session === terminal.leaderPid)
-  const leader = session.find((p) => p.pid === terminal.leaderPid)
-  if (leader && leader.startTicks !== terminal.leaderStartTicks) return [] // a reused pid
+  const leader = processes.find((p) => p.pid === terminal.leaderPid)
+  if (leader && leader.startTicks !== terminal.leaderStartTicks) {
+    if (leader.session === leader.pid) return [] // a reused pid, leading a session of its own
+  }
   const ours = new Set<number>()
-  if (leader) for (const p of session) ours.add(p.pid)
-  else {
+  if (leader?.startTicks === terminal.leaderStartTicks) {
+    // The shell itself (its pid and start time), also before its setsid() (a close right after
+    // the spawn): it is still in the sidecar's session then, with nothing of its own yet.
+    ours.add(leader.pid)
+    for (const p of session) ours.add(p.pid)
+  } else {
     const marks = [`TERMKEEP_SESSION_ID=${terminal.sessionId}`, `TERMKEEP_TERMINAL_ID=${terminal.id}`]
     for (const p of session) {
       if (proven.get(p.pid) === p.startTicks) ours.add(p.pid)
@@ -119,7 +125,7 @@ export function membersOf(terminal: TerminalIdentity, processes: readonly Proces
       }
     }
   }
-  const members = session.filter((p) => ours.has(p.pid))
+  const members = processes.filter((p) => ours.has(p.pid))
   for (const p of members) proven.set(p.pid, p.startTicks)
   return members.map((p) => p.pid)
 }

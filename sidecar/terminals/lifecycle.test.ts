@@ -465,6 +465,26 @@ describe('close', () => {
     expect(pids.filter((pid) => !gone(pid))).toEqual([])
   })
 
+  it('kills every process of shells closed right after their create returned', async () => {
+    const marked = (tid: string) =>
+      allProcesses().filter((p) => {
+        try {
+          return readFileSync(`/proc/${p.pid}/environ`, 'latin1').split('\0').includes(`TERMKEEP_TERMINAL_ID=${tid}`)
+        } catch {
+          return false // gone
+        }
+      })
+    const tids = Array.from({ length: 8 }, (_, i) => `snap-${i}`)
+    await Promise.all(
+      tids.map(async (tid) => {
+        await http.json('PUT', T(tid), { json: { cols: 80, rows: 24, shell: shells.path('sleeper') } })
+        const closed = await http.json('DELETE', T(tid))
+        expect([closed.status, closed.body.info.state]).toEqual([200, 'retired'])
+      }),
+    )
+    expect(tids.flatMap((tid) => marked(tid).map((p) => `${tid}:${p.pid}`))).toEqual([])
+  })
+
   it('ends a retain hold when the terminal closes', async () => {
     await http.json('PUT', T('held'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
     const hold = await http.sse(`${T('held')}/retain`)
