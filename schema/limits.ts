@@ -178,9 +178,6 @@ export const GENERATION_HEARTBEAT_MS = 10_000
 export const GENERATION_LEASE_MS = 3 * GENERATION_HEARTBEAT_MS
 export const SIDECAR_RESTART_MAX_MS = 30_000
 export const SIDECAR_HEALTHY_RESET_MS = 60_000
-/** Legacy text-only records: the old whole-record limits they were written under. */
-export const LEGACY_MAX_ROWS = 500
-export const LEGACY_MAX_BYTES = 4 * MiB
 
 // ── Plain screen projection (agents) ────────────────────────────────────────
 /** History rows included under the viewport in the plain projection. */
