@@ -170,14 +170,14 @@ export const SIDECAR_STOP_GRACE_MS = 15_000
  * max (a sidecar that cannot start must not spin), and from the start again once one stayed up a
  * healthy minute. Meanwhile live routes answer 503 and everything stored is served. */
 export const SIDECAR_RESTART_MIN_MS = 1_000
+export const SIDECAR_RESTART_MAX_MS = 30_000
+export const SIDECAR_HEALTHY_RESET_MS = 60_000
 /** How often a sidecar refreshes its generation's heartbeat in the database: what tells a sidecar
  * on another host that it still runs (on the same host its pid and start time tell at once). */
 export const GENERATION_HEARTBEAT_MS = 10_000
 /** A generation on another host whose heartbeat is younger than this is taken to be alive (three
  * missed beats: a busy database or a slow disk is not a death). */
 export const GENERATION_LEASE_MS = 3 * GENERATION_HEARTBEAT_MS
-export const SIDECAR_RESTART_MAX_MS = 30_000
-export const SIDECAR_HEALTHY_RESET_MS = 60_000
 
 // ── Plain screen projection (agents) ────────────────────────────────────────
 /** History rows included under the viewport in the plain projection. */
