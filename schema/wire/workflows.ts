@@ -157,8 +157,6 @@ export type WorkflowEvent =
   | { sequence: number; type: 'workflow/log'; data: LogData }
   | { sequence: number; type: 'workflow/end'; data: RunEndData }
 
-export const InterruptedData = v.object({ reason: v.string() })
-
 // ── Runs as the API answers them ────────────────────────────────────────────
 
 export const RunStatus = v.picklist(WORKFLOW_STATUSES)
