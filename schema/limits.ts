@@ -285,6 +285,12 @@ export const REGISTRY_POLL_MS = 250
  * before them gets a fresh baseline instead of increments. */
 export const REGISTRY_EVENTS_KEPT = 10_000
 
+// ── Tokens ──────────────────────────────────────────────────────────────────
+/** Sessions one token may name; more is a sign of a token that should be `all`. */
+export const MAX_TOKEN_SESSIONS = 1_000
+/** A token's name (graphemes): it is listed by `GET /v1/tokens` and `termkeep token list`. */
+export const MAX_TOKEN_NAME_CHARS = 100
+
 // ── Workflows ───────────────────────────────────────────────────────────────
 /** A run's script. Model-written orchestration is a few KB; this leaves room for embedded data
  * while the parse check before publication and the message to the script process stay small. */
