@@ -4,6 +4,7 @@
  * `tools/list` are generated from these and from the routes' schemas (api/mcp/input.ts).
  */
 import * as v from 'valibot'
+import { utf8Length } from '../display-pack.ts'
 import { keyBytes } from '../keys.ts'
 import {
   MAX_INPUT_BYTES,
@@ -44,7 +45,7 @@ export const SendArgs = v.pipe(
     ),
   }),
   v.check((a) => a.text !== undefined || (a.keys !== undefined && a.keys.length > 0), 'give text or keys'),
-  v.check((a) => new TextEncoder().encode(a.text ?? '').length <= MAX_INPUT_BYTES, `text is at most ${MAX_INPUT_BYTES} bytes`),
+  v.check((a) => utf8Length(a.text ?? '') <= MAX_INPUT_BYTES, `text is at most ${MAX_INPUT_BYTES} bytes`),
 )
 export type SendArgs = v.InferOutput<typeof SendArgs>
 
