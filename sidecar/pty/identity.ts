@@ -113,7 +113,7 @@ export function membersOf(terminal: TerminalIdentity, processes: readonly Proces
     const marks = [`TERMKEEP_SESSION_ID=${terminal.sessionId}`, `TERMKEEP_TERMINAL_ID=${terminal.id}`]
     for (const p of session) {
       if (proven.get(p.pid) === p.startTicks) ours.add(p.pid)
-      else if (p.startTicks >= terminal.leaderStartTicks && marks.every((mark) => readEnviron(p.pid).includes(mark))) ours.add(p.pid)
+      else if (p.startTicks >= terminal.leaderStartTicks && hasAll(readEnviron(p.pid), marks)) ours.add(p.pid)
     }
     // Children of proven processes, however deep (a parent starts no later than its child).
     for (let grew = true; grew; ) {
@@ -129,3 +129,6 @@ export function membersOf(terminal: TerminalIdentity, processes: readonly Proces
   for (const p of members) proven.set(p.pid, p.startTicks)
   return members.map((p) => p.pid)
 }
+
+/** Does `environment` (one read of /proc/<pid>/environ) carry every one of `marks`? */
+const hasAll = (environment: readonly string[], marks: readonly string[]) => marks.every((mark) => environment.includes(mark))
