@@ -148,14 +148,18 @@ export async function readRelated(scope: Scope, path: string, relative: string, 
   if (relative.includes('\0')) throw badRequest('paths cannot contain NUL', 'nul')
   if (isAbsolute(relative)) throw badRequest('the related path must be relative', 'absolute')
   if (URL_SCHEME.test(relative)) throw badRequest('the related path must be a path, not a URL', 'url')
-  const base = await openVerified(scope, path, 'file')
+  // One look at termkeep's own state for both opens (its stats and ancestor verdicts).
+  const own = hooks?.own ?? (await OwnStateLook.take())
+  const base = await openVerified(scope, path, 'file', { own })
   await base.handle.close()
-  return readAll(scope, join(dirname(base.absolutePath), relative), hooks)
+  return readAll(scope, join(dirname(base.absolutePath), relative), { ...hooks, own })
 }
 
 /** Identity, kind, version and size of any entry (symlinks are followed, within the scope). */
 export async function stat(scope: Scope, path: string): Promise<FileStat> {
-  const absolutePath = await resolveExisting(scope, path)
+  // One look at termkeep's own state for the resolution and the open below.
+  const own = await OwnStateLook.take()
+  const absolutePath = await resolveExisting(scope, path, own)
   // Removed or replaced since it was resolved: gone, as a later look would find it.
   const checked = await lstat(absolutePath, { bigint: true }).catch((error: NodeJS.ErrnoException) => {
     throw error.code === 'ENOENT' || error.code === 'ENOTDIR' ? notFound(path) : error
@@ -163,7 +167,7 @@ export async function stat(scope: Scope, path: string): Promise<FileStat> {
   const kind = kindOf(checked)
   if (kind !== 'file' && kind !== 'directory') return { absolutePath, kind, version: versionOf(checked) }
   // Regular files and directories are opened and verified, so a swap cannot report outside facts.
-  const opened = await openVerified(scope, path, kind)
+  const opened = await openVerified(scope, path, kind, { own })
   try {
     const { stats } = opened
     return kind === 'file'
