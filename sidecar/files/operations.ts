@@ -2,7 +2,7 @@
  * The workspace file operations. Each one opens through `openVerified` (confinement and the
  * check-then-open race live there) and reads from the verified descriptor only.
  */
-import { lstat, readdir } from 'node:fs/promises'
+import { lstat, readdir, type FileHandle } from 'node:fs/promises'
 import { dirname, isAbsolute, join } from 'node:path'
 import { TermkeepError } from '../../schema/errors.ts'
 import { LinePager } from '../../schema/line-page.ts'
@@ -81,6 +81,18 @@ export function readText(
   })
 }
 
+/** Up to `length` bytes at `position` of a descriptor (fewer where the file ends first). */
+export async function readAt(file: FileHandle, position: number, length: number): Promise<Buffer> {
+  const buffer = Buffer.alloc(length)
+  let filled = 0
+  while (filled < length) {
+    const { bytesRead } = await file.read(buffer, filled, length - filled, position + filled)
+    if (bytesRead === 0) break
+    filled += bytesRead
+  }
+  return buffer.subarray(0, filled)
+}
+
 /** A raw byte window, base64; `eof` when the window reaches the size seen at open. */
 export function readBytes(
   scope: Scope,
@@ -92,21 +104,14 @@ export function readBytes(
   const length = Math.min(range.length ?? MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_BYTES)
   return withFile(scope, path, hooks, async ({ handle, absolutePath, stats }) => {
     const size = Number(stats.size)
-    const wanted = Math.max(0, Math.min(length, size - offset))
-    const buffer = Buffer.alloc(wanted)
-    let filled = 0
-    while (filled < wanted) {
-      const { bytesRead } = await handle.read(buffer, filled, wanted - filled, offset + filled)
-      if (bytesRead === 0) break
-      filled += bytesRead
-    }
+    const data = await readAt(handle, offset, Math.max(0, Math.min(length, size - offset)))
     return {
       absolutePath,
       version: versionOf(stats),
       bytes: size,
       offset,
-      data: buffer.subarray(0, filled).toString('base64'),
-      eof: offset + filled >= size,
+      data: data.toString('base64'),
+      eof: offset + data.length >= size,
     }
   })
 }
