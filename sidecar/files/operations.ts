@@ -81,9 +81,10 @@ export function readText(
   })
 }
 
-/** Up to `length` bytes at `position` of a descriptor (fewer where the file ends first). */
+/** Up to `length` bytes at `position` of a descriptor (fewer where the file ends first). Only the
+ * bytes read are returned, so the buffer need not be zeroed first. */
 export async function readAt(file: FileHandle, position: number, length: number): Promise<Buffer> {
-  const buffer = Buffer.alloc(length)
+  const buffer = Buffer.allocUnsafe(length)
   let filled = 0
   while (filled < length) {
     const { bytesRead } = await file.read(buffer, filled, length - filled, position + filled)
