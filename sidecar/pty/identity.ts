@@ -24,6 +24,7 @@
  * pid space to wrap around within microseconds.
  */
 import { readFileSync } from 'node:fs'
+import { USER_HZ } from '../observation/proc.ts'
 import { processStat, type ProcessStat } from './process-tree.ts'
 
 /** What a sidecar records about a terminal's shell when it starts it. */
@@ -55,9 +56,6 @@ export function bootId(): string | undefined {
   }
   return boot
 }
-
-/** Clock ticks per second in /proc (USER_HZ: 100 on every architecture Linux runs Node on). */
-const USER_HZ = 100
 
 /** Clock ticks since boot now, rounded down (/proc/uptime counts the clock field 22 counts), or
  * undefined where /proc does not tell: every process started later has at least this start time. */
