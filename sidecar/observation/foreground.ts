@@ -31,7 +31,7 @@ export function foregroundLeader(shellPid: number, members?: () => Iterable<Proc
 const CMDLINE_START_BYTES = 4096
 
 /** The foreground program's name, as tmux shows it. */
-export async function foregroundName(shellPid: number): Promise<string | undefined> {
+async function foregroundName(shellPid: number): Promise<string | undefined> {
   const leader = foregroundLeader(shellPid)
   if (!leader) return undefined
   return executableNameOf(argvFrom(await cmdlineStart(leader.pid)), leader.comm)

@@ -18,7 +18,7 @@ export async function readFile(view: ObservedTerminal, r: v.InferOutput<typeof R
 }
 
 /** Pure: JSON text as a value, or null when it is not JSON. */
-export function parseJson(text: string): unknown {
+function parseJson(text: string): unknown {
   try {
     return JSON.parse(text)
   } catch {
