@@ -15,7 +15,7 @@ import { outcomeUnknown, UnreachableError } from '../web/client/api.ts'
 import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
 import { retrying } from '../schema/retry.ts'
 import { type CliClient, describeRemoteError, NoAnswerError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds } from './remote.ts'
-import { CommandError, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
+import { CommandError, exactArgs, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
 /** How long the command keeps trying to reach a server it lost before it gives up. */
 export const RUN_RECONNECT_GIVE_UP_MS = 60_000
@@ -57,8 +57,7 @@ export async function runCommand(args: string[], io: Output = { out: process.std
     },
   })
   if (printedHelp(values, USAGE, io.out)) return 0
-  if (positionals.length !== 2) throw new UsageError('termkeep: run takes <session> <script.js> (`termkeep run --help` shows the usage)')
-  const [sessionId, file] = positionals
+  const [sessionId, file] = exactArgs(positionals, ['session', 'script.js'], 'run')
   const request: StartWorkflow = { script: readScript(file) }
   if (values.input !== undefined) request.input = parseInput(values.input)
   if (values.concurrency !== undefined) {
