@@ -17,7 +17,7 @@ import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { startProxy } from '../browser/proxy.ts'
 import { commandEntered, journalText, startStack, type Stack } from '../browser/stack.ts'
 import { waitFor } from '../support/ports.ts'
-import { exitedWithin, runCli, runInPty } from './run.ts'
+import { exitedWithin, killPtys, runCli, runInPty } from './run.ts'
 
 const USER_SCREEN = 'USER-SCREEN-BEFORE-ATTACH'
 
@@ -55,11 +55,7 @@ describe('termkeep attach (real PTY, full stack)', () => {
     env = { TERMKEEP_URL: stack.api.url, TERMKEEP_TOKEN: stack.token }
   })
   afterAll(async () => {
-    for (const pty of running) {
-      try {
-        process.kill(pty.pid, 'SIGKILL')
-      } catch {}
-    }
+    killPtys(running)
     await stack?.stop()
   })
 
