@@ -13,7 +13,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startStack, type Stack } from '../browser/stack.ts'
-import { freePort } from '../support/ports.ts'
+import { freePort, listenLoopback } from '../support/ports.ts'
 
 const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
 
@@ -115,9 +115,7 @@ describe('termkeep client commands: messages', () => {
     async function listen(server: Server): Promise<string> {
       servers.push(server)
       server.on('connection', (socket) => (sockets.add(socket), socket.once('close', () => sockets.delete(socket))))
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-      const address = server.address()
-      return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+      return listenLoopback(server)
     }
     afterAll(async () => {
       for (const socket of sockets) socket.destroy()
