@@ -27,7 +27,7 @@ import { follow, type FollowEnd } from '../web/client/follow.ts'
 import { InputQueue, type InputFailure } from '../web/client/input.ts'
 import { stripQueries } from '../web/client/queries.ts'
 import { LocalScreen } from './local-screen.ts'
-import { describeRemoteError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds } from './remote.ts'
+import { describeRemoteError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, seconds } from './remote.ts'
 import { exactArgs, HELP_OPTION, printedHelp } from './usage.ts'
 
 /** Ctrl-\ (FS): the detach key. It is never sent to the remote terminal. */
@@ -265,7 +265,7 @@ class Attachment {
       this.#droppedBytes += bytes
       this.#setControl('read-only')
     } else if (!this.#abort.signal.aborted) {
-      const why = describeRemoteError(error) ?? `termkeep: ${String((error as Error)?.message ?? error)}`
+      const why = remoteErrorLine(error)
       this.#inputError = uncertain
         ? `${why}\ntermkeep: ${bytes} byte(s) of input may not have arrived: their outcome was still unknown after ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s of retrying`
         : `${why}\ntermkeep: ${bytes} byte(s) of input were not sent`

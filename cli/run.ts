@@ -14,7 +14,7 @@ import type { AgentEndData, AgentStartData, LogData, RunEndData, StartWorkflow, 
 import { outcomeUnknown, UnreachableError } from '../web/client/api.ts'
 import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
 import { retrying } from '../schema/retry.ts'
-import { type CliClient, describeRemoteError, NoAnswerError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds } from './remote.ts'
+import { type CliClient, NoAnswerError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, seconds } from './remote.ts'
 import { CommandError, exactArgs, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
 /** How long the command keeps trying to reach a server it lost before it gives up. */
@@ -104,7 +104,7 @@ async function startRun(client: CliClient, sessionId: string, request: StartWork
     return await retrying(() => client.startWorkflow(sessionId, request, key), { retryable: outcomeUnknown })
   } catch (error) {
     if (!outcomeUnknown(error)) throw error
-    const why = describeRemoteError(error) ?? `termkeep: ${(error as Error).message}`
+    const why = remoteErrorLine(error)
     throw new CommandError(`${why}\ntermkeep: the run may or may not have started: no answer for ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s (its Idempotency-Key was ${key})`)
   }
 }
