@@ -18,9 +18,9 @@ import { type CliClient, NoAnswerError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClie
 import { CommandError, exactArgs, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
 /** How long the command keeps trying to reach a server it lost before it gives up. */
-export const RUN_RECONNECT_GIVE_UP_MS = 60_000
+const RUN_RECONNECT_GIVE_UP_MS = 60_000
 
-export const EXIT = { completed: 0, error: 1, interrupted: 1, cancelled: 130 } as const
+const EXIT = { completed: 0, error: 1, interrupted: 1, cancelled: 130 } as const
 
 const USAGE = `usage: termkeep run <session> <script.js> [--input JSON] [--concurrency N] [--profile NAME] [--json]
 
