@@ -5,9 +5,10 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { request } from 'node:http'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { processStat } from '../../sidecar/pty/process-tree.ts'
 import { UNSET_CONFIG } from '../smoke/targets.ts'
 import { freePort, waitFor } from './ports.ts'
 
@@ -35,11 +36,8 @@ export function serve(env: Record<string, string>): Served {
 
 /** Running (a zombie counts as gone: where PID 1 does not reap orphans it would linger forever). */
 export function alive(pid: number): boolean {
-  try {
-    return !readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.startsWith('Z')
-  } catch {
-    return false
-  }
+  const stat = processStat(pid)
+  return stat !== undefined && !stat.zombie
 }
 
 /** The pid listening on a loopback `port` (the sidecar, by its SIDECAR_URL port). */

@@ -7,6 +7,7 @@ import { mkdirSync, readdirSync, readFileSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { expect } from 'vitest'
 import { GRANTS } from '../../schema/grants.ts'
+import { processStat } from '../../sidecar/pty/process-tree.ts'
 import { checkRunLog, type LoggedEvent } from '../../schema/workflow-log.ts'
 import { json, readEvents, type Harness, type SseMessage } from '../api/harness.ts'
 
@@ -76,8 +77,7 @@ export function processesOfRun(rid: string): number[] {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
     try {
-      const state = readFileSync(`/proc/${entry}/stat`, 'latin1')
-      if (state.slice(state.lastIndexOf(')') + 2).startsWith('Z')) continue
+      if (processStat(Number(entry))?.zombie !== false) continue
       if (readFileSync(`/proc/${entry}/environ`, 'latin1').split('\0').includes(`TERMKEEP_WORKFLOW_RUN=${rid}`)) pids.push(Number(entry))
     } catch {
       // gone, or not ours
@@ -86,14 +86,7 @@ export function processesOfRun(rid: string): number[] {
   return pids
 }
 
-export function alive(pid: number): boolean {
-  try {
-    const state = readFileSync(`/proc/${pid}/stat`, 'latin1')
-    return !state.slice(state.lastIndexOf(')') + 2).startsWith('Z')
-  } catch {
-    return false
-  }
-}
+export { alive } from '../support/serve.ts'
 
 /** Polls `check` until it holds (or the time is up); for state another process moves. */
 export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<boolean> {
