@@ -114,7 +114,7 @@ export const OBSERVATION_TOOLS: readonly Tool[] = [
     path: `${O}/files/follow`,
     params: TerminalParams,
     query: FollowFileQuery,
-    cursor: { query: 'after' },
+    cursor: 'after',
     summarize: followChunks,
   }),
 ]
