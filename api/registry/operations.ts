@@ -111,8 +111,9 @@ function nameConflict(title: string): TermkeepError {
 }
 
 /**
- * Registers the directory, or returns the workspace owning it. A token that may not register
- * (mayRegister) gets back only a workspace it can see; any other path is the same 403.
+ * Registers the directory, or returns the workspace owning it, as the caller sees it. A token
+ * that may not register (mayRegister) gets back only a workspace it can see; any other path is
+ * the same 403. One that may is bound to all sessions, so it sees every workspace whole.
  */
 export async function createWorkspace(
   db: Database,
