@@ -11,6 +11,9 @@ import { toolInput, type InputLayout, type SplitArgs, type ToolInput } from './i
 
 export type { CallToolResult }
 
+/** The terminal route as mounted; the tools over a terminal call it and the routes below it. */
+export const T = '/v1/sessions/:sid/terminals/:tid'
+
 export interface RouteRef {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
   /** The path exactly as mounted. */

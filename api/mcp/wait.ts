@@ -15,9 +15,8 @@ import { EventStream, type StreamEvent } from './events.ts'
 import { toolInput } from './input.ts'
 import { compilePattern, firstMatch, type Pattern } from './pattern.ts'
 import { matchText } from './text.ts'
-import { jsonResult, type Tool } from './tool.ts'
+import { jsonResult, T, type Tool } from './tool.ts'
 
-const T = '/v1/sessions/:sid/terminals/:tid'
 const SCREEN_WATCH = `${T}/screen/watch`
 const OUTPUT_WATCH = `${T}/output/watch`
 
