@@ -13,6 +13,8 @@ import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSyn
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createToken } from '../api/auth/tokens.ts'
+import type { FollowChunk } from '../schema/wire/observation.ts'
+import { readSse } from '../web/client/sse.ts'
 import { startBenchStack, type BenchStack } from './stack.ts'
 import { waitFor } from '../test/support/ports.ts'
 import type { BenchRow, BenchScenario } from './table.ts'
@@ -167,21 +169,9 @@ async function followRow(api: Api, home: string): Promise<BenchRow> {
     signal: stop.signal,
   })
   const reading = (async () => {
-    const reader = response.body!.getReader()
-    const decoder = new TextDecoder()
-    let buffer = ''
-    for (;;) {
-      const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }))
-      if (done) return
-      buffer += decoder.decode(value, { stream: true })
-      let at: number
-      while ((at = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, at)
-        buffer = buffer.slice(at + 2)
-        const data = block.split('\n').find((l) => l.startsWith('data: '))
-        if (data) got.push(Buffer.from(JSON.parse(data.slice(6)).bytes, 'base64').toString())
-      }
-    }
+    try {
+      for await (const event of readSse(response.body!, stop.signal)) got.push(Buffer.from((JSON.parse(event.data) as FollowChunk).bytes, 'base64').toString())
+    } catch {} // the abort below ends the stream
   })()
   await sleep(200)
   const written = await appendLines(file, 'api')

@@ -27,8 +27,8 @@ import { follow, type FollowEnd } from '../web/client/follow.ts'
 import { InputQueue, type InputFailure } from '../web/client/input.ts'
 import { stripQueries } from '../web/client/queries.ts'
 import { LocalScreen } from './local-screen.ts'
-import { describeRemoteError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds } from './remote.ts'
-import { HELP_OPTION, printedHelp, UsageError } from './usage.ts'
+import { describeRemoteError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, seconds } from './remote.ts'
+import { exactArgs, HELP_OPTION, printedHelp } from './usage.ts'
 
 /** Ctrl-\ (FS): the detach key. It is never sent to the remote terminal. */
 export const DETACH_BYTE = 0x1c
@@ -59,8 +59,7 @@ export async function attachCommand(args: string[]): Promise<number> {
     options: { ...REMOTE_OPTIONS, ...HELP_OPTION, 'reconnect-timeout': { type: 'string' } },
   })
   if (printedHelp(values, USAGE)) return 0
-  if (positionals.length !== 2) throw new UsageError('termkeep: attach takes <session> <terminal> (`termkeep attach --help` shows the usage)')
-  const [sessionId, terminalId] = positionals
+  const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'attach')
   const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
   // Fail fast, before touching the local terminal, when the server or the terminal is not there.
@@ -266,7 +265,7 @@ class Attachment {
       this.#droppedBytes += bytes
       this.#setControl('read-only')
     } else if (!this.#abort.signal.aborted) {
-      const why = describeRemoteError(error) ?? `termkeep: ${String((error as Error)?.message ?? error)}`
+      const why = remoteErrorLine(error)
       this.#inputError = uncertain
         ? `${why}\ntermkeep: ${bytes} byte(s) of input may not have arrived: their outcome was still unknown after ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s of retrying`
         : `${why}\ntermkeep: ${bytes} byte(s) of input were not sent`

@@ -17,7 +17,7 @@ const USAGE = `usage: termkeep close <session> <terminal> [--json]
 ${REMOTE_USAGE}`
 
 /** "(exit code 0)", "(signal 9)", or nothing. */
-export function exitOf(info: TerminalInfo): string {
+function exitOf(info: TerminalInfo): string {
   if (info.exitCode !== null) return ` (exit code ${info.exitCode})`
   if (info.exitSignal !== null) return ` (signal ${info.exitSignal})`
   return ''

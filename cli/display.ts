@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util'
 import { displayToLines, readDisplay } from '../web/client/display.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { HELP_OPTION, printedHelp, UsageError } from './usage.ts'
+import { exactArgs, HELP_OPTION, printedHelp } from './usage.ts'
 
 const USAGE = `usage: termkeep display <session> <terminal> [--plain] [--no-history]
 
@@ -24,8 +24,7 @@ export async function displayCommand(args: string[], out: NodeJS.WritableStream 
     options: { ...REMOTE_OPTIONS, ...HELP_OPTION, plain: { type: 'boolean', default: false }, 'no-history': { type: 'boolean', default: false } },
   })
   if (printedHelp(values, USAGE, out)) return 0
-  if (positionals.length !== 2) throw new UsageError('termkeep: display takes <session> <terminal> (`termkeep display --help` shows the usage)')
-  const [sessionId, terminalId] = positionals
+  const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'display')
   const display = await readDisplay(remoteClient(values), sessionId, terminalId)
   const color = !values.plain && out.isTTY === true && !process.env.NO_COLOR
   const text = displayToLines(display, { color, history: !values['no-history'] })

@@ -9,7 +9,7 @@ import type { Session, Workspace } from '../schema/wire/registry.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { ApiError, type TermkeepClient } from '../web/client/api.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { HELP_OPTION, JSON_OPTION, printedHelp, printJson, UsageError } from './usage.ts'
+import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
 
 const USAGE = `usage: termkeep ls [--json]
 
@@ -64,7 +64,7 @@ function writeSession(out: NodeJS.WritableStream, session: ListedSession, showCw
 export async function lsCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION }, allowPositionals: true })
   if (printedHelp(values, USAGE, out)) return 0
-  if (positionals.length > 0) throw new UsageError('termkeep: ls takes no arguments (`termkeep ls --help` shows the usage)')
+  exactArgs(positionals, [], 'ls')
   const client = remoteClient(values)
   const [registry, recorded] = await Promise.all([client.registry(), client.sessions()])
   const listed = await mapLimited(recorded, LISTING_CONCURRENCY, (session) => withTerminals(client, session))

@@ -8,16 +8,14 @@ import { parseArgs } from 'node:util'
 import { ConfigError, parseConfig } from '../schema/config.ts'
 import { describeRemoteError, pendingRequestUrl } from './remote.ts'
 import { REMOTE_TOKEN_COMMANDS } from './token-remote.ts'
-import { CommandError, USAGE_EXIT, UsageError } from './usage.ts'
+import { CommandError, HELP_OPTION, printedHelp, USAGE_EXIT, UsageError } from './usage.ts'
 
 /** A command's run: its exit code, or -1 for one that keeps running (serve). */
 type Command = (args: string[]) => Promise<number>
 
 async function serve(args: string[]): Promise<number> {
-  if (parseArgs({ args, options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: false }).values.help) {
-    process.stdout.write('usage: termkeep serve   (configured by environment variables; see docs/operations.md)\n')
-    return 0
-  }
+  const { values } = parseArgs({ args, options: HELP_OPTION, allowPositionals: false })
+  if (printedHelp(values, 'usage: termkeep serve   (configured by environment variables; see docs/operations.md)')) return 0
   const { serveCommand } = await import('./serve.ts')
   await serveCommand(parseConfig(process.env))
   return -1

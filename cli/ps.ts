@@ -8,7 +8,7 @@ import { printable } from '../schema/wire/common.ts'
 import type { Descendants, ObservationContext, ProcessSnapshot } from '../schema/wire/observation.ts'
 import { terminalPath } from '../web/client/api.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { HELP_OPTION, printedHelp, UsageError } from './usage.ts'
+import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
 
 const USAGE = `usage: termkeep ps <session> <terminal> [--json]
 
@@ -20,20 +20,15 @@ const USAGE = `usage: termkeep ps <session> <terminal> [--json]
 ${REMOTE_USAGE}`
 
 export async function psCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { ...REMOTE_OPTIONS, ...HELP_OPTION, json: { type: 'boolean', default: false } },
-  })
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION } })
   if (printedHelp(values, USAGE, out)) return 0
-  if (positionals.length !== 2) throw new UsageError('termkeep: ps takes <session> <terminal> (`termkeep ps --help` shows the usage)')
-  const [sessionId, terminalId] = positionals
+  const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'ps')
   const client = remoteClient(values)
   const base = terminalPath(sessionId, terminalId)
   const context = await client.json<ObservationContext>('GET', `${base}/observation`)
   const tree = await client.json<Descendants>('POST', `${base}/observation/processes/descendants`, { json: {} })
   if (values.json) {
-    out.write(`${JSON.stringify({ foreground: context.foreground, processes: tree.processes }, null, 2)}\n`)
+    printJson(out, { foreground: context.foreground, processes: tree.processes })
     return 0
   }
   const leader = tree.processes.find((p) => p.handle.id === context.process.id)

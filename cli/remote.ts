@@ -134,3 +134,9 @@ export function describeRemoteError(error: unknown): string | undefined {
   }
   return undefined
 }
+
+/** describeRemoteError's line, or "termkeep: <message>" for any other error: for a message that
+ * goes on with what the failure means (input not sent, a run that may have started). */
+export function remoteErrorLine(error: unknown): string {
+  return describeRemoteError(error) ?? `termkeep: ${(error as Error)?.message ?? String(error)}`
+}

@@ -14,13 +14,13 @@ import type { AgentEndData, AgentStartData, LogData, RunEndData, StartWorkflow, 
 import { outcomeUnknown, UnreachableError } from '../web/client/api.ts'
 import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
 import { retrying } from '../schema/retry.ts'
-import { type CliClient, describeRemoteError, NoAnswerError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds } from './remote.ts'
-import { CommandError, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
+import { type CliClient, NoAnswerError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, seconds } from './remote.ts'
+import { CommandError, exactArgs, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
 /** How long the command keeps trying to reach a server it lost before it gives up. */
-export const RUN_RECONNECT_GIVE_UP_MS = 60_000
+const RUN_RECONNECT_GIVE_UP_MS = 60_000
 
-export const EXIT = { completed: 0, error: 1, interrupted: 1, cancelled: 130 } as const
+const EXIT = { completed: 0, error: 1, interrupted: 1, cancelled: 130 } as const
 
 const USAGE = `usage: termkeep run <session> <script.js> [--input JSON] [--concurrency N] [--profile NAME] [--json]
 
@@ -57,8 +57,7 @@ export async function runCommand(args: string[], io: Output = { out: process.std
     },
   })
   if (printedHelp(values, USAGE, io.out)) return 0
-  if (positionals.length !== 2) throw new UsageError('termkeep: run takes <session> <script.js> (`termkeep run --help` shows the usage)')
-  const [sessionId, file] = positionals
+  const [sessionId, file] = exactArgs(positionals, ['session', 'script.js'], 'run')
   const request: StartWorkflow = { script: readScript(file) }
   if (values.input !== undefined) request.input = parseInput(values.input)
   if (values.concurrency !== undefined) {
@@ -105,7 +104,7 @@ async function startRun(client: CliClient, sessionId: string, request: StartWork
     return await retrying(() => client.startWorkflow(sessionId, request, key), { retryable: outcomeUnknown })
   } catch (error) {
     if (!outcomeUnknown(error)) throw error
-    const why = describeRemoteError(error) ?? `termkeep: ${(error as Error).message}`
+    const why = remoteErrorLine(error)
     throw new CommandError(`${why}\ntermkeep: the run may or may not have started: no answer for ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s (its Idempotency-Key was ${key})`)
   }
 }

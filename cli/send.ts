@@ -21,7 +21,7 @@ import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { follow, type FollowEnd } from '../web/client/follow.ts'
 import { InputQueue, type InputFailure } from '../web/client/input.ts'
-import { describeRemoteError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, type CliClient } from './remote.ts'
+import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, type CliClient } from './remote.ts'
 import { CommandError, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
 const USAGE = `usage: termkeep send <session> <terminal> [TEXT ...] [--key NAME ...]
@@ -112,9 +112,9 @@ export async function sendCommand(args: string[]): Promise<number> {
 function sendFailed({ error, bytes, uncertain }: InputFailure, total: number): unknown {
   if (!uncertain) {
     if (bytes === total || !(error instanceof Error)) return error
-    return new CommandError(`${describeRemoteError(error) ?? `termkeep: ${error.message}`}\ntermkeep: the first ${total - bytes} of ${total} bytes were typed, the rest not`)
+    return new CommandError(`${remoteErrorLine(error)}\ntermkeep: the first ${total - bytes} of ${total} bytes were typed, the rest not`)
   }
-  const why = describeRemoteError(error) ?? `termkeep: ${(error as Error)?.message ?? String(error)}`
+  const why = remoteErrorLine(error)
   return new CommandError(`${why}\ntermkeep: ${bytes} of ${total} bytes may or may not have been typed: their outcome was still unknown after ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s of retrying`)
 }
 

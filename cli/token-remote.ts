@@ -25,7 +25,7 @@ ${REMOTE_USAGE}`
 const day = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z')
 
 /** "tok_…  reader  sessions: s1, s2  grants: workspaces:read  created …  expires …" */
-export function tokenLine(token: TokenRecord): string {
+function tokenLine(token: TokenRecord): string {
   const sessions = token.sessions === 'all' ? 'all sessions' : `sessions: ${token.sessions.join(', ')}`
   const expires = token.expiresAt === null ? '' : `  expires ${day(token.expiresAt)}`
   // Older servers list no observeEnvironment.

@@ -26,7 +26,7 @@ const USAGE = `usage: termkeep workspace add <dir> [--title TITLE]
 ${REMOTE_USAGE}`
 
 /** "src  /home/me/src  [ws_…]  2 sessions" */
-export function workspaceLine(workspace: Workspace): string {
+function workspaceLine(workspace: Workspace): string {
   const count = workspace.sessionIds.length
   return `${printable(workspace.title)}  ${printable(workspace.path)}  [${workspace.id}]  ${count} session${count === 1 ? '' : 's'}`
 }

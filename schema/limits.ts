@@ -170,17 +170,14 @@ export const SIDECAR_STOP_GRACE_MS = 15_000
  * max (a sidecar that cannot start must not spin), and from the start again once one stayed up a
  * healthy minute. Meanwhile live routes answer 503 and everything stored is served. */
 export const SIDECAR_RESTART_MIN_MS = 1_000
+export const SIDECAR_RESTART_MAX_MS = 30_000
+export const SIDECAR_HEALTHY_RESET_MS = 60_000
 /** How often a sidecar refreshes its generation's heartbeat in the database: what tells a sidecar
  * on another host that it still runs (on the same host its pid and start time tell at once). */
 export const GENERATION_HEARTBEAT_MS = 10_000
 /** A generation on another host whose heartbeat is younger than this is taken to be alive (three
  * missed beats: a busy database or a slow disk is not a death). */
 export const GENERATION_LEASE_MS = 3 * GENERATION_HEARTBEAT_MS
-export const SIDECAR_RESTART_MAX_MS = 30_000
-export const SIDECAR_HEALTHY_RESET_MS = 60_000
-/** Legacy text-only records: the old whole-record limits they were written under. */
-export const LEGACY_MAX_ROWS = 500
-export const LEGACY_MAX_BYTES = 4 * MiB
 
 // ── Plain screen projection (agents) ────────────────────────────────────────
 /** History rows included under the viewport in the plain projection. */
@@ -287,6 +284,12 @@ export const REGISTRY_POLL_MS = 250
 /** Registry events kept for watch resumption; older ones are pruned, and a watch resuming from
  * before them gets a fresh baseline instead of increments. */
 export const REGISTRY_EVENTS_KEPT = 10_000
+
+// ── Tokens ──────────────────────────────────────────────────────────────────
+/** Sessions one token may name; more is a sign of a token that should be `all`. */
+export const MAX_TOKEN_SESSIONS = 1_000
+/** A token's name (graphemes): it is listed by `GET /v1/tokens` and `termkeep token list`. */
+export const MAX_TOKEN_NAME_CHARS = 100
 
 // ── Workflows ───────────────────────────────────────────────────────────────
 /** A run's script. Model-written orchestration is a few KB; this leaves room for embedded data

@@ -13,8 +13,8 @@ export interface RetryOptions {
   retryable(error: unknown): boolean
   /** From the first attempt (default UNKNOWN_OUTCOME_RETRY_MS). */
   giveUpMs?: number
+  /** The first wait (default RETRY_FIRST_DELAY_MS; tests shorten it). */
   firstDelayMs?: number
-  maxDelayMs?: number
   /** Stops waiting: the last error (or the abort reason, before any attempt) is thrown at once. */
   signal?: AbortSignal
   /**
@@ -58,14 +58,14 @@ async function within<T>(promise: Promise<T>, ms: number, signal?: AbortSignal):
 
 export async function retrying<T>(attempt: () => Promise<T>, options: RetryOptions): Promise<T> {
   const { retryable, signal, ready } = options
-  const deadline = Date.now() + (options.giveUpMs ?? UNKNOWN_OUTCOME_RETRY_MS)
-  const maxDelay = options.maxDelayMs ?? RETRY_MAX_DELAY_MS
+  const { giveUpMs = UNKNOWN_OUTCOME_RETRY_MS } = options
+  const deadline = Date.now() + giveUpMs
   let delay = options.firstDelayMs ?? RETRY_FIRST_DELAY_MS
   let last: { error: unknown } | undefined
   const giveUp = (): never => {
     if (last) throw last.error
     if (signal?.aborted) throw signal.reason
-    throw new GaveUpError(`not attempted within ${(options.giveUpMs ?? UNKNOWN_OUTCOME_RETRY_MS) / 1000} s`)
+    throw new GaveUpError(`not attempted within ${giveUpMs / 1000} s`)
   }
   for (;;) {
     if (signal?.aborted) giveUp()
@@ -80,6 +80,6 @@ export async function retrying<T>(attempt: () => Promise<T>, options: RetryOptio
     const left = deadline - Date.now()
     if (left <= 0) giveUp()
     await pause(Math.min(delay, left), signal)
-    delay = Math.min(delay * 2, maxDelay)
+    delay = Math.min(delay * 2, RETRY_MAX_DELAY_MS)
   }
 }

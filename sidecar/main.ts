@@ -6,6 +6,7 @@
  * terminals of every earlier one. Started by `termkeep serve` or on its own.
  */
 import { createAdaptorServer } from '@hono/node-server'
+import { realpathSync } from 'node:fs'
 import type { Server as HttpServer } from 'node:http'
 import type { Server } from 'node:net'
 import { dirname } from 'node:path'
@@ -78,7 +79,9 @@ async function main(): Promise<void> {
     console.error(`termkeep sidecar: earlier generation(s) ended: ${list}; retiring their terminals`)
   }
   const diskFreeMin = bytes('TERMKEEP_DISK_FREE_MIN_BYTES', process.env.TERMKEEP_DISK_FREE_MIN_BYTES)
-  const written = [config.dataDir, ...(databaseFile ? [dirname(databaseFile.path)] : [])]
+  // Canonical, as the database file's directory is: the default database lies in the data
+  // directory, and one directory is one statfs (and one name in the log), not two.
+  const written = [realpathSync(config.dataDir), ...(databaseFile ? [dirname(databaseFile.path)] : [])]
   const health = new StorageHealth({
     client: storage.client,
     probe: storage.probe,

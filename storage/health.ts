@@ -13,6 +13,7 @@
 import type { Client } from '@libsql/client'
 import { DB_LOCK_DEGRADED_MS, DB_LOCK_RECHECK_MS, DB_WRITE_PROBE_MS } from '../schema/limits.ts'
 import type { DatabaseHealth, HealthProblem, HealthProblemCode } from '../schema/wire/health.ts'
+import { hasCode } from './causes.ts'
 import { describeError, type WriteFailures } from './write-failures.ts'
 
 /** A finding of one of the cheap checks (file identity, free space, failed writes); `detail` is
@@ -187,10 +188,4 @@ export class StorageHealth {
 }
 
 /** Another connection holds the write lock (the probe's connection does not wait for it). */
-function isBusy(error: unknown): boolean {
-  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code)) return true
-  }
-  return false
-}
+const isBusy = (error: unknown) => hasCode(error, /^SQLITE_(BUSY|LOCKED)/)

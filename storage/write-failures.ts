@@ -7,6 +7,7 @@
  * only (every runtime).
  */
 import { HEALTH_ERROR_TEXT_CHARS, WRITE_FAILURE_WINDOW_MS } from '../schema/limits.ts'
+import { causes, codeOf, hasCode } from './causes.ts'
 import type { HealthFinding } from './health.ts'
 
 interface Failure {
@@ -70,33 +71,18 @@ export class WriteFailures {
 /** A write failed for lack of space: SQLite's SQLITE_FULL, the file system's ENOSPC or EDQUOT,
  * anywhere in the cause chain (drizzle wraps libSQL's error). */
 export function isOutOfSpace(error: unknown): boolean {
-  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string' && /^(SQLITE_FULL|ENOSPC|EDQUOT)/.test(code)) return true
-    if (/database or disk is full|no space left on device/i.test(e.message)) return true
-  }
+  if (hasCode(error, /^(SQLITE_FULL|ENOSPC|EDQUOT)/)) return true
+  for (const e of causes(error)) if (/database or disk is full|no space left on device/i.test(e.message)) return true
   return false
 }
 
 /** A libSQL failure (its codes: SQLITE_*, HRANA_*, SERVER_ERROR) rather than a file's (ENOSPC). */
-function isDatabaseError(error: unknown): boolean {
-  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string' && /^(SQLITE_|HRANA_|SERVER_ERROR|CLIENT_CLOSED)/.test(code)) return true
-  }
-  return false
-}
+const isDatabaseError = (error: unknown) => hasCode(error, /^(SQLITE_|HRANA_|SERVER_ERROR|CLIENT_CLOSED)/)
 
 /** One line for an error: the outermost coded one's message (libSQL's, not drizzle's "Failed
  * query: …" with its parameters, which may be megabytes of blob), else its own, capped. */
 export function describeError(error: unknown): string {
-  let coded: Error | undefined
-  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if (typeof (e as { code?: unknown }).code === 'string') {
-      coded = e
-      break
-    }
-  }
+  const coded = [...causes(error)].find((e) => codeOf(e) !== undefined)
   const message = coded ? coded.message : String((error as Error)?.message ?? error)
   const line = message.replace(/\s+/g, ' ')
   return line.length > HEALTH_ERROR_TEXT_CHARS ? `${line.slice(0, HEALTH_ERROR_TEXT_CHARS)}…` : line

@@ -75,13 +75,11 @@ export function withinGraphemes(text: string, max: number): boolean {
   return true
 }
 
-/**
- * A user-given title or name: NFC (so two spellings of "á" are one title), trimmed, with at least
- * one visible character and no control characters or lone surrogates, at most `max` characters as
- * a reader counts them (graphemes: an emoji is one, not two UTF-16 units). `noun` is plural
- * ("titles", "token names"). The length is bounded first, before any step that reads the whole
- * text: the body limits let a name be tens of megabytes long.
- */
+/** A JSON integer from `min` to `max`, its messages naming the field (`name`). */
+export function boundedInteger(name: string, min: number, max: number) {
+  return v.pipe(v.number(), v.safeInteger(`${name} is an integer`), v.minValue(min, `${name} is at least ${min}`), v.maxValue(max, `${name} is at most ${max}`))
+}
+
 /** A `?limit=` query parameter: a page size from 1 to `max`. */
 export function pageLimit(max: number) {
   return v.pipe(
@@ -93,6 +91,13 @@ export function pageLimit(max: number) {
   )
 }
 
+/**
+ * A user-given title or name: NFC (so two spellings of "á" are one title), trimmed, with at least
+ * one visible character and no control characters or lone surrogates, at most `max` characters as
+ * a reader counts them (graphemes: an emoji is one, not two UTF-16 units). `noun` is plural
+ * ("titles", "token names"). The length is bounded first, before any step that reads the whole
+ * text: the body limits let a name be tens of megabytes long.
+ */
 export function titleSchema(max: number, noun: string) {
   const tooLong = `${noun} are at most ${max} characters`
   return v.pipe(

@@ -4,6 +4,7 @@
  * `tools/list` are generated from these and from the routes' schemas (api/mcp/input.ts).
  */
 import * as v from 'valibot'
+import { utf8Length } from '../display-pack.ts'
 import { keyBytes } from '../keys.ts'
 import {
   MAX_INPUT_BYTES,
@@ -16,16 +17,13 @@ import {
   MCP_WAIT_DEFAULT_MS,
   MCP_WAIT_MAX_MS,
 } from '../limits.ts'
-import { TerminalId } from './common.ts'
+import { boundedInteger, TerminalId } from './common.ts'
 import { Command } from './terminals.ts'
 
 /** The attachment id MCP calls follow with (one per token: a token's calls share control). */
 export const MCP_ATTACHMENT_ID = 'mcp'
 
-const Count = (what: string, min: number, max: number) =>
-  v.pipe(v.number(), v.safeInteger(`${what} is an integer`), v.minValue(min, `${what} is at least ${min}`), v.maxValue(max, `${what} is at most ${max}`))
-
-const Milliseconds = (what: string, min: number, max = MCP_WAIT_MAX_MS) => Count(what, min, max)
+const Milliseconds = (what: string, min: number, max = MCP_WAIT_MAX_MS) => boundedInteger(what, min, max)
 
 const Timeout = v.optional(
   v.pipe(Milliseconds('timeoutMs', 0), v.description(`Give up after this many ms (default ${MCP_WAIT_DEFAULT_MS}, at most ${MCP_WAIT_MAX_MS})`)),
@@ -47,7 +45,7 @@ export const SendArgs = v.pipe(
     ),
   }),
   v.check((a) => a.text !== undefined || (a.keys !== undefined && a.keys.length > 0), 'give text or keys'),
-  v.check((a) => new TextEncoder().encode(a.text ?? '').length <= MAX_INPUT_BYTES, `text is at most ${MAX_INPUT_BYTES} bytes`),
+  v.check((a) => utf8Length(a.text ?? '') <= MAX_INPUT_BYTES, `text is at most ${MAX_INPUT_BYTES} bytes`),
 )
 export type SendArgs = v.InferOutput<typeof SendArgs>
 
@@ -89,11 +87,11 @@ export const StreamReadArgs = v.object({
     MCP_WAIT_DEFAULT_MS,
   ),
   maxEvents: v.optional(
-    v.pipe(Count('maxEvents', 1, MCP_STREAM_MAX_EVENTS), v.description(`At most this many events (default ${MCP_STREAM_DEFAULT_EVENTS}, at most ${MCP_STREAM_MAX_EVENTS})`)),
+    v.pipe(boundedInteger('maxEvents', 1, MCP_STREAM_MAX_EVENTS), v.description(`At most this many events (default ${MCP_STREAM_DEFAULT_EVENTS}, at most ${MCP_STREAM_MAX_EVENTS})`)),
     MCP_STREAM_DEFAULT_EVENTS,
   ),
   maxBytes: v.optional(
-    v.pipe(Count('maxBytes', 1, MCP_TEXT_MAX_BYTES), v.description(`At most this many bytes of event data (default and at most ${MCP_TEXT_MAX_BYTES}); a larger single event comes alone`)),
+    v.pipe(boundedInteger('maxBytes', 1, MCP_TEXT_MAX_BYTES), v.description(`At most this many bytes of event data (default and at most ${MCP_TEXT_MAX_BYTES}); a larger single event comes alone`)),
     MCP_TEXT_MAX_BYTES,
   ),
 })

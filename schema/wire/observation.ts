@@ -35,6 +35,7 @@ import {
   OBSERVE_MAX_PROCESSES,
   OBSERVE_MAX_READ_BYTES,
 } from '../limits.ts'
+import { boundedInteger } from './common.ts'
 
 // ── Pieces ───────────────────────────────────────────────────────────────────────────────
 
@@ -88,9 +89,7 @@ export const Extension = v.pipe(
 )
 
 const HomeBeneath = v.object({ homeRelative: RelativePath })
-const integer = (min: number, max: number, name: string) =>
-  v.pipe(v.number(), v.safeInteger(`${name} is an integer`), v.minValue(min, `${name} is at least ${min}`), v.maxValue(max, `${name} is at most ${max}`))
-const MaxReadBytes = integer(1, OBSERVE_MAX_READ_BYTES, 'maxBytes')
+const MaxReadBytes = boundedInteger('maxBytes', 1, OBSERVE_MAX_READ_BYTES)
 
 export const ObservationCapability = v.picklist(['process-observation', 'filesystem-observation', 'agent-journal'])
 export type ObservationCapability = v.InferOutput<typeof ObservationCapability>
@@ -243,10 +242,10 @@ export type MaybeStat = v.InferOutput<typeof MaybeStat>
 export const ListOptions = v.object({
   extensions: v.pipe(v.array(Extension), v.minLength(1, 'give at least one extension'), v.maxLength(OBSERVE_MAX_EXTENSIONS, `at most ${OBSERVE_MAX_EXTENSIONS} extensions`)),
   /** Directory nesting below the root; 0 is the root itself. */
-  maxDepth: integer(0, OBSERVE_MAX_LIST_DEPTH, 'maxDepth'),
-  maxEntries: integer(1, OBSERVE_MAX_LIST_ENTRIES, 'maxEntries'),
+  maxDepth: boundedInteger('maxDepth', 0, OBSERVE_MAX_LIST_DEPTH),
+  maxEntries: boundedInteger('maxEntries', 1, OBSERVE_MAX_LIST_ENTRIES),
   /** The listed files' sizes, summed. */
-  maxBytes: integer(1, OBSERVE_MAX_LIST_BYTES, 'maxBytes'),
+  maxBytes: boundedInteger('maxBytes', 1, OBSERVE_MAX_LIST_BYTES),
 })
 export type ListOptions = v.InferOutput<typeof ListOptions>
 export const ListDirectory = v.object({ root: Handle, ...ListOptions.entries })

@@ -8,14 +8,9 @@
  */
 import * as v from 'valibot'
 import { GRANTS } from '../grants.ts'
-import { MAX_PATH_CHARS, MAX_TIMESTAMP_MS, OBSERVE_MAX_DECLARED_ENV } from '../limits.ts'
+import { MAX_PATH_CHARS, MAX_TIMESTAMP_MS, MAX_TOKEN_NAME_CHARS, MAX_TOKEN_SESSIONS, OBSERVE_MAX_DECLARED_ENV } from '../limits.ts'
 import { EnvironmentName } from './observation.ts'
 import { SessionId, titleSchema } from './common.ts'
-
-/** Sessions one token may name; more is a sign of a token that should be `all`. */
-export const MAX_TOKEN_SESSIONS = 1_000
-/** A token's name (graphemes): it is listed by `GET /v1/tokens` and `termkeep token list`. */
-export const MAX_TOKEN_NAME_CHARS = 100
 
 export const Grant = v.picklist(GRANTS)
 

@@ -17,6 +17,7 @@
  * repeat of the key).
  */
 import * as v from 'valibot'
+import { utf8Length } from '../display-pack.ts'
 import {
   DEFAULT_WORKFLOW_CONCURRENCY,
   MAX_AGENT_PROFILES,
@@ -28,9 +29,6 @@ import {
 } from '../limits.ts'
 import { AGENT_OUTCOMES, WORKFLOW_STATUSES } from '../tables.ts'
 import { SessionId } from './common.ts'
-
-const encoder = new TextEncoder()
-const utf8Bytes = (text: string) => encoder.encode(text).length
 
 /** Run ids are minted by the sidecar (`wf_…`); anything of the id alphabet is looked up. */
 export const RunId = v.pipe(v.string(), v.regex(/^[\w-]{1,128}$/, 'run ids are 1–128 of [A-Za-z0-9_-]'))
@@ -67,13 +65,13 @@ export type AgentProfiles = v.InferOutput<typeof AgentProfiles>
 /** Pure: is this value JSON of at most `max` bytes? (undefined counts as absent) */
 function jsonWithin(value: unknown, max: number): boolean {
   if (value === undefined) return true
-  return utf8Bytes(JSON.stringify(value)) <= max
+  return utf8Length(JSON.stringify(value)) <= max
 }
 
 /** POST body. Unknown fields are refused (a misspelled option is a 400 naming it). */
 export const StartWorkflow = v.strictObject({
   /** The body of an async function: top-level `await`, `return value`; `input` in scope. */
-  script: v.pipe(v.string(), v.check((s) => utf8Bytes(s) <= MAX_WORKFLOW_SCRIPT_BYTES, `the script is at most ${MAX_WORKFLOW_SCRIPT_BYTES} bytes (UTF-8)`)),
+  script: v.pipe(v.string(), v.check((s) => utf8Length(s) <= MAX_WORKFLOW_SCRIPT_BYTES, `the script is at most ${MAX_WORKFLOW_SCRIPT_BYTES} bytes (UTF-8)`)),
   input: v.optional(v.pipe(v.unknown(), v.check((i) => jsonWithin(i, MAX_WORKFLOW_INPUT_BYTES), `input is at most ${MAX_WORKFLOW_INPUT_BYTES} bytes as JSON`))),
   concurrency: v.optional(
     v.pipe(v.number(), v.integer('concurrency is an integer'), v.minValue(1), v.maxValue(MAX_WORKFLOW_CONCURRENCY, `concurrency is at most ${MAX_WORKFLOW_CONCURRENCY}`)),
@@ -156,8 +154,6 @@ export type WorkflowEvent =
   | { sequence: number; type: 'workflow/agent-end'; data: AgentEndData }
   | { sequence: number; type: 'workflow/log'; data: LogData }
   | { sequence: number; type: 'workflow/end'; data: RunEndData }
-
-export const InterruptedData = v.object({ reason: v.string() })
 
 // ── Runs as the API answers them ────────────────────────────────────────────
 

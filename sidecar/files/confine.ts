@@ -188,7 +188,9 @@ async function lstatOrUndefined(path: string): Promise<BigIntStats | undefined> 
   try {
     return await lstat(path, { bigint: true })
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    // ENOTDIR: a directory on the path became a file since it was resolved — gone as well.
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
     throw error
   }
 }

@@ -246,6 +246,26 @@ describe('confinement', () => {
   })
 })
 
+describe('a directory on the path replaced by a file while it is opened', () => {
+  it('answers files/not-found, not a raw ENOTDIR', async () => {
+    mkdirSync(join(root, 'gone'))
+    write('gone/file.txt', 'inside\n')
+    let swapped = false
+    const error = await failure(
+      readText(scope, 'gone/file.txt', {}, {
+        afterResolve() {
+          if (swapped) return
+          swapped = true
+          rmSync(join(root, 'gone'), { recursive: true, force: true })
+          writeFileSync(join(root, 'gone'), 'now a file\n')
+        },
+      }),
+    )
+    expect(swapped).toBe(true)
+    expect(error.code).toBe('files/not-found')
+  })
+})
+
 describe('a file that keeps changing identity while it is opened', () => {
   it('gives up after a few attempts instead of reading a file it did not check', async () => {
     write('flapping.txt', 'v0\n')

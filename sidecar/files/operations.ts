@@ -2,7 +2,7 @@
  * The workspace file operations. Each one opens through `openVerified` (confinement and the
  * check-then-open race live there) and reads from the verified descriptor only.
  */
-import { lstat, readdir } from 'node:fs/promises'
+import { lstat, readdir, type FileHandle } from 'node:fs/promises'
 import { dirname, isAbsolute, join } from 'node:path'
 import { TermkeepError } from '../../schema/errors.ts'
 import { LinePager } from '../../schema/line-page.ts'
@@ -81,6 +81,19 @@ export function readText(
   })
 }
 
+/** Up to `length` bytes at `position` of a descriptor (fewer where the file ends first). Only the
+ * bytes read are returned, so the buffer need not be zeroed first. */
+export async function readAt(file: FileHandle, position: number, length: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(length)
+  let filled = 0
+  while (filled < length) {
+    const { bytesRead } = await file.read(buffer, filled, length - filled, position + filled)
+    if (bytesRead === 0) break
+    filled += bytesRead
+  }
+  return buffer.subarray(0, filled)
+}
+
 /** A raw byte window, base64; `eof` when the window reaches the size seen at open. */
 export function readBytes(
   scope: Scope,
@@ -92,21 +105,14 @@ export function readBytes(
   const length = Math.min(range.length ?? MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_BYTES)
   return withFile(scope, path, hooks, async ({ handle, absolutePath, stats }) => {
     const size = Number(stats.size)
-    const wanted = Math.max(0, Math.min(length, size - offset))
-    const buffer = Buffer.alloc(wanted)
-    let filled = 0
-    while (filled < wanted) {
-      const { bytesRead } = await handle.read(buffer, filled, wanted - filled, offset + filled)
-      if (bytesRead === 0) break
-      filled += bytesRead
-    }
+    const data = await readAt(handle, offset, Math.max(0, Math.min(length, size - offset)))
     return {
       absolutePath,
       version: versionOf(stats),
       bytes: size,
       offset,
-      data: buffer.subarray(0, filled).toString('base64'),
-      eof: offset + filled >= size,
+      data: data.toString('base64'),
+      eof: offset + data.length >= size,
     }
   })
 }
@@ -148,14 +154,18 @@ export async function readRelated(scope: Scope, path: string, relative: string, 
   if (relative.includes('\0')) throw badRequest('paths cannot contain NUL', 'nul')
   if (isAbsolute(relative)) throw badRequest('the related path must be relative', 'absolute')
   if (URL_SCHEME.test(relative)) throw badRequest('the related path must be a path, not a URL', 'url')
-  const base = await openVerified(scope, path, 'file')
+  // One look at termkeep's own state for both opens (its stats and ancestor verdicts).
+  const own = hooks?.own ?? (await OwnStateLook.take())
+  const base = await openVerified(scope, path, 'file', { own })
   await base.handle.close()
-  return readAll(scope, join(dirname(base.absolutePath), relative), hooks)
+  return readAll(scope, join(dirname(base.absolutePath), relative), { ...hooks, own })
 }
 
 /** Identity, kind, version and size of any entry (symlinks are followed, within the scope). */
 export async function stat(scope: Scope, path: string): Promise<FileStat> {
-  const absolutePath = await resolveExisting(scope, path)
+  // One look at termkeep's own state for the resolution and the open below.
+  const own = await OwnStateLook.take()
+  const absolutePath = await resolveExisting(scope, path, own)
   // Removed or replaced since it was resolved: gone, as a later look would find it.
   const checked = await lstat(absolutePath, { bigint: true }).catch((error: NodeJS.ErrnoException) => {
     throw error.code === 'ENOENT' || error.code === 'ENOTDIR' ? notFound(path) : error
@@ -163,7 +173,7 @@ export async function stat(scope: Scope, path: string): Promise<FileStat> {
   const kind = kindOf(checked)
   if (kind !== 'file' && kind !== 'directory') return { absolutePath, kind, version: versionOf(checked) }
   // Regular files and directories are opened and verified, so a swap cannot report outside facts.
-  const opened = await openVerified(scope, path, kind)
+  const opened = await openVerified(scope, path, kind, { own })
   try {
     const { stats } = opened
     return kind === 'file'

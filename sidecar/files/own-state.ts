@@ -41,7 +41,7 @@ export function declareOwnState(paths: OwnStatePaths | undefined): void {
 }
 
 /** Pure: the own files a configuration names beside the data directory itself. */
-export function ownFiles(paths: OwnStatePaths): string[] {
+function ownFiles(paths: OwnStatePaths): string[] {
   const files = [join(resolve(paths.dataDir), 'sidecar.secret')]
   const name = paths.databaseUrl === undefined ? undefined : fileDatabaseName(paths.databaseUrl)
   if (name !== undefined) {

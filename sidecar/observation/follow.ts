@@ -36,6 +36,7 @@ import { lstat, stat } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
 import { OBSERVE_MAX_FOLLOW_CHUNK_BYTES, SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import type { Opened } from '../files/confine.ts'
+import { readAt } from '../files/operations.ts'
 import { Notifier } from '../journal/notifier.ts'
 import type { ResumePoint } from './cursor.ts'
 import { objectOf, sameObject, type ObjectIdentity, type PathIdentity } from './handles.ts'
@@ -138,7 +139,7 @@ export class FileFollower {
       return FileFollower.#create(target, undefined, 'replace', maxChunkBytes)
     }
     if (!point.isFile(objectOf(opened.stats))) return FileFollower.#create(target, { opened, offset: 0, tail: Buffer.alloc(0) }, 'replace', maxChunkBytes)
-    const tail = await readAt(opened, Math.max(0, point.offset - FOLLOW_TAIL_BYTES), Math.min(point.offset, FOLLOW_TAIL_BYTES))
+    const tail = await readAt(opened.handle, Math.max(0, point.offset - FOLLOW_TAIL_BYTES), Math.min(point.offset, FOLLOW_TAIL_BYTES))
     // Short of the offset (cut), or other bytes before it (rewritten): the reader starts over.
     const intact = Number(opened.stats.size) >= point.offset && tail.length === Math.min(point.offset, FOLLOW_TAIL_BYTES) && point.isTail(tail)
     const held = intact ? { opened, offset: point.offset, tail } : { opened, offset: 0, tail: Buffer.alloc(0) }
@@ -234,7 +235,7 @@ export class FileFollower {
       mustTell = true
     }
     while (held.offset < size) {
-      const bytes = await readAt(held.opened, held.offset, Math.min(this.#chunkBytes, size - held.offset))
+      const bytes = await readAt(held.opened.handle, held.offset, Math.min(this.#chunkBytes, size - held.offset))
       if (bytes.length === 0) break // shrank meanwhile: the next sync tells
       const offset = held.offset
       held.offset += bytes.length
@@ -249,13 +250,6 @@ export class FileFollower {
   /** The bytes before the offset are still the ones delivered (an append-only file's are). */
   async #tailIntact(held: Held): Promise<boolean> {
     if (held.tail.length === 0) return true
-    return (await readAt(held.opened, held.offset - held.tail.length, held.tail.length)).equals(held.tail)
+    return (await readAt(held.opened.handle, held.offset - held.tail.length, held.tail.length)).equals(held.tail)
   }
-}
-
-/** Up to `length` bytes of the file at `position` (fewer at its end). */
-async function readAt(opened: Opened, position: number, length: number): Promise<Buffer> {
-  const buffer = Buffer.allocUnsafe(length)
-  const { bytesRead } = await opened.handle.read(buffer, 0, length, position)
-  return buffer.subarray(0, bytesRead)
 }

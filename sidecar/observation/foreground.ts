@@ -8,7 +8,7 @@
  * ends by giving the terminal back, usually printing a prompt — so shortly after input or output
  * (at most once per FOREGROUND_CHECK_DELAY_MS), plus every FOREGROUND_POLL_MS for programs that
  * change without any I/O. Each look is two /proc/<pid>/stat reads (small, formatted from the
- * kernel's memory without touching the process's own; read at once, as sessionMembers does) and
+ * kernel's memory without touching the process's own; read at once, as kills do) and
  * the leader's cmdline, which is copied out of its memory and so read through the thread pool.
  */
 import { open } from 'node:fs/promises'
@@ -31,7 +31,7 @@ export function foregroundLeader(shellPid: number, members?: () => Iterable<Proc
 const CMDLINE_START_BYTES = 4096
 
 /** The foreground program's name, as tmux shows it. */
-export async function foregroundName(shellPid: number): Promise<string | undefined> {
+async function foregroundName(shellPid: number): Promise<string | undefined> {
   const leader = foregroundLeader(shellPid)
   if (!leader) return undefined
   return executableNameOf(argvFrom(await cmdlineStart(leader.pid)), leader.comm)

@@ -192,7 +192,7 @@ export function executableNameOf(argv: readonly string[] | undefined, comm: stri
 }
 
 /** /proc reports times in USER_HZ, which Linux fixes at 100 for user space on every common ABI. */
-const USER_HZ = 100
+export const USER_HZ = 100
 let bootMs: number | undefined
 
 /** Pure given the boot time: a start in clock ticks after boot as ISO 8601. */

@@ -2,22 +2,11 @@
  * Bounded reads of a file handle: its first bytes, the whole file as JSON, or one JSON Lines
  * record (the first, or the last complete one). Every read goes to the verified descriptor.
  */
-import type { FileHandle } from 'node:fs/promises'
 import type * as v from 'valibot'
 import type { FileBytes, JsonValue, ReadJsonLineRequest, ReadRequest } from '../../schema/wire/observation.ts'
+import { readAt } from '../files/operations.ts'
 import type { ObservedTerminal } from './observed.ts'
 import { withHandle } from './roots.ts'
-
-async function readAt(file: FileHandle, position: number, length: number): Promise<Buffer> {
-  const buffer = Buffer.alloc(length)
-  let filled = 0
-  while (filled < length) {
-    const { bytesRead } = await file.read(buffer, filled, length - filled, position + filled)
-    if (bytesRead === 0) break
-    filled += bytesRead
-  }
-  return buffer.subarray(0, filled)
-}
 
 /** The first `maxBytes` bytes as of the open's stat (bytes appended meanwhile wait for the next). */
 export async function readFile(view: ObservedTerminal, r: v.InferOutput<typeof ReadRequest>): Promise<FileBytes> {
@@ -29,7 +18,7 @@ export async function readFile(view: ObservedTerminal, r: v.InferOutput<typeof R
 }
 
 /** Pure: JSON text as a value, or null when it is not JSON. */
-export function parseJson(text: string): unknown {
+function parseJson(text: string): unknown {
   try {
     return JSON.parse(text)
   } catch {

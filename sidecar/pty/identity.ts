@@ -24,6 +24,7 @@
  * pid space to wrap around within microseconds.
  */
 import { readFileSync } from 'node:fs'
+import { USER_HZ } from '../observation/proc.ts'
 import { processStat, type ProcessStat } from './process-tree.ts'
 
 /** What a sidecar records about a terminal's shell when it starts it. */
@@ -55,9 +56,6 @@ export function bootId(): string | undefined {
   }
   return boot
 }
-
-/** Clock ticks per second in /proc (USER_HZ: 100 on every architecture Linux runs Node on). */
-const USER_HZ = 100
 
 /** Clock ticks since boot now, rounded down (/proc/uptime counts the clock field 22 counts), or
  * undefined where /proc does not tell: every process started later has at least this start time. */
@@ -113,7 +111,7 @@ export function membersOf(terminal: TerminalIdentity, processes: readonly Proces
     const marks = [`TERMKEEP_SESSION_ID=${terminal.sessionId}`, `TERMKEEP_TERMINAL_ID=${terminal.id}`]
     for (const p of session) {
       if (proven.get(p.pid) === p.startTicks) ours.add(p.pid)
-      else if (p.startTicks >= terminal.leaderStartTicks && marks.every((mark) => readEnviron(p.pid).includes(mark))) ours.add(p.pid)
+      else if (p.startTicks >= terminal.leaderStartTicks && hasAll(readEnviron(p.pid), marks)) ours.add(p.pid)
     }
     // Children of proven processes, however deep (a parent starts no later than its child).
     for (let grew = true; grew; ) {
@@ -129,3 +127,6 @@ export function membersOf(terminal: TerminalIdentity, processes: readonly Proces
   for (const p of members) proven.set(p.pid, p.startTicks)
   return members.map((p) => p.pid)
 }
+
+/** Does `environment` (one read of /proc/<pid>/environ) carry every one of `marks`? */
+const hasAll = (environment: readonly string[], marks: readonly string[]) => marks.every((mark) => environment.includes(mark))

@@ -6,7 +6,7 @@
  * identity.ts's question, and killing them kill.ts's. A process that called setsid() itself has
  * left the terminal.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { processTable, readStat, type ProcStat } from '../observation/proc.ts'
 
 /** What /proc/<pid>/stat says about a process that identifies it and its place in a session. */
 export interface ProcessStat {
@@ -21,33 +21,24 @@ export interface ProcessStat {
   zombie: boolean
 }
 
+/** The facts a kill or a liveness check uses (parsed by observation/proc.ts, the one reader of
+ * /proc/<pid>/stat). */
+const factsOf = (stat: ProcStat): ProcessStat => ({
+  pid: stat.pid,
+  ppid: stat.ppid,
+  pgrp: stat.pgrp,
+  session: stat.session,
+  startTicks: stat.startTicks,
+  zombie: stat.state === 'Z',
+})
+
 /** One process's stat, or undefined once it is gone. Linux /proc. */
 export function processStat(pid: number): ProcessStat | undefined {
-  let stat: string
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
-  } catch {
-    return undefined
-  }
-  // The command (field 2) is parenthesised and may hold anything: fields 3… follow its last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return {
-    pid,
-    ppid: Number(fields[1]),
-    pgrp: Number(fields[2]),
-    session: Number(fields[3]),
-    startTicks: Number(fields[19]),
-    zombie: fields[0] === 'Z',
-  }
+  const stat = readStat(pid)
+  return stat && factsOf(stat)
 }
 
 /** Every process there is now (one pass over /proc), zombies left out. */
 export function allProcesses(): ProcessStat[] {
-  const processes: ProcessStat[] = []
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    const stat = processStat(Number(entry)) // undefined: exited meanwhile
-    if (stat && !stat.zombie) processes.push(stat)
-  }
-  return processes
+  return [...processTable().values()].filter((stat) => stat.state !== 'Z').map(factsOf)
 }

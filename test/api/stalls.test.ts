@@ -15,11 +15,11 @@ import {
   MAX_RESOURCE_BYTES,
   MAX_RESOURCE_NAME_CHARS,
   MAX_TITLE_CHARS,
+  MAX_TOKEN_NAME_CHARS,
   MAX_WORKSPACE_TITLE_CHARS,
   RESOURCE_PART_BYTES,
   RESOURCE_UPLOAD_ABANDON_MS,
 } from '../../schema/limits.ts'
-import { MAX_TOKEN_NAME_CHARS } from '../../schema/wire/tokens.ts'
 import { runQueueWaitMs } from '../support/schedstat.ts'
 import { startHarness, type Harness } from './harness.ts'
 

@@ -3,6 +3,7 @@
  * destroys every open connection and refuses new ones until `restore()`.
  */
 import { createServer, connect, type Socket } from 'node:net'
+import { listenLoopback } from '../support/ports.ts'
 
 export interface Proxy {
   url: string
@@ -31,11 +32,9 @@ export async function startProxy(target: string): Promise<Proxy> {
     client.once('close', () => upstream.destroy())
     upstream.once('close', () => client.destroy())
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  const listenPort = typeof address === 'object' && address ? address.port : 0
+  const url = await listenLoopback(server)
   return {
-    url: `http://127.0.0.1:${listenPort}`,
+    url,
     cut() {
       down = true
       for (const socket of sockets) socket.destroy()

@@ -5,11 +5,9 @@
  * terminal is restored and the remote terminal keeps running. What the user's terminal looks like
  * is checked by replaying everything the CLI printed into a headless xterm.js.
  */
-import { execFile } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import headless, { type Terminal } from '@xterm/headless'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { PtyProcess } from '../../sidecar/pty/pty-process.ts'
@@ -19,17 +17,7 @@ import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { startProxy } from '../browser/proxy.ts'
 import { commandEntered, journalText, startStack, type Stack } from '../browser/stack.ts'
 import { waitFor } from '../support/ports.ts'
-import { exitedWithin, runInPty } from './run.ts'
-
-const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
-
-function execCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    )
-  })
-}
+import { exitedWithin, killPtys, runCli, runInPty } from './run.ts'
 
 const USER_SCREEN = 'USER-SCREEN-BEFORE-ATTACH'
 
@@ -67,11 +55,7 @@ describe('termkeep attach (real PTY, full stack)', () => {
     env = { TERMKEEP_URL: stack.api.url, TERMKEEP_TOKEN: stack.token }
   })
   afterAll(async () => {
-    for (const pty of running) {
-      try {
-        process.kill(pty.pid, 'SIGKILL')
-      } catch {}
-    }
+    killPtys(running)
     await stack?.stop()
   })
 
@@ -108,7 +92,7 @@ describe('termkeep attach (real PTY, full stack)', () => {
 
   it('prints the persisted display with `termkeep display`, in colour only on a terminal', async () => {
     const piped = await waitFor(async () => {
-      const r = await execCli(['display', sessionId, terminalId], env)
+      const r = await runCli(['display', sessionId, terminalId], env)
       return r.code === 0 && r.stdout.includes('TRAIL-ok') ? r : undefined
     }, 30_000, 'a settled display with the last line')
     // Into a pipe: no escapes, and no trailing blanks (they carry nothing without colour).
@@ -168,7 +152,7 @@ describe('termkeep attach (real PTY, full stack)', () => {
   })
 
   it('starts a terminal with `termkeep new`: detached it prints the ids, else it attaches to it', async () => {
-    const detached = await execCli(['new', '--detached', '--cwd', stack.workspaceDir, '--title', 'from new'], env)
+    const detached = await runCli(['new', '--detached', '--cwd', stack.workspaceDir, '--title', 'from new'], env)
     expect(detached.code, detached.stderr).toBe(0)
     const [newSession, newTerminal] = detached.stdout.trim().split(' ')
     expect(await client.terminal(newSession!, newTerminal!)).toMatchObject({ state: 'running', title: 'from new', cols: 80, rows: 24 })
@@ -185,7 +169,7 @@ describe('termkeep attach (real PTY, full stack)', () => {
     expect(await exitedWithin(cli.exited, 20_000, 'new after Ctrl-\\')).toBe(0)
     expect(await client.terminal(sessionId, started[2]!)).toMatchObject({ state: 'running', cols: 90, rows: 25 })
 
-    const both = await execCli(['new', '--session', sessionId, '--cwd', '/tmp'], env)
+    const both = await runCli(['new', '--session', sessionId, '--cwd', '/tmp'], env)
     expect(both.code).toBe(2)
   })
 

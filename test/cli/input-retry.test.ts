@@ -12,7 +12,7 @@ import { TermkeepClient } from '../../web/client/api.ts'
 import { journalText, startStack, type Stack } from '../browser/stack.ts'
 import { waitFor } from '../support/ports.ts'
 import { startStallProxy, type StallProxy } from '../support/stall-proxy.ts'
-import { exitedWithin, runCli, runInPty } from './run.ts'
+import { exitedWithin, killPtys, runCli, runInPty } from './run.ts'
 
 let stack: Stack
 let proxy: StallProxy
@@ -28,11 +28,7 @@ beforeAll(async () => {
   sessionId = (await client.createSession(stack.workspaceDir)).id
 })
 afterAll(async () => {
-  for (const pty of running) {
-    try {
-      process.kill(pty.pid, 'SIGKILL')
-    } catch {}
-  }
+  killPtys(running)
   await proxy?.close()
   await stack?.stop()
 })

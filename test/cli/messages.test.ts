@@ -2,7 +2,6 @@
  * The client commands' one-line messages for an unreachable server, a bad token, bad usage, and a
  * server that is not termkeep (real sockets that answer HTML, hang up, or never answer).
  */
-import { execFile } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -10,20 +9,10 @@ import { openStorage } from '../../storage/client.ts'
 import { migrate } from '../../storage/migrate.ts'
 import { createServer as createHttpServer } from 'node:http'
 import { createServer, type Server, type Socket } from 'node:net'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startStack, type Stack } from '../browser/stack.ts'
-import { freePort } from '../support/ports.ts'
-
-const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
-
-function run(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, TERMKEEP_URL: '', TERMKEEP_TOKEN: '', ...env } }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    )
-  })
-}
+import { freePort, listenLoopback } from '../support/ports.ts'
+import { runCli } from './run.ts'
 
 describe('termkeep client commands: messages', () => {
   let stack: Stack
@@ -36,33 +25,33 @@ describe('termkeep client commands: messages', () => {
 
   it('says the server is unreachable, in one line', async () => {
     const port = await freePort()
-    const result = await run(['ls'], { TERMKEEP_URL: `http://127.0.0.1:${port}`, TERMKEEP_TOKEN: 'whatever' })
+    const result = await runCli(['ls'], { TERMKEEP_URL: `http://127.0.0.1:${port}`, TERMKEEP_TOKEN: 'whatever' })
     expect(result.code).toBe(1)
     expect(result.stderr.trim().split('\n')).toHaveLength(1)
     expect(result.stderr).toContain(`cannot reach the termkeep server at http://127.0.0.1:${port} (ECONNREFUSED)`)
   })
 
   it('says the token was refused, in one line', async () => {
-    const result = await run(['ls', '--url', stack.api.url, '--token', 'tk_wrong'], {})
+    const result = await runCli(['ls', '--url', stack.api.url, '--token', 'tk_wrong'], {})
     expect(result.code).toBe(1)
     expect(result.stderr.trim()).toBe('termkeep: the server refused the token (auth/invalid-token); check --token or TERMKEEP_TOKEN')
   })
 
   it('asks for a token when none is given', async () => {
-    const result = await run(['display', 's', 't'], { TERMKEEP_URL: stack.api.url })
+    const result = await runCli(['display', 's', 't'], { TERMKEEP_URL: stack.api.url })
     expect(result.code).toBe(1)
     expect(result.stderr).toContain('no token: pass --token or set TERMKEEP_TOKEN')
   })
 
   it('refuses to mint an admin token bound to some sessions, before touching the database', async () => {
-    const result = await run(['token', 'create', '--grant', 'admin', '--session', 's1'], { TERMKEEP_DATA_DIR: '/nonexistent/termkeep-data' })
+    const result = await runCli(['token', 'create', '--grant', 'admin', '--session', 's1'], { TERMKEEP_DATA_DIR: '/nonexistent/termkeep-data' })
     expect(result.code).toBe(2) // a usage error
     expect(result.stdout).toBe('')
     expect(result.stderr.trim()).toBe('termkeep: the admin grant manages every token: give it only with sessions "all" (drop --session)')
   })
 
   it('mints a token only into an existing database, and says which', async () => {
-    const missing = await run(['token', 'create', '--grant', 'workspaces:read'], { TERMKEEP_DATA_DIR: '/nonexistent/termkeep-data' })
+    const missing = await runCli(['token', 'create', '--grant', 'workspaces:read'], { TERMKEEP_DATA_DIR: '/nonexistent/termkeep-data' })
     expect(missing.code).toBe(1)
     expect(missing.stdout).toBe('')
     expect(missing.stderr.trim()).toBe(
@@ -72,7 +61,7 @@ describe('termkeep client commands: messages', () => {
     const storage = await openStorage({ url: `file:${join(dataDir, 'termkeep.db')}` })
     await migrate(storage.client)
     storage.close()
-    const minted = await run(['token', 'create', '--grant', 'workspaces:read', '--name', 'reader'], { TERMKEEP_DATA_DIR: dataDir })
+    const minted = await runCli(['token', 'create', '--grant', 'workspaces:read', '--name', 'reader'], { TERMKEEP_DATA_DIR: dataDir })
     expect(minted.code, minted.stderr).toBe(0)
     expect(minted.stdout).toMatch(/^tk_\S+\n$/)
     expect(minted.stderr).toContain(`(in ${join(dataDir, 'termkeep.db')})`)
@@ -80,19 +69,19 @@ describe('termkeep client commands: messages', () => {
 
   it('lists workspaces, sessions and terminals', async () => {
     const env = { TERMKEEP_URL: stack.api.url, TERMKEEP_TOKEN: stack.token }
-    expect((await run(['ls'], env)).stdout).toContain('no workspaces')
+    expect((await runCli(['ls'], env)).stdout).toContain('no workspaces')
     const headers = { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' }
     await fetch(`${stack.api.url}/v1/workspaces`, { method: 'POST', headers, body: JSON.stringify({ path: stack.workspaceDir }) })
     const created = await fetch(`${stack.api.url}/v1/sessions`, { method: 'POST', headers, body: JSON.stringify({ cwd: stack.workspaceDir, title: 'build' }) })
     const { session } = (await created.json()) as { session: { id: string } }
-    const result = await run(['ls'], env)
+    const result = await runCli(['ls'], env)
     expect(result.code).toBe(0)
     expect(result.stdout).toContain(stack.workspaceDir)
     expect(result.stdout).toContain(`session ${session.id}  "build"`)
   })
 
   it.each(['ls', 'attach', 'display'])('prints the usage of `%s --help` and exits 0', async (command) => {
-    const result = await run([command, '--help'], {})
+    const result = await runCli([command, '--help'], {})
     expect(result.code).toBe(0)
     expect(result.stdout).toMatch(new RegExp(`^usage: termkeep ${command}`))
     expect(result.stdout).toContain('--url URL')
@@ -102,11 +91,11 @@ describe('termkeep client commands: messages', () => {
   it('exits 2 for every kind of wrong usage, with one line', async () => {
     const env = { TERMKEEP_URL: stack.api.url, TERMKEEP_TOKEN: stack.token }
     for (const args of [['ls', '--bogus'], ['attach', 'only-one'], ['display'], ['display', 's', 't', '--colour'], ['frobnicate']]) {
-      const result = await run(args, env)
+      const result = await runCli(args, env)
       expect(result.code, args.join(' ')).toBe(2)
       expect(result.stderr.split('\n')[0], args.join(' ')).toMatch(/^termkeep: /)
     }
-    expect((await run(['attach', 'only-one'], env)).stderr.trim().split('\n')).toHaveLength(1)
+    expect((await runCli(['attach', 'only-one'], env)).stderr.trim().split('\n')).toHaveLength(1)
   })
 
   describe('pointed at a server that is not termkeep', () => {
@@ -115,9 +104,7 @@ describe('termkeep client commands: messages', () => {
     async function listen(server: Server): Promise<string> {
       servers.push(server)
       server.on('connection', (socket) => (sockets.add(socket), socket.once('close', () => sockets.delete(socket))))
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-      const address = server.address()
-      return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+      return listenLoopback(server)
     }
     afterAll(async () => {
       for (const socket of sockets) socket.destroy()
@@ -127,20 +114,20 @@ describe('termkeep client commands: messages', () => {
     it('says a web page is not a termkeep server, for plain requests and streams', async () => {
       const url = await listen(createHttpServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>hello</html>')))
       for (const args of [['ls'], ['display', 's', 't']]) {
-        const result = await run(args, { TERMKEEP_URL: url, TERMKEEP_TOKEN: 'whatever' })
+        const result = await runCli(args, { TERMKEEP_URL: url, TERMKEEP_TOKEN: 'whatever' })
         expect(result.code, args[0]).toBe(1)
         expect(result.stderr.trim().split('\n'), args[0]).toHaveLength(1)
         expect(result.stderr, args[0]).toContain(`termkeep: ${url} is not a termkeep server (it answered 200 with text/html)`)
       }
       const notFound = await listen(createHttpServer((_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>nope</h1>')))
-      const result = await run(['ls'], { TERMKEEP_URL: notFound, TERMKEEP_TOKEN: 'whatever' })
+      const result = await runCli(['ls'], { TERMKEEP_URL: notFound, TERMKEEP_TOKEN: 'whatever' })
       expect(result.code).toBe(1)
       expect(result.stderr.trim()).toContain(`${notFound} is not a termkeep server (it answered 404 Not Found)`)
     })
 
     it('fails, never exits 0 silently, when the server hangs up without answering', async () => {
       const url = await listen(createServer((socket) => socket.destroy()))
-      const result = await run(['ls'], { TERMKEEP_URL: url, TERMKEEP_TOKEN: 'whatever' })
+      const result = await runCli(['ls'], { TERMKEEP_URL: url, TERMKEEP_TOKEN: 'whatever' })
       expect(result.code).toBe(1)
       expect(result.stdout).toBe('')
       expect(result.stderr.trim().split('\n')).toHaveLength(1)
@@ -150,7 +137,7 @@ describe('termkeep client commands: messages', () => {
     it('gives up on a server that never answers', async () => {
       const url = await listen(createServer(() => {}))
       const started = Date.now()
-      const result = await run(['ls', '--request-timeout', '1'], { TERMKEEP_URL: url, TERMKEEP_TOKEN: 'whatever' })
+      const result = await runCli(['ls', '--request-timeout', '1'], { TERMKEEP_URL: url, TERMKEEP_TOKEN: 'whatever' })
       expect(result.code).toBe(1)
       expect(result.stderr.trim()).toBe(`termkeep: no answer from ${url} within 1 s; is it a termkeep server? (--request-timeout sets the wait)`)
       expect(Date.now() - started).toBeLessThan(15_000)

@@ -5,29 +5,22 @@
  * a stalled sidecar (which starts the run as it resumes) is retried under its Idempotency-Key and
  * answered with that run: it runs once.
  */
-import { execFile, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { startStack, type Stack } from '../browser/stack.ts'
 import { startStallProxy } from '../support/stall-proxy.ts'
 import { AGENTS_ENV, processesOfRun } from '../workflows/support.ts'
+import { BIN, runCli } from './run.ts'
 
-const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
 let stack: Stack
 let env: Record<string, string>
 let dir: string
 
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    )
-  })
-}
+const cli = (args: string[]) => runCli(args, env)
 
 /** The run the command started (its id is in the first line) has a valid, ended log. */
 async function expectValidLog(stderr: string): Promise<void> {
@@ -65,11 +58,7 @@ describe('termkeep run', () => {
     try {
       proxy.stallNext((request) => request.method === 'POST' && request.url!.endsWith('/workflows'))
       const file = script('once.js', "log('started once')\nreturn 'once'\n")
-      const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile(process.execPath, [BIN, 'run', 's1', file], { env: { ...process.env, ...env, TERMKEEP_URL: proxy.url } }, (error, stdout, stderr) =>
-          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-        )
-      })
+      const result = await runCli(['run', 's1', file], { ...env, TERMKEEP_URL: proxy.url })
       expect(result.code, result.stderr).toBe(0)
       expect(JSON.parse(result.stdout)).toBe('once')
       const stalled = await proxy.stalled()

@@ -70,6 +70,15 @@ export function runInPty(args: string[], env: Record<string, string>, cols = 100
   return { pty, exited, output: () => output, write: (text: string) => pty.write(Buffer.from(text)) }
 }
 
+/** Kills what a test left running in a PTY (an attach a failed assertion never detached). */
+export function killPtys(ptys: readonly PtyProcess[]): void {
+  for (const pty of ptys) {
+    try {
+      process.kill(pty.pid, 'SIGKILL')
+    } catch {} // already gone
+  }
+}
+
 /** Resolves with the exit code, or rejects after `ms` (a CLI that never ends fails the test, not the run). */
 export function exitedWithin<T>(exited: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([exited, sleep(ms).then(() => Promise.reject(new Error(`${what} did not exit within ${ms} ms`)))])

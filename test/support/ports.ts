@@ -1,4 +1,4 @@
-import { createServer } from 'node:net'
+import { createServer, type Server } from 'node:net'
 
 /** A free TCP port on loopback (bound and released; good enough for a test's own servers). */
 export function freePort(): Promise<number> {
@@ -11,6 +11,13 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port))
     })
   })
+}
+
+/** Listens on a free loopback port; resolves with the server's http://127.0.0.1:PORT URL. */
+export async function listenLoopback(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
 }
 
 /** Polls `check` until it resolves truthy or the deadline passes. */

@@ -8,6 +8,7 @@
  * pass through as they arrive.
  */
 import { createServer, request, type IncomingMessage, type Server } from 'node:http'
+import { listenLoopback } from './ports.ts'
 
 export interface Passed {
   method: string
@@ -66,11 +67,9 @@ export async function startStallProxy(target: string, sidecarPid: () => number):
     incoming.pipe(upstream)
     outgoing.once('close', () => upstream.destroy())
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  const listenPort = typeof address === 'object' && address ? address.port : 0
+  const url = await listenLoopback(server)
   return {
-    url: `http://127.0.0.1:${listenPort}`,
+    url,
     passed,
     stallNext(match) {
       let resolve!: (passed: Passed) => void
