@@ -32,7 +32,7 @@ export class GaveUpError extends Error {
 const NOT_YET: unique symbol = Symbol('not yet')
 
 /** Resolves after `ms`, or early when `signal` aborts. */
-function pause(ms: number, signal?: AbortSignal): Promise<void> {
+export function pause(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve()
     const done = () => {

@@ -22,7 +22,7 @@ import { documented } from '../validate.ts'
 import { hashSecret } from './secrets.ts'
 import { redeemTicket, ticketHolder } from './tickets.ts'
 
-export { authenticateTokenId, coversSession, type Authority }
+export type { Authority }
 
 export type Requirement = Grant | { anyOf: readonly Grant[] } | { allOf: readonly Grant[] }
 
@@ -133,7 +133,6 @@ export function guard(required: Requirement, options: GuardOptions = {}): Middle
     responses: UNAUTHORIZED,
   })
 }
-
 
 /**
  * How every stream route acts, once its checks passed (guard, validate, its own lookups):

@@ -9,9 +9,7 @@
  */
 import { TermkeepError } from '../../schema/errors.ts'
 import { CONTENT_SLICE_SIZE } from '../../schema/limits.ts'
-
-/** Lets the event loop run other work (timers, I/O, other requests) before the next slice. */
-const yieldToLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0))
+import { yieldToLoop } from '../event-loop.ts'
 
 function invalidBase64(why: string): TermkeepError {
   return new TermkeepError('request/invalid', `content is not valid base64: ${why}`)

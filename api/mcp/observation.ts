@@ -16,9 +16,8 @@ import { TerminalParams } from '../../schema/wire/terminals.ts'
 import type { StreamEvent } from './events.ts'
 import { streamReadTool } from './stream-read.ts'
 import { fromBase64, shownBytes } from './text.ts'
-import { jsonResult, routeTool, type CallToolResult, type Tool } from './tool.ts'
+import { jsonResult, routeTool, T, type CallToolResult, type Tool } from './tool.ts'
 
-const T = '/v1/sessions/:sid/terminals/:tid'
 const O = `${T}/observation`
 const READ = { readOnlyHint: true, openWorldHint: false }
 
@@ -114,7 +113,7 @@ export const OBSERVATION_TOOLS: readonly Tool[] = [
     path: `${O}/files/follow`,
     params: TerminalParams,
     query: FollowFileQuery,
-    cursor: { query: 'after' },
+    cursor: 'after',
     summarize: followChunks,
   }),
 ]

@@ -15,9 +15,10 @@ import { TermkeepError } from '../../schema/errors.ts'
 import type { Dispatcher } from './dispatch.ts'
 import type { ReadResourceResult, Resource, ResourceTemplate } from './sdk.ts'
 import { screenText } from './text.ts'
+import { T } from './tool.ts'
 
 export const SCREEN_TEMPLATE = 'termkeep://sessions/{sid}/terminals/{tid}/screen'
-const SCREEN = '/v1/sessions/:sid/terminals/:tid/screen'
+const SCREEN = `${T}/screen`
 const id = (pattern: RegExp) => pattern.source.replace(/^\^|\$$/g, '')
 const SCREEN_URI = new RegExp(`^termkeep://sessions/(${id(SESSION_ID_PATTERN)})/terminals/(${id(TERMINAL_ID_PATTERN)})/screen$`)
 const LIVE = new Set(['starting', 'running', 'exited'])

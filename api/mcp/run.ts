@@ -16,12 +16,10 @@ import { randomId } from '../auth/secrets.ts'
 import { EventStream } from './events.ts'
 import { toolInput } from './input.ts'
 import { fromBase64, OutputTail } from './text.ts'
-import { textResult, type Tool } from './tool.ts'
+import { T, textResult, type Tool } from './tool.ts'
 
-const T = '/v1/sessions/:sid/terminals/:tid'
 const FOLLOW = `${T}/follow`
 const ENDED = new Set(['exited', 'closed', 'retired'])
-
 
 export const runCommand: Tool = {
   name: 'run_command',

@@ -27,9 +27,8 @@ import type { Dispatcher } from './dispatch.ts'
 import { EventStream } from './events.ts'
 import { keyedRequest } from './keyed.ts'
 import { toolInput } from './input.ts'
-import { jsonResult, type Tool } from './tool.ts'
+import { jsonResult, T, type Tool } from './tool.ts'
 
-const T = '/v1/sessions/:sid/terminals/:tid'
 const FOLLOW = `${T}/follow`
 const INPUT = `${T}/input`
 

@@ -78,11 +78,11 @@ export function mcpServer({ catalog, authority, dispatcher, requestSignal, tunin
   )
 
   /** Runs `work` with a dispatcher whose requests (and streams) end when it does. */
-  async function withCall<T>(extraSignal: AbortSignal, work: (call: Dispatcher, signal: AbortSignal) => Promise<T>): Promise<T> {
+  async function withCall<T>(extraSignal: AbortSignal, work: (call: Dispatcher) => Promise<T>): Promise<T> {
     const done = new AbortController()
     const signal = AbortSignal.any([extraSignal, requestSignal, done.signal])
     try {
-      return await work(dispatcher(signal), signal)
+      return await work(dispatcher(signal))
     } finally {
       done.abort()
     }
@@ -107,14 +107,14 @@ export function mcpServer({ catalog, authority, dispatcher, requestSignal, tunin
       const needed = catalog.grants(tool)
       return errorResult(new TermkeepError('auth/forbidden', `this token lacks the grants of ${tool.name}: ${needed}`, { required: needed }))
     }
-    return withCall(extra.signal, async (call, signal) => {
+    return withCall(extra.signal, async (call) => {
       try {
         const need = (routes: readonly RouteRef[], purpose: string) => {
           if (routes.every((route) => catalog.permits(route, authority))) return
           const needed = catalog.routeGrants(routes)
           throw new TermkeepError('auth/forbidden', `${purpose} needs ${needed}, which this token lacks`, { required: needed })
         }
-        return await tool.run(tool.input.split(request.params.arguments), { call, authority, signal, need, tuning })
+        return await tool.run(tool.input.split(request.params.arguments), { call, need, tuning })
       } catch (error) {
         return errorResult(known(error, `tool ${tool.name}`))
       }

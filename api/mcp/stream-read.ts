@@ -81,40 +81,29 @@ export interface StreamReadSpec {
   path: string
   params?: v.GenericSchema
   query?: v.GenericSchema
-  /** How the cursor reaches the route: a field of its query (`after`, validated by the route), or
-   * the Last-Event-ID header (then `after` is the tool's own argument). */
-  cursor: { query: string } | { header: 'last-event-id' }
+  /** The field of the route's query that carries the cursor (`after`, validated by the route). */
+  cursor: string
   /** Events after which the route sends nothing more. */
   final?: readonly string[]
-  /** Each event as the result shows it (default: shownEvent). */
-  present?: (event: StreamEvent) => Record<string, unknown>
   /** What the result shows of all the events read, instead of `{events}` (e.g. merged chunks). */
   summarize?: (events: StreamEvent[]) => Record<string, unknown>
 }
 
-const HeaderCursor = v.object({
-  ...StreamReadArgs.entries,
-  after: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.description('The cursor: `next` of the previous call (default: from the start)'))),
-})
-
 export function streamReadTool(spec: StreamReadSpec): Tool {
   const final = new Set(spec.final ?? [])
-  const cursor = spec.cursor
   return {
     name: spec.name,
     title: spec.title,
     description: spec.description,
     annotations: spec.annotations ?? { readOnlyHint: true, openWorldHint: false },
     uses: [{ method: 'GET', path: spec.path }],
-    input: toolInput({ params: spec.params, query: spec.query, own: 'header' in cursor ? HeaderCursor : StreamReadArgs }),
+    input: toolInput({ params: spec.params, query: spec.query, own: StreamReadArgs }),
     async run({ params, query, own }, { call }) {
-      const args = own as v.InferOutput<typeof HeaderCursor>
-      const from = 'query' in cursor ? query[cursor.query] : args.after?.toString()
-      const headers: Record<string, string> = 'header' in cursor && from !== undefined ? { [cursor.header]: from } : {}
-      const stream = await EventStream.open(call, spec.path, { params, query, headers })
+      const from = query[spec.cursor]
+      const stream = await EventStream.open(call, spec.path, { params, query })
       try {
-        const outcome = await readToBound(stream, args, final)
-        const shown = spec.summarize ? spec.summarize(outcome.events) : { events: outcome.events.map(spec.present ?? shownEvent) }
+        const outcome = await readToBound(stream, own as StreamReadArgs, final)
+        const shown = spec.summarize ? spec.summarize(outcome.events) : { events: outcome.events.map(shownEvent) }
         return jsonResult({
           ...shown,
           next: cursorValue(outcome.lastId ?? from),

@@ -6,11 +6,13 @@
 import type { CallToolResult, ToolAnnotations } from './sdk.ts'
 import type { GenericSchema } from 'valibot'
 import type { TermkeepError } from '../../schema/errors.ts'
-import type { Authority } from '../auth/guard.ts'
 import type { Dispatcher } from './dispatch.ts'
 import { toolInput, type InputLayout, type SplitArgs, type ToolInput } from './input.ts'
 
 export type { CallToolResult }
+
+/** The terminal route as mounted; the tools over a terminal call it and the routes below it. */
+export const T = '/v1/sessions/:sid/terminals/:tid'
 
 export interface RouteRef {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
@@ -19,9 +21,8 @@ export interface RouteRef {
 }
 
 export interface ToolContext {
+  /** Requests through the app under the caller's token; its signal ends with the call. */
   call: Dispatcher
-  authority: Authority
-  signal: AbortSignal
   /** Refuses (auth/forbidden, naming the grants) unless the caller may call every route: for a
    * route only some calls of a tool use, checked before the tool's first step. */
   need(routes: readonly RouteRef[], purpose: string): void

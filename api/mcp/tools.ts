@@ -22,13 +22,12 @@ import * as v from 'valibot'
 import { runCommand } from './run.ts'
 import { sendKeys } from './send.ts'
 import { fromBase64, plainText, screenText } from './text.ts'
-import { routeTool, textResult, type Tool } from './tool.ts'
+import { routeTool, T, textResult, type Tool } from './tool.ts'
 import { waitFor } from './wait.ts'
 import { OBSERVATION_TOOLS } from './observation.ts'
 import { WORKFLOW_TOOLS } from './workflows.ts'
 
 const SessionOnly = v.object({ sid: SessionId })
-const T = '/v1/sessions/:sid/terminals/:tid'
 const F = '/v1/sessions/:sid/files'
 const READ = { readOnlyHint: true, openWorldHint: false }
 

@@ -15,9 +15,8 @@ import { EventStream, type StreamEvent } from './events.ts'
 import { toolInput } from './input.ts'
 import { compilePattern, firstMatch, type Pattern } from './pattern.ts'
 import { matchText } from './text.ts'
-import { jsonResult, type Tool } from './tool.ts'
+import { jsonResult, T, type Tool } from './tool.ts'
 
-const T = '/v1/sessions/:sid/terminals/:tid'
 const SCREEN_WATCH = `${T}/screen/watch`
 const OUTPUT_WATCH = `${T}/output/watch`
 
@@ -73,17 +72,17 @@ export const waitFor: Tool = {
     const started = Date.now()
     const screens = await EventStream.open(call, SCREEN_WATCH, { params })
     let output: EventStream | undefined
-    const timers: ReturnType<typeof setTimeout>[] = []
+    let timeout: ReturnType<typeof setTimeout> | undefined
+    // One quiet timer, restarted at each output event (not one kept per event).
+    let quiet: ReturnType<typeof setTimeout> | undefined
     let sequence = 0
     try {
       const outcome = await new Promise<Outcome>((resolve, reject) => {
-        timers.push(setTimeout(() => resolve({ reason: 'timeout' }), args.timeoutMs))
+        timeout = setTimeout(() => resolve({ reason: 'timeout' }), args.timeoutMs)
         const exited = () => resolve({ reason: 'exited' })
-        let quiet: ReturnType<typeof setTimeout> | undefined
         const restartQuiet = () => {
           clearTimeout(quiet)
           quiet = setTimeout(() => resolve({ reason: 'quiet' }), args.quietMs)
-          timers.push(quiet)
         }
         let first = true
         const onScreen = (event: StreamEvent) => {
@@ -115,7 +114,8 @@ export const waitFor: Tool = {
         ...(exit ? { state: exit.state, exitCode: exit.exitCode, exitSignal: exit.exitSignal } : {}),
       })
     } finally {
-      for (const timer of timers) clearTimeout(timer)
+      clearTimeout(timeout)
+      clearTimeout(quiet)
       screens.close()
       output?.close()
     }

@@ -115,7 +115,7 @@ export const WORKFLOW_TOOLS: readonly Tool[] = [
     path: EVENTS,
     params: RunParams,
     query: EventsQuery,
-    cursor: { query: 'after' },
+    cursor: 'after',
     final: FINAL,
   }),
   routeTool({

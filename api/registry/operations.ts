@@ -76,9 +76,9 @@ async function requireVisible(q: Queryable, authority: Authority, id: string): P
   return workspace
 }
 
-/** The ids of the workspaces `authority` can see. */
-async function visibleIds(q: Queryable, authority: Authority): Promise<Set<string>> {
-  if (authority.sessions === 'all') return new Set(await workspaceOrder(q))
+/** The ids of the workspaces `authority` can see, of `order` (every workspace, as stored). */
+async function visibleIds(q: Queryable, authority: Authority, order: readonly string[]): Promise<Set<string>> {
+  if (authority.sessions === 'all') return new Set(order)
   return new Set((await listWorkspaces(q)).workspaces.filter((w) => seesWorkspace(authority, w)).map((w) => w.id))
 }
 
@@ -111,8 +111,9 @@ function nameConflict(title: string): TermkeepError {
 }
 
 /**
- * Registers the directory, or returns the workspace owning it. A token that may not register
- * (mayRegister) gets back only a workspace it can see; any other path is the same 403.
+ * Registers the directory, or returns the workspace owning it, as the caller sees it. A token
+ * that may not register (mayRegister) gets back only a workspace it can see; any other path is
+ * the same 403. One that may is bound to all sessions, so it sees every workspace whole.
  */
 export async function createWorkspace(
   db: Database,
@@ -196,8 +197,8 @@ export async function deleteWorkspace(db: Database, authority: Authority, id: st
 export async function moveWorkspace(db: Database, authority: Authority, id: string, beforeId: string | undefined): Promise<string[]> {
   return mutate(db, async (tx) => {
     await requireVisible(tx, authority, id)
-    const visible = await visibleIds(tx, authority)
     const order = await workspaceOrder(tx)
+    const visible = await visibleIds(tx, authority, order)
     const next = beforeId === undefined || visible.has(beforeId) ? moveBefore(order, id, beforeId) : undefined
     if (!next) throw new TermkeepError('workspace/move-invalid', `no workspace ${beforeId} to move before`, { beforeId })
     if (next.join('\0') !== order.join('\0')) {

@@ -23,7 +23,7 @@ import {
   WorkspaceParams,
   WorkspaceSessionParams,
 } from '../../schema/wire/registry.ts'
-import { coversSession, guard, openStream } from '../auth/guard.ts'
+import { guard, openStream } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { lastEventId, sseResponse } from '../sse.ts'
@@ -39,7 +39,7 @@ import {
   resolveWorkspace,
   unarchiveSession,
 } from './operations.ts'
-import { scopeArchived, scopeList, scopeWorkspace } from './scope.ts'
+import { scopeArchived, scopeList } from './scope.ts'
 import { listSessions } from './sessions.ts'
 import { listWorkspaces, sessionById } from './store.ts'
 import { watchRegistry } from './watch.ts'
@@ -79,7 +79,7 @@ export const registryRoutes = new Hono<AppEnv>()
     async (c) => {
       const { deps, auth } = c.var
       const result = await createWorkspace(deps.db, deps.sidecar, auth, c.req.valid('json'))
-      return c.json({ ...result, workspace: scopeWorkspace(auth, result.workspace) }, result.created ? 201 : 200)
+      return c.json(result, result.created ? 201 : 200)
     },
   )
   .get(

@@ -35,7 +35,7 @@ import { listTerminals, terminalInfo } from './store.ts'
 const tags = ['terminals']
 const SessionOnly = v.object({ sid: SessionId })
 const AttachmentHeader = v.object({ 'termkeep-attachment': v.optional(AttachmentId) })
-const InputHeaders = v.object({ 'termkeep-attachment': v.optional(AttachmentId), 'idempotency-key': v.optional(IdempotencyKey) })
+const InputHeaders = v.object({ ...AttachmentHeader.entries, 'idempotency-key': v.optional(IdempotencyKey) })
 const geometryCode = (issues: Parameters<typeof issuesTouch>[0]) =>
   issuesTouch(issues, ['cols', 'rows']) ? ('terminal/invalid-geometry' as const) : ('request/invalid' as const)
 

@@ -6,6 +6,7 @@
  * event. Resuming with Last-Event-ID (or ?after=) sends exactly what followed that sequence.
  */
 import { WORKFLOW_EVENTS_POLL_MS } from '../../schema/limits.ts'
+import { pause } from '../../schema/retry.ts'
 import type { Database } from '../../storage/client.ts'
 import type { SseSink } from '../sse.ts'
 import { eventsAfter, runState } from './store.ts'
@@ -48,18 +49,6 @@ export async function streamRunEvents(
       }
       return
     }
-    await sleep(pollMs, sink.signal)
+    await pause(pollMs, sink.signal)
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', done, { once: true })
-  })
 }

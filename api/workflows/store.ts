@@ -16,12 +16,11 @@ type RunRow = typeof workflowRuns.$inferSelect
 export const notFound = (sessionId: string, runId: string) =>
   new TermkeepError('workflow/not-found', `no workflow run ${runId} in session ${sessionId}`, { runId })
 
+/** The run `runId` of the session `sessionId` (another session's run is missing). */
+const runOfSession = (sessionId: string, runId: string) => and(eq(workflowRuns.id, runId), eq(workflowRuns.sessionId, sessionId))
+
 async function runRow(db: Database, sessionId: string, runId: string): Promise<RunRow> {
-  const [row] = await db
-    .select()
-    .from(workflowRuns)
-    .where(and(eq(workflowRuns.id, runId), eq(workflowRuns.sessionId, sessionId)))
-    .limit(1)
+  const [row] = await db.select().from(workflowRuns).where(runOfSession(sessionId, runId)).limit(1)
   if (!row) throw notFound(sessionId, runId)
   return row
 }
@@ -134,10 +133,12 @@ export async function repeatedStart(db: Database, sessionId: string, tokenId: st
   return row.id
 }
 
-/** The run's status and last sequence, or a not-found error. */
-export async function runState(db: Database, sessionId: string, runId: string): Promise<{ status: RunRow['status']; lastSequence: number }> {
-  const row = await runRow(db, sessionId, runId)
-  return { status: row.status, lastSequence: row.lastSequence }
+/** The run's status, or a not-found error. Only the status column: an events stream asks at
+ * every poll, and the whole row carries the script, input and value. */
+export async function runState(db: Database, sessionId: string, runId: string): Promise<{ status: RunRow['status'] }> {
+  const [row] = await db.select({ status: workflowRuns.status }).from(workflowRuns).where(runOfSession(sessionId, runId)).limit(1)
+  if (!row) throw notFound(sessionId, runId)
+  return row
 }
 
 /** Events after `after`, in order (at most `limit`). */

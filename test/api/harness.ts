@@ -95,6 +95,18 @@ export async function startHarness(options: { databaseUrl?: string; sidecarEnv?:
   }
 }
 
+/** Everything the terminal at `terminal` (`/v1/sessions/…/terminals/…`) printed so far, read
+ * page by page from its journal, as text. */
+export async function outputText(h: Harness, token: string, terminal: string): Promise<string> {
+  let text = ''
+  for (let after = 0; ; ) {
+    const page = (await (await h.request('GET', `${terminal}/output?after=${after}&limit=256`, { token })).json()) as any
+    for (const item of page.items) if (item.kind === 'data') text += Buffer.from(item.data, 'base64').toString()
+    if (page.items.length === 0 || page.next === after) return text
+    after = page.next
+  }
+}
+
 /** Reads SSE events from a response body until `until` says stop (or the stream ends). */
 export async function readEvents(
   response: Response,

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { GRANTS } from '../../schema/grants.ts'
 import { MAX_IDEMPOTENCY_KEY_CHARS } from '../../schema/limits.ts'
 import { waitFor } from '../support/ports.ts'
-import { startHarness, type Harness } from './harness.ts'
+import { outputText, startHarness, type Harness } from './harness.ts'
 
 let h: Harness
 let token: string
@@ -38,15 +38,7 @@ afterAll(async () => {
   await h?.close()
 })
 
-async function output(): Promise<string> {
-  let text = ''
-  for (let after = 0; ; ) {
-    const page = (await (await h.request('GET', `${T}/output?after=${after}&limit=256`, { token })).json()) as any
-    for (const item of page.items) if (item.kind === 'data') text += Buffer.from(item.data, 'base64').toString()
-    if (page.items.length === 0 || page.next === after) return text
-    after = page.next
-  }
-}
+const output = () => outputText(h, token, T)
 
 const count = (text: string, marker: string) => text.split(marker).length - 1
 

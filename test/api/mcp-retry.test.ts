@@ -19,7 +19,7 @@ import { SidecarClient } from '../../api/sidecar-client.ts'
 import { GRANTS } from '../../schema/grants.ts'
 import { callTool, errorOf, factsOf } from '../support/mcp.ts'
 import { waitFor } from '../support/ports.ts'
-import { startHarness, TUNING, type Harness } from './harness.ts'
+import { outputText, startHarness, TUNING, type Harness } from './harness.ts'
 
 let h: Harness
 let token: string
@@ -77,15 +77,7 @@ afterAll(async () => {
   await h?.close()
 })
 
-async function output(tid: string): Promise<string> {
-  let text = ''
-  for (let after = 0; ; ) {
-    const page = (await (await h.request('GET', `/v1/sessions/s1/terminals/${tid}/output?after=${after}&limit=256`, { token })).json()) as any
-    for (const item of page.items) if (item.kind === 'data') text += Buffer.from(item.data, 'base64').toString()
-    if (page.items.length === 0 || page.next === after) return text
-    after = page.next
-  }
-}
+const output = (tid: string) => outputText(h, token, `/v1/sessions/s1/terminals/${tid}`)
 
 const count = (text: string, marker: string) => text.split(marker).length - 1
 

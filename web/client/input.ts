@@ -48,7 +48,6 @@ export class InputQueue {
   readonly #id = queueId()
   #batches = 0
   #pending: Uint8Array[] = []
-  #pendingBytes = 0
   #flushing: Promise<void> | undefined
   #held: { promise: Promise<void>; release: () => void } | undefined
 
@@ -61,7 +60,6 @@ export class InputQueue {
   push(bytes: Uint8Array): void {
     if (bytes.length === 0 || this.options.signal?.aborted) return
     this.#pending.push(bytes)
-    this.#pendingBytes += bytes.length
     this.#flushing ??= this.#flush()
   }
 
@@ -94,15 +92,13 @@ export class InputQueue {
         // Always a copy: a retry must send exactly the bytes its key was first sent with, even if
         // the caller reuses its buffers.
         const bytes = concatBytes(this.#pending.splice(0))
-        this.#pendingBytes -= bytes.length
         for (let offset = 0; offset < bytes.length; offset += MAX_INPUT_BYTES) {
           const batch = bytes.subarray(offset, offset + MAX_INPUT_BYTES)
           try {
             await this.#send(batch)
           } catch (error) {
-            const bytesLeft = bytes.length - offset + this.#pendingBytes
+            const bytesLeft = bytes.length - offset + this.#pending.reduce((n, part) => n + part.length, 0)
             this.#pending = []
-            this.#pendingBytes = 0
             this.failed({ error, bytes: bytesLeft, uncertain: outcomeUnknown(error) })
             break
           }
