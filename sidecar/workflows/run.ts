@@ -263,9 +263,10 @@ export class WorkflowRun {
   }
 
   #logMessage(message: string): void {
-    this.#logBytes += bytes(message)
+    const size = bytes(message)
+    this.#logBytes += size
     this.#logCount++
-    const over = bytes(message) > MAX_WORKFLOW_LOG_MESSAGE_BYTES || this.#logBytes > MAX_WORKFLOW_LOG_BYTES || this.#logCount > MAX_WORKFLOW_LOG_MESSAGES
+    const over = size > MAX_WORKFLOW_LOG_MESSAGE_BYTES || this.#logBytes > MAX_WORKFLOW_LOG_BYTES || this.#logCount > MAX_WORKFLOW_LOG_MESSAGES
     if (over) return this.#fail(`LOG_CAP: a run logs at most ${MAX_WORKFLOW_LOG_MESSAGES} messages and ${MAX_WORKFLOW_LOG_BYTES} bytes`)
     this.#log.append('workflow/log', { message, at: Date.now() }).catch((error: unknown) => this.#fail('writing a log event failed', error))
   }
