@@ -202,18 +202,17 @@ export class LiveTerminal {
 
   /**
    * Raw input from the controlling attachment. Refused input is dropped, never queued. With an
-   * idempotency key, a batch this principal already sent under it is not written again (returns
-   * true: it was applied the first time).
+   * idempotency key, a batch this principal already sent under it is not written again (it was
+   * applied the first time).
    */
-  write(sender: Sender, bytes: Uint8Array, key?: string): boolean {
+  write(sender: Sender, bytes: Uint8Array, key?: string): void {
     const write = () => {
       this.#requireControl(sender).write(bytes)
       this.lastActivity = Date.now()
       this.#foreground?.poke()
     }
-    if (key !== undefined) return this.#inputKeys.apply(sender.principal, sender.attachment, key, bytes, write)
-    write()
-    return false
+    if (key === undefined) write()
+    else this.#inputKeys.apply(sender.principal, sender.attachment, key, bytes, write)
   }
 
   /** Resizes the PTY and journals the Resize in output order (the emulator follows the journal). */
