@@ -324,8 +324,7 @@ export class LiveTerminal {
           pids: survivors,
         })
       }
-      const deadline = Date.now() + CLOSE_DRAIN_MS
-      while (!this.journal.ended && Date.now() < deadline) await this.journal.wait(this.journal.lastSequence, deadline - Date.now())
+      await this.journal.untilEnded(CLOSE_DRAIN_MS)
       // A process outside the session may still hold the slave: read what is there and stop.
       if (!this.journal.ended) await this.#pty.forceClose()
       this.journal.end()

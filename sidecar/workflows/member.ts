@@ -177,8 +177,7 @@ export class Member {
   async #rendered(terminal: LiveTerminal): Promise<RenderedText> {
     const { journal, emulator } = terminal
     // The last bytes may still be on their way (EOF comes once every holder of the tty is gone).
-    const drained = Date.now() + CLOSE_DRAIN_MS
-    while (!journal.ended && Date.now() < drained) await journal.wait(journal.lastSequence, drained - Date.now())
+    await journal.untilEnded(CLOSE_DRAIN_MS)
     await untilCaughtUp(emulator, DISPLAY_DRAIN_MS)
     return emulator.request<RenderedText>(AGENT_TEXT, { maxBytes: MAX_AGENT_TEXT_BYTES }).catch(() => ({ text: '', truncated: false }))
   }
