@@ -17,6 +17,7 @@
  * it can be rebuilt from), the keeper asks the emulator to give its screen back.
  */
 import { EMULATOR_RELEASE_IDLE_MS, SETTLE_MAX_WAIT_MS, SETTLE_WINDOW_MS } from '../../schema/limits.ts'
+import { untilCaughtUp } from '../emulator/emulator.ts'
 import type { EncodedRevision } from './revision.ts'
 import { DISPLAY_ENCODE, type DisplayEncodeRequest, type DisplayEncodeResult } from './worker.ts'
 
@@ -175,18 +176,7 @@ export class DisplayKeeper {
    * short of where the lost one was is not encoded: the revision already settled is newer.
    */
   async drain(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs
-    while (!this.#source.caughtUp && Date.now() < deadline) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, Math.max(1, deadline - Date.now()))
-        const off = this.#source.onApplied(done)
-        function done() {
-          clearTimeout(timer)
-          off()
-          resolve()
-        }
-      })
-    }
+    await untilCaughtUp(this.#source, timeoutMs)
     this.#stop()
     await this.#running
     // A released screen that nothing brought back is what its newest revision shows already.

@@ -35,6 +35,22 @@ type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => vo
 /** Sees each emulator as it opens (display issue: settling); `drain` runs at dispose, first. */
 export type EmulatorObserver = (emulator: Emulator, journal: Journal) => { drain(): Promise<void> } | undefined
 
+/** Resolves once `screen` reflects every record journaled so far (caughtUp), or after `timeoutMs`. */
+export async function untilCaughtUp(screen: { readonly caughtUp: boolean; onApplied(listener: () => void): () => void }, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!screen.caughtUp && Date.now() < deadline) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, Math.max(1, deadline - Date.now()))
+      const off = screen.onApplied(done)
+      function done() {
+        clearTimeout(timer)
+        off()
+        resolve()
+      }
+    })
+  }
+}
+
 class WorkerSlot {
   readonly worker: Worker
   readonly emulators = new Map<string, Emulator>()

@@ -1,30 +1,23 @@
 /**
  * Output items in SSE framing, written straight into one buffer (the watchOutput hot path).
  */
-import type { OutputItem } from '../../schema/wire/output.ts'
-import { formatSse, RawJson, SseFrames, type SseEvent } from '../http/sse.ts'
+import { formatSse, SseFrames } from '../http/sse.ts'
 import type { ItemPlan } from './coalesce.ts'
-
-export function itemEvent(item: OutputItem): SseEvent {
-  return item.kind === 'data'
-    ? { event: 'data', id: item.sequence, data: new RawJson(`{"sequence":${item.sequence},"data":"${item.data}"}`) }
-    : { event: 'resize', id: item.sequence, data: { sequence: item.sequence, cols: item.cols, rows: item.rows } }
-}
 
 /**
  * SSE frames for planned items and their raw bytes (as `Journal.readPlanned` returns them), in one
  * buffer: each Data item is `event: data`, `id: N`, `data: {"sequence":N,"data":"<base64>"}` —
- * byte for byte what `formatSse(itemEvent(item))` gives — with the base64 written in place. Only
+ * byte for byte what formatSse gives for that event — with the base64 written in place. Only
  * ASCII is written here; a Resize goes through formatSse.
  */
-export function frameItems(plans: readonly ItemPlan[], bytes: Buffer, dataEvent = 'data'): SseFrames {
+export function frameItems(plans: readonly ItemPlan[], bytes: Buffer): SseFrames {
   const heads: string[] = []
   let total = 0
   for (const p of plans) {
     const head =
       p.kind === 'data'
-        ? `event: ${dataEvent}\nid: ${p.last}\ndata: {"sequence":${p.last},"data":"`
-        : formatSse(itemEvent({ kind: 'resize', sequence: p.last, cols: p.cols, rows: p.rows }))
+        ? `event: data\nid: ${p.last}\ndata: {"sequence":${p.last},"data":"`
+        : formatSse({ event: 'resize', id: p.last, data: { sequence: p.last, cols: p.cols, rows: p.rows } })
     heads.push(head)
     total += head.length + (p.kind === 'data' ? 4 * Math.ceil(p.length / 3) + DATA_TAIL.length : 0)
   }

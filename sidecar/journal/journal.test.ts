@@ -1,14 +1,15 @@
 /** The journal against a real spool file: records, exact cursors, waiting, retirement, I/O errors. */
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { MAX_OUTPUT_ITEM_BYTES, MAX_RECORD_RAW_BYTES } from '../../schema/limits.ts'
 import type { OutputItem } from '../../schema/wire/output.ts'
 import { Journal } from './journal.ts'
 import { RecordIndex } from './record-index.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-journal-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let n = 0
 const journal = () => new Journal(join(dir, `j${++n}`, 'spool'), { cols: 80, rows: 24 })
 

@@ -152,6 +152,12 @@ export class Journal {
     return this.waitOr(after, [], timeoutMs, signal)
   }
 
+  /** Resolves once the byte source closed (EOF), or after `timeoutMs`. */
+  async untilEnded(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    while (!this.#ended && Date.now() < deadline) await this.wait(this.#index.last, deadline - Date.now())
+  }
+
   /** `wait`, or until one of `others` fires first. */
   waitOr(after: number, others: readonly Notifier[], timeoutMs: number, signal?: AbortSignal): Promise<WaitResult> {
     if (this.#index.last > after || this.#ended || this.#retired) return Promise.resolve('changed')

@@ -3,10 +3,10 @@
  * (read and encoded once), byte for byte what one watcher alone gets; what is kept is bounded;
  * and an SSE stream whose events come from memory yields to the event loop after each one.
  */
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { MAX_RECORD_RAW_BYTES, WATCH_SHARED_BATCHES_BYTES } from '../../schema/limits.ts'
 import { SseFrames, sseResponse, type SseYield } from '../http/sse.ts'
 import { Journal } from './journal.ts'
@@ -14,6 +14,7 @@ import { SharedBatches } from './shared-batches.ts'
 import { watchOutput } from './watch.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-shared-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let n = 0
 
 /** A journal of `records` flushes of distinct bytes (one native record each), ended. */

@@ -30,9 +30,9 @@ const shared = new WeakMap<Journal, SharedBatches>()
 export class SharedBatches {
   readonly #journal: Journal
   #watchers = 0
-  /** Kept batches by the cursor they follow, oldest first (a Map iterates in insertion order). */
-  readonly #kept = new Map<number, Promise<Batch | undefined>>()
-  readonly #sizes = new Map<number, number>()
+  /** Kept batches by the cursor they follow, oldest first (a Map iterates in insertion order), and
+   * their size once read (0 while in flight). */
+  readonly #kept = new Map<number, { reading: Promise<Batch | undefined>; size: number }>()
   #bytes = 0
 
   private constructor(journal: Journal) {
@@ -54,7 +54,6 @@ export class SharedBatches {
     if (--this.#watchers > 0) return
     shared.delete(this.#journal)
     this.#kept.clear()
-    this.#sizes.clear()
     this.#bytes = 0
   }
 
@@ -62,16 +61,17 @@ export class SharedBatches {
    * rejects for every watcher that waited for it (and is not kept). */
   read(after: number): Promise<Batch | undefined> {
     const kept = this.#kept.get(after)
-    if (kept) return kept
+    if (kept) return kept.reading
     const reading = this.#journal.readPlanned(after, STREAM_BATCH_ITEMS).then(({ plans, bytes }): Batch | undefined =>
       plans.length === 0 ? undefined : { frames: frameItems(plans, bytes), last: plans.at(-1)!.last },
     )
     // In flight it is shared whatever the count (a second watcher may join meanwhile); once read,
     // it is kept only while someone else could take it.
-    this.#kept.set(after, reading)
+    const entry = { reading, size: 0 }
+    this.#kept.set(after, entry)
     reading.then(
-      (batch) => (batch && this.#watchers > 1 ? this.#account(after, reading, batch.frames.bytes.length) : this.#forget(after, reading)),
-      () => this.#forget(after, reading),
+      (batch) => (batch && this.#watchers > 1 ? this.#account(after, entry, batch.frames.bytes.length) : this.#forget(after, entry)),
+      () => this.#forget(after, entry),
     )
     return reading
   }
@@ -81,10 +81,10 @@ export class SharedBatches {
     return this.#kept.size
   }
 
-  #account(after: number, reading: Promise<Batch | undefined>, size: number): void {
+  #account(after: number, entry: { size: number }, size: number): void {
     // Evicted while it was read, or everyone left meanwhile: not kept.
-    if (this.#kept.get(after) !== reading) return
-    this.#sizes.set(after, size)
+    if (this.#kept.get(after) !== entry) return
+    entry.size = size
     this.#bytes += size
     for (const cursor of this.#kept.keys()) {
       if (this.#bytes <= WATCH_SHARED_BATCHES_BYTES) break
@@ -93,10 +93,10 @@ export class SharedBatches {
     }
   }
 
-  #forget(after: number, reading?: Promise<Batch | undefined>): void {
-    if (reading && this.#kept.get(after) !== reading) return
+  #forget(after: number, entry?: { size: number }): void {
+    const kept = this.#kept.get(after)
+    if (!kept || (entry && kept !== entry)) return
     this.#kept.delete(after)
-    this.#bytes -= this.#sizes.get(after) ?? 0
-    this.#sizes.delete(after)
+    this.#bytes -= kept.size
   }
 }

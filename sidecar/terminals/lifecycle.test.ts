@@ -2,7 +2,7 @@
  * Live terminals through the real sidecar process over HTTP: create/list/info, exclusive control,
  * bad input, close with process-session kill, retirement and restart.
  */
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -71,6 +71,8 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const s of streams) s.close()
   await sidecar?.stop()
+  rmSync(work, { recursive: true, force: true })
+  rmSync(shells.dir, { recursive: true, force: true })
 })
 
 describe('session-level routes', () => {

@@ -6,9 +6,8 @@ import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { FollowControl } from '../../schema/wire/terminals.ts'
 import { RawJson, type SseEvent } from '../http/sse.ts'
+import { STREAM_BATCH_ITEMS } from '../journal/shared-batches.ts'
 import type { LiveTerminal } from './terminal.ts'
-
-const STREAM_BATCH_ITEMS = 16
 
 const finished = (t: LiveTerminal) => t.state === 'closed' || t.state === 'retired'
 

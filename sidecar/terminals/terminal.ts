@@ -202,18 +202,17 @@ export class LiveTerminal {
 
   /**
    * Raw input from the controlling attachment. Refused input is dropped, never queued. With an
-   * idempotency key, a batch this principal already sent under it is not written again (returns
-   * true: it was applied the first time).
+   * idempotency key, a batch this principal already sent under it is not written again (it was
+   * applied the first time).
    */
-  write(sender: Sender, bytes: Uint8Array, key?: string): boolean {
+  write(sender: Sender, bytes: Uint8Array, key?: string): void {
     const write = () => {
       this.#requireControl(sender).write(bytes)
       this.lastActivity = Date.now()
       this.#foreground?.poke()
     }
-    if (key !== undefined) return this.#inputKeys.apply(sender.principal, sender.attachment, key, bytes, write)
-    write()
-    return false
+    if (key === undefined) write()
+    else this.#inputKeys.apply(sender.principal, sender.attachment, key, bytes, write)
   }
 
   /** Resizes the PTY and journals the Resize in output order (the emulator follows the journal). */
@@ -325,8 +324,7 @@ export class LiveTerminal {
           pids: survivors,
         })
       }
-      const deadline = Date.now() + CLOSE_DRAIN_MS
-      while (!this.journal.ended && Date.now() < deadline) await this.journal.wait(this.journal.lastSequence, deadline - Date.now())
+      await this.journal.untilEnded(CLOSE_DRAIN_MS)
       // A process outside the session may still hold the slave: read what is there and stop.
       if (!this.journal.ended) await this.#pty.forceClose()
       this.journal.end()

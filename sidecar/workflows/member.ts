@@ -12,6 +12,7 @@ import { open } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { AGENT_COLS, AGENT_ROWS, CLOSE_DRAIN_MS, DISPLAY_DRAIN_MS, MAX_AGENT_TEXT_BYTES } from '../../schema/limits.ts'
 import type { AgentOutcome, AgentProfile, AgentResult } from '../../schema/wire/workflows.ts'
+import { untilCaughtUp } from '../emulator/emulator.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import type { LiveTerminal } from '../terminals/terminal.ts'
 import { AGENT_TEXT, type RenderedText } from './agent-text.ts'
@@ -176,20 +177,8 @@ export class Member {
   async #rendered(terminal: LiveTerminal): Promise<RenderedText> {
     const { journal, emulator } = terminal
     // The last bytes may still be on their way (EOF comes once every holder of the tty is gone).
-    const drained = Date.now() + CLOSE_DRAIN_MS
-    while (!journal.ended && Date.now() < drained) await journal.wait(journal.lastSequence, drained - Date.now())
-    const caughtUp = Date.now() + DISPLAY_DRAIN_MS
-    while (!emulator.caughtUp && Date.now() < caughtUp) {
-      await new Promise<void>((wake) => {
-        const timer = setTimeout(done, caughtUp - Date.now())
-        const off = emulator.onApplied(done)
-        function done() {
-          clearTimeout(timer)
-          off()
-          wake()
-        }
-      })
-    }
+    await journal.untilEnded(CLOSE_DRAIN_MS)
+    await untilCaughtUp(emulator, DISPLAY_DRAIN_MS)
     return emulator.request<RenderedText>(AGENT_TEXT, { maxBytes: MAX_AGENT_TEXT_BYTES }).catch(() => ({ text: '', truncated: false }))
   }
 

@@ -23,9 +23,10 @@
  *   says so once at start (docs/workflows.md).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { accessSync, constants, readFileSync } from 'node:fs'
+import { accessSync, constants } from 'node:fs'
 import { join } from 'node:path'
 import { WORKFLOW_SANDBOX_PROBE_MS, WORKFLOW_SCRIPT_HEAP_MB, WORKFLOW_STDERR_TAIL_BYTES } from '../../schema/limits.ts'
+import { processStat } from '../pty/process-tree.ts'
 import { scriptProgram } from './program.ts'
 import type { ScriptStart, ToScript } from './protocol.ts'
 
@@ -150,21 +151,9 @@ export class ScriptProcess {
   }
 }
 
-/** A process's start time in clock ticks since boot (Linux /proc), or undefined if it is gone. */
-export function processStartTicks(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
-    // Fields after the parenthesised command start at field 3 (state); starttime is field 22.
-    const ticks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19])
-    return Number.isSafeInteger(ticks) ? ticks : undefined
-  } catch {
-    return undefined
-  }
-}
-
 /** Kills the process if it is still the one recorded (same pid and start time), never a reuse. */
 export function killIfSame(pid: number, startTicks: number): boolean {
-  if (!(pid > 0) || processStartTicks(pid) !== startTicks) return false
+  if (!(pid > 0) || processStat(pid)?.startTicks !== startTicks) return false
   try {
     process.kill(pid, 'SIGKILL')
     return true

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -18,6 +18,7 @@ describe('loadProfiles (TERMKEEP_AGENTS)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'termkeep-agents-'))
     writeFileSync(join(dir, 'agents.json'), JSON.stringify({ solo: echo }))
     expect(loadProfiles(join(dir, 'agents.json')).names).toEqual(['solo'])
+    rmSync(dir, { recursive: true, force: true })
   })
 
   it('chooses the profile of an agent() call without one: the run\'s, "default", or the only one', () => {

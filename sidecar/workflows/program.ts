@@ -51,8 +51,9 @@ export function hostMain(message: ScriptStart & { program?: string }, realmSourc
   const context = vm.createContext(Object.create(null) as object)
   const install = vm.runInContext(realmSource, context) as Install
   const receive = install(hostSend, JSON.stringify(start))
+  // Registered from inside the `start` message's own listener (process.ts bootstrap), so it sees
+  // only the replies after it.
   process.on('message', (reply: ToScript) => {
-    if (reply.type === 'start') return
     try {
       receive(JSON.stringify(reply))
     } catch {

@@ -24,9 +24,10 @@ import {
   WORKFLOW_SCRIPT_HEAP_MB,
 } from '../../schema/limits.ts'
 import { titleFrom, titleSchema } from '../../schema/wire/common.ts'
+import { processStat } from '../pty/process-tree.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import { Member } from './member.ts'
-import { processStartTicks, ScriptProcess, type Sandbox, type ScriptExit } from './process.ts'
+import { ScriptProcess, type Sandbox, type ScriptExit } from './process.ts'
 import type { Profiles } from './profiles.ts'
 import { FromScript, type HookError, type ScriptLimits } from './protocol.ts'
 import type { WorkflowReader } from './read-text.ts'
@@ -141,7 +142,7 @@ export class WorkflowRun {
     this.#process = new ScriptProcess(start, (message) => this.#receive(message), this.#deps.sandbox)
     const pid = this.#process.pid
     if (pid !== undefined) {
-      void this.#deps.store.setProcess(this.id, pid, processStartTicks(pid)).catch((error: unknown) => console.error(`termkeep sidecar: recording run ${this.id}'s process`, error))
+      void this.#deps.store.setProcess(this.id, pid, processStat(pid)?.startTicks).catch((error: unknown) => console.error(`termkeep sidecar: recording run ${this.id}'s process`, error))
     }
     void this.#process.exited.then((exit) => this.#exited(exit))
   }
@@ -262,9 +263,10 @@ export class WorkflowRun {
   }
 
   #logMessage(message: string): void {
-    this.#logBytes += bytes(message)
+    const size = bytes(message)
+    this.#logBytes += size
     this.#logCount++
-    const over = bytes(message) > MAX_WORKFLOW_LOG_MESSAGE_BYTES || this.#logBytes > MAX_WORKFLOW_LOG_BYTES || this.#logCount > MAX_WORKFLOW_LOG_MESSAGES
+    const over = size > MAX_WORKFLOW_LOG_MESSAGE_BYTES || this.#logBytes > MAX_WORKFLOW_LOG_BYTES || this.#logCount > MAX_WORKFLOW_LOG_MESSAGES
     if (over) return this.#fail(`LOG_CAP: a run logs at most ${MAX_WORKFLOW_LOG_MESSAGES} messages and ${MAX_WORKFLOW_LOG_BYTES} bytes`)
     this.#log.append('workflow/log', { message, at: Date.now() }).catch((error: unknown) => this.#fail('writing a log event failed', error))
   }

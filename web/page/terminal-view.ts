@@ -170,10 +170,11 @@ export class TerminalView {
         },
         state: (info) => this.#onInfo(info),
         status: (status) => {
-          // Input typed meanwhile, and a batch being retried, wait for control to be confirmed.
-          if (status === 'reconnecting') this.#input.hold()
-          if (status === 'reconnecting') this.#setMode('reconnecting', 'Connection lost; reconnecting…')
-          else if (status === 'live') this.#setMode(this.#controller ? 'live' : 'read-only', '')
+          if (status === 'reconnecting') {
+            // Input typed meanwhile, and a batch being retried, wait for control to be confirmed.
+            this.#input.hold()
+            this.#setMode('reconnecting', 'Connection lost; reconnecting…')
+          } else if (status === 'live') this.#setMode(this.#controller ? 'live' : 'read-only', '')
         },
       },
     })
