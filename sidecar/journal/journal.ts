@@ -155,7 +155,7 @@ export class Journal {
   /** Resolves once the byte source closed (EOF), or after `timeoutMs`. */
   async untilEnded(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs
-    while (!this.#ended && Date.now() < deadline) await this.wait(this.#index.last, deadline - Date.now())
+    while (!this.#ended && !this.#retired && Date.now() < deadline) await this.wait(this.#index.last, deadline - Date.now())
   }
 
   /** `wait`, or until one of `others` fires first. */
