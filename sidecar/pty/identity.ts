@@ -98,9 +98,8 @@ export function membersOf(terminal: TerminalIdentity, processes: readonly Proces
   if (terminal.bootId !== bootId()) return []
   const session = processes.filter((p) => p.session === terminal.leaderPid)
   const leader = processes.find((p) => p.pid === terminal.leaderPid)
-  if (leader && leader.startTicks !== terminal.leaderStartTicks) {
-    if (leader.session === leader.pid) return [] // a reused pid, leading a session of its own
-  }
+  const stranger = leader !== undefined && leader.startTicks !== terminal.leaderStartTicks
+  if (stranger && leader.session === leader.pid) return [] // a reused pid, leading a session of its own
   const ours = new Set<number>()
   if (leader?.startTicks === terminal.leaderStartTicks) {
     // The shell itself (its pid and start time), also before its setsid() (a close right after
