@@ -20,7 +20,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
-import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
+import { CLI_MAX_HELD_INPUT_BYTES, CLI_RECONNECT_GIVE_UP_MS, UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { ApiError, type TermkeepClient } from '../web/client/api.ts'
 import { follow, type FollowEnd } from '../web/client/follow.ts'
@@ -33,14 +33,6 @@ import { exactArgs, HELP_OPTION, printedHelp } from './usage.ts'
 /** Ctrl-\ (FS): the detach key. It is never sent to the remote terminal. */
 export const DETACH_BYTE = 0x1c
 const DETACH_SIGNALS = ['SIGTERM', 'SIGHUP'] as const
-/**
- * How long attach keeps trying to reconnect after losing the server before it gives up. Long
- * enough for a server restart or a network blip; past it, a user at a frozen screen is better
- * served by a message and a prompt back.
- */
-export const RECONNECT_GIVE_UP_MS = 60_000
-/** Input held while control is being confirmed; a paste beyond this is cut (and reported). */
-const MAX_HELD_INPUT_BYTES = 64 * 1024
 /** Exit code when the remote process was killed by a signal: 128 + signal, as shells report it. */
 const SIGNAL_EXIT_BASE = 128
 
@@ -49,7 +41,7 @@ const USAGE = `usage: termkeep attach <session> <terminal> [--reconnect-timeout 
   Makes this terminal that remote terminal until Ctrl-\\ detaches (the remote one keeps running).
   Ends with the remote shell's exit code when it exits.
 
-  --reconnect-timeout SECS  give up after this long without the server (default ${RECONNECT_GIVE_UP_MS / 1000})
+  --reconnect-timeout SECS  give up after this long without the server (default ${CLI_RECONNECT_GIVE_UP_MS / 1000})
 ${REMOTE_USAGE}`
 
 export async function attachCommand(args: string[]): Promise<number> {
@@ -60,7 +52,7 @@ export async function attachCommand(args: string[]): Promise<number> {
   })
   if (printedHelp(values, USAGE)) return 0
   const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'attach')
-  const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', RECONNECT_GIVE_UP_MS)
+  const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', CLI_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
   // Fail fast, before touching the local terminal, when the server or the terminal is not there.
   const info = await client.terminal(sessionId, terminalId)
@@ -72,7 +64,7 @@ export async function attachCommand(args: string[]): Promise<number> {
 }
 
 /** Attaches this terminal to a live remote terminal until detach or its end (exit code). */
-export function attachTo(client: TermkeepClient, sessionId: string, terminalId: string, giveUpMs = RECONNECT_GIVE_UP_MS): Promise<number> {
+export function attachTo(client: TermkeepClient, sessionId: string, terminalId: string, giveUpMs = CLI_RECONNECT_GIVE_UP_MS): Promise<number> {
   return new Attachment(client, sessionId, terminalId, giveUpMs).run()
 }
 
@@ -101,7 +93,7 @@ class Attachment {
   #control: Control = 'confirming'
   #held: Uint8Array[] = []
   #heldBytes = 0
-  /** Input that could not be sent: beyond MAX_HELD_INPUT_BYTES, or typed while read-only. */
+  /** Input that could not be sent: beyond CLI_MAX_HELD_INPUT_BYTES, or typed while read-only. */
   #droppedBytes = 0
   /** Ends the current follow so that a new one re-takes control. */
   #round: AbortController | undefined
@@ -292,7 +284,7 @@ class Attachment {
   }
 
   #hold(bytes: Uint8Array): void {
-    const kept = bytes.subarray(0, Math.max(0, MAX_HELD_INPUT_BYTES - this.#heldBytes))
+    const kept = bytes.subarray(0, Math.max(0, CLI_MAX_HELD_INPUT_BYTES - this.#heldBytes))
     this.#droppedBytes += bytes.length - kept.length
     if (kept.length === 0) return
     this.#held.push(Uint8Array.from(kept))

@@ -14,7 +14,8 @@ import { parseArgs } from 'node:util'
 import { printable } from '../schema/wire/common.ts'
 import type { Session } from '../schema/wire/registry.ts'
 import { ApiError, type TermkeepClient } from '../web/client/api.ts'
-import { attachTo, RECONNECT_GIVE_UP_MS } from './attach.ts'
+import { CLI_RECONNECT_GIVE_UP_MS } from '../schema/limits.ts'
+import { attachTo } from './attach.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds } from './remote.ts'
 import { HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
@@ -53,7 +54,7 @@ export async function newCommand(args: string[]): Promise<number> {
   if (printedHelp(values, USAGE)) return 0
   if (positionals.length > 0) throw new UsageError('termkeep: new takes no arguments, only options (`termkeep new --help` shows them)')
   if (values.session !== undefined && values.cwd !== undefined) throw new UsageError('termkeep: give --session or --cwd, not both')
-  const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', RECONNECT_GIVE_UP_MS)
+  const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', CLI_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
   const sessionId = values.session ?? (await newSession(client, resolve(values.cwd ?? '.')))
   const terminalId = `t-${randomBytes(6).toString('base64url')}`

@@ -9,7 +9,7 @@
 import { parseArgs } from 'node:util'
 import type { OutputPage } from '../schema/wire/output.ts'
 import { ApiError, terminalPath } from '../web/client/api.ts'
-import { RECONNECT_GIVE_UP_MS } from './attach.ts'
+import { CLI_RECONNECT_GIVE_UP_MS } from '../schema/limits.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds, type CliClient } from './remote.ts'
 import { CommandError, exactArgs, HELP_OPTION, printedHelp, UsageError, writeOut } from './usage.ts'
 
@@ -23,7 +23,7 @@ const USAGE = `usage: termkeep output <session> <terminal> [--after N] [--follow
   --follow                  keep printing new output until the terminal's output ends
   --raw                     the exact bytes, undecoded (e.g. into a file or another terminal)
   --reconnect-timeout SECS  with --follow: give up after this long without the server
-                            (default ${RECONNECT_GIVE_UP_MS / 1000})
+                            (default ${CLI_RECONNECT_GIVE_UP_MS / 1000})
 ${REMOTE_USAGE}`
 
 /** Items per readOutput page. */
@@ -69,7 +69,7 @@ export async function outputCommand(args: string[], out: NodeJS.WritableStream =
   if (printedHelp(values, USAGE, out)) return 0
   const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'output')
   if (values.after !== undefined && !/^\d{1,15}$/.test(values.after)) throw new UsageError(`termkeep: --after takes a sequence number (got "${values.after}")`)
-  const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', RECONNECT_GIVE_UP_MS)
+  const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', CLI_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
   const sink = new Sink(out, values.raw)
   const after = Number(values.after ?? 0)

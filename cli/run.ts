@@ -12,13 +12,10 @@ import { parseArgs } from 'node:util'
 import { printable } from '../schema/wire/common.ts'
 import type { AgentEndData, AgentStartData, LogData, RunEndData, StartWorkflow, WorkflowResult } from '../schema/wire/workflows.ts'
 import { outcomeUnknown, UnreachableError } from '../web/client/api.ts'
-import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
+import { CLI_RECONNECT_GIVE_UP_MS, UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
 import { retrying } from '../schema/retry.ts'
 import { type CliClient, NoAnswerError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, seconds } from './remote.ts'
 import { CommandError, exactArgs, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
-
-/** How long the command keeps trying to reach a server it lost before it gives up. */
-const RUN_RECONNECT_GIVE_UP_MS = 60_000
 
 const EXIT = { completed: 0, error: 1, interrupted: 1, cancelled: 130 } as const
 
@@ -34,7 +31,7 @@ const USAGE = `usage: termkeep run <session> <script.js> [--input JSON] [--concu
   --concurrency N           agents running at once (default 4)
   --profile NAME            the agent profile for agent() calls that name none
   --json                    print every event as one JSON line on stdout instead
-  --reconnect-timeout SECS  give up after this long without the server (default ${RUN_RECONNECT_GIVE_UP_MS / 1000})
+  --reconnect-timeout SECS  give up after this long without the server (default ${CLI_RECONNECT_GIVE_UP_MS / 1000})
 ${REMOTE_USAGE}`
 
 interface Output {
@@ -65,7 +62,7 @@ export async function runCommand(args: string[], io: Output = { out: process.std
     request.concurrency = Number(values.concurrency)
   }
   if (values.profile !== undefined) request.profile = values.profile
-  const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', RUN_RECONNECT_GIVE_UP_MS)
+  const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', CLI_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
   const run = await startRun(client, sessionId, request)
   const print = values.json ? jsonPrinter(io) : humanPrinter(io, sessionId)

@@ -42,6 +42,13 @@ export const INPUT_KEY_MEMORY_MS = 10 * 60_000
  * `termkeep attach` or `send`, a `termkeep run` start. As long as attach waits for a lost server,
  * and far inside INPUT_KEY_MEMORY_MS, so the last retry still finds its key remembered. */
 export const UNKNOWN_OUTCOME_RETRY_MS = 60_000
+/** How long `termkeep attach`, `new`, `output --follow` and `run` keep trying to reach a server
+ * they lost before they give up (`--reconnect-timeout`): long enough for a server restart or a
+ * network blip; past it, a user at a frozen screen is better served by a message and a prompt. */
+export const CLI_RECONNECT_GIVE_UP_MS = 60_000
+/** Input `termkeep attach` holds while its control is being confirmed; a paste beyond it is cut
+ * (and reported). */
+export const CLI_MAX_HELD_INPUT_BYTES = 64 * 1024
 /** The wait before the first such retry, doubling up to the max: quick after a blip, while a
  * server that stays away is asked once every few seconds, not hammered. */
 export const RETRY_FIRST_DELAY_MS = 250
