@@ -38,7 +38,9 @@ export function error(description: string) {
  * (sidecarDownUnknown), and then it says how a retry stays safe.
  */
 export const SIDECAR_DOWN = {
-  503: error('the sidecar is unreachable or did not answer in time (`sidecar/unavailable`). **Nothing was done**: this request changes nothing before the sidecar answers; retry it as is.'),
+  503: error(
+    'the sidecar is unreachable or did not answer in time (`sidecar/unavailable`). **Nothing was done**: this request changes nothing before the sidecar answers; retry it as is.',
+  ),
 }
 
 export function sidecarDownUnknown(retry: string) {

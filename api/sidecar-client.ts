@@ -75,7 +75,12 @@ export class SidecarClient {
    * the sidecar is alive (sidecar-liveness.ts): after SIDECAR_LIVENESS_PROBE_MS without headers,
    * and every as long again, the call asks; a sidecar that is not alive makes it 503 in seconds.
    */
-  async request(path: string, init: RequestInit = {}, timeoutMs = SIDECAR_SLOW_CALL_TIMEOUT_MS, { probe: probing = true } = {}): Promise<Response> {
+  async request(
+    path: string,
+    init: RequestInit = {},
+    timeoutMs = SIDECAR_SLOW_CALL_TIMEOUT_MS,
+    { probe: probing = true } = {},
+  ): Promise<Response> {
     const headers = new Headers(init.headers)
     headers.set('authorization', `Bearer ${this.#secret}`)
     const connect = new AbortController()
@@ -103,9 +108,13 @@ export class SidecarClient {
       response = await this.#fetch(`${this.#url}${path}`, { ...init, headers, signal })
     } catch (cause) {
       if (init.signal?.aborted) throw cause
-      if (verdict === 'late') throw new TermkeepError('sidecar/unavailable', `the terminal sidecar did not answer within ${timeoutMs / 1000} s`)
+      if (verdict === 'late')
+        throw new TermkeepError('sidecar/unavailable', `the terminal sidecar did not answer within ${timeoutMs / 1000} s`)
       if (verdict === 'silent') {
-        throw new TermkeepError('sidecar/unavailable', `the terminal sidecar is not answering (its health did not answer within ${SIDECAR_LIVENESS_TIMEOUT_MS / 1000} s)`)
+        throw new TermkeepError(
+          'sidecar/unavailable',
+          `the terminal sidecar is not answering (its health did not answer within ${SIDECAR_LIVENESS_TIMEOUT_MS / 1000} s)`,
+        )
       }
       throw new TermkeepError('sidecar/unavailable', `the terminal sidecar is not reachable${reasonOf(cause)}`)
     } finally {
@@ -237,15 +246,32 @@ export class SidecarClient {
   }
 
   /** SSE `snapshot` events; `query` is WatchDirectoryQuery's wire form. */
-  watchDirectory(sid: string, tid: string, query: Record<string, string>, declared: readonly string[], signal: AbortSignal): Promise<Response> {
+  watchDirectory(
+    sid: string,
+    tid: string,
+    query: Record<string, string>,
+    declared: readonly string[],
+    signal: AbortSignal,
+  ): Promise<Response> {
     const init = streamInit(signal)
     observeHeaders(declared, init.headers as Headers)
-    return this.request(`${terminal(sid, tid)}/observation/files/watchDirectory?${new URLSearchParams(query)}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+    return this.request(
+      `${terminal(sid, tid)}/observation/files/watchDirectory?${new URLSearchParams(query)}`,
+      init,
+      SIDECAR_SLOW_CALL_TIMEOUT_MS,
+    )
   }
 
   /** SSE `append` / `truncate` / `replace` events; `query` is FollowFileQuery's wire form,
    * `lastEventId` a cursor to resume after (it wins over the query's `after`). */
-  followFile(sid: string, tid: string, query: Record<string, string>, declared: readonly string[], signal: AbortSignal, lastEventId?: string): Promise<Response> {
+  followFile(
+    sid: string,
+    tid: string,
+    query: Record<string, string>,
+    declared: readonly string[],
+    signal: AbortSignal,
+    lastEventId?: string,
+  ): Promise<Response> {
     const init = streamInit(signal, lastEventId)
     observeHeaders(declared, init.headers as Headers)
     return this.request(`${terminal(sid, tid)}/observation/files/follow?${new URLSearchParams(query)}`, init, SIDECAR_SLOW_CALL_TIMEOUT_MS)

@@ -23,30 +23,31 @@ async function sidecar(handle: (request: IncomingMessage, response: ServerRespon
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 
-const json = (response: ServerResponse, body: unknown) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body))
+const json = (response: ServerResponse, body: unknown) =>
+  response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body))
 const ENVIRONMENT = { cwd: '/tmp', limits: {} }
 
 describe('sidecar liveness', () => {
-  it.each([['node:http', nodeFetch], ['fetch', undefined]] as const)(
-    'waits for a late answer while the health answers (%s)',
-    async (_, transport) => {
-      let probes = 0
-      const url = await sidecar((request, response) => {
-        if (request.url === '/v1/health') {
-          probes++
-          return json(response, { ok: true, generation: 1, pid: 1 })
-        }
-        // Busy: the answer comes well after the 2 s a quick call used to get.
-        setTimeout(() => json(response, ENVIRONMENT), SIDECAR_CONNECT_TIMEOUT_MS + 1_500)
-      })
-      const client = new SidecarClient({ url, secret: 'x'.repeat(16), fetch: transport })
-      expect(await client.environment('s1')).toEqual(ENVIRONMENT)
-      expect(probes).toBeGreaterThanOrEqual(2)
-    },
-  )
+  it.each([
+    ['node:http', nodeFetch],
+    ['fetch', undefined],
+  ] as const)('waits for a late answer while the health answers (%s)', async (_, transport) => {
+    let probes = 0
+    const url = await sidecar((request, response) => {
+      if (request.url === '/v1/health') {
+        probes++
+        return json(response, { ok: true, generation: 1, pid: 1 })
+      }
+      // Busy: the answer comes well after the 2 s a quick call used to get.
+      setTimeout(() => json(response, ENVIRONMENT), SIDECAR_CONNECT_TIMEOUT_MS + 1_500)
+    })
+    const client = new SidecarClient({ url, secret: 'x'.repeat(16), fetch: transport })
+    expect(await client.environment('s1')).toEqual(ENVIRONMENT)
+    expect(probes).toBeGreaterThanOrEqual(2)
+  })
 
   it('does not cut an answer that arrived while the process could not run its timers', async () => {
-    const url = await sidecar((request, response) => {
+    const url = await sidecar((_request, response) => {
       json(response, ENVIRONMENT)
       // The answer is in the client's socket; this process now stalls past the call's deadline
       // (a loaded host), so the deadline is due before the socket is read again.
@@ -63,7 +64,7 @@ describe('sidecar liveness', () => {
   it('takes any recent answer for a sign of life instead of probing the health', async () => {
     let probes = 0
     const url = await sidecar((request, response) => {
-      if (request.url === '/v1/health') return probes++, json(response, { ok: true, generation: 1, pid: 1 })
+      if (request.url === '/v1/health') return (probes++, json(response, { ok: true, generation: 1, pid: 1 }))
       if (request.url?.endsWith('/slow/terminal-environment')) return void setTimeout(() => json(response, ENVIRONMENT), 3_000)
       json(response, ENVIRONMENT)
     })
@@ -108,7 +109,7 @@ describe('sidecar liveness', () => {
   it('probes a busy sidecar once per interval for all the calls that wait on it, not once per call', async () => {
     let probes = 0
     const url = await sidecar((request, response) => {
-      if (request.url === '/v1/health') return probes++, json(response, { ok: true, generation: 1, pid: 1 })
+      if (request.url === '/v1/health') return (probes++, json(response, { ok: true, generation: 1, pid: 1 }))
       setTimeout(() => json(response, ENVIRONMENT), 2 * SIDECAR_LIVENESS_PROBE_MS + 700)
     })
     const client = new SidecarClient({ url, secret: 'x'.repeat(16), fetch: nodeFetch })

@@ -98,7 +98,11 @@ describe('relaySSE', () => {
     allowed = false
     let rest = ''
     for (let r = await reader.read(); !r.done; r = await reader.read()) rest += dec.decode(r.value)
-    expect(rest.endsWith('event: error\ndata: {"error":{"code":"auth/invalid-token","message":"the token was revoked or expired while the stream was open"}}\n\n')).toBe(true)
+    expect(
+      rest.endsWith(
+        'event: error\ndata: {"error":{"code":"auth/invalid-token","message":"the token was revoked or expired while the stream was open"}}\n\n',
+      ),
+    ).toBe(true)
     expect(aborted).toBe(true)
     expect(upstream.cancelled()).not.toBe(false)
   })
@@ -161,7 +165,11 @@ describe('sseResponse', () => {
     setTimeout(() => (allowed = false), 60)
     const text = await response.text()
     expect(text.startsWith(HEARTBEAT)).toBe(true)
-    expect(text.endsWith('event: error\ndata: {"error":{"code":"auth/invalid-token","message":"the token was revoked or expired while the stream was open"}}\n\n')).toBe(true)
+    expect(
+      text.endsWith(
+        'event: error\ndata: {"error":{"code":"auth/invalid-token","message":"the token was revoked or expired while the stream was open"}}\n\n',
+      ),
+    ).toBe(true)
   })
 })
 
@@ -174,7 +182,10 @@ describe('headWithoutStreams', () => {
     app.use(headWithoutStreams)
     app.get('/relayed', () => relaySSE(new Response(upstream.body), () => (aborted = true), { heartbeatMs: 10_000 }))
     app.get('/produced', () =>
-      sseResponse((sink) => ((producer = sink.signal), new Promise<void>((resolve) => sink.signal.addEventListener('abort', () => resolve()))), { heartbeatMs: 10_000 }),
+      sseResponse(
+        (sink) => ((producer = sink.signal), new Promise<void>((resolve) => sink.signal.addEventListener('abort', () => resolve()))),
+        { heartbeatMs: 10_000 },
+      ),
     )
     const relayed = await app.request('/relayed', { method: 'HEAD' })
     expect([relayed.status, relayed.headers.get('content-type'), relayed.body]).toEqual([200, 'text/event-stream; charset=utf-8', null])

@@ -292,7 +292,10 @@ export function relaySSE(upstream: Response, abortUpstream: () => void, options:
         if (!reader) {
           const started = body.getReader()
           reader = started
-          relay.start({ write: (chunk) => controller.enqueue(chunk), close: () => controller.close() }, () => void started.cancel().catch(() => {}))
+          relay.start(
+            { write: (chunk) => controller.enqueue(chunk), close: () => controller.close() },
+            () => void started.cancel().catch(() => {}),
+          )
         }
         try {
           const { done, value } = await reader.read()

@@ -149,8 +149,9 @@ async function checkJsonBody(c: Context): Promise<boolean> {
   if (large) await yieldToLoop()
   const problem = jsonBodyProblem(bytes, MAX_JSON_DEPTH)
   if (problem) throw new TermkeepError('request/invalid', problem)
-  if (large) await yieldToLoop()
-  // hono keeps each body form as a promise here (typed as the value); `json()` parses `text`.
+  if (large)
+    await yieldToLoop()
+    // hono keeps each body form as a promise here (typed as the value); `json()` parses `text`.
   ;(c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text)
   return large
 }

@@ -39,7 +39,11 @@ const STREAM_BYTES = Number(process.env.BENCH_STREAM_BYTES ?? 48 * 1024 * 1024)
 const STREAM_ROUNDS = 5
 
 /** Requests per second for one request sent over and over (a GET unless `request` says). */
-export async function rps(url: string, headers: Record<string, string> = {}, request: { method?: string; body?: string } = {}): Promise<number> {
+export async function rps(
+  url: string,
+  headers: Record<string, string> = {},
+  request: { method?: string; body?: string } = {},
+): Promise<number> {
   // The load generator runs in its own thread, off the measured server's event loop.
   const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, workers: 1, headers, ...request })
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`)
@@ -101,9 +105,12 @@ const scenario: BenchScenario = {
       server.get('/bare/hello', (c) => c.json({ ok: true }))
       server.get('/bare/workspaces', async (c) => c.json(await listWorkspaces(storage.db)))
       server.get('/bare/files/text', async (c) => {
-        const upstream = await nodeFetch(`${sidecar.url}${c.req.path.replace('/bare/files/text', '/v1/sessions/bench/files/text')}?${new URL(c.req.url).searchParams}`, {
-          headers: { authorization: `Bearer ${sidecar.secret}` },
-        })
+        const upstream = await nodeFetch(
+          `${sidecar.url}${c.req.path.replace('/bare/files/text', '/v1/sessions/bench/files/text')}?${new URL(c.req.url).searchParams}`,
+          {
+            headers: { authorization: `Bearer ${sidecar.secret}` },
+          },
+        )
         return c.json(await upstream.json())
       })
     })
@@ -119,11 +126,19 @@ const scenario: BenchScenario = {
         for (let s = 0; s < 3; s++) await post('/v1/sessions', { id: `s${i}-${s}`, cwd: ws })
       }
       await post('/v1/sessions', { id: 'bench', cwd: join(dir, 'workspaces', 'project-0') })
-      writeFileSync(join(dir, 'workspaces', 'project-0', 'small.txt'), Array.from({ length: 40 }, (_, i) => `line ${i} of a small file`).join('\n'))
+      writeFileSync(
+        join(dir, 'workspaces', 'project-0', 'small.txt'),
+        Array.from({ length: 40 }, (_, i) => `line ${i} of a small file`).join('\n'),
+      )
 
       const hello = await rps(`${base}/bare/hello`)
-      const [list, bareList] = await compare(() => rps(`${base}/v1/workspaces`, auth), () => rps(`${base}/bare/workspaces`))
-      rows.push(row('GET /v1/workspaces vs bare route, same query', list, bareList, 'req/s', 0.5, `constant bare route: ${hello.toFixed(0)} req/s`))
+      const [list, bareList] = await compare(
+        () => rps(`${base}/v1/workspaces`, auth),
+        () => rps(`${base}/bare/workspaces`),
+      )
+      rows.push(
+        row('GET /v1/workspaces vs bare route, same query', list, bareList, 'req/s', 0.5, `constant bare route: ${hello.toFixed(0)} req/s`),
+      )
       const query = 'path=small.txt&limit=100'
       try {
         const [page, barePage] = await compare(
@@ -149,7 +164,11 @@ const scenario: BenchScenario = {
 /** Records STREAM_BYTES of output once, then replays the journal both ways (alternating). */
 async function streamRow(base: string, auth: Record<string, string>, sidecarUrl: string, sidecarSecret: string): Promise<BenchRow> {
   const terminal = `${base}/v1/sessions/bench/terminals/flood`
-  const created = await fetch(terminal, { method: 'PUT', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ cols: 200, rows: 50 }) })
+  const created = await fetch(terminal, {
+    method: 'PUT',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ cols: 200, rows: 50 }),
+  })
   if (!created.ok) throw new Error(`create answered ${created.status}: ${await created.text()}`)
   const command = `head -c ${(STREAM_BYTES * 3) / 4} /dev/urandom | base64 -w 199; exit\r`
   // Input is for the controlling attachment: follow first (and keep reading so it never stalls).
@@ -171,7 +190,9 @@ async function streamRow(base: string, auth: Record<string, string>, sidecarUrl:
   const pairs: number[] = []
   for (let round = 0; round < STREAM_ROUNDS; round++) {
     let cpu = process.cpuUsage()
-    const d = await drain(`${sidecarUrl}/v1/sessions/bench/terminals/flood/output/watch?after=0`, { authorization: `Bearer ${sidecarSecret}` })
+    const d = await drain(`${sidecarUrl}/v1/sessions/bench/terminals/flood/output/watch?after=0`, {
+      authorization: `Bearer ${sidecarSecret}`,
+    })
     cpu = process.cpuUsage(cpu)
     clientCpu += (cpu.user + cpu.system) / 1000
     read += d.bytes
@@ -198,7 +219,15 @@ function row(metric: string, value: number, baseline: number, unit: string, targ
 }
 
 function missing(metric: string, unit: string, target: number, error: unknown): BenchRow {
-  return { area: 'api', metric, value: 0, unit, target: `≥ ${target}×`, met: false, note: `not measured: ${String((error as Error).message ?? error).slice(0, 120)}` }
+  return {
+    area: 'api',
+    metric,
+    value: 0,
+    unit,
+    target: `≥ ${target}×`,
+    met: false,
+    note: `not measured: ${String((error as Error).message ?? error).slice(0, 120)}`,
+  }
 }
 
 export default scenario

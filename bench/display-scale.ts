@@ -63,9 +63,17 @@ const dbSize = (sidecar: RunningSidecar) => ['termkeep.db', 'termkeep.db-wal'].r
 const SESSIONS = 4
 const sessionOf = (i: number) => `s${i % SESSIONS}`
 
-async function withSidecar<T>(dir: string, scripts: Record<string, string>, env: Record<string, string>, run: (sidecar: RunningSidecar, http: SidecarHttp, path: (name: string) => string) => Promise<T>): Promise<T> {
+async function withSidecar<T>(
+  dir: string,
+  scripts: Record<string, string>,
+  env: Record<string, string>,
+  run: (sidecar: RunningSidecar, http: SidecarHttp, path: (name: string) => string) => Promise<T>,
+): Promise<T> {
   const fixture = shellsFixture(scripts)
-  const sidecar = await startSidecar({ dataDir: mkdtempSync(join(dir, 'sidecar-')), env: { TERMKEEP_SHELLS_FILE: fixture.shellsFile, ...env } })
+  const sidecar = await startSidecar({
+    dataDir: mkdtempSync(join(dir, 'sidecar-')),
+    env: { TERMKEEP_SHELLS_FILE: fixture.shellsFile, ...env },
+  })
   try {
     for (let i = 0; i < SESSIONS; i++) await insertSession(sidecar.databaseUrl, sessionOf(i), dir)
     return await run(sidecar, new SidecarHttp(sidecar), fixture.path)
@@ -103,22 +111,44 @@ async function soak(dir: string): Promise<BenchRow[]> {
     const display = end.display - start.display
     const db = end.db - start.db
     const storage = await openStorage({ url: sidecar.databaseUrl })
-    const sum = async (table: string) => Number((await storage.client.execute(`SELECT coalesce(sum(length(body)), 0) AS n FROM ${table}`)).rows[0].n)
+    const sum = async (table: string) =>
+      Number((await storage.client.execute(`SELECT coalesce(sum(length(body)), 0) AS n FROM ${table}`)).rows[0].n)
     const held = { history: await sum('display_history'), events: await sum('display_chunks') }
     storage.close()
     const mb = (n: number) => (n / 1e6).toFixed(1)
     const note = `${SOAK_TERMINALS} terminals, ${SOAK_SECONDS} s soak, ${(output / SOAK_SECONDS / 1e6).toFixed(2)} MB/s of output in all`
     const where = `at the end: file ${mb(sizeOf(join(sidecar.dataDir, 'termkeep.db')))} MB + WAL ${mb(sizeOf(join(sidecar.dataDir, 'termkeep.db-wal')))} MB, holding ${mb(held.history)} MB of history rows and ${mb(held.events)} MB of viewport events`
     return [
-      { area: 'display', metric: 'display bytes written per output byte (moderate-output soak)', value: display / 1e6, baseline: output / 1e6, unit: 'MB', ratio: display / output, target: '≤ 1.5×', met: display / output <= 1.5, note },
-      { area: 'display', metric: 'database growth (file + WAL) vs journal growth (same soak)', value: db / 1e6, baseline: output / 1e6, unit: 'MB', ratio: db / output, target: '≤ 1×', met: db / output <= 1, note: `${note}; ${where}` },
+      {
+        area: 'display',
+        metric: 'display bytes written per output byte (moderate-output soak)',
+        value: display / 1e6,
+        baseline: output / 1e6,
+        unit: 'MB',
+        ratio: display / output,
+        target: '≤ 1.5×',
+        met: display / output <= 1.5,
+        note,
+      },
+      {
+        area: 'display',
+        metric: 'database growth (file + WAL) vs journal growth (same soak)',
+        value: db / 1e6,
+        baseline: output / 1e6,
+        unit: 'MB',
+        ratio: db / output,
+        target: '≤ 1×',
+        met: db / output <= 1,
+        note: `${note}; ${where}`,
+      },
     ]
   })
 }
 
 function colouredFile(path: string, lines: number): void {
   let out = ''
-  for (let i = 0; i < lines; i++) out += `\x1b[90m08:${String((i / 60) % 60 | 0).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}\x1b[0m \x1b[3${(i % 7) + 1}mINFO\x1b[0m \x1b[36m[w-${i % 9}]\x1b[0m request \x1b[1m#${i}\x1b[0m served in ${(i * 7) % 900}ms\n`
+  for (let i = 0; i < lines; i++)
+    out += `\x1b[90m08:${String(((i / 60) % 60) | 0).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}\x1b[0m \x1b[3${(i % 7) + 1}mINFO\x1b[0m \x1b[36m[w-${i % 9}]\x1b[0m request \x1b[1m#${i}\x1b[0m served in ${(i * 7) % 900}ms\n`
   writeFileSync(path, out)
 }
 
@@ -186,9 +216,37 @@ async function quiet(dir: string): Promise<BenchRow[]> {
     times.sort((a, b) => a - b)
     const median = times[Math.floor(times.length / 2)]
     return [
-      { area: 'display', metric: `sidecar RSS per quiet terminal with a full 10,000-row history, vs a tmux 3 pane (same output, same history)`, value: perTerminal / 1024, baseline: tmuxKiB / 1024, unit: 'MiB', ratio: perTerminal / tmuxKiB, target: '≤ 1×', met: perTerminal <= tmuxKiB, note: `${QUIET} terminals of ${QUIET_LINES} coloured lines each after ${QUIET} such terminals warmed the process, emulators released and collected; measured ${(measured / 1024).toFixed(2)} MiB each` },
-      { area: 'display', metric: `sidecar RSS per quiet terminal in a fresh process (the warm-up batch), vs a tmux 3 pane`, value: coldPerTerminal / 1024, baseline: tmuxKiB / 1024, unit: 'MiB', ratio: coldPerTerminal / tmuxKiB, target: 'reference', met: true, note: `the first ${QUIET} terminals, started at once, quiet, released and collected: what stays is mostly freed memory glibc keeps for reuse (the next ${QUIET} reuse it) and V8 heap pages of the two workers` },
-      { area: 'display', metric: 'rebuild of a released terminal (screen read: newest revision + journal after it)', value: median, unit: 'ms', target: '≤ 300 ms', met: median <= 300, note: `median of ${QUIET}; all: ${times.map((t) => t.toFixed(0)).join(', ')} ms` },
+      {
+        area: 'display',
+        metric: `sidecar RSS per quiet terminal with a full 10,000-row history, vs a tmux 3 pane (same output, same history)`,
+        value: perTerminal / 1024,
+        baseline: tmuxKiB / 1024,
+        unit: 'MiB',
+        ratio: perTerminal / tmuxKiB,
+        target: '≤ 1×',
+        met: perTerminal <= tmuxKiB,
+        note: `${QUIET} terminals of ${QUIET_LINES} coloured lines each after ${QUIET} such terminals warmed the process, emulators released and collected; measured ${(measured / 1024).toFixed(2)} MiB each`,
+      },
+      {
+        area: 'display',
+        metric: `sidecar RSS per quiet terminal in a fresh process (the warm-up batch), vs a tmux 3 pane`,
+        value: coldPerTerminal / 1024,
+        baseline: tmuxKiB / 1024,
+        unit: 'MiB',
+        ratio: coldPerTerminal / tmuxKiB,
+        target: 'reference',
+        met: true,
+        note: `the first ${QUIET} terminals, started at once, quiet, released and collected: what stays is mostly freed memory glibc keeps for reuse (the next ${QUIET} reuse it) and V8 heap pages of the two workers`,
+      },
+      {
+        area: 'display',
+        metric: 'rebuild of a released terminal (screen read: newest revision + journal after it)',
+        value: median,
+        unit: 'ms',
+        target: '≤ 300 ms',
+        met: median <= 300,
+        note: `median of ${QUIET}; all: ${times.map((t) => t.toFixed(0)).join(', ')} ms`,
+      },
     ]
   })
 }
@@ -243,7 +301,15 @@ async function flood(dir: string): Promise<BenchRow[]> {
     const worst = Math.max(...lags) / 1000
     const emulatorWorst = Math.max(...emulatorLags) / 1000
     return [
-      { area: 'display', metric: `newest revision's lag behind the journal during a ${FLOOD_TERMINALS}-terminal flood (p100)`, value: worst, unit: 's', target: '≤ 5 s', met: worst <= 5, note: `${FLOOD_TERMINALS} × cat ${FLOOD_MIB} MiB at 120×40, sampled every 100 ms, ${((now() - started) / 1000).toFixed(0)} s; the emulator itself lagged ≤ ${emulatorWorst.toFixed(2)} s` },
+      {
+        area: 'display',
+        metric: `newest revision's lag behind the journal during a ${FLOOD_TERMINALS}-terminal flood (p100)`,
+        value: worst,
+        unit: 's',
+        target: '≤ 5 s',
+        met: worst <= 5,
+        note: `${FLOOD_TERMINALS} × cat ${FLOOD_MIB} MiB at 120×40, sampled every 100 ms, ${((now() - started) / 1000).toFixed(0)} s; the emulator itself lagged ≤ ${emulatorWorst.toFixed(2)} s`,
+      },
     ]
   })
 }
@@ -251,12 +317,16 @@ async function flood(dir: string): Promise<BenchRow[]> {
 async function fanOut(dir: string): Promise<BenchRow[]> {
   const file = join(dir, 'watch.txt')
   plainFile(file, WATCH_MIB)
-  const expected = createHash('sha256').update(Buffer.from(readFileLatin1(file).replace(/\n/g, '\r\n'), 'latin1')).digest('hex')
+  const expected = createHash('sha256')
+    .update(Buffer.from(readFileLatin1(file).replace(/\n/g, '\r\n'), 'latin1'))
+    .digest('hex')
   return withSidecar(dir, { watched: `sleep 1; cat ${file}` }, {}, async (sidecar, http, path) => {
     const run = async (id: string, watchers: number) => {
       await create(http, id, path('watched'))
       const t0 = now()
-      const results = await Promise.all(Array.from({ length: watchers }, () => drain(sidecar, `/v1/sessions/s0/terminals/${id}/output/watch?after=0`)))
+      const results = await Promise.all(
+        Array.from({ length: watchers }, () => drain(sidecar, `/v1/sessions/s0/terminals/${id}/output/watch?after=0`)),
+      )
       const seconds = (now() - t0 - 1000) / 1000
       const exact = results.filter((r) => r.sha256 === expected).length
       const bytes = results.reduce((n, r) => n + r.bytes, 0)
@@ -266,7 +336,17 @@ async function fanOut(dir: string): Promise<BenchRow[]> {
     const many = await run('w100', WATCHERS)
     const ratio = many.rate / one.rate
     return [
-      { area: 'display', metric: `${WATCHERS} watchOutput watchers of one busy terminal, aggregate delivered bytes/s vs one watcher`, value: many.rate / MiB, baseline: one.rate / MiB, unit: 'MiB/s', ratio, target: '≥ 0.5×', met: ratio >= 0.5 && many.exact === WATCHERS && one.exact === 1, note: `cat ${WATCH_MIB} MiB; byte-exact: ${many.exact}/${WATCHERS} and ${one.exact}/1` },
+      {
+        area: 'display',
+        metric: `${WATCHERS} watchOutput watchers of one busy terminal, aggregate delivered bytes/s vs one watcher`,
+        value: many.rate / MiB,
+        baseline: one.rate / MiB,
+        unit: 'MiB/s',
+        ratio,
+        target: '≥ 0.5×',
+        met: ratio >= 0.5 && many.exact === WATCHERS && one.exact === 1,
+        note: `cat ${WATCH_MIB} MiB; byte-exact: ${many.exact}/${WATCHERS} and ${one.exact}/1`,
+      },
     ]
   })
 }
@@ -281,7 +361,12 @@ const scenario: BenchScenario = {
     const dir = mkdtempSync(join(tmpdir(), 'termkeep-bench-scale-'))
     try {
       const only = process.env.TERMKEEP_BENCH_SCALE?.split(',')
-      const parts: Array<[string, (dir: string) => Promise<BenchRow[]>]> = [['soak', soak], ['quiet', quiet], ['flood', flood], ['fanout', fanOut]]
+      const parts: Array<[string, (dir: string) => Promise<BenchRow[]>]> = [
+        ['soak', soak],
+        ['quiet', quiet],
+        ['flood', flood],
+        ['fanout', fanOut],
+      ]
       const rows: BenchRow[] = []
       for (const [name, part] of parts) if (!only || only.includes(name)) rows.push(...(await part(dir)))
       return rows

@@ -39,7 +39,7 @@ function colouredLog(rows: number): string {
   const levels = ['\x1b[32mINFO\x1b[0m ', '\x1b[33mWARN\x1b[0m ', '\x1b[1;31mERROR\x1b[0m', '\x1b[2mDEBUG\x1b[0m']
   let out = ''
   for (let i = 0; i < rows; i++) {
-    const t = `2026-11-30T08:${String((i / 60) % 60 | 0).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}Z`
+    const t = `2026-11-30T08:${String(((i / 60) % 60) | 0).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}Z`
     out += `\x1b[90m${t}\x1b[0m ${levels[i % 4]} \x1b[36m[worker-${i % 7}]\x1b[0m request \x1b[1m#${i}\x1b[0m served in ${(i * 7) % 900}ms\r\n`
   }
   return out
@@ -52,7 +52,12 @@ export async function historyScenario(dir: string): Promise<BenchRow[]> {
   await migrate(storage.client)
   await storage.db.insert(sessions).values({ id: 's', cwd: dir })
   const token = (await createToken(storage.db, { name: 'b', grants: ['terminals:display'], sessions: 'all' })).secret
-  const app = createApp({ db: storage.db, client: storage.client, sidecar: new SidecarClient({ url: 'http://127.0.0.1:9', secret: 'x'.repeat(32) }), runtime: 'node' })
+  const app = createApp({
+    db: storage.db,
+    client: storage.client,
+    sidecar: new SidecarClient({ url: 'http://127.0.0.1:9', secret: 'x'.repeat(32) }),
+    runtime: 'node',
+  })
   const runs: number[][] = []
   let encodedBytes = 0
   for (let run = 0; run < 5; run++) {
@@ -124,7 +129,19 @@ async function tmuxSeconds(file: string, dir: string): Promise<number> {
   const conf = join(dir, 'tmux.conf')
   writeFileSync(conf, `set -g history-limit ${historyRowsFor(BIG_COLS)}\n`)
   const t0 = process.hrtime.bigint()
-  execFileSync('tmux', ['-L', socket, '-f', conf, 'new-session', '-d', '-x', String(BIG_COLS), '-y', String(BIG_ROWS), `cat ${file}; tmux -L ${socket} wait-for -S done`])
+  execFileSync('tmux', [
+    '-L',
+    socket,
+    '-f',
+    conf,
+    'new-session',
+    '-d',
+    '-x',
+    String(BIG_COLS),
+    '-y',
+    String(BIG_ROWS),
+    `cat ${file}; tmux -L ${socket} wait-for -S done`,
+  ])
   execFileSync('tmux', ['-L', socket, 'wait-for', 'done'])
   const seconds = ms(t0) / 1000
   try {
@@ -143,7 +160,9 @@ async function termkeepSeconds(file: string, dir: string): Promise<number> {
     const storage = await openStorage({ url: sidecar.databaseUrl })
     const http = new SidecarHttp(sidecar)
     const t0 = process.hrtime.bigint()
-    const created = await http.json('PUT', '/v1/sessions/s/terminals/big', { json: { cols: BIG_COLS, rows: BIG_ROWS, shell: fixture.path('catbig') } })
+    const created = await http.json('PUT', '/v1/sessions/s/terminals/big', {
+      json: { cols: BIG_COLS, rows: BIG_ROWS, shell: fixture.path('catbig') },
+    })
     if (created.status !== 201) throw new Error(`create failed: ${JSON.stringify(created.body)}`)
     for (;;) {
       const [latest] = await storage.db

@@ -85,7 +85,19 @@ function tmux(file: string, dir: string): number {
   const conf = join(dir, 'tmux.conf')
   writeFileSync(conf, '')
   const start = process.hrtime.bigint()
-  execFileSync('tmux', ['-L', socket, '-f', conf, 'new-session', '-d', '-x', String(COLS), '-y', String(ROWS), `cat ${file}; tmux -L ${socket} wait-for -S done`])
+  execFileSync('tmux', [
+    '-L',
+    socket,
+    '-f',
+    conf,
+    'new-session',
+    '-d',
+    '-x',
+    String(COLS),
+    '-y',
+    String(ROWS),
+    `cat ${file}; tmux -L ${socket} wait-for -S done`,
+  ])
   execFileSync('tmux', ['-L', socket, 'wait-for', 'done'])
   const elapsed = seconds(start)
   try {
@@ -106,31 +118,34 @@ function tmux(file: string, dir: string): number {
 export function drain(sidecar: { url: string; secret: string }, path: string): Promise<{ bytes: number; sha256: string }> {
   const url = new URL(sidecar.url)
   return new Promise((resolve, reject) => {
-    const request = nodeHttp.get({ host: url.hostname, port: url.port, path, headers: { authorization: `Bearer ${sidecar.secret}` } }, (response) => {
-      if (response.statusCode !== 200) return reject(new Error(`watchOutput answered ${response.statusCode}`))
-      const hash = createHash('sha256')
-      let bytes = 0
-      let rest: Buffer = Buffer.alloc(0)
-      response.on('data', (chunk: Buffer) => {
-        const buffer = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk
-        let start = 0
-        for (let end; (end = buffer.indexOf('\n\n', start)) !== -1; start = end + 2) {
-          const block = buffer.toString('latin1', start, end)
-          if (block.startsWith('event: closed\n')) {
-            response.destroy()
-            return resolve({ bytes, sha256: hash.digest('hex') })
+    const request = nodeHttp.get(
+      { host: url.hostname, port: url.port, path, headers: { authorization: `Bearer ${sidecar.secret}` } },
+      (response) => {
+        if (response.statusCode !== 200) return reject(new Error(`watchOutput answered ${response.statusCode}`))
+        const hash = createHash('sha256')
+        let bytes = 0
+        let rest: Buffer = Buffer.alloc(0)
+        response.on('data', (chunk: Buffer) => {
+          const buffer = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk
+          let start = 0
+          for (let end; (end = buffer.indexOf('\n\n', start)) !== -1; start = end + 2) {
+            const block = buffer.toString('latin1', start, end)
+            if (block.startsWith('event: closed\n')) {
+              response.destroy()
+              return resolve({ bytes, sha256: hash.digest('hex') })
+            }
+            if (!block.startsWith('event: data\n')) continue
+            const item = JSON.parse(block.slice(block.indexOf('\ndata: ') + 7)) as { data: string }
+            const decoded = Buffer.from(item.data, 'base64')
+            bytes += decoded.length
+            hash.update(decoded)
           }
-          if (!block.startsWith('event: data\n')) continue
-          const item = JSON.parse(block.slice(block.indexOf('\ndata: ') + 7)) as { data: string }
-          const decoded = Buffer.from(item.data, 'base64')
-          bytes += decoded.length
-          hash.update(decoded)
-        }
-        rest = buffer.subarray(start)
-      })
-      response.on('end', () => reject(new Error('watchOutput ended without closed')))
-      response.on('error', reject)
-    })
+          rest = buffer.subarray(start)
+        })
+        response.on('end', () => reject(new Error('watchOutput ended without closed')))
+        response.on('error', reject)
+      },
+    )
     request.on('error', reject)
   })
 }
@@ -185,10 +200,14 @@ const echoAgent = new nodeHttp.Agent({ keepAlive: true, maxSockets: 1 })
 
 function leanPost(url: string, body: string, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
-    const request = nodeHttp.request(url, { method: 'POST', agent: echoAgent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (response) => {
-      response.resume()
-      response.once('end', () => resolve(response.statusCode ?? 0))
-    })
+    const request = nodeHttp.request(
+      url,
+      { method: 'POST', agent: echoAgent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+      (response) => {
+        response.resume()
+        response.once('end', () => resolve(response.statusCode ?? 0))
+      },
+    )
     request.once('error', reject)
     request.end(body)
   })
@@ -238,7 +257,10 @@ async function sidecarEcho(sidecar: { url: string; secret: string }, path: strin
 async function bareHttpSamples(): Promise<number[]> {
   const child = spawn(
     process.execPath,
-    ['-e', "require('node:http').createServer((q, r) => q.resume().on('end', () => { r.statusCode = 204; r.end() })).listen(0, '127.0.0.1', function () { console.log(this.address().port) })"],
+    [
+      '-e',
+      "require('node:http').createServer((q, r) => q.resume().on('end', () => { r.statusCode = 204; r.end() })).listen(0, '127.0.0.1', function () { console.log(this.address().port) })",
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   )
   try {
@@ -314,7 +336,11 @@ async function run(): Promise<BenchRow[]> {
 
     const mib = expected.bytes / MiB
     const rates = (runs: { seconds: number }[]) => runs.map((r) => (mib / r.seconds).toFixed(1)).join(', ')
-    const median = (runs: { seconds: number }[]) => percentile(runs.map((r) => mib / r.seconds), 50)
+    const median = (runs: { seconds: number }[]) =>
+      percentile(
+        runs.map((r) => mib / r.seconds),
+        50,
+      )
     const aRate = mib / a.seconds
     const bRate = mib / b
     const cRate = mib / cSeconds
@@ -334,7 +360,10 @@ async function run(): Promise<BenchRow[]> {
         met: cComplete && cRate / aRate >= 0.9,
         note: `best of ${FLOOD_ROUNDS}, alternating; all runs: termkeep ${rates(runsC)}, node-pty ${rates(runsA)} MiB/s; median ratio ${(median(runsC) / median(runsA)).toFixed(2)}×; termkeep ${
           cComplete ? `byte-exact ${FLOOD_ROUNDS}/${FLOOD_ROUNDS}` : `INCOMPLETE ${c.bytes}/${expected.bytes}`
-        }; node-pty ${aComplete ? `byte-exact ${FLOOD_ROUNDS}/${FLOOD_ROUNDS}` : `short at exit: ${runsA.map((r) => expected.bytes - r.bytes).join(', ')} B`
+        }; node-pty ${
+          aComplete
+            ? `byte-exact ${FLOOD_ROUNDS}/${FLOOD_ROUNDS}`
+            : `short at exit: ${runsA.map((r) => expected.bytes - r.bytes).join(', ')} B`
         }`,
       },
       {

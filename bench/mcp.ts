@@ -32,7 +32,11 @@ const scenario: BenchScenario = {
       await fetch(`${base}/v1/sessions`, { method: 'POST', headers: json, body: JSON.stringify({ id: 'bench', cwd: ws }) })
       const mcp = { ...json, accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' }
       // A screen with some text on it, made through MCP itself.
-      const run = await fetch(`${base}/mcp`, { method: 'POST', headers: mcp, body: toolCall('run_command', { sid: 'bench', tid: 'screen', command: 'seq 1 30' }) })
+      const run = await fetch(`${base}/mcp`, {
+        method: 'POST',
+        headers: mcp,
+        body: toolCall('run_command', { sid: 'bench', tid: 'screen', command: 'seq 1 30' }),
+      })
       if (!(await run.text()).includes('"exitCode\\":0')) throw new Error('run_command did not finish')
       // The call measured: checked once here to answer the screen, not an error.
       const body = toolCall('read_screen', { sid: 'bench', tid: 'screen' })
@@ -43,7 +47,18 @@ const scenario: BenchScenario = {
         () => rps(`${base}/v1/sessions/bench/terminals/screen/screen`, auth),
       )
       const ratio = viaMcp / viaRoute
-      return [{ area: 'mcp', metric: METRIC, value: viaMcp, baseline: viaRoute, unit: 'req/s', ratio, target: `≥ ${TARGET}×`, met: ratio >= TARGET }]
+      return [
+        {
+          area: 'mcp',
+          metric: METRIC,
+          value: viaMcp,
+          baseline: viaRoute,
+          unit: 'req/s',
+          ratio,
+          target: `≥ ${TARGET}×`,
+          met: ratio >= TARGET,
+        },
+      ]
     } catch (error) {
       const note = `not measured: ${String((error as Error).message ?? error).slice(0, 160)}`
       return [{ area: 'mcp', metric: METRIC, value: 0, unit: 'req/s', target: `≥ ${TARGET}×`, met: false, note }]

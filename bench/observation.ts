@@ -9,7 +9,19 @@
  *   the baseline is a bare fs.watch reader in this process (the same inotify wake-up, then a read
  *   from its offset). p99 over all lines. Target ≤ 100 ms.
  */
-import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, watch, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  watch,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createToken } from '../api/auth/tokens.ts'
@@ -61,10 +73,19 @@ class Api {
     readonly token: string,
   ) {}
   /** As the observer, or with `auth` (the stack's all-grants token for setting up). */
-  async call(method: string, path: string, json?: unknown, auth: Record<string, string> = { authorization: `Bearer ${this.token}` }): Promise<any> {
+  async call(
+    method: string,
+    path: string,
+    json?: unknown,
+    auth: Record<string, string> = { authorization: `Bearer ${this.token}` },
+  ): Promise<any> {
     const headers: Record<string, string> = { ...auth }
     if (json !== undefined) headers['content-type'] = 'application/json'
-    const response = await fetch(`${this.stack.base}${path}`, { method, headers, body: json === undefined ? undefined : JSON.stringify(json) })
+    const response = await fetch(`${this.stack.base}${path}`, {
+      method,
+      headers,
+      body: json === undefined ? undefined : JSON.stringify(json),
+    })
     if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`)
     return response.status === 204 ? undefined : response.json()
   }
@@ -90,12 +111,20 @@ async function terminal(api: Api, tid: string): Promise<(text: string) => Promis
 async function descendantsRow(api: Api): Promise<BenchRow> {
   const type = await terminal(api, 'tree')
   const path = `/v1/sessions/${SID}/terminals/tree/observation/processes/descendants`
-  await waitFor(async () => (await api.call('GET', `/v1/sessions/${SID}/terminals/tree/observation`)).foreground.executableName === 'bash', 20_000, 'bash')
+  await waitFor(
+    async () => (await api.call('GET', `/v1/sessions/${SID}/terminals/tree/observation`)).foreground.executableName === 'bash',
+    20_000,
+    'bash',
+  )
   await type(`for i in $(seq ${TREE - 1}); do sleep 900 & done\r`)
-  const tree = await waitFor(async () => {
-    const answer = await api.call('POST', path, {})
-    return answer.processes.length >= TREE && answer
-  }, 30_000, `${TREE} processes`)
+  const tree = await waitFor(
+    async () => {
+      const answer = await api.call('POST', path, {})
+      return answer.processes.length >= TREE && answer
+    },
+    30_000,
+    `${TREE} processes`,
+  )
   const shellPid = tree.processes[0].pid
   const viaApi: number[] = []
   const bare: number[] = []
@@ -156,21 +185,31 @@ function arrivals(label: string) {
 
 async function followRow(api: Api, home: string): Promise<BenchRow> {
   await terminal(api, 'follow')
-  await waitFor(async () => (await api.call('GET', `/v1/sessions/${SID}/terminals/follow/observation`)).foreground.executableName === 'bash', 20_000, 'bash')
+  await waitFor(
+    async () => (await api.call('GET', `/v1/sessions/${SID}/terminals/follow/observation`)).foreground.executableName === 'bash',
+    20_000,
+    'bash',
+  )
   const file = join(home, 'journal.jsonl')
   writeFileSync(file, '')
-  const { handle } = await api.call('POST', `/v1/sessions/${SID}/terminals/follow/observation/files/resolveHomeRelative`, { relativePath: 'journal.jsonl' })
+  const { handle } = await api.call('POST', `/v1/sessions/${SID}/terminals/follow/observation/files/resolveHomeRelative`, {
+    relativePath: 'journal.jsonl',
+  })
 
   // termkeep: follow over SSE through the API.
   const got = arrivals('api')
   const stop = new AbortController()
-  const response = await fetch(`${api.stack.base}/v1/sessions/${SID}/terminals/follow/observation/files/follow?handle=${encodeURIComponent(handle.id)}`, {
-    headers: { authorization: `Bearer ${api.token}` },
-    signal: stop.signal,
-  })
+  const response = await fetch(
+    `${api.stack.base}/v1/sessions/${SID}/terminals/follow/observation/files/follow?handle=${encodeURIComponent(handle.id)}`,
+    {
+      headers: { authorization: `Bearer ${api.token}` },
+      signal: stop.signal,
+    },
+  )
   const reading = (async () => {
     try {
-      for await (const event of readSse(response.body!, stop.signal)) got.push(Buffer.from((JSON.parse(event.data) as FollowChunk).bytes, 'base64').toString())
+      for await (const event of readSse(response.body!, stop.signal))
+        got.push(Buffer.from((JSON.parse(event.data) as FollowChunk).bytes, 'base64').toString())
     } catch {} // the abort below ends the stream
   })()
   await sleep(200)

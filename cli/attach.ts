@@ -57,14 +57,21 @@ export async function attachCommand(args: string[]): Promise<number> {
   // Fail fast, before touching the local terminal, when the server or the terminal is not there.
   const info = await client.terminal(sessionId, terminalId)
   if (info.state !== 'starting' && info.state !== 'running') {
-    process.stderr.write(`termkeep: terminal ${sessionId}/${terminalId} ${ended(info)}; \`termkeep display ${sessionId} ${terminalId}\` prints its last screen\n`)
+    process.stderr.write(
+      `termkeep: terminal ${sessionId}/${terminalId} ${ended(info)}; \`termkeep display ${sessionId} ${terminalId}\` prints its last screen\n`,
+    )
     return 1
   }
   return attachTo(client, sessionId, terminalId, giveUpMs)
 }
 
 /** Attaches this terminal to a live remote terminal until detach or its end (exit code). */
-export function attachTo(client: TermkeepClient, sessionId: string, terminalId: string, giveUpMs = CLI_RECONNECT_GIVE_UP_MS): Promise<number> {
+export function attachTo(
+  client: TermkeepClient,
+  sessionId: string,
+  terminalId: string,
+  giveUpMs = CLI_RECONNECT_GIVE_UP_MS,
+): Promise<number> {
   return new Attachment(client, sessionId, terminalId, giveUpMs).run()
 }
 
@@ -231,9 +238,14 @@ class Attachment {
   #report(end: FollowEnd): number {
     const where = `${this.sessionId}/${this.terminalId}`
     if (this.#inputError) process.stderr.write(`${this.#inputError}\n`)
-    if (this.#droppedBytes > 0) process.stderr.write(`termkeep: ${this.#droppedBytes} byte(s) of input were not sent: this attachment did not have control when they were typed\n`)
+    if (this.#droppedBytes > 0)
+      process.stderr.write(
+        `termkeep: ${this.#droppedBytes} byte(s) of input were not sent: this attachment did not have control when they were typed\n`,
+      )
     if (this.#gaveUp) {
-      process.stderr.write(`termkeep: lost the connection to ${this.client.url}; gave up after ${this.giveUpMs / 1000} s (${where} keeps running)\n`)
+      process.stderr.write(
+        `termkeep: lost the connection to ${this.client.url}; gave up after ${this.giveUpMs / 1000} s (${where} keeps running)\n`,
+      )
       return 1
     }
     if (end.kind === 'aborted' || this.#detached) {
@@ -241,7 +253,9 @@ class Attachment {
       return 0
     }
     if (end.kind === 'ended') {
-      const state = end.info ? ` (${end.info.state}${end.info.exitCode !== null ? `, exit code ${end.info.exitCode}` : ''}${end.info.exitSignal !== null ? `, signal ${end.info.exitSignal}` : ''})` : ''
+      const state = end.info
+        ? ` (${end.info.state}${end.info.exitCode !== null ? `, exit code ${end.info.exitCode}` : ''}${end.info.exitSignal !== null ? `, signal ${end.info.exitSignal}` : ''})`
+        : ''
       process.stderr.write(`[terminal ${where} ended${state}]\n`)
       // As ssh does: the remote shell's exit code is this command's.
       if (end.info?.exitCode != null) return end.info.exitCode

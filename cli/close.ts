@@ -24,7 +24,11 @@ function exitOf(info: TerminalInfo): string {
 }
 
 export async function closeCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION } })
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION },
+  })
   if (printedHelp(values, USAGE, out)) return 0
   const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'close')
   const result = await remoteClient(values).closeTerminal(sessionId, terminalId)

@@ -21,7 +21,12 @@ export async function displayCommand(args: string[], out: NodeJS.WritableStream 
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { ...REMOTE_OPTIONS, ...HELP_OPTION, plain: { type: 'boolean', default: false }, 'no-history': { type: 'boolean', default: false } },
+    options: {
+      ...REMOTE_OPTIONS,
+      ...HELP_OPTION,
+      plain: { type: 'boolean', default: false },
+      'no-history': { type: 'boolean', default: false },
+    },
   })
   if (printedHelp(values, USAGE, out)) return 0
   const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'display')

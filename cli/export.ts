@@ -32,7 +32,9 @@ export async function exportCommand(args: string[]): Promise<number> {
   if (printedHelp(values, USAGE)) return 0
   const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'export')
   const client = remoteClient(values)
-  const response = await client.request('GET', `${terminalPath(sessionId, terminalId)}/output.cast`, { headers: { accept: ASCIICAST_CONTENT_TYPE } })
+  const response = await client.request('GET', `${terminalPath(sessionId, terminalId)}/output.cast`, {
+    headers: { accept: ASCIICAST_CONTENT_TYPE },
+  })
   if (!response.body) throw new CommandError('termkeep: the server sent no recording')
   const partial = values.output === undefined ? undefined : `${values.output}.partial`
   const out = partial === undefined ? process.stdout : createWriteStream(partial, { mode: 0o644 })
@@ -40,7 +42,9 @@ export async function exportCommand(args: string[]): Promise<number> {
     for await (const chunk of response.body) await writeOut(out, chunk)
   } catch (error) {
     if (partial !== undefined) rmSync(partial, { force: true })
-    throw new CommandError(`termkeep: the recording was cut off: ${(error as Error).message}${partial === undefined ? '' : `; ${values.output} was not written`}`)
+    throw new CommandError(
+      `termkeep: the recording was cut off: ${(error as Error).message}${partial === undefined ? '' : `; ${values.output} was not written`}`,
+    )
   }
   if (partial !== undefined && values.output !== undefined) {
     out.end()

@@ -62,7 +62,11 @@ function writeSession(out: NodeJS.WritableStream, session: ListedSession, showCw
 }
 
 export async function lsCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION }, allowPositionals: true })
+  const { values, positionals } = parseArgs({
+    args,
+    options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION },
+    allowPositionals: true,
+  })
   if (printedHelp(values, USAGE, out)) return 0
   exactArgs(positionals, [], 'ls')
   const client = remoteClient(values)

@@ -112,7 +112,11 @@ let settled = false
 process.on('beforeExit', () => {
   if (settled) return
   const url = pendingRequestUrl()
-  console.error(url ? `termkeep: ${url} closed the connection without answering; is it a termkeep server?` : 'termkeep: the command ended without finishing')
+  console.error(
+    url
+      ? `termkeep: ${url} closed the connection without answering; is it a termkeep server?`
+      : 'termkeep: the command ended without finishing',
+  )
   process.exit(1)
 })
 // Output piped into a reader that stopped (`termkeep output … | head`): done, not a crash.

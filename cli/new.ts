@@ -58,7 +58,8 @@ export async function newCommand(args: string[]): Promise<number> {
   const client = remoteClient(values)
   const sessionId = values.session ?? (await newSession(client, resolve(values.cwd ?? '.')))
   const terminalId = `t-${randomBytes(6).toString('base64url')}`
-  const geometry = values.detached || !process.stdout.isTTY ? DETACHED_GEOMETRY : { cols: process.stdout.columns, rows: process.stdout.rows }
+  const geometry =
+    values.detached || !process.stdout.isTTY ? DETACHED_GEOMETRY : { cols: process.stdout.columns, rows: process.stdout.rows }
   await client.createTerminal(sessionId, terminalId, { ...geometry, shell: values.shell, title: values.title })
   if (values.detached) {
     process.stdout.write(`${sessionId} ${terminalId}\n`)
@@ -80,7 +81,9 @@ async function newSession(client: TermkeepClient, cwd: string): Promise<string> 
     // Registering the directory adopts the sessions already recorded in it, this one included.
     const { workspace, created } = await client.createWorkspace(session.cwd)
     const joined = workspace.sessionIds.includes(session.id) ? `session ${session.id} is in it` : `session ${session.id} stands alone`
-    process.stderr.write(`termkeep: ${created ? 'registered' : 'found'} workspace "${printable(workspace.title)}" for ${printable(workspace.path)} [${workspace.id}]; ${joined}\n`)
+    process.stderr.write(
+      `termkeep: ${created ? 'registered' : 'found'} workspace "${printable(workspace.title)}" for ${printable(workspace.path)} [${workspace.id}]; ${joined}\n`,
+    )
   } catch (error) {
     if (!(error instanceof ApiError)) throw error
     process.stderr.write(

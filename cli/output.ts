@@ -68,12 +68,15 @@ export async function outputCommand(args: string[], out: NodeJS.WritableStream =
   })
   if (printedHelp(values, USAGE, out)) return 0
   const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'output')
-  if (values.after !== undefined && !/^\d{1,15}$/.test(values.after)) throw new UsageError(`termkeep: --after takes a sequence number (got "${values.after}")`)
+  if (values.after !== undefined && !/^\d{1,15}$/.test(values.after))
+    throw new UsageError(`termkeep: --after takes a sequence number (got "${values.after}")`)
   const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', CLI_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
   const sink = new Sink(out, values.raw)
   const after = Number(values.after ?? 0)
-  const last = values.follow ? await followOutput(client, sessionId, terminalId, after, sink, giveUpMs) : await readPages(client, sessionId, terminalId, after, sink)
+  const last = values.follow
+    ? await followOutput(client, sessionId, terminalId, after, sink, giveUpMs)
+    : await readPages(client, sessionId, terminalId, after, sink)
   await sink.end()
   // Where a later run can go on from; only for a person at a terminal, never into a script's stderr.
   if (process.stderr.isTTY) process.stderr.write(`termkeep: through sequence ${last} (\`--after ${last}\` goes on from here)\n`)
@@ -119,7 +122,10 @@ async function followOutput(client: CliClient, sid: string, tid: string, after: 
       if (!isNetworkLoss(error)) throw error
     }
     lostSince ??= Date.now()
-    if (Date.now() - lostSince > giveUpMs) throw new CommandError(`termkeep: lost the connection to ${client.url}; gave up after ${giveUpMs / 1000} s (through sequence ${cursor})`)
+    if (Date.now() - lostSince > giveUpMs)
+      throw new CommandError(
+        `termkeep: lost the connection to ${client.url}; gave up after ${giveUpMs / 1000} s (through sequence ${cursor})`,
+      )
     await new Promise((resolve) => setTimeout(resolve, RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]))
   }
 }
@@ -127,5 +133,7 @@ async function followOutput(client: CliClient, sid: string, tid: string, after: 
 /** Whether the stream broke on the way (a body cut off, a refused connection), not in this process. */
 function isNetworkLoss(error: unknown): boolean {
   const name = (error as Error)?.name
-  return name === 'UnreachableError' || name === 'TypeError' || name === 'NoAnswerError' || (error as { code?: string })?.code === 'ECONNRESET'
+  return (
+    name === 'UnreachableError' || name === 'TypeError' || name === 'NoAnswerError' || (error as { code?: string })?.code === 'ECONNRESET'
+  )
 }

@@ -20,7 +20,11 @@ const USAGE = `usage: termkeep ps <session> <terminal> [--json]
 ${REMOTE_USAGE}`
 
 export async function psCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION } })
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION },
+  })
   if (printedHelp(values, USAGE, out)) return 0
   const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'ps')
   const client = remoteClient(values)
@@ -33,7 +37,7 @@ export async function psCommand(args: string[], out: NodeJS.WritableStream = pro
   }
   const leader = tree.processes.find((p) => p.handle.id === context.process.id)
   out.write(`foreground: ${printable(context.foreground.executableName)}${leader ? ` (pid ${leader.pid})` : ''}\n`)
-  out.write(psLines(tree.processes).join('\n') + '\n')
+  out.write(`${psLines(tree.processes).join('\n')}\n`)
   if (tree.truncated) out.write(`(only the first ${tree.processes.length} processes are shown)\n`)
   return 0
 }

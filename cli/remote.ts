@@ -89,7 +89,8 @@ export class CliClient extends TermkeepClient {
     } catch (error) {
       if (timeout.signal.aborted && !options.signal?.aborted) throw new NoAnswerError(this.url, this.timeoutMs / 1000)
       // errorOf names an error body that is not termkeep's `{error:{code}}` after the bare status.
-      if (error instanceof ApiError && error.code === `http/${error.status}`) throw new NotTermkeepError(this.url, error.message.replace(/^the server answered /, ''))
+      if (error instanceof ApiError && error.code === `http/${error.status}`)
+        throw new NotTermkeepError(this.url, error.message.replace(/^the server answered /, ''))
       throw error
     } finally {
       clearTimeout(timer)
@@ -107,7 +108,10 @@ function parses(text: string): boolean {
   }
 }
 
-export function remoteClient(values: { url?: string; token?: string; 'request-timeout'?: string }, env: NodeJS.ProcessEnv = process.env): CliClient {
+export function remoteClient(
+  values: { url?: string; token?: string; 'request-timeout'?: string },
+  env: NodeJS.ProcessEnv = process.env,
+): CliClient {
   const url = values.url ?? env.TERMKEEP_URL ?? `http://127.0.0.1:${env.PORT || 8787}`
   const token = values.token ?? env.TERMKEEP_TOKEN
   if (!/^https?:\/\/[^/]/.test(url)) throw new CommandError(`termkeep: the server URL must start with http:// or https:// (got "${url}")`)

@@ -58,7 +58,8 @@ export async function runCommand(args: string[], io: Output = { out: process.std
   const request: StartWorkflow = { script: readScript(file) }
   if (values.input !== undefined) request.input = parseInput(values.input)
   if (values.concurrency !== undefined) {
-    if (!/^\d+$/.test(values.concurrency)) throw new UsageError(`termkeep: --concurrency takes a whole number (got "${values.concurrency}")`)
+    if (!/^\d+$/.test(values.concurrency))
+      throw new UsageError(`termkeep: --concurrency takes a whole number (got "${values.concurrency}")`)
     request.concurrency = Number(values.concurrency)
   }
   if (values.profile !== undefined) request.profile = values.profile
@@ -102,7 +103,9 @@ async function startRun(client: CliClient, sessionId: string, request: StartWork
   } catch (error) {
     if (!outcomeUnknown(error)) throw error
     const why = remoteErrorLine(error)
-    throw new CommandError(`${why}\ntermkeep: the run may or may not have started: no answer for ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s (its Idempotency-Key was ${key})`)
+    throw new CommandError(
+      `${why}\ntermkeep: the run may or may not have started: no answer for ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s (its Idempotency-Key was ${key})`,
+    )
   }
 }
 
@@ -110,7 +113,9 @@ function readScript(file: string): string {
   try {
     return readFileSync(file, 'utf8')
   } catch (error) {
-    throw new CommandError(`termkeep: cannot read the script ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
+    throw new CommandError(
+      `termkeep: cannot read the script ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    )
   }
 }
 
@@ -125,7 +130,13 @@ function parseInput(text: string): unknown {
 type Printer = (event: string, id: string | undefined, data: unknown) => void
 
 /** Reads the run's events to its end, resuming after a lost connection; returns how it ended. */
-async function follow(client: CliClient, sid: string, rid: string, print: Printer, giveUpMs: number): Promise<WorkflowResult | 'interrupted'> {
+async function follow(
+  client: CliClient,
+  sid: string,
+  rid: string,
+  print: Printer,
+  giveUpMs: number,
+): Promise<WorkflowResult | 'interrupted'> {
   let lastEventId: string | undefined
   let lostSince: number | undefined
   for (;;) {
@@ -147,7 +158,8 @@ async function follow(client: CliClient, sid: string, rid: string, print: Printe
     }
     // The stream ended early or the server went away: resume where it stopped.
     lostSince ??= Date.now()
-    if (Date.now() - lostSince > giveUpMs) throw new CommandError(`termkeep: lost the server for ${giveUpMs / 1000} s; the run ${rid} goes on (termkeep run does not stop it)`)
+    if (Date.now() - lostSince > giveUpMs)
+      throw new CommandError(`termkeep: lost the server for ${giveUpMs / 1000} s; the run ${rid} goes on (termkeep run does not stop it)`)
     await new Promise((resolve) => setTimeout(resolve, 1000))
   }
 }

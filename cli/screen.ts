@@ -29,7 +29,10 @@ export function screenText(screen: ScreenProjection, history: boolean): string {
   const lines = history ? screen.lines : screen.lines.slice(screen.viewportStart)
   let end = lines.length
   while (end > 0 && lines[end - 1] === '') end--
-  return lines.slice(0, end).map((line) => `${line}\n`).join('')
+  return lines
+    .slice(0, end)
+    .map((line) => `${line}\n`)
+    .join('')
 }
 
 /** Clear the screen and home the cursor: a redraw in place. */
@@ -39,7 +42,13 @@ export async function screenCommand(args: string[], out: NodeJS.WritableStream &
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION, history: { type: 'boolean', default: false }, watch: { type: 'boolean', default: false } },
+    options: {
+      ...REMOTE_OPTIONS,
+      ...HELP_OPTION,
+      ...JSON_OPTION,
+      history: { type: 'boolean', default: false },
+      watch: { type: 'boolean', default: false },
+    },
   })
   if (printedHelp(values, USAGE, out)) return 0
   const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'screen')

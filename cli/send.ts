@@ -43,7 +43,9 @@ ${REMOTE_USAGE}`
 export type Piece = { text: string } | { key: string }
 
 /** Pure: the pieces of a `send` command line after <session> <terminal>, in their order. */
-export function piecesOf(tokens: readonly ({ kind: 'positional'; value: string } | { kind: 'option'; name: string; value?: string } | { kind: string })[]): Piece[] {
+export function piecesOf(
+  tokens: readonly ({ kind: 'positional'; value: string } | { kind: 'option'; name: string; value?: string } | { kind: string })[],
+): Piece[] {
   const pieces: Piece[] = []
   let positionals = 0
   for (const token of tokens) {
@@ -82,18 +84,22 @@ export async function sendCommand(args: string[]): Promise<number> {
     options: { ...REMOTE_OPTIONS, ...HELP_OPTION, key: { type: 'string', multiple: true, default: [] } },
   })
   if (printedHelp(values, USAGE)) return 0
-  if (positionals.length < 2) throw new UsageError('termkeep: send takes <session> <terminal> and then TEXT or --key NAME (`termkeep send --help` shows the usage)')
+  if (positionals.length < 2)
+    throw new UsageError('termkeep: send takes <session> <terminal> and then TEXT or --key NAME (`termkeep send --help` shows the usage)')
   const [sessionId, terminalId] = positionals
   const pieces = piecesOf(tokens)
   if (pieces.length === 0) throw new UsageError('termkeep: send has nothing to send: give TEXT or --key NAME')
   for (const piece of pieces) {
     if ('key' in piece && keyBytes(piece.key) === undefined) {
-      throw new UsageError(`termkeep: "${piece.key}" is not a key name; names are ${KEY_NAMES.join(', ')}, a single character, and C-, M-, S- forms of them`)
+      throw new UsageError(
+        `termkeep: "${piece.key}" is not a key name; names are ${KEY_NAMES.join(', ')}, a single character, and C-, M-, S- forms of them`,
+      )
     }
   }
   const client = remoteClient(values)
   const info = await client.terminal(sessionId, terminalId)
-  if (info.state !== 'starting' && info.state !== 'running') throw new CommandError(`termkeep: terminal ${sessionId}/${terminalId} is ${info.state}; nothing was sent`)
+  if (info.state !== 'starting' && info.state !== 'running')
+    throw new CommandError(`termkeep: terminal ${sessionId}/${terminalId} is ${info.state}; nothing was sent`)
   await withControl(client, sessionId, terminalId, async (attachment, modes) => {
     const bytes = bytesOf(pieces, modes)
     let failure: InputFailure | undefined
@@ -115,7 +121,9 @@ function sendFailed({ error, bytes, uncertain }: InputFailure, total: number): u
     return new CommandError(`${remoteErrorLine(error)}\ntermkeep: the first ${total - bytes} of ${total} bytes were typed, the rest not`)
   }
   const why = remoteErrorLine(error)
-  return new CommandError(`${why}\ntermkeep: ${bytes} of ${total} bytes may or may not have been typed: their outcome was still unknown after ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s of retrying`)
+  return new CommandError(
+    `${why}\ntermkeep: ${bytes} of ${total} bytes may or may not have been typed: their outcome was still unknown after ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s of retrying`,
+  )
 }
 
 /**
@@ -145,12 +153,21 @@ async function withControl(
         modes.applicationCursorKeys = cursorKeysAfter(screen, false)
         check(info)
       },
-      output: (_sequence, bytes) => void (modes.applicationCursorKeys = cursorKeysAfter(Buffer.from(bytes).toString('latin1'), modes.applicationCursorKeys === true)),
+      output: (_sequence, bytes) =>
+        void (modes.applicationCursorKeys = cursorKeysAfter(Buffer.from(bytes).toString('latin1'), modes.applicationCursorKeys === true)),
       state: check,
     },
   })
   const timeout = new Promise<never>((_, reject) =>
-    setTimeout(() => reject(new CommandError(`termkeep: did not get control of ${sessionId}/${terminalId} within ${client.timeoutMs / 1000} s; nothing was sent`)), client.timeoutMs).unref(),
+    setTimeout(
+      () =>
+        reject(
+          new CommandError(
+            `termkeep: did not get control of ${sessionId}/${terminalId} within ${client.timeoutMs / 1000} s; nothing was sent`,
+          ),
+        ),
+      client.timeoutMs,
+    ).unref(),
   )
   try {
     await Promise.race([controlled, following.then((end) => Promise.reject(endedBeforeControl(end, sessionId, terminalId))), timeout])

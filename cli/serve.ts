@@ -84,7 +84,9 @@ export async function serveCommand(config: Config): Promise<void> {
   } catch (error) {
     const cause = (error as Error & { cause?: Error }).cause?.message
     const reason = `${(error as Error).message}${cause ? ` (${cause})` : ''}`.replace(/\s+/g, ' ')
-    console.error(`termkeep: the database at ${redactedUrl(config.databaseUrl)} (DATABASE_URL) could not be opened or migrated: ${reason}; stopping`)
+    console.error(
+      `termkeep: the database at ${redactedUrl(config.databaseUrl)} (DATABASE_URL) could not be opened or migrated: ${reason}; stopping`,
+    )
     storage?.close()
     process.exit(1)
   }

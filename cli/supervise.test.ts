@@ -67,8 +67,14 @@ describe('SidecarSupervisor', () => {
     first.kill('SIGKILL')
     await waitUntil(() => lines.some((l) => l.includes('is up again')))
     expect(Date.now() - crashed).toBeGreaterThanOrEqual(SIDECAR_RESTART_MIN_MS + 2 * SIDECAR_RESTART_MIN_MS)
-    expect(lines[0]).toMatch(new RegExp(`^termkeep: the sidecar \\(pid ${first.pid}, generation 1\\) was killed by SIGKILL after [\\d.]+ s; starting it again in 1 s \\(restart 1\\)$`))
-    expect(lines[1]).toMatch(/^termkeep: the sidecar did not start \(exited during start-up \(code 1\)\); starting it again in 2 s \(restart 2\)$/)
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^termkeep: the sidecar \\(pid ${first.pid}, generation 1\\) was killed by SIGKILL after [\\d.]+ s; starting it again in 1 s \\(restart 1\\)$`,
+      ),
+    )
+    expect(lines[1]).toMatch(
+      /^termkeep: the sidecar did not start \(exited during start-up \(code 1\)\); starting it again in 2 s \(restart 2\)$/,
+    )
     expect(lines[2]).toBe(`termkeep: the sidecar is up again: generation 3 (pid ${supervisor.child!.pid})`)
     expect(supervisor.restarts).toBe(2)
     const last = supervisor.child!

@@ -34,7 +34,11 @@ function tokenLine(token: TokenRecord): string {
 }
 
 export async function remoteTokenCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION } })
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION },
+  })
   if (printedHelp(values, USAGE, out)) return 0
   const [action, ...rest] = positionals
   if (action === 'ls') {

@@ -33,7 +33,9 @@ export async function tokenCommand(config: Config, args: string[]): Promise<numb
   })
   if (printedHelp(values, USAGE)) return 0
   if (positionals[0] !== 'create' || positionals.length !== 1) {
-    throw new UsageError('termkeep: usage: termkeep token create --grant G [--session ID ...] [--name NAME] [--observe-env NAME ...] | ls | revoke ID')
+    throw new UsageError(
+      'termkeep: usage: termkeep token create --grant G [--session ID ...] [--name NAME] [--observe-env NAME ...] | ls | revoke ID',
+    )
   }
   const grants: Grant[] = []
   for (const grant of values.grant) {
@@ -47,7 +49,8 @@ export async function tokenCommand(config: Config, args: string[]): Promise<numb
       throw new UsageError(`termkeep: --observe-env "${name}" is not an environment variable name (an upper-case letter, then A-Z 0-9 _)`)
     }
   }
-  if (new Set(observeEnvironment).size > OBSERVE_MAX_DECLARED_ENV) throw new UsageError(`termkeep: at most ${OBSERVE_MAX_DECLARED_ENV} --observe-env names`)
+  if (new Set(observeEnvironment).size > OBSERVE_MAX_DECLARED_ENV)
+    throw new UsageError(`termkeep: at most ${OBSERVE_MAX_DECLARED_ENV} --observe-env names`)
   if (adminBoundToSessions(grants, values.session.length > 0 ? values.session : 'all')) {
     throw new UsageError(`termkeep: ${ADMIN_NEEDS_ALL_SESSIONS} (drop --session)`)
   }

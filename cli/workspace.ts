@@ -39,7 +39,8 @@ export async function workspaceCommand(args: string[], out: NodeJS.WritableStrea
   })
   if (printedHelp(values, USAGE, out)) return 0
   const [action, ...rest] = positionals
-  if (values.title !== undefined && action !== 'add') throw new UsageError('termkeep: --title goes with `workspace add` (`workspace rename <id> <title>` renames)')
+  if (values.title !== undefined && action !== 'add')
+    throw new UsageError('termkeep: --title goes with `workspace add` (`workspace rename <id> <title>` renames)')
   switch (action) {
     case 'add': {
       const [dir] = exactArgs(rest, ['dir'], 'workspace add')
@@ -72,6 +73,8 @@ export async function workspaceCommand(args: string[], out: NodeJS.WritableStrea
       return 0
     }
     default:
-      throw new UsageError(`termkeep: workspace takes add, ls, rename or rm${action ? ` (not "${action}")` : ''} (\`termkeep workspace --help\` shows the usage)`)
+      throw new UsageError(
+        `termkeep: workspace takes add, ls, rename or rm${action ? ` (not "${action}")` : ''} (\`termkeep workspace --help\` shows the usage)`,
+      )
   }
 }

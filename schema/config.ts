@@ -18,7 +18,11 @@ export interface Config {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, readonly allowed: string, readonly got: string) {
+  constructor(
+    readonly variable: string,
+    readonly allowed: string,
+    readonly got: string,
+  ) {
     super(`termkeep: invalid ${variable}=${JSON.stringify(got)}: ${allowed}`)
     this.name = 'ConfigError'
   }
@@ -34,8 +38,15 @@ const databaseUrl = v.pipe(
   v.string(),
   v.check((s) => DATABASE_SCHEMES.some((scheme) => s.startsWith(scheme)) && s.length > 5),
 )
-const httpUrl = v.pipe(v.string(), v.url(), v.check((s) => /^https?:\/\//.test(s)))
-const flag = v.pipe(v.picklist(['0', '1', 'true', 'false']), v.transform((s) => s === '1' || s === 'true'))
+const httpUrl = v.pipe(
+  v.string(),
+  v.url(),
+  v.check((s) => /^https?:\/\//.test(s)),
+)
+const flag = v.pipe(
+  v.picklist(['0', '1', 'true', 'false']),
+  v.transform((s) => s === '1' || s === 'true'),
+)
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -59,9 +70,10 @@ export function parseConfig(env: Env): Config {
     databaseAuthToken: setting(env, 'DATABASE_AUTH_TOKEN', nonEmpty, 'a non-empty token'),
     host: setting(env, 'HOST', nonEmpty, 'a host name or address to listen on') ?? '127.0.0.1',
     port: setting(env, 'PORT', port, 'an integer from 1 to 65535') ?? 8787,
-    sidecarUrl: (
-      setting(env, 'SIDECAR_URL', httpUrl, 'an http:// or https:// URL of the sidecar') ?? 'http://127.0.0.1:8788'
-    ).replace(/\/+$/, ''),
+    sidecarUrl: (setting(env, 'SIDECAR_URL', httpUrl, 'an http:// or https:// URL of the sidecar') ?? 'http://127.0.0.1:8788').replace(
+      /\/+$/,
+      '',
+    ),
     sidecarSecret: setting(env, 'SIDECAR_SECRET', secret, `at least ${MIN_SECRET_CHARS} printable characters, no spaces`),
     adminToken: setting(env, 'TERMKEEP_ADMIN_TOKEN', secret, `at least ${MIN_SECRET_CHARS} printable characters, no spaces`),
     filesAllowOutside: setting(env, 'TERMKEEP_FILES_ALLOW_OUTSIDE', flag, 'one of 0, 1, true, false') ?? false,

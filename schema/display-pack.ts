@@ -203,7 +203,8 @@ export class ChunkPacker {
       added += utf8Length(envelope(region, index, base)) + group.reduce((n, s) => n + utf8Length(s) + 1, 0)
       base += group.length
     }
-    for (const [i, piece] of pieces.entries()) added += fresh + utf8Length(JSON.stringify(piece)) + 1 + (i < pieces.length - 1 ? PARTIAL.length : 0)
+    for (const [i, piece] of pieces.entries())
+      added += fresh + utf8Length(JSON.stringify(piece)) + 1 + (i < pieces.length - 1 ? PARTIAL.length : 0)
     if (region === 'history' && !this.#fits(added)) return false
     for (const group of styleEvents) {
       this.#open(region, index)

@@ -61,7 +61,16 @@ describe('keyBytes (tmux send-keys names → xterm bytes)', () => {
   })
 
   it('takes key names in any case, as tmux does, but keeps single characters as they are', () => {
-    for (const [name, bytes] of [['enter', '\r'], ['ESCAPE', '\x1b'], ['pgup', '\x1b[5~'], ['bspace', '\x7f'], ['f5', '\x1b[15~'], ['c-up', '\x1b[1;5A'], ['btab', '\x1b[Z'], ['m-ENTER', '\x1b\r']]) {
+    for (const [name, bytes] of [
+      ['enter', '\r'],
+      ['ESCAPE', '\x1b'],
+      ['pgup', '\x1b[5~'],
+      ['bspace', '\x7f'],
+      ['f5', '\x1b[15~'],
+      ['c-up', '\x1b[1;5A'],
+      ['btab', '\x1b[Z'],
+      ['m-ENTER', '\x1b\r'],
+    ]) {
       expect(keyBytes(name), name).toBe(bytes)
     }
     expect(keyBytes('A')).toBe('A')

@@ -18,8 +18,18 @@ const ESC = '\x1b'
 const CURSOR: Record<string, string> = { Up: 'A', Down: 'B', Right: 'C', Left: 'D', Home: 'H', End: 'F' }
 /** Keys whose xterm form is `CSI n ~`, with modifiers `CSI n;m ~`. */
 const TILDE: Record<string, number> = {
-  Insert: 2, Delete: 3, PageUp: 5, PageDown: 6,
-  F5: 15, F6: 17, F7: 18, F8: 19, F9: 20, F10: 21, F11: 23, F12: 24,
+  Insert: 2,
+  Delete: 3,
+  PageUp: 5,
+  PageDown: 6,
+  F5: 15,
+  F6: 17,
+  F7: 18,
+  F8: 19,
+  F9: 20,
+  F10: 21,
+  F11: 23,
+  F12: 24,
 }
 /** F1–F4 are `SS3 P..S`, with modifiers `CSI 1;m P..S`. */
 const SS3_FUNCTION: Record<string, string> = { F1: 'P', F2: 'Q', F3: 'R', F4: 'S' }
@@ -27,13 +37,25 @@ const SS3_FUNCTION: Record<string, string> = { F1: 'P', F2: 'Q', F3: 'R', F4: 'S
 const PLAIN: Record<string, string> = { Enter: '\r', Tab: '\t', Space: ' ', Escape: ESC, BSpace: '\x7f' }
 /** tmux's other spellings of the same keys. */
 const ALIASES: Record<string, string> = {
-  PPage: 'PageUp', PgUp: 'PageUp', NPage: 'PageDown', PgDn: 'PageDown',
-  IC: 'Insert', DC: 'Delete', BTab: 'S-Tab', Esc: 'Escape', Backspace: 'BSpace', Return: 'Enter',
+  PPage: 'PageUp',
+  PgUp: 'PageUp',
+  NPage: 'PageDown',
+  PgDn: 'PageDown',
+  IC: 'Insert',
+  DC: 'Delete',
+  BTab: 'S-Tab',
+  Esc: 'Escape',
+  Backspace: 'BSpace',
+  Return: 'Enter',
 }
 
 /** Every key name accepted besides single characters and their modifier forms (for help texts). */
 export const KEY_NAMES: readonly string[] = [
-  ...Object.keys(PLAIN), ...Object.keys(CURSOR), ...Object.keys(TILDE), ...Object.keys(SS3_FUNCTION), ...Object.keys(ALIASES),
+  ...Object.keys(PLAIN),
+  ...Object.keys(CURSOR),
+  ...Object.keys(TILDE),
+  ...Object.keys(SS3_FUNCTION),
+  ...Object.keys(ALIASES),
 ]
 /** tmux looks key names up case-insensitively (`enter`, `PGUP`, `f5`); single characters keep
  * their case (`a` is not `A`). */
@@ -88,9 +110,16 @@ export function keyBytes(name: string, modes: KeyModes = {}): string | undefined
   if (name.length === 0) return undefined
   const { key: spelled, mods } = splitModifiers(name)
   // An alias may itself carry a modifier (BTab = S-Tab).
-  const aliased = spelled !== name && /^[CMS]-/.test(spelled) ? splitModifiers(spelled) : { key: spelled, mods: { ctrl: false, meta: false, shift: false } }
+  const aliased =
+    spelled !== name && /^[CMS]-/.test(spelled)
+      ? splitModifiers(spelled)
+      : { key: spelled, mods: { ctrl: false, meta: false, shift: false } }
   const key = aliased.key
-  const all: Modifiers = { ctrl: mods.ctrl || aliased.mods.ctrl, meta: mods.meta || aliased.mods.meta, shift: mods.shift || aliased.mods.shift }
+  const all: Modifiers = {
+    ctrl: mods.ctrl || aliased.mods.ctrl,
+    meta: mods.meta || aliased.mods.meta,
+    shift: mods.shift || aliased.mods.shift,
+  }
   const modified = all.ctrl || all.meta || all.shift
   if (key in CURSOR) {
     if (modified) return `${ESC}[1;${modifierParam(all)}${CURSOR[key]}`

@@ -79,7 +79,8 @@ describe('pageOfBytes', () => {
     const outcome = (max: number, size: number, resume?: { line: number; byte: number }) => {
       const pager = new LinePager(3, 5, 100, resume?.line, resume?.byte, max)
       try {
-        for (let at = resume?.byte ?? 0; at < input.length; at += size) if (!pager.push(input.subarray(at, Math.min(at + size, input.length)))) break
+        for (let at = resume?.byte ?? 0; at < input.length; at += size)
+          if (!pager.push(input.subarray(at, Math.min(at + size, input.length)))) break
         return pager.finish().text
       } catch (error) {
         return (error as TermkeepError).details

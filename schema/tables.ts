@@ -5,17 +5,7 @@
  * Times are integer milliseconds since the epoch. Nothing a query filters on is hidden in JSON.
  */
 import { sql } from 'drizzle-orm'
-import {
-  blob,
-  customType,
-  index,
-  integer,
-  primaryKey,
-  real,
-  sqliteTable,
-  text,
-  uniqueIndex,
-} from 'drizzle-orm/sqlite-core'
+import { blob, customType, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 const now = sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`
 
@@ -283,7 +273,13 @@ export const dataMigrations = sqliteTable('data_migrations', {
 
 export const WORKFLOW_STATUSES = ['running', 'completed', 'error', 'cancelled', 'interrupted'] as const
 export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number]
-export const WORKFLOW_EVENT_TYPES = ['workflow/start', 'workflow/agent-start', 'workflow/agent-end', 'workflow/log', 'workflow/end'] as const
+export const WORKFLOW_EVENT_TYPES = [
+  'workflow/start',
+  'workflow/agent-start',
+  'workflow/agent-end',
+  'workflow/log',
+  'workflow/end',
+] as const
 export type WorkflowEventType = (typeof WORKFLOW_EVENT_TYPES)[number]
 export const AGENT_OUTCOMES = ['completed', 'failed', 'cancelled'] as const
 export type AgentOutcome = (typeof AGENT_OUTCOMES)[number]

@@ -40,14 +40,44 @@ describe('checkRunLog', () => {
     ['events out of order', [complete[1], complete[0]].map((e, i) => ({ ...e, sequence: i + 1 })), /begin with workflow\/start/],
     ['a member seq of 0', log(['workflow/start', start()], ['workflow/agent-start', agentStart(0)]), /not a positive integer/],
     ['a fractional member seq', log(['workflow/start', start()], ['workflow/agent-start', agentStart(1.5)]), /not a positive integer/],
-    ['a member started twice', log(['workflow/start', start()], ['workflow/agent-start', agentStart(1)], ['workflow/agent-end', agentEnd(1)], ['workflow/agent-start', agentStart(1)]), /started twice/],
+    [
+      'a member started twice',
+      log(
+        ['workflow/start', start()],
+        ['workflow/agent-start', agentStart(1)],
+        ['workflow/agent-end', agentEnd(1)],
+        ['workflow/agent-start', agentStart(1)],
+      ),
+      /started twice/,
+    ],
     ['an end without a start', log(['workflow/start', start()], ['workflow/agent-end', agentEnd(1)]), /without a start/],
-    ['a member ended twice', log(['workflow/start', start()], ['workflow/agent-start', agentStart(1)], ['workflow/agent-end', agentEnd(1)], ['workflow/agent-end', agentEnd(1)]), /ended twice/],
-    ['a run end while a member is open', log(['workflow/start', start()], ['workflow/agent-start', agentStart(1)], ['workflow/end', end()]), /members 1 were open/],
-    ['an event after the run end', [...complete, { sequence: 8, type: 'workflow/log', data: { message: 'late', at } }], /nothing may follow/],
+    [
+      'a member ended twice',
+      log(
+        ['workflow/start', start()],
+        ['workflow/agent-start', agentStart(1)],
+        ['workflow/agent-end', agentEnd(1)],
+        ['workflow/agent-end', agentEnd(1)],
+      ),
+      /ended twice/,
+    ],
+    [
+      'a run end while a member is open',
+      log(['workflow/start', start()], ['workflow/agent-start', agentStart(1)], ['workflow/end', end()]),
+      /members 1 were open/,
+    ],
+    [
+      'an event after the run end',
+      [...complete, { sequence: 8, type: 'workflow/log', data: { message: 'late', at } }],
+      /nothing may follow/,
+    ],
     ['a second run end', [...complete, { sequence: 8, type: 'workflow/end', data: end() }], /nothing may follow/],
     ['an unknown event type', log(['workflow/start', start()], ['workflow/phase', { title: 'x' }]), /unknown event type/],
-    ['an outcome outside the vocabulary', log(['workflow/start', start()], ['workflow/agent-start', agentStart(1)], ['workflow/agent-end', agentEnd(1, 'exploded')]), /malformed/],
+    [
+      'an outcome outside the vocabulary',
+      log(['workflow/start', start()], ['workflow/agent-start', agentStart(1)], ['workflow/agent-end', agentEnd(1, 'exploded')]),
+      /malformed/,
+    ],
     ['a result without stopReason', log(['workflow/start', start()], ['workflow/end', { result: { agentsStarted: 0 }, at }]), /malformed/],
   ]
 

@@ -116,7 +116,16 @@ export function foldMembers(events: readonly LoggedEvent[], interrupted: boolean
   for (const event of events) {
     if (event.type === 'workflow/agent-start') {
       const d = event.data as AgentStartData
-      members.set(d.seq, { seq: d.seq, label: d.label, profile: d.profile, terminal: d.terminal, state: 'running', exitCode: null, startedAt: d.at, endedAt: null })
+      members.set(d.seq, {
+        seq: d.seq,
+        label: d.label,
+        profile: d.profile,
+        terminal: d.terminal,
+        state: 'running',
+        exitCode: null,
+        startedAt: d.at,
+        endedAt: null,
+      })
     } else if (event.type === 'workflow/agent-end') {
       const d = event.data as AgentEndData
       const member = members.get(d.seq)

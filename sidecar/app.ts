@@ -60,7 +60,11 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.route('/', terminalRoutes(deps.terminals))
   app.route('/', screenRoutes(deps.terminals))
   const displays = deps.displays
-  if (displays) app.route('/', displayStatsRoute(() => displays.stats()))
+  if (displays)
+    app.route(
+      '/',
+      displayStatsRoute(() => displays.stats()),
+    )
   app.route('/', fileRoutes(deps))
   app.route('/', observationRoutes(deps.terminals, deps.secret))
   if (deps.workflows) app.route('/', workflowRoutes(deps.workflows))
@@ -89,7 +93,9 @@ function sidecarHealth(deps: SidecarDeps): SidecarHealth {
 function secretAuth(secret: string): MiddlewareHandler {
   const expected = createHash('sha256').update(`Bearer ${secret}`).digest()
   return async (c, next) => {
-    const given = createHash('sha256').update(c.req.header('authorization') ?? '').digest()
+    const given = createHash('sha256')
+      .update(c.req.header('authorization') ?? '')
+      .digest()
     if (!timingSafeEqual(given, expected)) {
       throw new TermkeepError('auth/invalid-token', 'the sidecar secret is missing or wrong')
     }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import { DataDirBusy, lockDataDir, SIDECAR_ENTRY } from './data-dir-lock.ts'
+import { lockDataDir, SIDECAR_ENTRY } from './data-dir-lock.ts'
 
 const LOCK = fileURLToPath(new URL('./data-dir-lock.ts', import.meta.url))
 const dirs: string[] = []
@@ -23,7 +23,9 @@ function contender(dir: string, holdMs: number) {
   const script = `import { lockDataDir } from ${JSON.stringify(LOCK)}
 try { lockDataDir(${JSON.stringify(dir)}); console.log('got'); setTimeout(() => {}, ${holdMs}) } catch (e) { console.log(e.name === 'DataDirBusy' ? 'busy' : String(e)) }`
   // Its command line names the sidecar's entry, as a real sidecar's does.
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, `${SIDECAR_ENTRY}.ts`], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, `${SIDECAR_ENTRY}.ts`], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   let out = ''
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()))
   const said = new Promise<string>((resolve) => child.stdout!.once('data', () => setTimeout(() => resolve(out.trim()), 20)))

@@ -83,13 +83,24 @@ describe.skipIf(!mounted)('health on a full disk under the database', () => {
     // `SELECT 1` still answers; the writer's failure tells.
     expect(full.database).toMatchObject({ reachable: true, writable: false })
     expect(full.problems.map((p) => p.code)).toEqual(expect.arrayContaining(['storage/disk-full', 'storage/low-space']))
-    expect(full.problems.find((p) => p.code === 'storage/disk-full')).toEqual({ code: 'storage/disk-full', message: expect.stringContaining('lack of space'), source: 'sidecar' })
-    expect(lines.join('\n')).toMatch(/DEGRADED \(storage\/disk-full\): .*\[1 writer\(s\) failing; the latest: writing a test revision: SQLITE_FULL/)
+    expect(full.problems.find((p) => p.code === 'storage/disk-full')).toEqual({
+      code: 'storage/disk-full',
+      message: expect.stringContaining('lack of space'),
+      source: 'sidecar',
+    })
+    expect(lines.join('\n')).toMatch(
+      /DEGRADED \(storage\/disk-full\): .*\[1 writer\(s\) failing; the latest: writing a test revision: SQLITE_FULL/,
+    )
 
     rmSync(ballast, { recursive: true })
     await waitFor(async () => landed, 10_000, 'the retried write to land')
     expect(await health.check()).toEqual({ database: { reachable: true, writable: true }, problems: [] })
-    expect(lines).toEqual(expect.arrayContaining(['termkeep sidecar: recovered: storage/disk-full no longer applies', 'termkeep sidecar: recovered: storage/low-space no longer applies']))
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        'termkeep sidecar: recovered: storage/disk-full no longer applies',
+        'termkeep sidecar: recovered: storage/low-space no longer applies',
+      ]),
+    )
     retry.cancel()
   })
 })

@@ -168,7 +168,9 @@ function listening(server: Server, where: string): Promise<void> {
     if (server.listening) return resolve()
     server.once('listening', resolve)
     server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(error.code === 'EADDRINUSE' ? new StartError(`${where} is already in use (SIDECAR_URL); is termkeep already running?`) : error),
+      reject(
+        error.code === 'EADDRINUSE' ? new StartError(`${where} is already in use (SIDECAR_URL); is termkeep already running?`) : error,
+      ),
     )
   })
 }
@@ -193,7 +195,8 @@ function wholeNumber(name: string, raw: string | undefined, unit: string): numbe
 }
 
 main().catch((error: unknown) => {
-  const oneLine = error instanceof ConfigError || error instanceof DataDirBusy || error instanceof GenerationBusy || error instanceof StartError
+  const oneLine =
+    error instanceof ConfigError || error instanceof DataDirBusy || error instanceof GenerationBusy || error instanceof StartError
   console.error(oneLine ? `termkeep sidecar: ${error.message}` : error)
   process.exit(1)
 })

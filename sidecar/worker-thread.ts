@@ -8,7 +8,11 @@ import { pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
 
 export function startTsWorker(entry: URL): Worker {
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href
+  const tsx = pathToFileURL(
+    createRequire(import.meta.url)
+      .resolve('tsx/esm/api')
+      .replace(/\.cjs$/, '.mjs'),
+  ).href
   const code = `import(${JSON.stringify(tsx)}).then((m) => m.register()).then(() => import(${JSON.stringify(entry.href)}))`
   return new Worker(code, { eval: true, execArgv: [] })
 }

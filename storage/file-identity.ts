@@ -79,7 +79,12 @@ export class DatabaseFile {
  * a remote URL or an in-memory database. */
 export function fileDatabaseName(databaseUrl: string): string | undefined {
   if (!databaseUrl.startsWith('file:')) return undefined
-  const name = decodeURIComponent(databaseUrl.slice('file:'.length).split('?')[0]!.replace(/^\/\/(?=\/)/, ''))
+  const name = decodeURIComponent(
+    databaseUrl
+      .slice('file:'.length)
+      .split('?')[0]!
+      .replace(/^\/\/(?=\/)/, ''),
+  )
   return name === ':memory:' || name === '' ? undefined : name
 }
 

@@ -33,8 +33,16 @@ afterAll(() => {
 function subject(file?: DatabaseFile) {
   let now = 1_000_000
   const lines: string[] = []
-  const health = new StorageHealth({ client: storage.client, probe: storage.probe, writer: 'api', log: (l) => lines.push(l), now: () => now, file: file && (() => file.check()) })
-  const probes = async () => Number((await other.client.execute(`SELECT checked_at FROM health_probes WHERE writer = 'api'`)).rows[0]?.[0] ?? 0)
+  const health = new StorageHealth({
+    client: storage.client,
+    probe: storage.probe,
+    writer: 'api',
+    log: (l) => lines.push(l),
+    now: () => now,
+    file: file && (() => file.check()),
+  })
+  const probes = async () =>
+    Number((await other.client.execute(`SELECT checked_at FROM health_probes WHERE writer = 'api'`)).rows[0]?.[0] ?? 0)
   return { health, lines, probes, advance: (ms: number) => (now += ms), now: () => now }
 }
 
@@ -64,11 +72,20 @@ describe('StorageHealth', () => {
       const held = await health.check()
       // The main connection waits up to its busy timeout (100 ms here, 10 s by default); the probe's does not.
       expect(performance.now() - started).toBeLessThan(50)
-      expect(held).toEqual({ database: { reachable: true, writable: true, note: expect.stringMatching(/^another connection holds the write lock/) }, problems: [] })
+      expect(held).toEqual({
+        database: { reachable: true, writable: true, note: expect.stringMatching(/^another connection holds the write lock/) },
+        problems: [],
+      })
       advance(DB_LOCK_DEGRADED_MS)
       const locked = await health.check()
       expect(locked.database).toMatchObject({ reachable: true, writable: false })
-      expect(locked.problems).toEqual([{ code: 'database/locked', message: expect.stringMatching(/^another connection has held the database's write lock for over/), source: 'api' }])
+      expect(locked.problems).toEqual([
+        {
+          code: 'database/locked',
+          message: expect.stringMatching(/^another connection has held the database's write lock for over/),
+          source: 'api',
+        },
+      ])
       advance(DB_LOCK_RECHECK_MS)
       await health.check() // the same state: not logged again
       expect(lines).toEqual([expect.stringMatching(/^termkeep api: DEGRADED \(database\/locked\): /)])
@@ -87,7 +104,13 @@ describe('StorageHealth', () => {
       const health = new StorageHealth({ client: storage.client, probe: empty.probe, writer: 'sidecar', log: () => {} })
       const report = await health.check()
       expect(report.database).toMatchObject({ reachable: true, writable: false, error: expect.stringContaining('health_probes') })
-      expect(report.problems).toEqual([{ code: 'database/not-writable', message: expect.stringMatching(/^the database cannot be written: .*no such table/), source: 'sidecar' }])
+      expect(report.problems).toEqual([
+        {
+          code: 'database/not-writable',
+          message: expect.stringMatching(/^the database cannot be written: .*no such table/),
+          source: 'sidecar',
+        },
+      ])
     } finally {
       empty.close()
     }
@@ -96,7 +119,10 @@ describe('StorageHealth', () => {
   it('shares one check among the callers that ask while it is under way', async () => {
     let executes = 0
     const counted = new Proxy(storage.client, {
-      get: (target, key) => (key === 'execute' ? (...args: Parameters<typeof target.execute>) => (executes++, target.execute(...args)) : Reflect.get(target, key)),
+      get: (target, key) =>
+        key === 'execute'
+          ? (...args: Parameters<typeof target.execute>) => (executes++, target.execute(...args))
+          : Reflect.get(target, key),
     })
     const health = new StorageHealth({ client: counted, probe: counted, writer: 'api', log: () => {} })
     const reports = await Promise.all(Array.from({ length: 20 }, () => health.check()))

@@ -135,7 +135,8 @@ export class StorageHealth {
     const details = new Map<string, string>()
     const heldMs = this.#lockedSince === undefined ? undefined : this.#now() - this.#lockedSince
     if (!reachable) problems.push({ code: 'database/unreachable', message: `the database does not answer: ${error}`, source: writer })
-    else if (writeError !== undefined) problems.push({ code: 'database/not-writable', message: `the database cannot be written: ${writeError}`, source: writer })
+    else if (writeError !== undefined)
+      problems.push({ code: 'database/not-writable', message: `the database cannot be written: ${writeError}`, source: writer })
     else if (heldMs !== undefined && heldMs >= DB_LOCK_DEGRADED_MS) {
       problems.push({
         code: 'database/locked',

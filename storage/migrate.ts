@@ -25,9 +25,7 @@ export interface MigrationResult {
 const LEDGER = '__drizzle_migrations'
 
 async function lastAppliedMillis(client: Client): Promise<number> {
-  await client.execute(
-    `CREATE TABLE IF NOT EXISTS "${LEDGER}" (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)`,
-  )
+  await client.execute(`CREATE TABLE IF NOT EXISTS "${LEDGER}" (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)`)
   const result = await client.execute(`SELECT created_at FROM "${LEDGER}" ORDER BY created_at DESC LIMIT 1`)
   const row = result.rows[0]
   return row ? Number(row[0]) : -1

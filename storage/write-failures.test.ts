@@ -12,7 +12,7 @@ function libsql(code: string, message: string): Error {
   const outer = Object.assign(new Error(`${code}: ${message}`, { cause: inner }), { code })
   return new Error(`Failed query: insert into display_chunks … params: ${'x'.repeat(5_000)}`, { cause: outer })
 }
-const enospc = () => Object.assign(new Error("ENOSPC: no space left on device, write"), { code: 'ENOSPC' })
+const enospc = () => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' })
 
 describe('WriteFailures', () => {
   it.each([
@@ -37,7 +37,11 @@ describe('WriteFailures', () => {
     failures.failed(journal, "journaling a terminal's output", enospc())
     expect(failures.finding()).toMatchObject({ code: 'storage/disk-full', database: false })
     failures.failed(revisions, 'persisting the display of s/t', libsql('SQLITE_FULL', 'database or disk is full'))
-    expect(failures.finding()).toMatchObject({ code: 'storage/disk-full', database: true, detail: expect.stringContaining('2 writer(s) failing; the latest: persisting the display of s/t: SQLITE_FULL') })
+    expect(failures.finding()).toMatchObject({
+      code: 'storage/disk-full',
+      database: true,
+      detail: expect.stringContaining('2 writer(s) failing; the latest: persisting the display of s/t: SQLITE_FULL'),
+    })
     failures.succeeded(revisions)
     expect(failures.finding()).toMatchObject({ code: 'storage/disk-full', database: false })
     failures.succeeded(journal)

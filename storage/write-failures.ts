@@ -31,7 +31,13 @@ export class WriteFailures {
   /** `writer`'s write failed; `what` names it ("persisting terminal s/t"). */
   failed(writer: object, what: string, error: unknown): void {
     this.#failing.delete(writer) // to the end: the latest failure is last, even within one millisecond
-    this.#failing.set(writer, { at: this.#now(), what, error: describeError(error), full: isOutOfSpace(error), database: isDatabaseError(error) })
+    this.#failing.set(writer, {
+      at: this.#now(),
+      what,
+      error: describeError(error),
+      full: isOutOfSpace(error),
+      database: isDatabaseError(error),
+    })
     this.#prune()
   }
 
@@ -54,7 +60,8 @@ export class WriteFailures {
     if (full) {
       return {
         code: 'storage/disk-full',
-        message: "termkeep's writes fail for lack of space (the disk or a quota is full): output is paused and writes are retried until there is room",
+        message:
+          "termkeep's writes fail for lack of space (the disk or a quota is full): output is paused and writes are retried until there is room",
         detail,
         database,
       }

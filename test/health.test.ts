@@ -61,7 +61,14 @@ describe('GET /v1/health', () => {
     sidecar = await startSidecar({ dataDir })
     storage = await openStorage({ url: sidecar.databaseUrl })
     await migrate(storage.client)
-    api = await startNodeApi({ storage, sidecarUrl: sidecar.url, sidecarSecret: sidecar.secret, host: '127.0.0.1', port: 0, databaseUrl: sidecar.databaseUrl })
+    api = await startNodeApi({
+      storage,
+      sidecarUrl: sidecar.url,
+      sidecarSecret: sidecar.secret,
+      host: '127.0.0.1',
+      port: 0,
+      databaseUrl: sidecar.databaseUrl,
+    })
   })
   afterAll(async () => {
     await api?.close()
@@ -82,7 +89,13 @@ describe('GET /v1/health', () => {
   })
 
   it('reports a sidecar with the wrong secret as unreachable', async () => {
-    const wrong = await startNodeApi({ storage, sidecarUrl: sidecar.url, sidecarSecret: 'not-the-secret-at-all', host: '127.0.0.1', port: 0 })
+    const wrong = await startNodeApi({
+      storage,
+      sidecarUrl: sidecar.url,
+      sidecarSecret: 'not-the-secret-at-all',
+      host: '127.0.0.1',
+      port: 0,
+    })
     try {
       const body = await (await fetch(`${wrong.url}/v1/health`)).json()
       expect(body.status).toBe('degraded')
@@ -95,7 +108,13 @@ describe('GET /v1/health', () => {
 
   it('reports a stopped sidecar unreachable, quickly, while the database stays reachable', async () => {
     const port = await freePort() // nothing listens here
-    const orphan = await startNodeApi({ storage, sidecarUrl: `http://127.0.0.1:${port}`, sidecarSecret: sidecar.secret, host: '127.0.0.1', port: 0 })
+    const orphan = await startNodeApi({
+      storage,
+      sidecarUrl: `http://127.0.0.1:${port}`,
+      sidecarSecret: sidecar.secret,
+      host: '127.0.0.1',
+      port: 0,
+    })
     try {
       const started = Date.now()
       const body = await (await fetch(`${orphan.url}/v1/health`)).json()
@@ -136,7 +155,11 @@ describe('GET /v1/health', () => {
       const states = seen.map(({ api: a }) => (a.status === 'degraded' ? 'locked' : a.database.note ? 'note' : 'ok'))
       expect(states.join(' ')).toMatch(/^(ok )*(note )+(locked ?)+$/)
       const noted = seen.find(({ api: a }) => a.database.note)!.api
-      expect(noted).toMatchObject({ status: 'ok', database: { reachable: true, writable: true, note: expect.stringContaining('another connection holds the write lock') }, problems: [] })
+      expect(noted).toMatchObject({
+        status: 'ok',
+        database: { reachable: true, writable: true, note: expect.stringContaining('another connection holds the write lock') },
+        problems: [],
+      })
       const last = seen.at(-1)!
       expect(last.api.database.writable).toBe(false)
       expect(last.api.problems.map((p) => `${p.source} ${p.code}`)).toEqual(['api database/locked', 'sidecar database/locked'])
@@ -151,7 +174,8 @@ describe('GET /v1/health', () => {
   it('says degraded, from the API and the sidecar, when the database file is deleted or replaced under them', async () => {
     const path = sidecar.databaseUrl.slice('file:'.length)
     const aside = `${path}.aside`
-    const health = async () => (await (await fetch(`${api.url}/v1/health`)).json()) as { status: string; problems: Array<{ code: string; source: string }> }
+    const health = async () =>
+      (await (await fetch(`${api.url}/v1/health`)).json()) as { status: string; problems: Array<{ code: string; source: string }> }
     renameSync(path, aside) // deleted, as far as the path goes (kept aside to put it back)
     try {
       const deleted = await health()
@@ -161,13 +185,19 @@ describe('GET /v1/health', () => {
       // Logged once (per change of state, not per request), naming where the open file can still
       // be copied from.
       await waitFor(async () => sidecar.output().includes('DEGRADED (database/file-deleted)'), 10_000, 'the sidecar to log it')
-      const logged = sidecar.output().split('\n').filter((l) => l.includes('DEGRADED (database/file-deleted)'))
+      const logged = sidecar
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('DEGRADED (database/file-deleted)'))
       expect(logged).toHaveLength(1) // once per change of state, not per request
       const fd = /\/proc\/\d+\/fd\/\d+/.exec(logged[0]!)![0]
       expect(readFileSync(fd).subarray(0, 15).toString()).toBe('SQLite format 3')
       copyFileSync(aside, path) // another file at the path
       const replaced = await health()
-      expect(replaced.problems.map((p) => `${p.source} ${p.code}`)).toEqual(['api database/file-replaced', 'sidecar database/file-replaced'])
+      expect(replaced.problems.map((p) => `${p.source} ${p.code}`)).toEqual([
+        'api database/file-replaced',
+        'sidecar database/file-replaced',
+      ])
     } finally {
       rmSync(path, { force: true })
       renameSync(aside, path)

@@ -48,13 +48,21 @@ describe('termkeep serve supervises its sidecar', () => {
     try {
       expect((await stack.call('POST', '/v1/sessions', { id: 'sup', cwd: shells.dir })).status).toBe(201)
       let generation = (await health(stack)).sidecar.generation!
-      for (const [round, backoff] of [[1, 1], [2, 2], [3, 4]] as const) {
+      for (const [round, backoff] of [
+        [1, 1],
+        [2, 2],
+        [3, 4],
+      ] as const) {
         const tid = `ticker-${round}`
         const T = `/v1/sessions/sup/terminals/${tid}`
         expect((await stack.call('PUT', T, { cols: 80, rows: 24, shell: shells.path('ticker') })).status).toBe(201)
         // It prints, and a settled screen of it is in the database.
         await waitFor(async () => (await outputText(stack, T)).includes('tick 2'), 15_000, 'output')
-        await waitFor(async () => (await stack.call('GET', `${T}/display`, undefined, { accept: 'text/event-stream' })).status === 200, 15_000, 'a display')
+        await waitFor(
+          async () => (await stack.call('GET', `${T}/display`, undefined, { accept: 'text/event-stream' })).status === 200,
+          15_000,
+          'a display',
+        )
 
         const pid = listenerPid(stack.sidecarPort)!
         expect(pid).toBeGreaterThan(0)
@@ -88,12 +96,16 @@ describe('termkeep serve supervises its sidecar', () => {
         expect(stack.output()).toMatch(new RegExp(`earlier generation\\(s\\) ended: (?:[^\\n]*, )?${generation} \\(its process is gone\\)`))
         generation = up
         expect(stack.output()).toMatch(
-          new RegExp(`termkeep: the sidecar \\(pid ${pid}, generation \\d+\\) was killed by SIGKILL after [\\d.]+ s; starting it again in ${backoff} s \\(restart ${round}\\)`),
+          new RegExp(
+            `termkeep: the sidecar \\(pid ${pid}, generation \\d+\\) was killed by SIGKILL after [\\d.]+ s; starting it again in ${backoff} s \\(restart ${round}\\)`,
+          ),
         )
         expect(stack.output()).toContain(`termkeep: the sidecar is up again: generation ${up} (pid ${listenerPid(stack.sidecarPort)})`)
         // The new generation killed what the old one left running (before it took requests).
         expect(alive(orphan)).toBe(false)
-        expect(stack.output()).toMatch(new RegExp(`killed \\d+ process\\(es\\) an earlier sidecar left running in 1 terminal\\(s\\) \\(sup/${tid}: [\\d ]*${orphan}`))
+        expect(stack.output()).toMatch(
+          new RegExp(`killed \\d+ process\\(es\\) an earlier sidecar left running in 1 terminal\\(s\\) \\(sup/${tid}: [\\d ]*${orphan}`),
+        )
 
         // The old generation's terminal is gone (410), its row retired; its display is still served.
         const old = await stack.call('GET', `${T}/output?after=0`)

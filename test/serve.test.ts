@@ -14,7 +14,11 @@ import { alive, listenerPid, serve } from './support/serve.ts'
 /** The accept-queue size of the socket listening on `port` (`ss` shows it as Send-Q). */
 async function listenBacklog(port: number): Promise<number> {
   const { execFileSync } = await import('node:child_process')
-  return Number(execFileSync('ss', ['-ltnH', `sport = :${port}`], { encoding: 'utf8' }).trim().split(/\s+/)[2])
+  return Number(
+    execFileSync('ss', ['-ltnH', `sport = :${port}`], { encoding: 'utf8' })
+      .trim()
+      .split(/\s+/)[2],
+  )
 }
 
 const sidecarPid = async (port: number) => listenerPid(port)
@@ -46,7 +50,11 @@ describe('termkeep serve', () => {
       for (const listening of [port, sidecarPort]) expect(await listenBacklog(listening)).toBe(Math.min(LISTEN_BACKLOG, somaxconn))
       // A live terminal, so that the sidecar's shutdown has work to do (kill, last screen, rows).
       const api = (method: string, path: string, body: unknown) =>
-        fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+        fetch(`http://127.0.0.1:${port}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
       expect((await api('POST', '/v1/workspaces', { path: realpathSync(dataDir) })).status).toBe(201)
       expect((await api('POST', '/v1/sessions', { id: 'serve-s', cwd: dataDir })).status).toBe(201)
       expect((await api('PUT', '/v1/sessions/serve-s/terminals/serve-t', { cols: 80, rows: 24 })).status).toBe(201)
@@ -115,8 +123,14 @@ describe('termkeep serve', () => {
 
       const otherDir = mkdtempSync(join(tmpdir(), 'termkeep-serve-other-'))
       for (const [env, reason] of [
-        [{ TERMKEEP_DATA_DIR: dataDir, PORT: String(await freePort()), SIDECAR_URL: `http://127.0.0.1:${await freePort()}` }, `another termkeep sidecar (pid `],
-        [{ TERMKEEP_DATA_DIR: otherDir, PORT: String(await freePort()), SIDECAR_URL: `http://127.0.0.1:${sidecarPort}` }, `127.0.0.1:${sidecarPort} is already in use (SIDECAR_URL)`],
+        [
+          { TERMKEEP_DATA_DIR: dataDir, PORT: String(await freePort()), SIDECAR_URL: `http://127.0.0.1:${await freePort()}` },
+          `another termkeep sidecar (pid `,
+        ],
+        [
+          { TERMKEEP_DATA_DIR: otherDir, PORT: String(await freePort()), SIDECAR_URL: `http://127.0.0.1:${sidecarPort}` },
+          `127.0.0.1:${sidecarPort} is already in use (SIDECAR_URL)`,
+        ],
       ] as const) {
         const second = serve(env)
         try {
@@ -145,12 +159,18 @@ describe('termkeep serve', () => {
   })
 
   it('names DATABASE_URL in one line when a database file cannot be opened', async () => {
-    const down = serve({ TERMKEEP_DATA_DIR: mkdtempSync(join(tmpdir(), 'termkeep-serve-nofile-')), PORT: String(await freePort()), DATABASE_URL: 'file:/proc/nonexistent/x.db' })
+    const down = serve({
+      TERMKEEP_DATA_DIR: mkdtempSync(join(tmpdir(), 'termkeep-serve-nofile-')),
+      PORT: String(await freePort()),
+      DATABASE_URL: 'file:/proc/nonexistent/x.db',
+    })
     try {
       expect(await down.exited).toBe(1)
       const lines = down.output().trim().split('\n')
       expect(lines).toHaveLength(1)
-      expect(lines[0]).toMatch(/^termkeep: the database at file:\/proc\/nonexistent\/x\.db \(DATABASE_URL\) could not be opened or migrated: .+; stopping$/)
+      expect(lines[0]).toMatch(
+        /^termkeep: the database at file:\/proc\/nonexistent\/x\.db \(DATABASE_URL\) could not be opened or migrated: .+; stopping$/,
+      )
     } finally {
       down.child.kill('SIGKILL')
     }
@@ -160,12 +180,21 @@ describe('termkeep serve', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-serve-nodb-'))
     const closed = await freePort()
     const url = `http://127.0.0.1:${closed}`
-    const down = serve({ TERMKEEP_DATA_DIR: dataDir, PORT: String(await freePort()), DATABASE_URL: url, DATABASE_AUTH_TOKEN: 'secret-token' })
+    const down = serve({
+      TERMKEEP_DATA_DIR: dataDir,
+      PORT: String(await freePort()),
+      DATABASE_URL: url,
+      DATABASE_AUTH_TOKEN: 'secret-token',
+    })
     try {
       expect(await down.exited).toBe(1)
       const lines = down.output().trim().split('\n')
       expect(lines).toHaveLength(1)
-      expect(lines[0]).toMatch(new RegExp(`^termkeep: the database at http://127\\.0\\.0\\.1:${closed}/ \\(DATABASE_URL\\) could not be opened or migrated: .+; stopping$`))
+      expect(lines[0]).toMatch(
+        new RegExp(
+          `^termkeep: the database at http://127\\.0\\.0\\.1:${closed}/ \\(DATABASE_URL\\) could not be opened or migrated: .+; stopping$`,
+        ),
+      )
       expect(down.output()).not.toContain('secret-token')
     } finally {
       down.child.kill('SIGKILL')

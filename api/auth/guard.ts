@@ -107,9 +107,13 @@ export function guard(required: Requirement, options: GuardOptions = {}): Middle
       })
     }
     if (options.allSessions && authority.sessions !== 'all') {
-      throw new TermkeepError('auth/forbidden', `this needs ${describe(required)} on a token bound to all sessions; this token is bound to some`, {
-        required: describe(required),
-      })
+      throw new TermkeepError(
+        'auth/forbidden',
+        `this needs ${describe(required)} on a token bound to all sessions; this token is bound to some`,
+        {
+          required: describe(required),
+        },
+      )
     }
     const sessionId = c.req.param('sid')
     if (sessionId !== undefined) {

@@ -26,7 +26,12 @@ export function isStreamPath(path: string): boolean {
   return STREAM_PATHS.some((re) => re.test(path))
 }
 
-export async function mintTicket(db: Database, tokenId: string, path: string, now = Date.now()): Promise<{ ticket: string; expiresAt: number }> {
+export async function mintTicket(
+  db: Database,
+  tokenId: string,
+  path: string,
+  now = Date.now(),
+): Promise<{ ticket: string; expiresAt: number }> {
   if (!isStreamPath(path)) {
     throw new TermkeepError('request/invalid', `tickets open only SSE stream paths (e.g. /v1/workspaces/watch), not ${path}`)
   }
@@ -51,7 +56,11 @@ async function usable(ticket: string, path: string, now: number) {
  * (unknown, used, expired, other path). A request is authorized by this and spends the ticket
  * with `redeemTicket` only once it passed every check (guard.ts `openStream`). */
 export async function ticketHolder(db: Database, ticket: string, path: string, now = Date.now()): Promise<string | undefined> {
-  const [row] = await db.select({ tokenId: streamTickets.tokenId }).from(streamTickets).where(await usable(ticket, path, now)).limit(1)
+  const [row] = await db
+    .select({ tokenId: streamTickets.tokenId })
+    .from(streamTickets)
+    .where(await usable(ticket, path, now))
+    .limit(1)
   return row?.tokenId
 }
 

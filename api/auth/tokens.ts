@@ -57,7 +57,15 @@ export async function createToken(
     ...observeEnvironment.map((name) => db.insert(tokenObserveEnv).values({ tokenId: id, name })),
   ])
   return {
-    token: { id, name: spec.name, grants, sessions: allSessions ? 'all' : sessionIds, createdAt, expiresAt: spec.expiresAt ?? null, observeEnvironment },
+    token: {
+      id,
+      name: spec.name,
+      grants,
+      sessions: allSessions ? 'all' : sessionIds,
+      createdAt,
+      expiresAt: spec.expiresAt ?? null,
+      observeEnvironment,
+    },
     secret,
   }
 }

@@ -3,7 +3,14 @@
  * (browser, Node, Workers): no runtime imports. The row format is documented in
  * schema/wire/display.ts.
  */
-import { ROW_WRAPPED, type CellStyle, type DisplayBegin, type DisplayEnd, type EncodedRow, type RowsEvent } from '../../schema/wire/display.ts'
+import {
+  ROW_WRAPPED,
+  type CellStyle,
+  type DisplayBegin,
+  type DisplayEnd,
+  type EncodedRow,
+  type RowsEvent,
+} from '../../schema/wire/display.ts'
 
 export interface DecodedCell {
   /** The cell's characters; '' for a blank (erased) cell and for a wide character's second cell. */

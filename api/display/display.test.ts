@@ -51,7 +51,8 @@ const get = (path: string, secret = token) => app.request(path, { headers: { aut
 async function coloured(lines: number) {
   const e = emulator(60, 12)
   let out = ''
-  for (let i = 0; i < lines; i++) out += `\x1b[38;2;${i % 256};80;160m${i}\x1b[0m \x1b[4${i % 8}m  \x1b[0m\x1b[1mbold ${'中'.repeat(i % 5)}\x1b[0m\r\n`
+  for (let i = 0; i < lines; i++)
+    out += `\x1b[38;2;${i % 256};80;160m${i}\x1b[0m \x1b[4${i % 8}m  \x1b[0m\x1b[1mbold ${'中'.repeat(i % 5)}\x1b[0m\r\n`
   await e.write(`${out}\x1b]2;colours\x07\x1b[?25l`)
   return e
 }
@@ -88,7 +89,11 @@ describe('readDisplay', () => {
     expect(begin.cursor.visible).toBe(false)
     const end = JSON.parse(events.at(-1)!.data) as DisplayEnd
     expect(end).toEqual({ revision: 1, truncated: false })
-    const display = decodeDisplay(begin, rows.map((e) => JSON.parse(e.data) as RowsEvent), end)
+    const display = decodeDisplay(
+      begin,
+      rows.map((e) => JSON.parse(e.data) as RowsEvent),
+      end,
+    )
     const copy = await replay(display)
     expect(bufferDiff(source.terminal.buffer.normal, copy.terminal.buffer.normal, 60)).toEqual([])
     expect(copy.tracker.cursor()).toEqual(source.tracker.cursor())
@@ -133,7 +138,7 @@ describe('readDisplay', () => {
     expect(JSON.stringify(rows)).toContain('burst 19')
   })
 
-  it('prunes a stopped terminal\'s old revisions (the newest few kept, one for an ended terminal) and keeps young ones', async () => {
+  it("prunes a stopped terminal's old revisions (the newest few kept, one for an ended terminal) and keeps young ones", async () => {
     const e = await emulator(40, 5)
     const old = Date.now() - DISPLAY_KEEP_MS - 1000
     // Written without a newer write after them (the terminal stopped): nothing pruned yet.
@@ -147,9 +152,13 @@ describe('readDisplay', () => {
     }
     const kept = async (tid: string) => {
       const where = and(eq(displayRevisions.sessionId, 's1'), eq(displayRevisions.terminalId, tid))
-      const headers = (await storage.db.select({ r: displayRevisions.revision }).from(displayRevisions).where(where)).map((r) => r.r).sort((a, b) => a - b)
+      const headers = (await storage.db.select({ r: displayRevisions.revision }).from(displayRevisions).where(where))
+        .map((r) => r.r)
+        .sort((a, b) => a - b)
       const chunkWhere = and(eq(displayChunks.sessionId, 's1'), eq(displayChunks.terminalId, tid))
-      const chunks = (await storage.db.selectDistinct({ r: displayChunks.revision }).from(displayChunks).where(chunkWhere)).map((r) => r.r).sort((a, b) => a - b)
+      const chunks = (await storage.db.selectDistinct({ r: displayChunks.revision }).from(displayChunks).where(chunkWhere))
+        .map((r) => r.r)
+        .sort((a, b) => a - b)
       expect(chunks).toEqual(headers)
       return headers
     }
@@ -158,7 +167,18 @@ describe('readDisplay', () => {
       await e.write(`ended ${i}\r\n`)
       await persistRevision(storage.db, 's1', 'ended', encodeRevision(e.tracker), { now: old + i })
     }
-    await storage.db.insert(terminals).values({ sessionId: 's1', id: 'ended', title: 'ended', shellPath: '/bin/sh', shellArgs: [], cwd: dir, cols: 40, rows: 5, state: 'retired', hostGeneration: 1 })
+    await storage.db.insert(terminals).values({
+      sessionId: 's1',
+      id: 'ended',
+      title: 'ended',
+      shellPath: '/bin/sh',
+      shellArgs: [],
+      cwd: dir,
+      cols: 40,
+      rows: 5,
+      state: 'retired',
+      hostGeneration: 1,
+    })
     expect(await kept('stopped')).toHaveLength(8)
     const before = await kept('t1')
     await pruneDisplayRevisions(storage.db)

@@ -132,10 +132,7 @@ function writeRows(w: Writer, rows: DecodedRow[]): void {
     let mode: 'plain' | 'pending' | 'wide' | 'placeholder' = 'plain'
     if (next?.wrapped) {
       if (last && !last.blank) mode = 'pending'
-      else if (
-        nextFirst?.width === 2 &&
-        (last ? last.style === nextFirst.style : end === cols - 1 && nextFirst.style === 0)
-      ) {
+      else if (nextFirst?.width === 2 && (last ? last.style === nextFirst.style : end === cols - 1 && nextFirst.style === 0)) {
         // A wide character that did not fit: printing it at the last column blanks that cell with
         // its own style and wraps, exactly as the original output did.
         mode = 'wide'

@@ -85,7 +85,12 @@ async function* storedEvents(db: Database, header: Header, count: number): Async
 }
 
 /** The epoch's stored history rows [first, end), newest first, with their chunk's style table. */
-async function* historyRows(db: Database, header: Header, first: number, end: number): AsyncGenerator<{ row: EncodedRow; styles: CellStyle[]; ids: number[] }> {
+async function* historyRows(
+  db: Database,
+  header: Header,
+  first: number,
+  end: number,
+): AsyncGenerator<{ row: EncodedRow; styles: CellStyle[]; ids: number[] }> {
   let next = end // every row from `next` up is done
   while (next > first) {
     const page = await db

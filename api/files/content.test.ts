@@ -55,7 +55,7 @@ describe('decodeBase64', () => {
   it('refuses a bad character in any slice, and "=" anywhere but the end (400)', async () => {
     const good = sample(3 * CONTENT_SLICE_SIZE).toString('base64')
     for (const at of [0, CONTENT_SLICE_SIZE + 5, good.length - 1]) {
-      const bad = good.slice(0, at) + '-' + good.slice(at + 1)
+      const bad = `${good.slice(0, at)}-${good.slice(at + 1)}`
       expect(await codeOf(() => decodeBase64(bad, Infinity)), `at ${at}`).toBe('request/invalid')
     }
     for (const text of ['QQ==QQ==', 'Q=Q=', 'Q===', 'QUJD====', ' QUJD', 'QUJD\n']) {
@@ -66,7 +66,7 @@ describe('decodeBase64', () => {
 
 describe('encodeUtf8 and utf8Length', () => {
   it('never splits a surrogate pair at a slice boundary', async () => {
-    const text = 'a'.repeat(CONTENT_SLICE_SIZE - 1) + '😀' + 'é'.repeat(10)
+    const text = `${'a'.repeat(CONTENT_SLICE_SIZE - 1)}😀${'é'.repeat(10)}`
     const expected = Buffer.from(text, 'utf8')
     expect(Buffer.from(await encodeUtf8(text, Infinity)).equals(expected)).toBe(true)
     expect(await utf8Length(text, Infinity)).toBe(expected.length)

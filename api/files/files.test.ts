@@ -140,7 +140,10 @@ describe('authority', () => {
     expect((await get(`/v1/sessions/s1/files/list`, noGrant)).status).toBe(403)
     const foreign = await get(`/v1/sessions/s1/files/list`, onlyS2)
     expect(foreign).toMatchObject({ status: 404, body: { error: { code: 'session/not-found' } } })
-    expect(await get(`/v1/sessions/ghost/files/list`, onlyS2)).toMatchObject({ status: 404, body: { error: { code: 'session/not-found' } } })
+    expect(await get(`/v1/sessions/ghost/files/list`, onlyS2)).toMatchObject({
+      status: 404,
+      body: { error: { code: 'session/not-found' } },
+    })
     expect((await get(`/v1/sessions/s2/files/list`, onlyS2)).body.entries).toEqual([{ name: 'other.txt', kind: 'file', size: 16 }])
   })
 
@@ -158,7 +161,10 @@ describe('authority', () => {
 describe('file routes', () => {
   it('reads pages, windows, whole files, related files, stats and listings', async () => {
     const page = await get(`/v1/sessions/s1/files/text?${q({ path: 'src/main.ts', offset: '24', limit: '5' })}`)
-    expect(page).toMatchObject({ status: 200, body: { text: 'line 24\nline 25', lines: 2, offset: 24, eof: true, absolutePath: join(root, 'src/main.ts') } })
+    expect(page).toMatchObject({
+      status: 200,
+      body: { text: 'line 24\nline 25', lines: 2, offset: 24, eof: true, absolutePath: join(root, 'src/main.ts') },
+    })
     const bytes = await get(`/v1/sessions/s1/files/bytes?${q({ path: 'bin.dat', offset: '1', length: '2' })}`)
     expect(bytes.body).toMatchObject({ data: Buffer.from([159, 146]).toString('base64'), eof: false, bytes: 4 })
     const all = await get(`/v1/sessions/s1/files/all?${q({ path: 'bin.dat' })}`)
@@ -320,7 +326,11 @@ describe('Files.readText', () => {
     expect(result.body.address).toMatch(/^tool-result:/)
     expect((await readAll(result.body.address, 2)).map((p) => p.text)).toEqual(['a\nb', 'c'])
 
-    const base64 = await post('/v1/sessions/s1/attachments', { name: 'b', encoding: 'base64', content: Buffer.from([0xff, 0xfe]).toString('base64') }, writer)
+    const base64 = await post(
+      '/v1/sessions/s1/attachments',
+      { name: 'b', encoding: 'base64', content: Buffer.from([0xff, 0xfe]).toString('base64') },
+      writer,
+    )
     expect((await post('/v1/sessions/s1/read-text', { address: base64.body.address })).body.error.code).toBe('files/not-text')
     expect((await post('/v1/sessions/s1/attachments', { name: 'b', encoding: 'base64', content: '@@' }, writer)).status).toBe(400)
   })
@@ -329,7 +339,13 @@ describe('Files.readText', () => {
     const pages = await readAll('src/main.ts', 10)
     expect(pages.map((p) => p.lines)).toEqual([10, 10, 6])
     expect(pages[2]).toMatchObject({ kind: 'file', eof: true, offset: 21 })
-    expect(pages.map((p) => p.text).join('\n').split('\n').at(-1)).toBe('line 26')
+    expect(
+      pages
+        .map((p) => p.text)
+        .join('\n')
+        .split('\n')
+        .at(-1),
+    ).toBe('line 26')
     expect(new Set(pages.map((p) => p.version)).size).toBe(1)
   })
 

@@ -40,7 +40,10 @@ async function sweepAbandoned(db: Database): Promise<void> {
     .where(lt(resourceUploads.startedAt, Date.now() - RESOURCE_UPLOAD_ABANDON_MS))
   if (stale.length === 0) return
   const ids = stale.map((s) => s.id)
-  await db.batch([db.delete(resourceParts).where(inArray(resourceParts.resourceId, ids)), db.delete(resourceUploads).where(inArray(resourceUploads.resourceId, ids))])
+  await db.batch([
+    db.delete(resourceParts).where(inArray(resourceParts.resourceId, ids)),
+    db.delete(resourceUploads).where(inArray(resourceUploads.resourceId, ids)),
+  ])
 }
 
 /** The statement that writes a resource's row with `content` (inline, or empty when in parts). */
@@ -61,7 +64,10 @@ async function storeContent(db: Database, id: string, bytes: Uint8Array, row: Ro
     }
     await db.batch([row(new Uint8Array(0)), db.delete(resourceUploads).where(eq(resourceUploads.resourceId, id))])
   } catch (error) {
-    const forget = [db.delete(resourceParts).where(eq(resourceParts.resourceId, id)), db.delete(resourceUploads).where(eq(resourceUploads.resourceId, id))] as const
+    const forget = [
+      db.delete(resourceParts).where(eq(resourceParts.resourceId, id)),
+      db.delete(resourceUploads).where(eq(resourceUploads.resourceId, id)),
+    ] as const
     await db.batch(forget).catch(() => {}) // left to the sweep
     throw error
   }
@@ -70,7 +76,11 @@ async function storeContent(db: Database, id: string, bytes: Uint8Array, row: Ro
 /** A resource's bytes: its row's content, or its parts in order when the content is empty. */
 async function loadContent(db: Database, id: string, inline: Uint8Array): Promise<Uint8Array> {
   if (inline.length > 0) return inline
-  const seqs = await db.select({ seq: resourceParts.seq }).from(resourceParts).where(eq(resourceParts.resourceId, id)).orderBy(asc(resourceParts.seq))
+  const seqs = await db
+    .select({ seq: resourceParts.seq })
+    .from(resourceParts)
+    .where(eq(resourceParts.resourceId, id))
+    .orderBy(asc(resourceParts.seq))
   const parts: Uint8Array[] = []
   for (const { seq } of seqs) {
     const [part] = await db
@@ -87,7 +97,10 @@ const asBytes = (content: Uint8Array) => new Uint8Array(content.buffer, content.
 
 export async function storeAttachment(db: Database, sessionId: string, input: StoreAttachment): Promise<StoredResource> {
   // Sized before it is decoded, and decoded without holding the event loop (content.ts).
-  const content = input.encoding === 'base64' ? await decodeBase64(input.content, MAX_RESOURCE_BYTES) : await encodeUtf8(input.content, MAX_RESOURCE_BYTES)
+  const content =
+    input.encoding === 'base64'
+      ? await decodeBase64(input.content, MAX_RESOURCE_BYTES)
+      : await encodeUtf8(input.content, MAX_RESOURCE_BYTES)
   const id = randomId('att')
   const { name, mediaType } = input
   await storeContent(db, id, content, (inline) =>

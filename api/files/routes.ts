@@ -40,7 +40,9 @@ const badQuery = { code: 'files/bad-request' as const }
 const FILE_ERRORS = {
   400: error('`files/bad-request`, `files/not-regular-file` {kind}, `files/not-directory` {kind}, `files/not-text`'),
   403: error('the path leaves the workspace (`files/outside-workspace`), or the token lacks `files:read`'),
-  404: error('unknown session or not yours (`session/not-found`), session bound to no workspace (`workspace/not-found`), `files/not-found`'),
+  404: error(
+    'unknown session or not yours (`session/not-found`), session bound to no workspace (`workspace/not-found`), `files/not-found`',
+  ),
   413: error('`files/too-large` {limit}: ask for fewer lines, or use a byte window'),
   ...SIDECAR_DOWN,
 }
@@ -57,7 +59,11 @@ function passOn(upstream: Response): Response {
 export const fileRoutes = new Hono<AppEnv>()
   .get(
     '/v1/sessions/:sid/files/text',
-    describeRoute({ tags, summary: 'A page of UTF-8 lines (1-based offset, at most 5,000 lines and 2 MiB)', responses: { 200: json(FileText), ...FILE_ERRORS } }),
+    describeRoute({
+      tags,
+      summary: 'A page of UTF-8 lines (1-based offset, at most 5,000 lines and 2 MiB)',
+      responses: { 200: json(FileText), ...FILE_ERRORS },
+    }),
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', TextQuery, badQuery),
@@ -65,7 +71,11 @@ export const fileRoutes = new Hono<AppEnv>()
   )
   .get(
     '/v1/sessions/:sid/files/bytes',
-    describeRoute({ tags, summary: 'A base64 byte window (0-based offset, at most 2 MiB)', responses: { 200: json(FileBytes), ...FILE_ERRORS } }),
+    describeRoute({
+      tags,
+      summary: 'A base64 byte window (0-based offset, at most 2 MiB)',
+      responses: { 200: json(FileBytes), ...FILE_ERRORS },
+    }),
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', BytesQuery, badQuery),
@@ -135,7 +145,11 @@ export const fileRoutes = new Hono<AppEnv>()
       summary: 'Files.readText: a page of a workspace file, `attachment:ID` or `tool-result:ID`; send `next` back whole to continue',
       description:
         'A `next` is bound to this session and the token that received it; an altered or foreign one is answered like a missing resource (404 `resource/not-found`).',
-      responses: { 200: json(ReadTextPage), ...FILE_ERRORS, 404: error('`resource/not-found`, `files/not-found`, `workspace/not-found`, `session/not-found`') },
+      responses: {
+        200: json(ReadTextPage),
+        ...FILE_ERRORS,
+        404: error('`resource/not-found`, `files/not-found`, `workspace/not-found`, `session/not-found`'),
+      },
     }),
     guard('files:read'),
     validate('param', SessionOnly),

@@ -17,7 +17,6 @@ const app = createApp({ runtime: 'test' } as unknown as AppDeps)
 const catalog = new Catalog(app, TOOLS)
 const authority = (grants: readonly Grant[]): Authority => ({ tokenId: 't', grants: new Set(grants), sessions: 'all' })
 
-
 describe('the MCP tool table', () => {
   it('names each tool once, in snake_case, over routes that are mounted and guarded', () => {
     const names = TOOLS.map((t) => t.name)
@@ -34,13 +33,24 @@ describe('the MCP tool table', () => {
   })
 
   it('shows a token exactly the tools whose routes its grants pass', () => {
-    const names = (grants: Grant[]) => catalog.visible(authority(grants)).map((t) => t.name).sort()
+    const names = (grants: Grant[]) =>
+      catalog
+        .visible(authority(grants))
+        .map((t) => t.name)
+        .sort()
     expect(names([])).toEqual([])
     expect(names(['terminals:screen'])).toEqual(['read_screen', 'wait_for'])
     expect(names(['files:read'])).toEqual(['list_directory', 'read_file', 'read_text', 'stat_file'])
     // send_keys follows (control + output) and writes input (control): control alone is not enough.
     expect(names(['terminals:control'])).toEqual(['close_terminal', 'create_terminal', 'list_terminals'])
-    expect(names(['terminals:control', 'terminals:output'])).toEqual(['close_terminal', 'create_terminal', 'list_terminals', 'read_output', 'run_command', 'send_keys'])
+    expect(names(['terminals:control', 'terminals:output'])).toEqual([
+      'close_terminal',
+      'create_terminal',
+      'list_terminals',
+      'read_output',
+      'run_command',
+      'send_keys',
+    ])
     // Reading runs is workflows:read; starting and cancelling them workflows:run, as the routes' guards say.
     expect(names(['workflows:read'])).toEqual(['list_workflows', 'workflow_events', 'workflow_status'])
     expect(names(['workflows:run'])).toEqual(['cancel_workflow', 'run_workflow'])
@@ -60,7 +70,7 @@ describe('the MCP tool table', () => {
     }
   })
 
-  it('spells the grants a tool needs as the union of its routes\' requirements', () => {
+  it("spells the grants a tool needs as the union of its routes' requirements", () => {
     expect(catalog.grants(catalog.find('send_keys')!)).toBe('terminals:control + terminals:output')
     expect(catalog.grants(catalog.find('list_terminals')!)).toBe('terminals:control or terminals:display')
     const events = { method: 'GET' as const, path: '/v1/sessions/:sid/workflows/:rid/events' }
@@ -69,7 +79,7 @@ describe('the MCP tool table', () => {
     expect(catalog.permits(events, authority(['workflows:run']))).toBe(false)
   })
 
-  it('is documented in docs/mcp.md with each tool\'s grants', () => {
+  it("is documented in docs/mcp.md with each tool's grants", () => {
     const doc = readFileSync(new URL('../../docs/mcp.md', import.meta.url), 'utf8')
     for (const tool of TOOLS) expect(doc, tool.name).toContain(`| \`${tool.name}\` | ${catalog.grants(tool)} |`)
   })

@@ -49,7 +49,9 @@ export class EventStream {
     const read = (this.#pending ??= this.#reader.read())
     let timer: ReturnType<typeof setTimeout> | undefined
     const deadline =
-      timeoutMs === Infinity ? undefined : new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), Math.max(0, timeoutMs))))
+      timeoutMs === Infinity
+        ? undefined
+        : new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), Math.max(0, timeoutMs))))
     try {
       const result = await (deadline ? Promise.race([read, deadline]) : read)
       if (result === 'timeout') return 'timeout'

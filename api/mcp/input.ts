@@ -103,7 +103,8 @@ export function toolInput(layout: InputLayout): ToolInput {
     split(args = {}) {
       if (typeof args !== 'object' || args === null || Array.isArray(args)) throw invalid('the arguments must be an object')
       const unknown = Object.keys(args).filter((key) => !owner.has(key))
-      if (unknown.length > 0) throw invalid(`unknown argument ${unknown.join(', ')}; this tool takes ${[...owner.keys()].join(', ') || 'none'}`)
+      if (unknown.length > 0)
+        throw invalid(`unknown argument ${unknown.join(', ')}; this tool takes ${[...owner.keys()].join(', ') || 'none'}`)
       const all: Json = { ...args }
       for (const [key, make] of Object.entries(layout.defaults ?? {})) if (all[key] === undefined) all[key] = make()
       const pick = (name: keyof typeof parts) => Object.fromEntries(Object.entries(all).filter(([key]) => owner.get(key) === name))

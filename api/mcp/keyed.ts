@@ -37,8 +37,12 @@ export async function keyedRequest<T>(call: Dispatcher, send: (key: string) => P
     )
   } catch (error) {
     if (!unknown || !retryable(error)) throw error
-    throw new TermkeepError('sidecar/unavailable', `the outcome is unknown: the terminal host did not confirm the request within ${retryMs / 1000} s; ${options.unknown}`, {
-      outcome: 'unknown',
-    })
+    throw new TermkeepError(
+      'sidecar/unavailable',
+      `the outcome is unknown: the terminal host did not confirm the request within ${retryMs / 1000} s; ${options.unknown}`,
+      {
+        outcome: 'unknown',
+      },
+    )
   }
 }

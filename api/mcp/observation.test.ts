@@ -6,7 +6,11 @@ import { followChunks, OBSERVATION_TOOLS, observeToolName } from './observation.
 import { shownBytes, toBase64 } from './text.ts'
 
 const b64 = (text: string | Uint8Array) => Buffer.from(text).toString('base64')
-const event = (type: string, offset: number, bytes: string | Uint8Array, id = `c${offset}`) => ({ event: type, id, data: JSON.stringify({ offset, bytes: b64(bytes) }) })
+const event = (type: string, offset: number, bytes: string | Uint8Array, id = `c${offset}`) => ({
+  event: type,
+  id,
+  data: JSON.stringify({ offset, bytes: b64(bytes) }),
+})
 
 describe('observation tools', () => {
   it('are one per operation of OBSERVATION_OPERATIONS, named from the seed method, with the context and follow', () => {
@@ -16,7 +20,15 @@ describe('observation tools', () => {
     expect(names).toEqual(['observe_context', ...Object.keys(OBSERVATION_OPERATIONS).map(observeToolName), 'observe_follow'])
     // Each body schema is the route's own: the read tool requires what ReadRequest requires.
     expect(OBSERVATION_TOOLS.find((t) => t.name === 'observe_read')!.input.schema.required).toEqual(['sid', 'tid', 'handle', 'maxBytes'])
-    expect(OBSERVATION_TOOLS.find((t) => t.name === 'observe_list_directory')!.input.schema.required).toEqual(['sid', 'tid', 'root', 'extensions', 'maxDepth', 'maxEntries', 'maxBytes'])
+    expect(OBSERVATION_TOOLS.find((t) => t.name === 'observe_list_directory')!.input.schema.required).toEqual([
+      'sid',
+      'tid',
+      'root',
+      'extensions',
+      'maxDepth',
+      'maxEntries',
+      'maxBytes',
+    ])
   })
 
   it('merge the appends that continue a chunk, and start a new chunk at truncate, replace or a gap', () => {

@@ -26,7 +26,8 @@ const NOTES: Partial<Record<ObservationOperationName, string>> = {
   descendants: 'Each process has a handle for observe_open_files.',
   openFiles: '`processes`: handles (or whole snapshots) from observe_descendants or observe_context; `access`: readable or writable.',
   environment: 'Every name must be declared on the token (observeEnvironment), else observe/undeclared.',
-  resolveHomeDirectory: '`relativePath` below HOME, e.g. `.codex/sessions` (no leading /, no ..); use the handle as observe_list_directory\'s `root`.',
+  resolveHomeDirectory:
+    "`relativePath` below HOME, e.g. `.codex/sessions` (no leading /, no ..); use the handle as observe_list_directory's `root`.",
   resolveDirectoryRelativeToEnvironment: 'The variable must be declared on the token.',
   resolveRelativeToEnvironment: 'The variable must be declared on the token.',
   resolvePathUnderEnvironment: 'The variable must be declared on the token.',
@@ -99,13 +100,15 @@ export const OBSERVATION_TOOLS: readonly Tool[] = [
     path: O,
     params: TerminalParams,
   }),
-  ...(Object.entries(OBSERVATION_OPERATIONS) as [ObservationOperationName, ObservationOperation][]).map(([name, operation]) => operationTool(name, operation)),
+  ...(Object.entries(OBSERVATION_OPERATIONS) as [ObservationOperationName, ObservationOperation][]).map(([name, operation]) =>
+    operationTool(name, operation),
+  ),
   streamReadTool({
     name: 'observe_follow',
     title: 'Follow a file (read since a cursor)',
     description:
       "A file's bytes since cursor `after` (absent: from its start), what is there and what is written meanwhile, read to a bound (quietMs, maxEvents, maxBytes of event data, timeoutMs). " +
-      '`handle` is a file handle\'s id (the string), e.g. the last entry of observe_list_directory. Chunks: `append` continues the content at `offset`; ' +
+      "`handle` is a file handle's id (the string), e.g. the last entry of observe_list_directory. Chunks: `append` continues the content at `offset`; " +
       '`truncate` (the file was cut or rewritten) and `replace` (the path names another file now: rotated, replaced) start it over at offset 0. ' +
       'Each chunk is text when valid UTF-8 (`encoding: "utf8"`), else base64 (`encoding: "base64"`, `bytes`). ' +
       'Pass `next` back as `after` to read on: no byte is repeated or skipped. After a rotation while you were away the answer starts with `replace` ' +

@@ -16,7 +16,10 @@ export function compilePattern(source: string): Pattern {
   try {
     return RE2JS.compile(source, RE2JS.MULTILINE)
   } catch (error) {
-    throw new TermkeepError('request/invalid', `invalid arguments: pattern: ${(error as Error).message} (RE2 syntax: no lookaround or backreferences)`)
+    throw new TermkeepError(
+      'request/invalid',
+      `invalid arguments: pattern: ${(error as Error).message} (RE2 syntax: no lookaround or backreferences)`,
+    )
   }
 }
 

@@ -1,7 +1,7 @@
 /** The pure pieces of the MCP server: argument layout, output as text, patterns, route paths. */
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
-import { TermkeepError } from '../../schema/errors.ts'
+import type { TermkeepError } from '../../schema/errors.ts'
 import { TextQuery } from '../../schema/wire/files.ts'
 import { SendArgs } from '../../schema/wire/mcp.ts'
 import { TerminalParams } from '../../schema/wire/terminals.ts'
@@ -21,15 +21,29 @@ const codeOf = (f: () => unknown) => {
 }
 
 describe('toolInput', () => {
-  const input = toolInput({ params: TerminalParams, query: TextQuery, own: v.object({ history: v.optional(v.boolean(), false) }), defaults: { tid: () => 'made' } })
+  const input = toolInput({
+    params: TerminalParams,
+    query: TextQuery,
+    own: v.object({ history: v.optional(v.boolean(), false) }),
+    defaults: { tid: () => 'made' },
+  })
 
   it('merges the parts into one object schema; digit-only query strings are offered as integers', () => {
     expect(input.schema).toMatchObject({ type: 'object', additionalProperties: false, required: ['sid', 'path'] })
-    expect(input.schema.properties).toMatchObject({ offset: { type: 'integer', minimum: 1 }, path: { type: 'string' }, history: { type: 'boolean' } })
+    expect(input.schema.properties).toMatchObject({
+      offset: { type: 'integer', minimum: 1 },
+      path: { type: 'string' },
+      history: { type: 'boolean' },
+    })
   })
 
   it('splits arguments back into parameters, query strings and own arguments, defaults filled in', () => {
-    expect(input.split({ sid: 's', path: 'a.txt', offset: 3 })).toEqual({ params: { sid: 's', tid: 'made' }, query: { path: 'a.txt', offset: '3' }, body: undefined, own: { history: false } })
+    expect(input.split({ sid: 's', path: 'a.txt', offset: 3 })).toEqual({
+      params: { sid: 's', tid: 'made' },
+      query: { path: 'a.txt', offset: '3' },
+      body: undefined,
+      own: { history: false },
+    })
   })
 
   it('refuses unknown arguments, unsafe path parameters and non-scalar query values', () => {
@@ -43,12 +57,14 @@ describe('toolInput', () => {
 
 describe('routePath', () => {
   it('encodes each parameter as one segment', () => {
-    expect(routePath('/v1/sessions/:sid/files/text', { sid: 'a b/c' }, { path: 'x&y' })).toBe('/v1/sessions/a%20b%2Fc/files/text?path=x%26y')
+    expect(routePath('/v1/sessions/:sid/files/text', { sid: 'a b/c' }, { path: 'x&y' })).toBe(
+      '/v1/sessions/a%20b%2Fc/files/text?path=x%26y',
+    )
   })
 })
 
 describe('plain text of terminal output', () => {
-  it('drops escape sequences and controls, reads CRLF as a newline, keeps a redrawn line\'s last drawing', () => {
+  it("drops escape sequences and controls, reads CRLF as a newline, keeps a redrawn line's last drawing", () => {
     expect(plainText('\x1b[31mred\x1b[0m\r\n\x1b]0;title\x07ok\r\n')).toBe('red\nok\n')
     expect(plainText('10%\r50%\r100%\ndone\x07\b\n')).toBe('100%\ndone\n')
     expect(plainText('a\tb')).toBe('a\tb')

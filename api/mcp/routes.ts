@@ -35,7 +35,13 @@ async function refusal(c: Context, response: Response): Promise<Response> {
 
 function notAllowed(c: Context): Response {
   c.header('allow', 'POST')
-  return errorResponse(c, new TermkeepError('request/method-not-allowed', 'this MCP endpoint is stateless: POST each message; there is no stream to GET and no session to DELETE'))
+  return errorResponse(
+    c,
+    new TermkeepError(
+      'request/method-not-allowed',
+      'this MCP endpoint is stateless: POST each message; there is no stream to GET and no session to DELETE',
+    ),
+  )
 }
 
 const NOT_ALLOWED = { 405: error('stateless: no standalone stream, no session (`request/method-not-allowed`)') }
@@ -50,7 +56,8 @@ export function mcpRoutes(app: Hono<AppEnv>): Hono<AppEnv> {
       describeRoute({
         tags,
         summary: 'MCP (Streamable HTTP, stateless): one JSON-RPC message per POST; tools/list shows the tools this token may call',
-        description: 'Each tool calls the HTTP routes it mirrors with this request\'s token (`x-termkeep-grant` per route). See docs/mcp.md.',
+        description:
+          "Each tool calls the HTTP routes it mirrors with this request's token (`x-termkeep-grant` per route). See docs/mcp.md.",
         responses: {
           200: sse('the JSON-RPC answer', ['message']),
           202: { description: 'a notification or response was accepted' },
@@ -77,5 +84,10 @@ export function mcpRoutes(app: Hono<AppEnv>): Hono<AppEnv> {
       },
     )
     .get('/mcp', describeRoute({ tags, summary: 'Not offered (stateless MCP)', responses: NOT_ALLOWED }), guard(AUTHENTICATED), notAllowed)
-    .delete('/mcp', describeRoute({ tags, summary: 'Not offered (stateless MCP)', responses: NOT_ALLOWED }), guard(AUTHENTICATED), notAllowed)
+    .delete(
+      '/mcp',
+      describeRoute({ tags, summary: 'Not offered (stateless MCP)', responses: NOT_ALLOWED }),
+      guard(AUTHENTICATED),
+      notAllowed,
+    )
 }

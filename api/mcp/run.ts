@@ -28,8 +28,16 @@ export const runCommand: Tool = {
     'Run one command in a new terminal of the session (`shell -c command`, the session directory as cwd) and answer its exit code and output as plain text. ' +
     'The terminal is kept for inspection (read_screen, read_output) until close_terminal; after `timeoutMs` the answer says it is still running.',
   annotations: { destructiveHint: true, openWorldHint: true },
-  uses: [{ method: 'PUT', path: T }, { method: 'GET', path: FOLLOW }],
-  input: toolInput({ params: v.object({ sid: SessionId }), body: v.omit(CreateTerminalFields, ['command', 'title']), own: RunArgs, defaults: { cols: () => DEFAULT_COLS, rows: () => DEFAULT_ROWS } }),
+  uses: [
+    { method: 'PUT', path: T },
+    { method: 'GET', path: FOLLOW },
+  ],
+  input: toolInput({
+    params: v.object({ sid: SessionId }),
+    body: v.omit(CreateTerminalFields, ['command', 'title']),
+    own: RunArgs,
+    defaults: { cols: () => DEFAULT_COLS, rows: () => DEFAULT_ROWS },
+  }),
   async run({ params, body, own }, { call }) {
     const args = own as RunArgs
     const terminal: Record<string, string> = { sid: params.sid!, tid: args.tid ?? randomId('run') }
@@ -37,7 +45,11 @@ export const runCommand: Tool = {
     const create = { ...body, command: args.command, title: titleFrom(args.command, MAX_TITLE_CHARS, 'run') }
     await call.json<TerminalInfo>('PUT', T, { params: terminal, body: create })
     // From the first byte: Last-Event-ID 0 replays everything, then goes on live.
-    const stream = await EventStream.open(call, FOLLOW, { params: terminal, query: { attachment: MCP_ATTACHMENT_ID }, headers: { 'last-event-id': '0' } })
+    const stream = await EventStream.open(call, FOLLOW, {
+      params: terminal,
+      query: { attachment: MCP_ATTACHMENT_ID },
+      headers: { 'last-event-id': '0' },
+    })
     const tail = new OutputTail(MCP_TEXT_MAX_BYTES)
     let info: TerminalInfo | undefined
     let next = 0

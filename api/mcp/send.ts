@@ -65,7 +65,10 @@ export const sendKeys: Tool = {
     'Type `text` as is, then `keys` by tmux send-keys name (Enter, Tab, C-c, C-d, M-x, Up, Down, PageUp, F1–F12, S-Tab, Escape, BSpace). ' +
     'Refused when another client (a person) controls the terminal, unless takeControl is true. Returns at once; use wait_for to see the effect.',
   annotations: { destructiveHint: true, openWorldHint: false },
-  uses: [{ method: 'GET', path: FOLLOW }, { method: 'POST', path: INPUT }],
+  uses: [
+    { method: 'GET', path: FOLLOW },
+    { method: 'POST', path: INPUT },
+  ],
   input: toolInput({ params: TerminalParams, own: SendArgs }),
   async run({ params, own }, { call, tuning }) {
     const args = own as SendArgs
@@ -81,11 +84,20 @@ export const sendKeys: Tool = {
     }
     try {
       const bytes = inputBytes(args, { applicationCursorKeys: applicationCursorKeys(followed.snapshot) })
-      await keyedRequest(call, (key) => call.open('POST', INPUT, { params, body: bytes, headers: { [ATTACHMENT_HEADER]: MCP_ATTACHMENT_ID, [IDEMPOTENCY_KEY_HEADER]: key } }), {
-        retryable: (error) => error.code === 'terminal/input-backlog-full',
-        retryMs: tuning?.retryMs,
-        unknown: 'it may still type the keys (once) when it resumes; read_screen shows whether they arrived',
-      })
+      await keyedRequest(
+        call,
+        (key) =>
+          call.open('POST', INPUT, {
+            params,
+            body: bytes,
+            headers: { [ATTACHMENT_HEADER]: MCP_ATTACHMENT_ID, [IDEMPOTENCY_KEY_HEADER]: key },
+          }),
+        {
+          retryable: (error) => error.code === 'terminal/input-backlog-full',
+          retryMs: tuning?.retryMs,
+          unknown: 'it may still type the keys (once) when it resumes; read_screen shows whether they arrived',
+        },
+      )
       return jsonResult({ sent: bytes.length, sequence: followed.snapshot.sequence, tookControlFrom })
     } finally {
       followed.stream.close()

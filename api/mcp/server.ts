@@ -105,7 +105,9 @@ export function mcpServer({ catalog, authority, dispatcher, requestSignal, tunin
       // The routes' own requirements, checked before anything runs: a composite tool must not do
       // its first step when a later one would be refused.
       const needed = catalog.grants(tool)
-      return errorResult(new TermkeepError('auth/forbidden', `this token lacks the grants of ${tool.name}: ${needed}`, { required: needed }))
+      return errorResult(
+        new TermkeepError('auth/forbidden', `this token lacks the grants of ${tool.name}: ${needed}`, { required: needed }),
+      )
     }
     return withCall(extra.signal, async (call) => {
       try {

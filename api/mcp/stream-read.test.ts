@@ -15,7 +15,11 @@ async function stream() {
   const encoder = new TextEncoder()
   let controller!: ReadableStreamDefaultController<Uint8Array>
   const body = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) })
-  const call = new Dispatcher(() => new Response(body, { headers: { 'content-type': 'text/event-stream' } }), 'Bearer x', new AbortController().signal)
+  const call = new Dispatcher(
+    () => new Response(body, { headers: { 'content-type': 'text/event-stream' } }),
+    'Bearer x',
+    new AbortController().signal,
+  )
   const events = await EventStream.open(call, '/v1/s')
   return {
     events,

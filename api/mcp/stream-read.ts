@@ -10,7 +10,7 @@
  * The route's guard and validation apply as over HTTP: the tool is a GET of the route, its path
  * parameters and query from the route's schemas, the cursor as the route takes it.
  */
-import * as v from 'valibot'
+import type * as v from 'valibot'
 import { StreamReadArgs } from '../../schema/wire/mcp.ts'
 import type { ToolAnnotations } from './sdk.ts'
 import { EventStream, type StreamEvent } from './events.ts'
@@ -33,7 +33,11 @@ export interface ReadOutcome {
 const encoder = new TextEncoder()
 
 /** Reads `stream` until one of the bounds; `final` names the events after which nothing comes. */
-export async function readToBound(stream: EventStream, bounds: StreamReadArgs, final: ReadonlySet<string> = new Set()): Promise<ReadOutcome> {
+export async function readToBound(
+  stream: EventStream,
+  bounds: StreamReadArgs,
+  final: ReadonlySet<string> = new Set(),
+): Promise<ReadOutcome> {
   const deadline = Date.now() + bounds.timeoutMs
   const events: StreamEvent[] = []
   let bytes = 0

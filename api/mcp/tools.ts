@@ -12,7 +12,7 @@
 import { randomId } from '../auth/secrets.ts'
 import { DEFAULT_COLS, DEFAULT_ROWS } from '../../schema/limits.ts'
 import { SessionId } from '../../schema/wire/common.ts'
-import { FileText, ListQuery, PathQuery, ReadTextPage, ReadTextRequest, TextQuery } from '../../schema/wire/files.ts'
+import { type FileText, ListQuery, PathQuery, type ReadTextPage, ReadTextRequest, TextQuery } from '../../schema/wire/files.ts'
 import type { ScreenProjection } from '../../schema/wire/display.ts'
 import { ScreenArgs } from '../../schema/wire/mcp.ts'
 import { OutputQuery, type OutputPage } from '../../schema/wire/output.ts'
@@ -42,7 +42,13 @@ function outputText(value: unknown) {
     else resizes.push({ sequence: item.sequence, cols: item.cols, rows: item.rows })
   }
   text += decoder.decode()
-  return textResult(plainText(text), { next: page.next, end: page.end, items: page.items.length, resizes, ...(page.initialSize ? { initialSize: page.initialSize } : {}) })
+  return textResult(plainText(text), {
+    next: page.next,
+    end: page.end,
+    items: page.items.length,
+    resizes,
+    ...(page.initialSize ? { initialSize: page.initialSize } : {}),
+  })
 }
 
 export const TOOLS: readonly Tool[] = [
@@ -66,7 +72,8 @@ export const TOOLS: readonly Tool[] = [
   routeTool({
     name: 'create_session',
     title: 'Create a session',
-    description: 'Record a session with its working directory; it joins the workspace owning that directory. Terminals and files belong to a session.',
+    description:
+      'Record a session with its working directory; it joins the workspace owning that directory. Terminals and files belong to a session.',
     annotations: { idempotentHint: true, openWorldHint: false },
     method: 'POST',
     path: '/v1/sessions',
@@ -97,7 +104,8 @@ export const TOOLS: readonly Tool[] = [
   routeTool({
     name: 'read_screen',
     title: 'Read the screen',
-    description: 'What the terminal shows now, as plain text (the viewport; `history: true` adds the history tail above it), then the cursor, size and output sequence.',
+    description:
+      'What the terminal shows now, as plain text (the viewport; `history: true` adds the history tail above it), then the cursor, size and output sequence.',
     annotations: READ,
     method: 'GET',
     path: `${T}/screen`,
@@ -112,7 +120,8 @@ export const TOOLS: readonly Tool[] = [
   routeTool({
     name: 'read_output',
     title: 'Read output',
-    description: 'A page of everything the terminal printed after the cursor `after` (0: from the start), as plain text, and `next`, the cursor to read on from.',
+    description:
+      'A page of everything the terminal printed after the cursor `after` (0: from the start), as plain text, and `next`, the cursor to read on from.',
     annotations: READ,
     method: 'GET',
     path: `${T}/output`,
@@ -166,7 +175,8 @@ export const TOOLS: readonly Tool[] = [
   routeTool({
     name: 'read_text',
     title: 'Files.readText',
-    description: 'A page of a workspace file, `attachment:ID` or `tool-result:ID` (`address`); to continue, send the `next` it returned back whole instead of an address.',
+    description:
+      'A page of a workspace file, `attachment:ID` or `tool-result:ID` (`address`); to continue, send the `next` it returned back whole instead of an address.',
     annotations: READ,
     method: 'POST',
     path: '/v1/sessions/:sid/read-text',

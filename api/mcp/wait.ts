@@ -94,12 +94,15 @@ export const waitFor: Tool = {
           if (found) return resolve({ reason: 'matched', match: found })
           if (first && args.quietMs !== undefined) {
             // Quiet is measured on every byte after what this first screen shows.
-            EventStream.open(call, OUTPUT_WATCH, { params, query: { after: String(screen.sequence) } }).then((stream) => {
-              output = stream
-              restartQuiet()
-              const onOutput = (e: StreamEvent) => (e.event === 'data' || e.event === 'resize' ? restartQuiet() : e.event === 'begin' ? undefined : exited())
-              return pump(stream, onOutput, () => {})
-            }).catch(reject)
+            EventStream.open(call, OUTPUT_WATCH, { params, query: { after: String(screen.sequence) } })
+              .then((stream) => {
+                output = stream
+                restartQuiet()
+                const onOutput = (e: StreamEvent) =>
+                  e.event === 'data' || e.event === 'resize' ? restartQuiet() : e.event === 'begin' ? undefined : exited()
+                return pump(stream, onOutput, () => {})
+              })
+              .catch(reject)
           }
           first = false
         }

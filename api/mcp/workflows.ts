@@ -10,7 +10,15 @@
 import { TermkeepError } from '../../schema/errors.ts'
 import { IDEMPOTENCY_KEY_HEADER, SessionId } from '../../schema/wire/common.ts'
 import { WorkflowRunArgs } from '../../schema/wire/mcp.ts'
-import { CancelWorkflow, EventsQuery, RunListQuery, RunParams, StartWorkflow, type RunDetail, type RunSummary } from '../../schema/wire/workflows.ts'
+import {
+  CancelWorkflow,
+  EventsQuery,
+  RunListQuery,
+  RunParams,
+  StartWorkflow,
+  type RunDetail,
+  type RunSummary,
+} from '../../schema/wire/workflows.ts'
 import * as v from 'valibot'
 import { EventStream } from './events.ts'
 import { keyedRequest } from './keyed.ts'
@@ -24,7 +32,10 @@ const EVENTS = `${RUN}/events`
 const FINAL = ['workflow/end', 'interrupted']
 const READ = { readOnlyHint: true, openWorldHint: false }
 /** What waiting reads: the events until the end, then the run. */
-const WAITING: RouteRef[] = [{ method: 'GET', path: EVENTS }, { method: 'GET', path: RUN }]
+const WAITING: RouteRef[] = [
+  { method: 'GET', path: EVENTS },
+  { method: 'GET', path: RUN },
+]
 
 /** A run as status answers it, without what the caller sent (script, input). */
 function runOf(detail: RunDetail): Omit<RunDetail, 'script' | 'input'> {
@@ -60,10 +71,14 @@ export const runWorkflow: Tool = {
     // Refused before the run starts, not after: waiting reads what workflows:read guards.
     if (args.wait) need(WAITING, 'run_workflow with wait: true')
     const started = Date.now()
-    const { run } = await keyedRequest(call, (key) => call.json<{ run: RunSummary }>('POST', W, { params, body, headers: { [IDEMPOTENCY_KEY_HEADER]: key } }), {
-      retryMs: tuning?.retryMs,
-      unknown: 'the run may have started when it resumes; list_workflows shows whether it did before you start it again',
-    })
+    const { run } = await keyedRequest(
+      call,
+      (key) => call.json<{ run: RunSummary }>('POST', W, { params, body, headers: { [IDEMPOTENCY_KEY_HEADER]: key } }),
+      {
+        retryMs: tuning?.retryMs,
+        unknown: 'the run may have started when it resumes; list_workflows shows whether it did before you start it again',
+      },
+    )
     if (!args.wait) return jsonResult({ run })
     const ids = { sid: run.sessionId, rid: run.id }
     try {
@@ -79,7 +94,10 @@ export const runWorkflow: Tool = {
     } catch (error) {
       // The run is started whatever happened to the wait: its id must reach the caller.
       if (!(error instanceof TermkeepError)) throw error
-      throw new TermkeepError(error.code, `run ${run.id} started, but waiting for its end failed: ${error.message}`, { ...error.details, runId: run.id })
+      throw new TermkeepError(error.code, `run ${run.id} started, but waiting for its end failed: ${error.message}`, {
+        ...error.details,
+        runId: run.id,
+      })
     }
   },
 }
@@ -89,7 +107,8 @@ export const WORKFLOW_TOOLS: readonly Tool[] = [
   routeTool({
     name: 'workflow_status',
     title: 'Workflow run status',
-    description: 'One run: status (running, completed, error, cancelled, interrupted), its result once ended, its members (each a terminal of the session), script and input, and lastSequence (its last event).',
+    description:
+      'One run: status (running, completed, error, cancelled, interrupted), its result once ended, its members (each a terminal of the session), script and input, and lastSequence (its last event).',
     annotations: READ,
     method: 'GET',
     path: RUN,
@@ -98,7 +117,8 @@ export const WORKFLOW_TOOLS: readonly Tool[] = [
   routeTool({
     name: 'list_workflows',
     title: 'List workflow runs',
-    description: "The session's runs, newest first, each with its status, result and members; `more` says there are older ones (pass the last id as `before`).",
+    description:
+      "The session's runs, newest first, each with its status, result and members; `more` says there are older ones (pass the last id as `before`).",
     annotations: READ,
     method: 'GET',
     path: W,
@@ -121,7 +141,8 @@ export const WORKFLOW_TOOLS: readonly Tool[] = [
   routeTool({
     name: 'cancel_workflow',
     title: 'Cancel a workflow run',
-    description: "Cancel a run: its script is stopped and every open member's terminal closed; answers the run once settled (status cancelled). A run that already ended is answered as it is.",
+    description:
+      "Cancel a run: its script is stopped and every open member's terminal closed; answers the run once settled (status cancelled). A run that already ended is answered as it is.",
     annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
     method: 'POST',
     path: `${RUN}/cancel`,

@@ -8,7 +8,15 @@
 import { Hono, type Context } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import { TermkeepError } from '../../schema/errors.ts'
-import { capabilitiesOf, FOLLOW_EVENTS, FollowFileQuery, FollowHeaders, ObservationContext, undeclaredNames, WatchDirectoryQuery } from '../../schema/wire/observation.ts'
+import {
+  capabilitiesOf,
+  FOLLOW_EVENTS,
+  FollowFileQuery,
+  FollowHeaders,
+  ObservationContext,
+  undeclaredNames,
+  WatchDirectoryQuery,
+} from '../../schema/wire/observation.ts'
 import {
   OBSERVATION_OPERATIONS,
   observationPath,
@@ -29,7 +37,9 @@ const T = '/v1/sessions/:sid/terminals/:tid'
 const ERRORS = {
   400: error('bad request (`request/invalid`): a missing or malformed field, an escaping path, a limit out of range'),
   403: error('the token lacks the grant (`auth/forbidden`), or names an environment variable it did not declare (`observe/undeclared`)'),
-  404: error('no such session or terminal (`session/not-found`, `terminal/not-found`), or a handle that is not valid here (`observe/handle-invalid`)'),
+  404: error(
+    'no such session or terminal (`session/not-found`, `terminal/not-found`), or a handle that is not valid here (`observe/handle-invalid`)',
+  ),
   409: error("the terminal's program exited (`observe/not-running`); too many watchers (`observe/limit-reached`)"),
   410: error('the terminal is retired or from an earlier sidecar (`terminal/unavailable`)'),
   ...SIDECAR_DOWN,
@@ -40,7 +50,9 @@ async function declaredFor(c: Context<AppEnv>, wanted: readonly string[] = []): 
   const declared = await observedEnvironmentNames(c.var.deps.db, c.var.auth.tokenId)
   const missing = undeclaredNames(wanted, new Set(declared))
   if (missing.length > 0) {
-    throw new TermkeepError('observe/undeclared', `not declared on this token (observeEnvironment): ${missing.join(', ')}`, { names: missing })
+    throw new TermkeepError('observe/undeclared', `not declared on this token (observeEnvironment): ${missing.join(', ')}`, {
+      names: missing,
+    })
   }
   return declared
 }

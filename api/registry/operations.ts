@@ -161,7 +161,12 @@ export async function createWorkspace(
  * learns about them from POST /v1/workspaces anyway) is told that a path is missing or not a
  * directory (400); to any other, that is `null` like a directory no workspace it sees owns.
  */
-export async function resolveWorkspace(db: Database, sidecar: SidecarClient, authority: Authority, path: string): Promise<Workspace | null> {
+export async function resolveWorkspace(
+  db: Database,
+  sidecar: SidecarClient,
+  authority: Authority,
+  path: string,
+): Promise<Workspace | null> {
   if (!mayRegister(authority)) {
     const owner = await visibleOwner(db, sidecar, authority, path)
     return owner ? scopeWorkspace(authority, owner) : null
@@ -224,10 +229,14 @@ export async function moveSession(
     // Only members move; anchors must be members too (hidden, stale listings are pruned here).
     const next = anchorHidden ? undefined : moveBefore(workspace.sessionIds, sessionId, beforeId)
     if (!next) {
-      throw new TermkeepError('workspace/move-invalid', `session ${sessionId} or anchor ${beforeId ?? '(end)'} is not in workspace ${workspaceId}`, {
-        sessionId,
-        beforeId,
-      })
+      throw new TermkeepError(
+        'workspace/move-invalid',
+        `session ${sessionId} or anchor ${beforeId ?? '(end)'} is not in workspace ${workspaceId}`,
+        {
+          sessionId,
+          beforeId,
+        },
+      )
     }
     const listed = await listedSessionIds(tx, workspaceId)
     const stale = listed.filter((id) => !workspace.sessionIds.includes(id))
@@ -266,7 +275,8 @@ export async function createSession(
 ): Promise<{ session: Session; created: boolean }> {
   const confined = authority.sessions !== 'all'
   if (confined) {
-    if (input.id === undefined) throw new TermkeepError('auth/forbidden', 'a session-scoped token records only sessions it names (give an id in its scope)')
+    if (input.id === undefined)
+      throw new TermkeepError('auth/forbidden', 'a session-scoped token records only sessions it names (give an id in its scope)')
     if (!(authority.sessions as ReadonlySet<string>).has(input.id)) throw new TermkeepError('session/not-found', `no session ${input.id}`)
   }
   const cwd = confined ? (await visibleOwner(db, sidecar, authority, input.cwd))?.path : await canonicalDirectory(sidecar, input.cwd)
@@ -285,7 +295,9 @@ export async function createSession(
     }
     await tx.insert(sessions).values({ id, cwd, title: input.title ?? null, createdAt: Date.now() })
     if (owner) {
-      await tx.insert(workspaceSessions).values({ workspaceId: owner.id, sessionId: id, position: await frontPosition(tx, { workspaceId: owner.id }) })
+      await tx
+        .insert(workspaceSessions)
+        .values({ workspaceId: owner.id, sessionId: id, position: await frontPosition(tx, { workspaceId: owner.id }) })
       await touchWorkspace(tx, owner.id)
       await appendEvent(tx, { kind: 'upsert', payload: { workspace: (await workspaceById(tx, owner.id))! } })
     }

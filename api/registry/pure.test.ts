@@ -92,13 +92,22 @@ describe('scope', () => {
       kind: 'upsert',
       payload: { workspace: { ...workspace, title: 't2', sessionIds: ['mine'] } },
     })
-    expect(view.next({ kind: 'archived', payload: { archivedSessionIds: [] } })).toEqual({ kind: 'archived', payload: { archivedSessionIds: [] } })
+    expect(view.next({ kind: 'archived', payload: { archivedSessionIds: [] } })).toEqual({
+      kind: 'archived',
+      payload: { archivedSessionIds: [] },
+    })
     // A workspace that comes to list its session appears; its place in the order follows.
     const joined = { ...other, id: 'n', sessionIds: ['mine'] }
     expect(view.next({ kind: 'upsert', payload: { workspace: joined } })?.kind).toBe('upsert')
-    expect(view.next({ kind: 'order', payload: { workspaceIds: ['x', 'n', 'w'] } })).toEqual({ kind: 'order', payload: { workspaceIds: ['n', 'w'] } })
+    expect(view.next({ kind: 'order', payload: { workspaceIds: ['x', 'n', 'w'] } })).toEqual({
+      kind: 'order',
+      payload: { workspaceIds: ['n', 'w'] },
+    })
     // One that stopped listing it is removed from the view; its removal then is not sent twice.
-    expect(view.next({ kind: 'upsert', payload: { workspace: { ...joined, sessionIds: ['theirs'] } } })).toEqual({ kind: 'remove', payload: { workspaceId: 'n' } })
+    expect(view.next({ kind: 'upsert', payload: { workspace: { ...joined, sessionIds: ['theirs'] } } })).toEqual({
+      kind: 'remove',
+      payload: { workspaceId: 'n' },
+    })
     expect(view.next({ kind: 'remove', payload: { workspaceId: 'n' } })).toBeUndefined()
     expect(view.next({ kind: 'remove', payload: { workspaceId: 'w' } })).toEqual({ kind: 'remove', payload: { workspaceId: 'w' } })
   })
@@ -110,7 +119,10 @@ describe('scope', () => {
     const touched = { ...workspace, sessionIds: [...workspace.sessionIds, 'someone-else'], updatedAt: workspace.updatedAt + 1_000 }
     expect(view.next({ kind: 'upsert', payload: { workspace: touched } })).toBeUndefined()
     // A change it can see still arrives, with the newest updatedAt.
-    expect(view.next({ kind: 'upsert', payload: { workspace: { ...touched, title: 't3' } } })).toMatchObject({ kind: 'upsert', payload: { workspace: { title: 't3' } } })
+    expect(view.next({ kind: 'upsert', payload: { workspace: { ...touched, title: 't3' } } })).toMatchObject({
+      kind: 'upsert',
+      payload: { workspace: { title: 't3' } },
+    })
   })
 
   it('leaves an all-sessions view untouched', () => {

@@ -55,7 +55,12 @@ const NO_WORKSPACE_SEEN = { 404: error('no such workspace, or one this token can
 export const registryRoutes = new Hono<AppEnv>()
   .get(
     '/v1/workspaces',
-    describeRoute({ tags, summary: "Workspaces in the user's order, and the archived session ids", description: CONFINED, responses: { 200: json(WorkspaceList) } }),
+    describeRoute({
+      tags,
+      summary: "Workspaces in the user's order, and the archived session ids",
+      description: CONFINED,
+      responses: { 200: json(WorkspaceList) },
+    }),
     guard('workspaces:read'),
     async (c) => c.json(scopeList(c.get('auth'), await listWorkspaces(c.get('deps').db))),
   )
@@ -102,8 +107,7 @@ export const registryRoutes = new Hono<AppEnv>()
     describeRoute({
       tags,
       summary: 'Registry changes as SSE',
-      description:
-        `One \`baseline\` (id = the newest event sequence), then increments in order, each with id = its sequence. Reconnecting with \`Last-Event-ID\` resumes after that id without a new baseline. ${CONFINED} Such a token's stream leaves out every change it cannot see, and its reconnect starts with a new baseline.`,
+      description: `One \`baseline\` (id = the newest event sequence), then increments in order, each with id = its sequence. Reconnecting with \`Last-Event-ID\` resumes after that id without a new baseline. ${CONFINED} Such a token's stream leaves out every change it cannot see, and its reconnect starts with a new baseline.`,
       responses: { 200: sse('baseline, then increments', ['baseline', 'upsert', 'remove', 'order', 'archived']) },
     }),
     guard('workspaces:read'),
@@ -150,12 +154,17 @@ export const registryRoutes = new Hono<AppEnv>()
       tags,
       summary: 'Move a workspace before another, or to the end; returns the order',
       description: `${CONFINED} Such a token moves only before a workspace it can see, and gets back the order of those it can see.`,
-      responses: { 200: json(WorkspaceOrder), ...NO_WORKSPACE_SEEN, 400: error('unknown anchor, or one this token cannot see (`workspace/move-invalid`)') },
+      responses: {
+        200: json(WorkspaceOrder),
+        ...NO_WORKSPACE_SEEN,
+        400: error('unknown anchor, or one this token cannot see (`workspace/move-invalid`)'),
+      },
     }),
     guard('workspaces:write'),
     validate('param', WorkspaceParams),
     validate('json', MoveRequest),
-    async (c) => c.json({ workspaceIds: await moveWorkspace(c.var.deps.db, c.var.auth, c.req.valid('param').wid, c.req.valid('json').beforeId) }),
+    async (c) =>
+      c.json({ workspaceIds: await moveWorkspace(c.var.deps.db, c.var.auth, c.req.valid('param').wid, c.req.valid('json').beforeId) }),
   )
   .post(
     '/v1/workspaces/:wid/sessions/:sid/move',
@@ -163,7 +172,11 @@ export const registryRoutes = new Hono<AppEnv>()
       tags,
       summary: "Move a session before another of the workspace's sessions, or to the end",
       description: `${CONFINED} An anchor outside the token's sessions is answered like a missing one.`,
-      responses: { 200: json(WorkspaceEnvelope), 404: error('no such session or workspace, or one this token may not touch or see (`session/not-found`, `workspace/not-found`)'), 400: error('not members (`workspace/move-invalid`)') },
+      responses: {
+        200: json(WorkspaceEnvelope),
+        404: error('no such session or workspace, or one this token may not touch or see (`session/not-found`, `workspace/not-found`)'),
+        400: error('not members (`workspace/move-invalid`)'),
+      },
     }),
     guard('workspaces:write'),
     validate('param', WorkspaceSessionParams),
@@ -179,7 +192,7 @@ export const registryRoutes = new Hono<AppEnv>()
       tags: ['sessions'],
       summary: 'Recorded sessions, newest first, a page at a time (`workspace=none`: those in no workspace)',
       description:
-        'Only the sessions the token may touch. `workspace` filters to one workspace\'s members, or with `none` to the sessions that belong to no workspace; `cursor` is the previous page\'s `next`.',
+        "Only the sessions the token may touch. `workspace` filters to one workspace's members, or with `none` to the sessions that belong to no workspace; `cursor` is the previous page's `next`.",
       responses: { 200: json(SessionList) },
     }),
     guard('workspaces:read'),
@@ -223,14 +236,22 @@ export const registryRoutes = new Hono<AppEnv>()
   )
   .post(
     '/v1/sessions/:sid/archive',
-    describeRoute({ tags: ['sessions'], summary: 'Archive a session (it keeps its place in its workspace)', responses: { 200: json(ArchivedSessions), ...NO_SESSION } }),
+    describeRoute({
+      tags: ['sessions'],
+      summary: 'Archive a session (it keeps its place in its workspace)',
+      responses: { 200: json(ArchivedSessions), ...NO_SESSION },
+    }),
     guard('workspaces:write'),
     validate('param', SessionParams),
     async (c) => c.json({ archivedSessionIds: scopeArchived(c.var.auth, await archiveSession(c.var.deps.db, c.req.valid('param').sid)) }),
   )
   .delete(
     '/v1/sessions/:sid/archive',
-    describeRoute({ tags: ['sessions'], summary: 'Unarchive a session (its old position returns)', responses: { 200: json(ArchivedSessions), ...NO_SESSION } }),
+    describeRoute({
+      tags: ['sessions'],
+      summary: 'Unarchive a session (its old position returns)',
+      responses: { 200: json(ArchivedSessions), ...NO_SESSION },
+    }),
     guard('workspaces:write'),
     validate('param', SessionParams),
     async (c) => c.json({ archivedSessionIds: scopeArchived(c.var.auth, await unarchiveSession(c.var.deps.db, c.req.valid('param').sid)) }),

@@ -40,7 +40,14 @@ export async function listSessions(q: Queryable, authority: Authority, query: Se
   )
   // One row more than the page says whether another page follows.
   const rows = await q
-    .select({ id: sessions.id, cwd: sessions.cwd, title: sessions.title, createdAt: sessions.createdAt, workspaceId: memberOf, archived: isArchived })
+    .select({
+      id: sessions.id,
+      cwd: sessions.cwd,
+      title: sessions.title,
+      createdAt: sessions.createdAt,
+      workspaceId: memberOf,
+      archived: isArchived,
+    })
     .from(sessions)
     .where(where)
     .orderBy(desc(sessions.createdAt), desc(sessions.id))

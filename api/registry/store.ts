@@ -111,12 +111,7 @@ export interface StoredIncrement {
 }
 
 export async function eventsAfter(q: Queryable, after: number, limit: number): Promise<StoredIncrement[]> {
-  const rows = await q
-    .select()
-    .from(registryEvents)
-    .where(gt(registryEvents.seq, after))
-    .orderBy(asc(registryEvents.seq))
-    .limit(limit)
+  const rows = await q.select().from(registryEvents).where(gt(registryEvents.seq, after)).orderBy(asc(registryEvents.seq)).limit(limit)
   return rows.map((r) => ({ seq: r.seq, increment: { kind: r.kind, payload: r.payload } as RegistryIncrement }))
 }
 
@@ -206,16 +201,18 @@ function isBusy(error: unknown): boolean {
  */
 export async function mutate<T>(db: Database, work: (tx: Tx) => Promise<T>): Promise<T> {
   const previous = queues.get(db) ?? Promise.resolve()
-  const run = previous.catch(() => {}).then(async () => {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await db.transaction(work)
-      } catch (error) {
-        if (!isBusy(error) || attempt >= BUSY_RETRIES) throw error
-        await new Promise((r) => setTimeout(r, 10 + Math.random() * 20 * (attempt + 1)))
+  const run = previous
+    .catch(() => {})
+    .then(async () => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await db.transaction(work)
+        } catch (error) {
+          if (!isBusy(error) || attempt >= BUSY_RETRIES) throw error
+          await new Promise((r) => setTimeout(r, 10 + Math.random() * 20 * (attempt + 1)))
+        }
       }
-    }
-  })
+    })
   queues.set(db, run)
   const result = await run
   for (const wake of listeners.get(db) ?? []) wake()

@@ -56,7 +56,7 @@ export const tokenRoutes = new Hono<AppEnv>()
       tags: ['tokens'],
       summary: 'A single-use, short-lived ticket for one SSE path, for EventSource (`?ticket=`)',
       description:
-        'EventSource cannot send headers. Mint a ticket with your token, then open `path?ticket=…` within the TTL; it works once, on that path only, with your token\'s authority. Prefer fetch-based SSE with the Authorization header.',
+        "EventSource cannot send headers. Mint a ticket with your token, then open `path?ticket=…` within the TTL; it works once, on that path only, with your token's authority. Prefer fetch-based SSE with the Authorization header.",
       responses: { 201: json(Ticket, 'minted') },
     }),
     guard(AUTHENTICATED),

@@ -8,7 +8,8 @@ import { ASSETS, INDEX_HTML } from '../../web/assets.gen.ts'
 import type { AppEnv } from '../deps.ts'
 
 /** The page talks only to its own origin; xterm.js adds <style> elements, hence 'unsafe-inline'. */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; font-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; font-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 export const web = new Hono<AppEnv>()
   .get('/', (c) =>

@@ -1,5 +1,12 @@
 import { spawn } from 'node:child_process'
-import { createServer, request as httpRequest, ServerResponse as NodeResponse, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import {
+  createServer,
+  request as httpRequest,
+  ServerResponse as NodeResponse,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { serve, type ServerType } from '@hono/node-server'
 import { Hono } from 'hono'
@@ -40,7 +47,11 @@ async function start(
   app.get('/relay', async (c) => {
     const abort = new AbortController()
     const response = await nodeFetch(`${upstreamUrl}/`, { signal: abort.signal })
-    const made = relaySSE(response, () => abort.abort(), { heartbeatMs: options.heartbeatMs ?? 10_000, requestSignal: c.req.raw.signal, stillAuthorized: options.stillAuthorized })
+    const made = relaySSE(response, () => abort.abort(), {
+      heartbeatMs: options.heartbeatMs ?? 10_000,
+      requestSignal: c.req.raw.signal,
+      stillAuthorized: options.stillAuthorized,
+    })
     relayed.push(made)
     made.headers.set('x-relayed', 'yes')
     return made
@@ -186,7 +197,13 @@ describe('withNodeRelays (relayed SSE on Node, without web streams)', () => {
     await c.until(() => c.text().startsWith('data: before\n\n'))
     allowed = false
     await c.until(() => c.ended())
-    expect(c.text().endsWith('event: error\ndata: {"error":{"code":"auth/invalid-token","message":"the token was revoked or expired while the stream was open"}}\n\n')).toBe(true)
+    expect(
+      c
+        .text()
+        .endsWith(
+          'event: error\ndata: {"error":{"code":"auth/invalid-token","message":"the token was revoked or expired while the stream was open"}}\n\n',
+        ),
+    ).toBe(true)
     await c.until(() => upstreamClosed)
   })
 
@@ -223,22 +240,29 @@ describe('withNodeRelays (relayed SSE on Node, without web streams)', () => {
     // Both ends in processes of their own, as fast as they go: the relay's process does nothing
     // else, so its socket reads run as far as libuv lets them (up to 32 reads per callback).
     const total = 32 * 1024 * 1024
-    const source = spawn(process.execPath, ['-e', `
+    const source = spawn(process.execPath, [
+      '-e',
+      `
       const block = Buffer.alloc(1024 * 1024, 'x')
       require('node:http').createServer((q, r) => {
         r.writeHead(200, { 'content-type': 'text/event-stream' })
         let sent = 0
         const more = () => { while (sent < ${total}) { sent += block.length; if (!r.write(block)) return void r.once('drain', more) } r.end() }
         more()
-      }).listen(0, '127.0.0.1', function () { console.log(this.address().port) })`])
+      }).listen(0, '127.0.0.1', function () { console.log(this.address().port) })`,
+    ])
     const port = await new Promise<number>((resolve) => source.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString()))))
     const app = new Hono()
     app.get('/relay', async (c) => {
       const abort = new AbortController()
-      return relaySSE(await nodeFetch(`http://127.0.0.1:${port}/`, { signal: abort.signal }), () => abort.abort(), { requestSignal: c.req.raw.signal })
+      return relaySSE(await nodeFetch(`http://127.0.0.1:${port}/`, { signal: abort.signal }), () => abort.abort(), {
+        requestSignal: c.req.raw.signal,
+      })
     })
     const url = await new Promise<string>((resolve) => {
-      front = serve({ fetch: withNodeRelays(app.fetch), hostname: '127.0.0.1', port: 0 }, (info) => resolve(`http://127.0.0.1:${info.port}/relay`))
+      front = serve({ fetch: withNodeRelays(app.fetch), hostname: '127.0.0.1', port: 0 }, (info) =>
+        resolve(`http://127.0.0.1:${info.port}/relay`),
+      )
     })
     // Bytes written to responses in each turn (a turn ends where an immediate runs).
     let turnBytes = 0
@@ -256,8 +280,11 @@ describe('withNodeRelays (relayed SSE on Node, without web streams)', () => {
       return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest)
     } as typeof write
     try {
-      const sink = spawn(process.execPath, ['-e', `
-        require('node:http').get(${JSON.stringify(url)}, (r) => { let n = 0; r.on('data', (c) => (n += c.length)); r.on('end', () => console.log(n)) })`])
+      const sink = spawn(process.execPath, [
+        '-e',
+        `
+        require('node:http').get(${JSON.stringify(url)}, (r) => { let n = 0; r.on('data', (c) => (n += c.length)); r.on('end', () => console.log(n)) })`,
+      ])
       const received = await new Promise<number>((resolve) => sink.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString()))))
       expect(received).toBe(total)
     } finally {

@@ -20,7 +20,13 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'termkeep-node-server-'))
   storage = await openStorage({ url: `file:${join(dir, 'termkeep.db')}` })
   // None of these requests reaches the sidecar.
-  api = await startNodeApi({ storage, sidecarUrl: 'http://127.0.0.1:9', sidecarSecret: 'not-used-by-these-requests', host: '127.0.0.1', port: 0 })
+  api = await startNodeApi({
+    storage,
+    sidecarUrl: 'http://127.0.0.1:9',
+    sidecarSecret: 'not-used-by-these-requests',
+    host: '127.0.0.1',
+    port: 0,
+  })
 })
 afterAll(async () => {
   await api?.close()
@@ -56,7 +62,8 @@ function raw(request: string): Promise<Answer> {
       text += chunk
       const length = /\r\ncontent-length: (\d+)\r\n/i.exec(text)?.[1]
       const split = text.indexOf('\r\n\r\n')
-      if (length !== undefined && split !== -1 && Buffer.byteLength(text.slice(split + 4)) >= Number(length)) timer ??= setTimeout(() => done(false), 300)
+      if (length !== undefined && split !== -1 && Buffer.byteLength(text.slice(split + 4)) >= Number(length))
+        timer ??= setTimeout(() => done(false), 300)
     })
     socket.on('error', () => {})
     socket.once('close', () => done(true))
@@ -83,7 +90,12 @@ describe('the Node server', () => {
 
   it.each([
     ['a Host that makes no URL', 'GET /v1/health HTTP/1.1\r\nHost: a b/c\r\n\r\n', 400, 'request/invalid'],
-    ['an Expect other than 100-continue', 'GET /v1/health HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n\r\n', 417, 'request/expectation-failed'],
+    [
+      'an Expect other than 100-continue',
+      'GET /v1/health HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n\r\n',
+      417,
+      'request/expectation-failed',
+    ],
   ])('answers %s in the error shape (the request was whole: the connection stays usable)', async (_, request, status, code) => {
     const answer = await raw(request)
     expect([answer.status, answer.headers['content-type'], answer.body?.error?.code]).toEqual([status, 'application/json', code])
@@ -128,8 +140,11 @@ describe('answerClientError', () => {
 
   it('maps the parser codes to the error vocabulary', () => {
     const of = (code: string) => clientErrorOf(Object.assign(new Error(code), { code }))
-    expect([of('HPE_HEADER_OVERFLOW').status, of('HPE_CHUNK_EXTENSIONS_OVERFLOW').status, of('ERR_HTTP_REQUEST_TIMEOUT').status, of('HPE_INVALID_CONSTANT').status]).toEqual([
-      431, 413, 408, 400,
-    ])
+    expect([
+      of('HPE_HEADER_OVERFLOW').status,
+      of('HPE_CHUNK_EXTENSIONS_OVERFLOW').status,
+      of('ERR_HTTP_REQUEST_TIMEOUT').status,
+      of('HPE_INVALID_CONSTANT').status,
+    ]).toEqual([431, 413, 408, 400])
   })
 })

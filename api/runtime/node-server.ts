@@ -20,7 +20,9 @@ type FetchCallback = Parameters<typeof getRequestListener>[0]
 export function clientErrorOf(error: Error & { code?: string; reason?: string }): TermkeepError {
   switch (error.code) {
     case 'HPE_HEADER_OVERFLOW':
-      return new TermkeepError('request/headers-too-large', `the request line and headers are larger than ${maxHeaderSize} bytes`, { limit: maxHeaderSize })
+      return new TermkeepError('request/headers-too-large', `the request line and headers are larger than ${maxHeaderSize} bytes`, {
+        limit: maxHeaderSize,
+      })
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
       return new TermkeepError('request/too-large', 'the chunk extensions of the request body are too large')
     case 'ERR_HTTP_REQUEST_TIMEOUT':

@@ -33,7 +33,11 @@ describe('nodeFetch (the Node API’s sidecar transport)', () => {
     const seen: { method?: string; auth?: string; body: Buffer }[] = []
     const url = await serve(async (request, response) => {
       seen.push({ method: request.method, auth: request.headers.authorization, body: await bodyOf(request) })
-      response.writeHead(201, 'Made', [['content-type', 'application/json'], ['set-cookie', 'a=1'], ['set-cookie', 'b=2']])
+      response.writeHead(201, 'Made', [
+        ['content-type', 'application/json'],
+        ['set-cookie', 'a=1'],
+        ['set-cookie', 'b=2'],
+      ])
       response.end(JSON.stringify({ ok: true }))
     })
     const bytes = Uint8Array.from([0, 1, 2, 255, 27, 13])

@@ -23,7 +23,12 @@ export function autoMigrate(env: Env, whenUnset: boolean): boolean {
 /** The directory a `file:` URL's database lives in (it must exist before libSQL opens it). */
 export function fileDatabaseDir(databaseUrl: string): string | undefined {
   if (!databaseUrl.startsWith('file:')) return undefined
-  const path = decodeURIComponent(databaseUrl.slice('file:'.length).split('?')[0]!.replace(/^\/\/(?=\/)/, ''))
+  const path = decodeURIComponent(
+    databaseUrl
+      .slice('file:'.length)
+      .split('?')[0]!
+      .replace(/^\/\/(?=\/)/, ''),
+  )
   const slash = path.lastIndexOf('/')
   return slash <= 0 ? (slash === 0 ? '/' : '.') : path.slice(0, slash)
 }

@@ -25,7 +25,11 @@ async function build(env: Bindings): Promise<Hono<AppEnv>> {
   const vars = settings(env)
   const config = parseConfig(vars)
   if (!vars.DATABASE_URL || config.databaseUrl.startsWith('file:')) {
-    throw new ConfigError('DATABASE_URL', 'a remote libSQL URL (libsql:, https:, wss:); Workers have no filesystem', vars.DATABASE_URL ?? '')
+    throw new ConfigError(
+      'DATABASE_URL',
+      'a remote libSQL URL (libsql:, https:, wss:); Workers have no filesystem',
+      vars.DATABASE_URL ?? '',
+    )
   }
   if (!config.sidecarSecret) {
     throw new ConfigError('SIDECAR_SECRET', 'required: `wrangler secret put SIDECAR_SECRET`', '')

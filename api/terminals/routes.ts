@@ -51,7 +51,8 @@ const RETRY = {
   input:
     'Retry with the same `Idempotency-Key`: a batch the sidecar already applied under it is answered 204 again and not typed twice. Without a key, a retry may type the batch twice.',
   resize: 'Retry with the same geometry: resizing to the size it has changes nothing.',
-  follow: 'Retry with the same attachment id: the sidecar may have made it the controller; attaching again is how a client reconnects anyway.',
+  follow:
+    'Retry with the same attachment id: the sidecar may have made it the controller; attaching again is how a client reconnects anyway.',
   retain: 'Retry: a hold that was taken is released when the sidecar sees its connection gone.',
 }
 const liveUnknown = (retry: string) => ({ ...NOT_FOUND, ...sidecarDownUnknown(retry) })
@@ -83,7 +84,11 @@ function resumeHeader(c: Context<AppEnv>): string | undefined {
 export const terminalRoutes = new Hono<AppEnv>()
   .get(
     '/v1/sessions/:sid/terminal-environment',
-    describeRoute({ tags, summary: 'Working directory and limits for new terminals', responses: { 200: json(TerminalEnvironment), ...LIVE } }),
+    describeRoute({
+      tags,
+      summary: 'Working directory and limits for new terminals',
+      responses: { 200: json(TerminalEnvironment), ...LIVE },
+    }),
     guard('terminals:control'),
     validate('param', SessionOnly),
     async (c) => c.json(await c.var.deps.sidecar.environment(c.req.valid('param').sid)),
@@ -97,7 +102,11 @@ export const terminalRoutes = new Hono<AppEnv>()
   )
   .get(
     '/v1/sessions/:sid/terminals',
-    describeRoute({ tags, summary: 'Terminals of the session, live and retired (from the database)', responses: { 200: json(TerminalList), ...NOT_FOUND } }),
+    describeRoute({
+      tags,
+      summary: 'Terminals of the session, live and retired (from the database)',
+      responses: { 200: json(TerminalList), ...NOT_FOUND },
+    }),
     guard({ anyOf: ['terminals:control', 'terminals:display'] }),
     validate('param', SessionOnly),
     async (c) => c.json({ terminals: await listTerminals(c.var.deps.db, c.req.valid('param').sid) }),
@@ -127,7 +136,11 @@ export const terminalRoutes = new Hono<AppEnv>()
   )
   .get(
     '/v1/sessions/:sid/terminals/:tid',
-    describeRoute({ tags, summary: 'Terminal info (from the database; works for retired terminals)', responses: { 200: json(TerminalInfo), ...NOT_FOUND } }),
+    describeRoute({
+      tags,
+      summary: 'Terminal info (from the database; works for retired terminals)',
+      responses: { 200: json(TerminalInfo), ...NOT_FOUND },
+    }),
     guard({ anyOf: ['terminals:control', 'terminals:display'] }),
     validate('param', TerminalParams),
     async (c) => {
@@ -137,7 +150,11 @@ export const terminalRoutes = new Hono<AppEnv>()
   )
   .patch(
     '/v1/sessions/:sid/terminals/:tid',
-    describeRoute({ tags, summary: 'Rename (trimmed, 1–120 characters)', responses: { 200: json(TerminalInfo), ...GONE, ...liveUnknown(RETRY.rename) } }),
+    describeRoute({
+      tags,
+      summary: 'Rename (trimmed, 1–120 characters)',
+      responses: { 200: json(TerminalInfo), ...GONE, ...liveUnknown(RETRY.rename) },
+    }),
     guard('terminals:control'),
     validate('param', TerminalParams),
     validate('json', RenameTerminal),
@@ -148,7 +165,11 @@ export const terminalRoutes = new Hono<AppEnv>()
   )
   .delete(
     '/v1/sessions/:sid/terminals/:tid',
-    describeRoute({ tags, summary: 'Close: kill the process group (repeated closes succeed)', responses: { 200: json(CloseResult), ...liveUnknown(RETRY.close) } }),
+    describeRoute({
+      tags,
+      summary: 'Close: kill the process group (repeated closes succeed)',
+      responses: { 200: json(CloseResult), ...liveUnknown(RETRY.close) },
+    }),
     guard('terminals:control'),
     validate('param', TerminalParams),
     async (c) => {
@@ -168,7 +189,9 @@ export const terminalRoutes = new Hono<AppEnv>()
         400: error('a malformed `Idempotency-Key` (`request/invalid`)'),
         413: error('`terminal/input-too-large`'),
         422: error('the `Idempotency-Key` was already used for other input (`terminal/idempotency-key-reused`); nothing was written'),
-        409: error('not the controlling attachment, or not running (`terminal/control-unavailable`); or the program has not read 1 MiB of input already sent (`terminal/input-backlog-full`)'),
+        409: error(
+          'not the controlling attachment, or not running (`terminal/control-unavailable`); or the program has not read 1 MiB of input already sent (`terminal/input-backlog-full`)',
+        ),
         ...GONE,
         ...liveUnknown(RETRY.input),
       },
@@ -207,8 +230,14 @@ export const terminalRoutes = new Hono<AppEnv>()
     describeRoute({
       tags,
       summary: 'Attach: screen snapshot, then output and state; the newest attachment controls input',
-      description: '`control=if-free` attaches only when no other attachment controls the terminal (else 409 `terminal/control-unavailable` {reason: `controlled`}); the default `take` takes control from whoever held it.',
-      responses: { 200: sse('snapshot, then output and state', ['snapshot', 'output', 'state']), ...CONTROL, ...GONE, ...liveUnknown(RETRY.follow) },
+      description:
+        '`control=if-free` attaches only when no other attachment controls the terminal (else 409 `terminal/control-unavailable` {reason: `controlled`}); the default `take` takes control from whoever held it.',
+      responses: {
+        200: sse('snapshot, then output and state', ['snapshot', 'output', 'state']),
+        ...CONTROL,
+        ...GONE,
+        ...liveUnknown(RETRY.follow),
+      },
     }),
     guard({ allOf: ['terminals:control', 'terminals:output'] }),
     validate('param', TerminalParams),
@@ -223,7 +252,11 @@ export const terminalRoutes = new Hono<AppEnv>()
   )
   .get(
     '/v1/sessions/:sid/terminals/:tid/retain',
-    describeRoute({ tags, summary: 'Hold: keeps an idle terminal from being reclaimed while open', responses: { 200: sse('a hold', ['retained']), ...GONE, ...liveUnknown(RETRY.retain) } }),
+    describeRoute({
+      tags,
+      summary: 'Hold: keeps an idle terminal from being reclaimed while open',
+      responses: { 200: sse('a hold', ['retained']), ...GONE, ...liveUnknown(RETRY.retain) },
+    }),
     guard('terminals:control'),
     validate('param', TerminalParams),
     async (c) => {
@@ -251,7 +284,11 @@ export const terminalRoutes = new Hono<AppEnv>()
     describeRoute({
       tags,
       summary: 'watchOutput: every byte and resize after `after` (or Last-Event-ID), live',
-      responses: { 200: sse('begin, then items until closed or unavailable', ['begin', 'data', 'resize', 'closed', 'unavailable']), ...GONE, ...LIVE },
+      responses: {
+        200: sse('begin, then items until closed or unavailable', ['begin', 'data', 'resize', 'closed', 'unavailable']),
+        ...GONE,
+        ...LIVE,
+      },
     }),
     guard('terminals:output'),
     validate('param', TerminalParams),
@@ -283,7 +320,10 @@ export const terminalRoutes = new Hono<AppEnv>()
       const upstream = await c.var.deps.sidecar.cast(sid, tid, c.req.raw.signal)
       // Passed on as it arrives (never buffered whole); a client that leaves cancels the body,
       // which tears the sidecar request down.
-      const headers = { 'content-type': ASCIICAST_CONTENT_TYPE, 'content-disposition': upstream.headers.get('content-disposition') ?? 'attachment' }
+      const headers = {
+        'content-type': ASCIICAST_CONTENT_TYPE,
+        'content-disposition': upstream.headers.get('content-disposition') ?? 'attachment',
+      }
       return new Response(upstream.body, { status: 200, headers })
     },
   )

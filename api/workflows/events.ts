@@ -45,7 +45,10 @@ export async function streamRunEvents(
         continue
       }
       if (status === 'interrupted') {
-        await sink.send({ event: 'interrupted', data: { reason: 'the sidecar running this workflow stopped before it ended; its open members were retired' } })
+        await sink.send({
+          event: 'interrupted',
+          data: { reason: 'the sidecar running this workflow stopped before it ended; its open members were retired' },
+        })
       }
       return
     }

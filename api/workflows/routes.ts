@@ -9,7 +9,16 @@ import { Hono } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import { MAX_IDEMPOTENCY_KEY_CHARS } from '../../schema/limits.ts'
 import { IdempotencyKey, SessionId } from '../../schema/wire/common.ts'
-import { CancelWorkflow, EventsQuery, RunDetail, RunList, RunListQuery, RunParams, RunResponse, StartWorkflow } from '../../schema/wire/workflows.ts'
+import {
+  CancelWorkflow,
+  EventsQuery,
+  RunDetail,
+  RunList,
+  RunListQuery,
+  RunParams,
+  RunResponse,
+  StartWorkflow,
+} from '../../schema/wire/workflows.ts'
 import * as v from 'valibot'
 import { guard, openStream } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
@@ -38,7 +47,9 @@ export const workflowRoutes = new Hono<AppEnv>()
         201: json(RunResponse, 'started'),
         400: error('`workflow/invalid-script`, `workflow/unknown-profile`, `request/invalid` (also a malformed `Idempotency-Key`)'),
         409: error('too many runs at once on the host (`workflow/limit-reached`)'),
-        422: error('the `Idempotency-Key` already started a run with another request (`workflow/idempotency-key-reused`); nothing was started'),
+        422: error(
+          'the `Idempotency-Key` already started a run with another request (`workflow/idempotency-key-reused`); nothing was started',
+        ),
         ...NOT_FOUND,
         ...sidecarDownUnknown(
           'Retry with the same `Idempotency-Key` and body: a run the first attempt started is answered 200 (it is not started twice). Without a key, a retry may start a second run: check `GET /v1/sessions/:sid/workflows` first.',
@@ -64,7 +75,11 @@ export const workflowRoutes = new Hono<AppEnv>()
   )
   .get(
     '/v1/sessions/:sid/workflows',
-    describeRoute({ tags, summary: "The session's runs, newest first, each with its members' states", responses: { 200: json(RunList), ...NOT_FOUND } }),
+    describeRoute({
+      tags,
+      summary: "The session's runs, newest first, each with its members' states",
+      responses: { 200: json(RunList), ...NOT_FOUND },
+    }),
     guard('workflows:read'),
     validate('param', SessionOnly),
     validate('query', RunListQuery),
@@ -72,7 +87,11 @@ export const workflowRoutes = new Hono<AppEnv>()
   )
   .get(
     '/v1/sessions/:sid/workflows/:rid',
-    describeRoute({ tags, summary: 'One run: status, result, members, script and input, and its log checked', responses: { 200: json(RunDetail), ...NOT_FOUND } }),
+    describeRoute({
+      tags,
+      summary: 'One run: status, result, members, script and input, and its log checked',
+      responses: { 200: json(RunDetail), ...NOT_FOUND },
+    }),
     guard('workflows:read'),
     validate('param', RunParams),
     async (c) => {
@@ -85,9 +104,17 @@ export const workflowRoutes = new Hono<AppEnv>()
     describeRoute({
       tags,
       summary: "SSE: the run's events in order (id = sequence; Last-Event-ID or ?after= resumes), live until workflow/end",
-      description: 'Data shapes: RunStartData, AgentStartData, AgentEndData, LogData, RunEndData (schema/wire/workflows.ts). An interrupted run (its sidecar died) ends the stream with `interrupted` instead of `workflow/end`.',
+      description:
+        'Data shapes: RunStartData, AgentStartData, AgentEndData, LogData, RunEndData (schema/wire/workflows.ts). An interrupted run (its sidecar died) ends the stream with `interrupted` instead of `workflow/end`.',
       responses: {
-        200: sse('the run log', ['workflow/start', 'workflow/agent-start', 'workflow/agent-end', 'workflow/log', 'workflow/end', 'interrupted']),
+        200: sse('the run log', [
+          'workflow/start',
+          'workflow/agent-start',
+          'workflow/agent-end',
+          'workflow/log',
+          'workflow/end',
+          'interrupted',
+        ]),
         ...NOT_FOUND,
       },
     }),
@@ -101,7 +128,9 @@ export const workflowRoutes = new Hono<AppEnv>()
       const { db, tuning } = c.var.deps
       await runState(db, sid, rid) // 404 before the stream starts
       const polling = { pollMs: tuning?.workflowEventsPollMs, maxPolls: tuning?.workflowEventsMaxPolls }
-      return openStream(c, (options) => sseResponse((sink) => streamRunEvents(db, { sessionId: sid, runId: rid }, after, sink, polling), options))
+      return openStream(c, (options) =>
+        sseResponse((sink) => streamRunEvents(db, { sessionId: sid, runId: rid }, after, sink, polling), options),
+      )
     },
   )
   .post(

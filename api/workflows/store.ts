@@ -8,7 +8,15 @@ import { TermkeepError } from '../../schema/errors.ts'
 import { DEFAULT_WORKFLOW_RUNS_PAGE } from '../../schema/limits.ts'
 import { workflowEvents, workflowRuns } from '../../schema/tables.ts'
 import { checkRunLog, foldMembers, type LoggedEvent } from '../../schema/workflow-log.ts'
-import { sameStart, type RunDetail, type RunList, type RunSummary, type StartWorkflow, type WorkflowEvent, type WorkflowResult } from '../../schema/wire/workflows.ts'
+import {
+  sameStart,
+  type RunDetail,
+  type RunList,
+  type RunSummary,
+  type StartWorkflow,
+  type WorkflowEvent,
+  type WorkflowResult,
+} from '../../schema/wire/workflows.ts'
 import type { Database } from '../../storage/client.ts'
 
 type RunRow = typeof workflowRuns.$inferSelect
@@ -50,7 +58,11 @@ function summaryOf(row: RunRow, memberEvents: LoggedEvent[]): RunSummary {
   }
 }
 
-const asLogged = (e: { sequence: number; type: string; data: string; runId?: string }): LoggedEvent => ({ sequence: e.sequence, type: e.type, data: JSON.parse(e.data) })
+const asLogged = (e: { sequence: number; type: string; data: string; runId?: string }): LoggedEvent => ({
+  sequence: e.sequence,
+  type: e.type,
+  data: JSON.parse(e.data),
+})
 
 /** The member events (agent-start/agent-end) of some runs, grouped by run. */
 async function memberEvents(db: Database, runIds: string[]): Promise<Map<string, LoggedEvent[]>> {
@@ -88,7 +100,10 @@ export async function listRuns(db: Database, sessionId: string, query: { limit?:
     .orderBy(desc(workflowRuns.createdAt), desc(workflowRuns.id))
     .limit(limit + 1)
   const page = rows.slice(0, limit)
-  const members = await memberEvents(db, page.map((r) => r.id))
+  const members = await memberEvents(
+    db,
+    page.map((r) => r.id),
+  )
   return { runs: page.map((row) => summaryOf(row, members.get(row.id) ?? [])), more: rows.length > limit }
 }
 
@@ -117,18 +132,34 @@ export async function runDetail(db: Database, sessionId: string, runId: string):
  * token, and kept with the run): its id when `request` asks for that same run, a 422 when it asks
  * for another; undefined when the key started nothing yet. The API and the sidecar both ask.
  */
-export async function repeatedStart(db: Database, sessionId: string, tokenId: string, key: string, request: StartWorkflow): Promise<string | undefined> {
+export async function repeatedStart(
+  db: Database,
+  sessionId: string,
+  tokenId: string,
+  key: string,
+  request: StartWorkflow,
+): Promise<string | undefined> {
   const [row] = await db
-    .select({ id: workflowRuns.id, script: workflowRuns.script, input: workflowRuns.input, concurrency: workflowRuns.concurrency, profile: workflowRuns.profile })
+    .select({
+      id: workflowRuns.id,
+      script: workflowRuns.script,
+      input: workflowRuns.input,
+      concurrency: workflowRuns.concurrency,
+      profile: workflowRuns.profile,
+    })
     .from(workflowRuns)
     .where(and(eq(workflowRuns.sessionId, sessionId), eq(workflowRuns.tokenId, tokenId), eq(workflowRuns.idempotencyKey, key)))
     .limit(1)
   if (!row) return undefined
   if (!sameStart(row, request)) {
-    throw new TermkeepError('workflow/idempotency-key-reused', `this Idempotency-Key already started run ${row.id} with another request (script, input, concurrency or profile); nothing was started`, {
-      key,
-      runId: row.id,
-    })
+    throw new TermkeepError(
+      'workflow/idempotency-key-reused',
+      `this Idempotency-Key already started run ${row.id} with another request (script, input, concurrency or profile); nothing was started`,
+      {
+        key,
+        runId: row.id,
+      },
+    )
   }
   return row.id
 }

@@ -10,8 +10,8 @@ describe('withinGraphemes', () => {
     ['abcd', 3, false],
     ['👨‍👩‍👧‍👦👍🏽', 2, true],
     ['👨‍👩‍👧‍👦👍🏽x', 2, false],
-    ['e' + '\u0301'.repeat(MAX_UTF16_UNITS_PER_GRAPHEME - 1), 1, true],
-    ['e' + '\u0301'.repeat(MAX_UTF16_UNITS_PER_GRAPHEME), 1, false],
+    [`e${'\u0301'.repeat(MAX_UTF16_UNITS_PER_GRAPHEME - 1)}`, 1, true],
+    [`e${'\u0301'.repeat(MAX_UTF16_UNITS_PER_GRAPHEME)}`, 1, false],
     ['', 0, true],
   ])('%j within %i: %s', (text, max, within) => {
     expect(withinGraphemes(text, max)).toBe(within)

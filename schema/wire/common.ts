@@ -77,7 +77,12 @@ export function withinGraphemes(text: string, max: number): boolean {
 
 /** A JSON integer from `min` to `max`, its messages naming the field (`name`). */
 export function boundedInteger(name: string, min: number, max: number) {
-  return v.pipe(v.number(), v.safeInteger(`${name} is an integer`), v.minValue(min, `${name} is at least ${min}`), v.maxValue(max, `${name} is at most ${max}`))
+  return v.pipe(
+    v.number(),
+    v.safeInteger(`${name} is an integer`),
+    v.minValue(min, `${name} is at least ${min}`),
+    v.maxValue(max, `${name} is at most ${max}`),
+  )
 }
 
 /** A `?limit=` query parameter: a page size from 1 to `max`. */

@@ -92,7 +92,10 @@ export interface RowsEvent {
   partial?: true
 }
 
-const ColorSchema = v.union([v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(255)), v.pipe(v.string(), v.regex(/^#[0-9a-f]{6}$/))])
+const ColorSchema = v.union([
+  v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(255)),
+  v.pipe(v.string(), v.regex(/^#[0-9a-f]{6}$/)),
+])
 export const CellStyleSchema = v.object({
   fg: v.optional(ColorSchema),
   bg: v.optional(ColorSchema),

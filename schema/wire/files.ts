@@ -22,7 +22,14 @@
  * outside-workspace {path}, bad-request {reason}. `version` is opaque: compare it for equality, never parse it.
  */
 import * as v from 'valibot'
-import { MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES, MAX_PATH_CHARS, MAX_RESOURCE_BYTES, MAX_RESOURCE_NAME_CHARS, TERMINAL_ID_PATTERN } from '../limits.ts'
+import {
+  MAX_FILE_PAGE_BYTES,
+  MAX_FILE_PAGE_LINES,
+  MAX_PATH_CHARS,
+  MAX_RESOURCE_BYTES,
+  MAX_RESOURCE_NAME_CHARS,
+  TERMINAL_ID_PATTERN,
+} from '../limits.ts'
 import { titleSchema } from './common.ts'
 
 // ── Queries (strings on the wire; numbers must be plain safe integers) ─────────────────────

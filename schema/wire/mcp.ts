@@ -26,21 +26,37 @@ export const MCP_ATTACHMENT_ID = 'mcp'
 const Milliseconds = (what: string, min: number, max = MCP_WAIT_MAX_MS) => boundedInteger(what, min, max)
 
 const Timeout = v.optional(
-  v.pipe(Milliseconds('timeoutMs', 0), v.description(`Give up after this many ms (default ${MCP_WAIT_DEFAULT_MS}, at most ${MCP_WAIT_MAX_MS})`)),
+  v.pipe(
+    Milliseconds('timeoutMs', 0),
+    v.description(`Give up after this many ms (default ${MCP_WAIT_DEFAULT_MS}, at most ${MCP_WAIT_MAX_MS})`),
+  ),
   MCP_WAIT_DEFAULT_MS,
 )
 
 export const KeyName = v.pipe(
   v.string(),
-  v.check((name) => keyBytes(name) !== undefined, (issue) => `not a key name: ${JSON.stringify(issue.input)} (Enter, Tab, C-c, M-x, Up, PageDown, F5, a single character …)`),
+  v.check(
+    (name) => keyBytes(name) !== undefined,
+    (issue) => `not a key name: ${JSON.stringify(issue.input)} (Enter, Tab, C-c, M-x, Up, PageDown, F5, a single character …)`,
+  ),
 )
 
 export const SendArgs = v.pipe(
   v.object({
     text: v.optional(v.pipe(v.string(), v.description('Typed as is, before `keys` (newlines as typed; use Enter to submit)'))),
-    keys: v.optional(v.pipe(v.array(KeyName), v.description('tmux send-keys names, in order: Enter, Tab, C-c, M-x, Up, S-Tab, PageUp, F1–F12, or one character'))),
+    keys: v.optional(
+      v.pipe(
+        v.array(KeyName),
+        v.description('tmux send-keys names, in order: Enter, Tab, C-c, M-x, Up, S-Tab, PageUp, F1–F12, or one character'),
+      ),
+    ),
     takeControl: v.optional(
-      v.pipe(v.boolean(), v.description('Type even when another client (a person) controls the terminal: takes control for this call; it is free again afterwards')),
+      v.pipe(
+        v.boolean(),
+        v.description(
+          'Type even when another client (a person) controls the terminal: takes control for this call; it is free again afterwards',
+        ),
+      ),
       false,
     ),
   }),
@@ -55,10 +71,14 @@ export const WaitArgs = v.object({
       v.string(),
       v.minLength(1, 'pattern is empty'),
       v.maxLength(MCP_PATTERN_MAX_CHARS, `patterns are at most ${MCP_PATTERN_MAX_CHARS} characters`),
-      v.description('RE2 regex (no lookaround or backreferences) matched against the screen text (history tail and viewport); (?i) for case-insensitive'),
+      v.description(
+        'RE2 regex (no lookaround or backreferences) matched against the screen text (history tail and viewport); (?i) for case-insensitive',
+      ),
     ),
   ),
-  quietMs: v.optional(v.pipe(Milliseconds('quietMs', 1), v.description('Done once the program printed nothing for this long (needs terminals:output)'))),
+  quietMs: v.optional(
+    v.pipe(Milliseconds('quietMs', 1), v.description('Done once the program printed nothing for this long (needs terminals:output)')),
+  ),
   timeoutMs: Timeout,
 })
 export type WaitArgs = v.InferOutput<typeof WaitArgs>
@@ -78,29 +98,48 @@ export const StreamReadArgs = v.object({
   quietMs: v.optional(
     v.pipe(
       Milliseconds('quietMs', 1, MCP_STREAM_QUIET_MAX_MS),
-      v.description(`Answer once no event came for this long (default ${MCP_STREAM_QUIET_DEFAULT_MS}, at most ${MCP_STREAM_QUIET_MAX_MS}); a larger value waits longer for the next event`),
+      v.description(
+        `Answer once no event came for this long (default ${MCP_STREAM_QUIET_DEFAULT_MS}, at most ${MCP_STREAM_QUIET_MAX_MS}); a larger value waits longer for the next event`,
+      ),
     ),
     MCP_STREAM_QUIET_DEFAULT_MS,
   ),
   timeoutMs: v.optional(
-    v.pipe(Milliseconds('timeoutMs', 1), v.description(`Answer after this long whatever comes (default ${MCP_WAIT_DEFAULT_MS}, at most ${MCP_WAIT_MAX_MS})`)),
+    v.pipe(
+      Milliseconds('timeoutMs', 1),
+      v.description(`Answer after this long whatever comes (default ${MCP_WAIT_DEFAULT_MS}, at most ${MCP_WAIT_MAX_MS})`),
+    ),
     MCP_WAIT_DEFAULT_MS,
   ),
   maxEvents: v.optional(
-    v.pipe(boundedInteger('maxEvents', 1, MCP_STREAM_MAX_EVENTS), v.description(`At most this many events (default ${MCP_STREAM_DEFAULT_EVENTS}, at most ${MCP_STREAM_MAX_EVENTS})`)),
+    v.pipe(
+      boundedInteger('maxEvents', 1, MCP_STREAM_MAX_EVENTS),
+      v.description(`At most this many events (default ${MCP_STREAM_DEFAULT_EVENTS}, at most ${MCP_STREAM_MAX_EVENTS})`),
+    ),
     MCP_STREAM_DEFAULT_EVENTS,
   ),
   maxBytes: v.optional(
-    v.pipe(boundedInteger('maxBytes', 1, MCP_TEXT_MAX_BYTES), v.description(`At most this many bytes of event data (default and at most ${MCP_TEXT_MAX_BYTES}); a larger single event comes alone`)),
+    v.pipe(
+      boundedInteger('maxBytes', 1, MCP_TEXT_MAX_BYTES),
+      v.description(`At most this many bytes of event data (default and at most ${MCP_TEXT_MAX_BYTES}); a larger single event comes alone`),
+    ),
     MCP_TEXT_MAX_BYTES,
   ),
 })
 export type StreamReadArgs = v.InferOutput<typeof StreamReadArgs>
 
 export const WorkflowRunArgs = v.object({
-  wait: v.optional(v.pipe(v.boolean(), v.description('Answer when the run ended (at most timeoutMs), with its result and members; needs workflows:read')), false),
+  wait: v.optional(
+    v.pipe(v.boolean(), v.description('Answer when the run ended (at most timeoutMs), with its result and members; needs workflows:read')),
+    false,
+  ),
   timeoutMs: v.optional(
-    v.pipe(Milliseconds('timeoutMs', 0), v.description(`With wait: give up waiting after this many ms (default ${MCP_WAIT_DEFAULT_MS}, at most ${MCP_WAIT_MAX_MS}); the run goes on`)),
+    v.pipe(
+      Milliseconds('timeoutMs', 0),
+      v.description(
+        `With wait: give up waiting after this many ms (default ${MCP_WAIT_DEFAULT_MS}, at most ${MCP_WAIT_MAX_MS}); the run goes on`,
+      ),
+    ),
     MCP_WAIT_DEFAULT_MS,
   ),
 })
@@ -120,6 +159,9 @@ export const JsonRpcMessage = v.looseObject({ jsonrpc: v.literal('2.0', 'the bod
 export const McpPostHeaders = v.object({
   accept: v.pipe(
     v.string('send Accept: application/json, text/event-stream'),
-    v.check((accept) => accept.includes('application/json') && accept.includes('text/event-stream'), 'Accept must name both application/json and text/event-stream'),
+    v.check(
+      (accept) => accept.includes('application/json') && accept.includes('text/event-stream'),
+      'Accept must name both application/json and text/event-stream',
+    ),
   ),
 })

@@ -52,7 +52,7 @@ export const HandleId = v.pipe(
   v.string(),
   v.minLength(1, 'a handle id is not empty'),
   v.maxLength(OBSERVE_MAX_HANDLE_CHARS),
-  v.description('an opaque handle id issued by this terminal\'s observation routes'),
+  v.description("an opaque handle id issued by this terminal's observation routes"),
 )
 export const Handle = v.object({ id: HandleId })
 export type Handle = v.InferOutput<typeof Handle>
@@ -77,7 +77,7 @@ export const ProviderPath = v.pipe(
   v.check((p) => !p.includes('\0'), 'paths cannot contain NUL'),
   v.check((p) => p.startsWith('/'), 'a provider path is absolute'),
   v.check((p) => !hasParent(p), 'the path must not contain ..'),
-  v.description('an absolute path from the provider\'s own records (no .. segment, no NUL); accepted only beneath its declared root'),
+  v.description("an absolute path from the provider's own records (no .. segment, no NUL); accepted only beneath its declared root"),
 )
 
 const EXTENSION = `\\.[A-Za-z0-9_.+~-]{1,${OBSERVE_MAX_EXTENSION_CHARS - 1}}`
@@ -184,7 +184,11 @@ export const OpenFiles = v.object({ files: v.array(OpenFile), truncated: v.boole
 export type OpenFiles = v.InferOutput<typeof OpenFiles>
 
 export const EnvironmentRequest = v.object({
-  names: v.pipe(v.array(EnvironmentName), v.minLength(1, 'name at least one variable'), v.maxLength(OBSERVE_MAX_ENV_NAMES, `at most ${OBSERVE_MAX_ENV_NAMES} names`)),
+  names: v.pipe(
+    v.array(EnvironmentName),
+    v.minLength(1, 'name at least one variable'),
+    v.maxLength(OBSERVE_MAX_ENV_NAMES, `at most ${OBSERVE_MAX_ENV_NAMES} names`),
+  ),
 })
 /** Names that are not set (or whose value is too long to be a fact) are absent. */
 export const EnvironmentValues = v.object({ environment: v.record(v.string(), v.string()) })
@@ -201,7 +205,10 @@ export type MaybePath = v.InferOutput<typeof MaybePath>
  * directory (`.codex`), not a walk over the user's whole home. */
 const DirectoryBeneathHome = v.pipe(
   RelativePath,
-  v.check((p) => p.split('/').some((segment) => segment !== '' && segment !== '.'), 'the home itself is not a root: name a directory beneath it (such as .codex)'),
+  v.check(
+    (p) => p.split('/').some((segment) => segment !== '' && segment !== '.'),
+    'the home itself is not a root: name a directory beneath it (such as .codex)',
+  ),
 )
 
 export const ResolveHomeDirectory = v.object({ relativePath: DirectoryBeneathHome, beneath: v.optional(HomeBeneath) })
@@ -221,8 +228,16 @@ export const ResolvePathUnderEnvironment = v.object({
   beneathRelative: v.optional(RelativePath),
   extension: v.optional(Extension),
 })
-export const EnvironmentRelativePath = v.object({ handle: Handle, environmentVariable: EnvironmentName, beneathRelative: v.optional(RelativePath) })
-export const ResolveHomeRelative = v.object({ relativePath: RelativePath, beneath: v.optional(HomeBeneath), extension: v.optional(Extension) })
+export const EnvironmentRelativePath = v.object({
+  handle: Handle,
+  environmentVariable: EnvironmentName,
+  beneathRelative: v.optional(RelativePath),
+})
+export const ResolveHomeRelative = v.object({
+  relativePath: RelativePath,
+  beneath: v.optional(HomeBeneath),
+  extension: v.optional(Extension),
+})
 export const ResolvePathUnderHome = v.object({ providerPath: ProviderPath, beneath: HomeBeneath, extension: v.optional(Extension) })
 export const HomeRelativePath = v.object({ handle: Handle, beneath: HomeBeneath })
 export const CanonicalFile = v.object({ handle: Handle, beneath: v.optional(HomeBeneath), extension: v.optional(Extension) })
@@ -240,7 +255,11 @@ export type MaybeStat = v.InferOutput<typeof MaybeStat>
 
 /** Every one is required: discovery is always bounded by the caller's own limits too. */
 export const ListOptions = v.object({
-  extensions: v.pipe(v.array(Extension), v.minLength(1, 'give at least one extension'), v.maxLength(OBSERVE_MAX_EXTENSIONS, `at most ${OBSERVE_MAX_EXTENSIONS} extensions`)),
+  extensions: v.pipe(
+    v.array(Extension),
+    v.minLength(1, 'give at least one extension'),
+    v.maxLength(OBSERVE_MAX_EXTENSIONS, `at most ${OBSERVE_MAX_EXTENSIONS} extensions`),
+  ),
   /** Directory nesting below the root; 0 is the root itself. */
   maxDepth: boundedInteger('maxDepth', 0, OBSERVE_MAX_LIST_DEPTH),
   maxEntries: boundedInteger('maxEntries', 1, OBSERVE_MAX_LIST_ENTRIES),
@@ -274,7 +293,13 @@ export type JsonValue = v.InferOutput<typeof JsonValue>
 // ── Streams ──────────────────────────────────────────────────────────────────────────────
 
 const QueryInteger = (min: number, max: number, name: string) =>
-  v.pipe(v.string(), v.regex(/^\d{1,16}$/, `${name} is a non-negative integer`), v.transform(Number), v.minValue(min, `${name} is at least ${min}`), v.maxValue(max, `${name} is at most ${max}`))
+  v.pipe(
+    v.string(),
+    v.regex(/^\d{1,16}$/, `${name} is a non-negative integer`),
+    v.transform(Number),
+    v.minValue(min, `${name} is at least ${min}`),
+    v.maxValue(max, `${name} is at most ${max}`),
+  )
 
 export const WatchDirectoryQuery = v.object({
   root: HandleId,
@@ -305,7 +330,10 @@ export function extensionList(extensions: string): string[] {
  */
 export const FollowCursor = v.pipe(
   v.string(),
-  v.regex(/^c1\.\d{1,16}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{22}$/, 'a follow cursor is the id of a follow event, as it came'),
+  v.regex(
+    /^c1\.\d{1,16}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{22}$/,
+    'a follow cursor is the id of a follow event, as it came',
+  ),
   v.description('the `id` of the last follow event applied: the stream goes on right after it'),
 )
 

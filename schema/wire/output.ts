@@ -52,11 +52,7 @@ export const OutputPage = v.object({
 })
 export type OutputPage = v.InferOutput<typeof OutputPage>
 
-const Cursor = v.pipe(
-  v.string(),
-  v.regex(/^\d{1,15}$/, 'after is a non-negative integer sequence'),
-  v.transform(Number),
-)
+const Cursor = v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'after is a non-negative integer sequence'), v.transform(Number))
 export const OutputQuery = v.object({
   after: v.optional(Cursor, '0'),
   limit: v.optional(pageLimit(MAX_OUTPUT_PAGE_ITEMS)),

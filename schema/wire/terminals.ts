@@ -144,7 +144,13 @@ export const Command = v.pipe(
  * makes the terminal run `shell -c command` instead of an interactive shell: the terminal exits
  * with the command, and its output and screen stay readable until it is closed.
  */
-export const CreateTerminalFields = v.object({ shell: v.optional(v.string()), cols: Cols, rows: Rows, title: v.optional(Title), command: v.optional(Command) })
+export const CreateTerminalFields = v.object({
+  shell: v.optional(v.string()),
+  cols: Cols,
+  rows: Rows,
+  title: v.optional(Title),
+  command: v.optional(Command),
+})
 export const CreateTerminal = v.pipe(
   CreateTerminalFields,
   v.check((g) => g.cols * g.rows <= MAX_VISIBLE_CELLS, CELLS_MESSAGE),

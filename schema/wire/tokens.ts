@@ -26,11 +26,21 @@ export const CreateToken = v.pipe(
     grants: v.pipe(v.array(Grant), v.minLength(1, 'give at least one grant')),
     sessions: v.union([v.literal('all'), v.pipe(v.array(SessionId), v.minLength(1), v.maxLength(MAX_TOKEN_SESSIONS))]),
     /** Absolute expiry, epoch milliseconds. */
-    expiresAt: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(MAX_TIMESTAMP_MS, 'expiresAt is at most 9999-12-31 (epoch milliseconds)'))),
+    expiresAt: v.optional(
+      v.pipe(
+        v.number(),
+        v.safeInteger(),
+        v.minValue(0),
+        v.maxValue(MAX_TIMESTAMP_MS, 'expiresAt is at most 9999-12-31 (epoch milliseconds)'),
+      ),
+    ),
     /** Environment variables terminal observation may read or root paths at (seed 004's
      * `requiredEnvironmentVariables`); any other name is 403 `observe/undeclared`. */
     observeEnvironment: v.optional(
-      v.pipe(v.array(EnvironmentName), v.maxLength(OBSERVE_MAX_DECLARED_ENV, `observeEnvironment declares at most ${OBSERVE_MAX_DECLARED_ENV} names`)),
+      v.pipe(
+        v.array(EnvironmentName),
+        v.maxLength(OBSERVE_MAX_DECLARED_ENV, `observeEnvironment declares at most ${OBSERVE_MAX_DECLARED_ENV} names`),
+      ),
     ),
   }),
   v.check((spec) => !adminBoundToSessions(spec.grants, spec.sessions), ADMIN_NEEDS_ALL_SESSIONS),

@@ -46,13 +46,32 @@ const EnvName = v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'en
  */
 export const AgentProfile = v.strictObject({
   command: v.pipe(
-    v.array(v.pipe(v.string(), v.check((s) => !s.includes('\0'), 'no NUL in arguments'))),
+    v.array(
+      v.pipe(
+        v.string(),
+        v.check((s) => !s.includes('\0'), 'no NUL in arguments'),
+      ),
+    ),
     v.minLength(1, 'command is a non-empty argv array, e.g. ["my-agent", "--print"]'),
     v.check((argv) => argv.length === 0 || argv[0].length > 0, 'the command (argv[0]) is empty'),
   ),
   prompt: v.picklist(['argument', 'stdin', 'env'], 'prompt is one of "argument", "stdin", "env"'),
-  cwd: v.optional(v.pipe(v.string(), v.minLength(1), v.check((s) => !s.includes('\0'), 'no NUL in cwd'))),
-  env: v.optional(v.record(EnvName, v.pipe(v.string(), v.check((s) => !s.includes('\0'), 'no NUL in values')))),
+  cwd: v.optional(
+    v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.check((s) => !s.includes('\0'), 'no NUL in cwd'),
+    ),
+  ),
+  env: v.optional(
+    v.record(
+      EnvName,
+      v.pipe(
+        v.string(),
+        v.check((s) => !s.includes('\0'), 'no NUL in values'),
+      ),
+    ),
+  ),
 })
 export type AgentProfile = v.InferOutput<typeof AgentProfile>
 
@@ -71,10 +90,23 @@ function jsonWithin(value: unknown, max: number): boolean {
 /** POST body. Unknown fields are refused (a misspelled option is a 400 naming it). */
 export const StartWorkflow = v.strictObject({
   /** The body of an async function: top-level `await`, `return value`; `input` in scope. */
-  script: v.pipe(v.string(), v.check((s) => utf8Length(s) <= MAX_WORKFLOW_SCRIPT_BYTES, `the script is at most ${MAX_WORKFLOW_SCRIPT_BYTES} bytes (UTF-8)`)),
-  input: v.optional(v.pipe(v.unknown(), v.check((i) => jsonWithin(i, MAX_WORKFLOW_INPUT_BYTES), `input is at most ${MAX_WORKFLOW_INPUT_BYTES} bytes as JSON`))),
+  script: v.pipe(
+    v.string(),
+    v.check((s) => utf8Length(s) <= MAX_WORKFLOW_SCRIPT_BYTES, `the script is at most ${MAX_WORKFLOW_SCRIPT_BYTES} bytes (UTF-8)`),
+  ),
+  input: v.optional(
+    v.pipe(
+      v.unknown(),
+      v.check((i) => jsonWithin(i, MAX_WORKFLOW_INPUT_BYTES), `input is at most ${MAX_WORKFLOW_INPUT_BYTES} bytes as JSON`),
+    ),
+  ),
   concurrency: v.optional(
-    v.pipe(v.number(), v.integer('concurrency is an integer'), v.minValue(1), v.maxValue(MAX_WORKFLOW_CONCURRENCY, `concurrency is at most ${MAX_WORKFLOW_CONCURRENCY}`)),
+    v.pipe(
+      v.number(),
+      v.integer('concurrency is an integer'),
+      v.minValue(1),
+      v.maxValue(MAX_WORKFLOW_CONCURRENCY, `concurrency is at most ${MAX_WORKFLOW_CONCURRENCY}`),
+    ),
   ),
   /** The agent profile `agent()` uses when a call names none (default: "default", or the only one). */
   profile: v.optional(ProfileName),
@@ -137,7 +169,10 @@ export type AgentOutcome = v.InferOutput<typeof AgentOutcome>
 
 // ── Events (data of each SSE event; `type` is the event name) ───────────────
 
-export const RunStartData = v.object({ run: v.object({ id: RunId, sessionId: SessionId, concurrency: v.number(), profile: v.nullable(v.string()) }), at: v.number() })
+export const RunStartData = v.object({
+  run: v.object({ id: RunId, sessionId: SessionId, concurrency: v.number(), profile: v.nullable(v.string()) }),
+  at: v.number(),
+})
 export const AgentStartData = v.object({ seq: v.number(), label: v.string(), profile: v.string(), terminal: v.string(), at: v.number() })
 export const AgentEndData = v.object({ seq: v.number(), outcome: AgentOutcome, exitCode: v.nullable(v.number()), at: v.number() })
 export const LogData = v.object({ message: v.string(), at: v.number() })
@@ -205,7 +240,9 @@ export type RunDetail = v.InferOutput<typeof RunDetail>
 export const RunResponse = v.object({ run: RunSummary })
 
 export const RunListQuery = v.strictObject({
-  limit: v.optional(v.pipe(v.string(), v.regex(/^\d{1,4}$/, 'limit is a number'), v.transform(Number), v.minValue(1), v.maxValue(MAX_WORKFLOW_RUNS_PAGE))),
+  limit: v.optional(
+    v.pipe(v.string(), v.regex(/^\d{1,4}$/, 'limit is a number'), v.transform(Number), v.minValue(1), v.maxValue(MAX_WORKFLOW_RUNS_PAGE)),
+  ),
   /** A run id: list the runs started before it (the previous page's last id). */
   before: v.optional(RunId),
 })

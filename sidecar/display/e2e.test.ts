@@ -48,7 +48,11 @@ async function readDisplay(a: ReturnType<typeof app>, tid = 't'): Promise<Decode
   return decodeDisplay(begin, parts, end)
 }
 
-const text = (row: { cells: { chars: string }[] }) => row.cells.map((c) => c.chars || ' ').join('').trimEnd()
+const text = (row: { cells: { chars: string }[] }) =>
+  row.cells
+    .map((c) => c.chars || ' ')
+    .join('')
+    .trimEnd()
 
 function colours(display: DecodedDisplay) {
   const [r0, r1, r2] = display.viewport
@@ -86,10 +90,14 @@ describe('display end to end', () => {
     expect(created.status).toBe(201)
     const live = app(sidecar!.url, sidecar!.secret)
 
-    const settled = await waitFor(async () => {
-      const d = await readDisplay(live)
-      return d && text(d.viewport[2]) === 'tail' ? d : undefined
-    }, 30_000, 'a settled display')
+    const settled = await waitFor(
+      async () => {
+        const d = await readDisplay(live)
+        return d && text(d.viewport[2]) === 'tail' ? d : undefined
+      },
+      30_000,
+      'a settled display',
+    )
     const expected = {
       red: { fg: 1, a: 1 },
       rgb: { fg: '#0ac81e' },
@@ -114,7 +122,10 @@ describe('display end to end', () => {
     let received = ''
     while (!/event: screen[\s\S]*data: \{.*\}\n/.test(received)) received += new TextDecoder().decode((await reader.read()).value)
     await reader.cancel()
-    const data = received.split('\n').find((l) => l.startsWith('data: {'))!.slice(6)
+    const data = received
+      .split('\n')
+      .find((l) => l.startsWith('data: {'))!
+      .slice(6)
     expect((JSON.parse(data) as ScreenProjection).lines).toContain('red bold rgb')
 
     await sidecar!.stop()
@@ -130,28 +141,40 @@ describe('display end to end', () => {
 
   it('draws emoji two cells wide, as tmux does, and puts the plain cursor where the display does after a full row', async () => {
     const http = new SidecarHttp(sidecar!)
-    expect((await http.json('PUT', '/v1/sessions/s/terminals/edges', { json: { cols: 40, rows: 5, shell: fixture.path('edges') } })).status).toBe(201)
+    expect(
+      (await http.json('PUT', '/v1/sessions/s/terminals/edges', { json: { cols: 40, rows: 5, shell: fixture.path('edges') } })).status,
+    ).toBe(201)
     const live = app(sidecar!.url, sidecar!.secret)
-    const display = await waitFor(async () => {
-      const d = await readDisplay(live, 'edges')
-      return d && text(d.viewport[1] ?? { cells: [] }).length === 40 ? d : undefined
-    }, 30_000, 'a settled display')
+    const display = await waitFor(
+      async () => {
+        const d = await readDisplay(live, 'edges')
+        return d && text(d.viewport[1] ?? { cells: [] }).length === 40 ? d : undefined
+      },
+      30_000,
+      'a settled display',
+    )
     const cells = display.viewport[0].cells
     expect(cells.map((c) => c.width)).toEqual([2, 0, 1, 2, 0, 1, 2, 0, 1])
     expect(cells.filter((c) => c.width !== 0).map((c) => c.chars)).toEqual(['\u{1F600}', 'x', '\u2705', 'y', '\u{1F44D}', 'z'])
     // The last column was written: a wrap is pending, and both views say column 40.
     expect(display.begin.cursor).toMatchObject({ row: 1, col: 40 })
-    const screen = (await (await live.request('/v1/sessions/s/terminals/edges/screen', { headers: { authorization: `Bearer ${token}` } })).json()) as ScreenProjection
+    const screen = (await (
+      await live.request('/v1/sessions/s/terminals/edges/screen', { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as ScreenProjection
     expect(screen.cursor).toMatchObject({ row: 1, col: 40 })
     // tmux, fed the same bytes, puts the cursor after the same number of cells.
     const socket = `termkeep-widths-${process.pid}`
     const run = (...args: string[]) => execFileSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' })
     try {
       run('-u', 'new-session', '-d', '-x', '40', '-y', '5', `printf '${WIDE}'; sleep 30`)
-      const x = await waitFor(async () => {
-        const at = Number(run('display-message', '-p', '#{cursor_x}').trim())
-        return at > 0 ? at : undefined
-      }, 10_000, 'tmux to draw')
+      const x = await waitFor(
+        async () => {
+          const at = Number(run('display-message', '-p', '#{cursor_x}').trim())
+          return at > 0 ? at : undefined
+        },
+        10_000,
+        'tmux to draw',
+      )
       expect(x).toBe(cells.length)
     } finally {
       try {
@@ -164,8 +187,14 @@ describe('display end to end', () => {
 
   it('ends screen/watch at once for a terminal whose program already exited', async () => {
     const http = new SidecarHttp(sidecar!)
-    expect((await http.json('PUT', '/v1/sessions/s/terminals/quick', { json: { cols: 40, rows: 5, shell: fixture.path('quick') } })).status).toBe(201)
-    await waitFor(async () => (await http.json('GET', '/v1/sessions/s/terminals/quick')).body.state === 'exited', 10_000, 'the program to exit')
+    expect(
+      (await http.json('PUT', '/v1/sessions/s/terminals/quick', { json: { cols: 40, rows: 5, shell: fixture.path('quick') } })).status,
+    ).toBe(201)
+    await waitFor(
+      async () => (await http.json('GET', '/v1/sessions/s/terminals/quick')).body.state === 'exited',
+      10_000,
+      'the program to exit',
+    )
     const started = Date.now()
     const watch = await http.sse('/v1/sessions/s/terminals/quick/screen/watch')
     const closed = await watch.until((m) => m.event === 'closed')
@@ -177,7 +206,9 @@ describe('display end to end', () => {
 
   it('ends screen/watch soon after a quiet terminal is closed (its output ends with nothing to show)', async () => {
     const http = new SidecarHttp(sidecar!)
-    expect((await http.json('PUT', '/v1/sessions/s/terminals/idle', { json: { cols: 40, rows: 5, shell: fixture.path('idle') } })).status).toBe(201)
+    expect(
+      (await http.json('PUT', '/v1/sessions/s/terminals/idle', { json: { cols: 40, rows: 5, shell: fixture.path('idle') } })).status,
+    ).toBe(201)
     const watch = await http.sse('/v1/sessions/s/terminals/idle/screen/watch')
     await watch.until((m) => m.event === 'screen' && (m.data as ScreenProjection).lines.includes('idle'))
     // Quiet long enough that the screen settled and the watch waits for news.

@@ -93,7 +93,11 @@ export function styleOf(cell: IBufferCell): CellStyle {
  * through the public getCell/styleOf. Absent (another xterm build) → the public API only.
  */
 interface LineInternals {
-  _line?: { _data?: Uint32Array; _combined?: Record<number, string>; _extendedAttrs?: Record<number, { underlineStyle: number; underlineColor: number } | undefined> }
+  _line?: {
+    _data?: Uint32Array
+    _combined?: Record<number, string>
+    _extendedAttrs?: Record<number, { underlineStyle: number; underlineColor: number } | undefined>
+  }
 }
 
 const HAS_CONTENT = 0x3fffff
@@ -191,8 +195,7 @@ export class RowEncoder {
       if (kind === 0) {
         const code = content & CODEPOINT
         text += code < 0x10000 ? String.fromCharCode(code) : String.fromCodePoint(code)
-      }
-      else if (kind === 1) blanks++
+      } else if (kind === 1) blanks++
       else if ((content & HAS_CONTENT) === 0) cluster.push('')
       else if (content & IS_COMBINED) cluster.push(internal._combined?.[x] ?? (line.getCell(x, this.#cell), this.#cell.getChars()))
       else cluster.push(String.fromCodePoint(content & CODEPOINT))

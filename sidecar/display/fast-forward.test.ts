@@ -97,7 +97,11 @@ describe('FastForward', () => {
   })
 
   it('keeps attributes set inside the skipped part (SGR only, cumulative)', async () => {
-    const skipped = await compare(60, 10, [`${E}[1m`, lines(1500, 0, (i) => (i === 5 ? `${E}[4;38;2;1;2;3m` : i === 9 ? `${E}[22m` : '')), 'tail'])
+    const skipped = await compare(60, 10, [
+      `${E}[1m`,
+      lines(1500, 0, (i) => (i === 5 ? `${E}[4;38;2;1;2;3m` : i === 9 ? `${E}[22m` : '')),
+      'tail',
+    ])
     expect(skipped).toBeGreaterThan(0)
   })
 
@@ -122,7 +126,8 @@ describe('FastForward', () => {
 
   it('stays exact with bare LFs, tabs, wide characters at the edge and long wrapping lines', async () => {
     let s = ''
-    for (let i = 0; i < 2000; i++) s += i % 3 === 0 ? `bare ${i}\n` : i % 3 === 1 ? `\ttab\t${i}\r\n` : `${'中'.repeat(i % 40)}${'w'.repeat(i % 90)}\r\n`
+    for (let i = 0; i < 2000; i++)
+      s += i % 3 === 0 ? `bare ${i}\n` : i % 3 === 1 ? `\ttab\t${i}\r\n` : `${'中'.repeat(i % 40)}${'w'.repeat(i % 90)}\r\n`
     expect(await compare(41, 9, [s, 'end without newline'])).toBeGreaterThan(0)
   })
 
@@ -158,12 +163,21 @@ describe('FastForward', () => {
   })
 
   it('stays exact across resizes inside the flood', async () => {
-    expect(await compare(80, 20, [lines(1200), { resize: [50, 20] }, lines(1200, 1200), { resize: [100, 30] }, lines(900, 2400)])).toBeGreaterThan(0)
+    expect(
+      await compare(80, 20, [lines(1200), { resize: [50, 20] }, lines(1200, 1200), { resize: [100, 30] }, lines(900, 2400)]),
+    ).toBeGreaterThan(0)
   })
 
   it('treats C1 controls and string sequences conservatively', async () => {
     const c1 = '\u009b31m' // 8-bit CSI in UTF-8
-    const skipped = await compare(60, 10, [lines(800), `${c1}red${E}[0m\r\n`, `${E}P+q544e${E}\\`, lines(900, 800), `\u009d2;c1 title\u009c`, lines(900, 1700)])
+    const skipped = await compare(60, 10, [
+      lines(800),
+      `${c1}red${E}[0m\r\n`,
+      `${E}P+q544e${E}\\`,
+      lines(900, 800),
+      `\u009d2;c1 title\u009c`,
+      lines(900, 1700),
+    ])
     expect(skipped).toBeGreaterThan(0)
   })
 

@@ -32,7 +32,7 @@ export type FeedRecord =
   | { kind: 'data'; sequence: number; bytes: Uint8Array }
   | { kind: 'resize'; sequence: number; cols: number; rows: number }
 
-const enum S {
+enum S {
   Ground,
   Esc,
   EscInter,
@@ -343,7 +343,12 @@ export class FastForward {
   }
 
   /** Skips what an open stretch already proves and restarts it at the skip point. */
-  #advance(stretch: Stretch, records: FeedRecord[], offsets: number[], skips: Array<{ from: number; to: number; replacement: number[] }>): void {
+  #advance(
+    stretch: Stretch,
+    records: FeedRecord[],
+    offsets: number[],
+    skips: Array<{ from: number; to: number; replacement: number[] }>,
+  ): void {
     const pick = this.#close(stretch, this.#pos, records, offsets, skips)
     if (pick < 0) return
     stretch.start = stretch.crlfEnds[pick]
@@ -354,7 +359,13 @@ export class FastForward {
 
   /** Ends a stretch at `end`: skips from its start to the last CR LF that still has ≥ K LFs after
    * it. Returns that CR LF's index in the stretch, or -1 if nothing can be skipped. */
-  #close(stretch: Stretch, end: number, records: FeedRecord[], offsets: number[], skips: Array<{ from: number; to: number; replacement: number[] }>): number {
+  #close(
+    stretch: Stretch,
+    end: number,
+    records: FeedRecord[],
+    offsets: number[],
+    skips: Array<{ from: number; to: number; replacement: number[] }>,
+  ): number {
     const k = this.#k
     // The last CR LF (from `head`) that still has ≥ k LFs after it and ends by `end`: both lists
     // increase, so binary search for the last index meeting both.

@@ -29,7 +29,8 @@ interface NormalBuffer {
 function normalBuffer(terminal: Terminal): NormalBuffer {
   const core = (terminal as unknown as { _core?: { buffers?: { normal?: NormalBuffer } } })._core
   const normal = core?.buffers?.normal
-  if (!normal?.lines || typeof normal.lines.onTrim !== 'function') throw new Error('@xterm/headless internals changed: buffers.normal.lines.onTrim')
+  if (!normal?.lines || typeof normal.lines.onTrim !== 'function')
+    throw new Error('@xterm/headless internals changed: buffers.normal.lines.onTrim')
   return normal
 }
 

@@ -73,7 +73,11 @@ describe('incremental revisions', () => {
         budget = step.budget
         continue
       }
-      const revision = encodeRevision(e.tracker, position, { sequence: i, budget, stored: stored && { token: stored.token, from: stored.end } })
+      const revision = encodeRevision(e.tracker, position, {
+        sequence: i,
+        budget,
+        stored: stored && { token: stored.token, from: stored.end },
+      })
       const reference = referenceRevision(e.tracker, { sequence: i, budget })
       // The older revisions are old enough to prune, so pruning runs along the way.
       const result = await persistRevision(scratch.storage.db, 's', 't', revision, { stored, now: old + i })
@@ -116,12 +120,16 @@ describe('incremental revisions', () => {
     await e.write(lines(0, 50))
     const first = await persistRevision(scratch.storage.db, 's', 'fail', encodeRevision(e.tracker, position))
     const before = await headers(scratch.storage.db, 's', 'fail')
-    const rows = async () => (await scratch.storage.db.all<{ n: number }>(sql`SELECT count(*) AS n FROM display_history WHERE terminal_id = 'fail'`))[0].n
+    const rows = async () =>
+      (await scratch.storage.db.all<{ n: number }>(sql`SELECT count(*) AS n FROM display_history WHERE terminal_id = 'fail'`))[0].n
     const chunkCount = await rows()
     await e.write(lines(50, 80))
     const next = encodeRevision(e.tracker, position, { stored: { token: first.stored.token, from: first.stored.end } })
     await expect(
-      persistRevision(scratch.storage.db, 's', 'fail', next, { stored: first.stored, also: (db) => [db.run(sql`INSERT INTO sessions (id, cwd) VALUES ('s', 'duplicate')`)] }),
+      persistRevision(scratch.storage.db, 's', 'fail', next, {
+        stored: first.stored,
+        also: (db) => [db.run(sql`INSERT INTO sessions (id, cwd) VALUES ('s', 'duplicate')`)],
+      }),
     ).rejects.toThrow()
     expect(await headers(scratch.storage.db, 's', 'fail')).toEqual(before)
     expect(await rows()).toBe(chunkCount)
@@ -132,7 +140,7 @@ describe('incremental revisions', () => {
     expect((await streamed(scratch.storage.db, header)).bodies).toEqual(referenceRevision(e.tracker).chunks)
   })
 
-  it('reads an older deployment\'s whole revision (format 1) as it was, and prunes it beside newer ones', async () => {
+  it("reads an older deployment's whole revision (format 1) as it was, and prunes it beside newer ones", async () => {
     const db = scratch.storage.db
     const e = emulator(40, 6)
     await e.write(lines(0, 80))
@@ -141,11 +149,29 @@ describe('incremental revisions', () => {
     await db.insert(displayChunks).values(old.chunks.map((body, chunk) => ({ sessionId: 's', terminalId: 'v1', revision: 1, chunk, body })))
     const { meta } = old
     await db.insert(displayRevisions).values({
-      sessionId: 's', terminalId: 'v1', revision: 1, cols: meta.cols, rows: meta.rows, cursorRow: meta.cursor.row, cursorCol: meta.cursor.col,
-      cursorVisible: meta.cursor.visible, cursorStyle: meta.cursor.style, cursorBlink: meta.cursor.blink, title: meta.title,
-      alternateScreen: meta.alternateScreen, palette: meta.palette, inputModes: meta.inputModes, sequence: meta.sequence,
-      viewportRows: old.viewportRows, alternateRows: old.alternateRows, historyRows: old.historyRows, truncated: old.truncated,
-      encodedBytes: old.encodedBytes, chunkCount: old.chunks.length, origin: 'live', createdAt: Date.now() - DISPLAY_KEEP_MS - 60_000,
+      sessionId: 's',
+      terminalId: 'v1',
+      revision: 1,
+      cols: meta.cols,
+      rows: meta.rows,
+      cursorRow: meta.cursor.row,
+      cursorCol: meta.cursor.col,
+      cursorVisible: meta.cursor.visible,
+      cursorStyle: meta.cursor.style,
+      cursorBlink: meta.cursor.blink,
+      title: meta.title,
+      alternateScreen: meta.alternateScreen,
+      palette: meta.palette,
+      inputModes: meta.inputModes,
+      sequence: meta.sequence,
+      viewportRows: old.viewportRows,
+      alternateRows: old.alternateRows,
+      historyRows: old.historyRows,
+      truncated: old.truncated,
+      encodedBytes: old.encodedBytes,
+      chunkCount: old.chunks.length,
+      origin: 'live',
+      createdAt: Date.now() - DISPLAY_KEEP_MS - 60_000,
     })
     const [legacy] = await headers(db, 's', 'v1')
     expect(legacy.format).toBe(1)
@@ -155,11 +181,22 @@ describe('incremental revisions', () => {
     let stored: StoredHistory | undefined
     for (let i = 0; i < 5; i++) {
       await e.write(lines(80 + i * 10, 10))
-      stored = (await persistRevision(db, 's', 'v1', encodeRevision(e.tracker, position, { stored: stored && { token: stored.token, from: stored.end } }), { stored })).stored
+      stored = (
+        await persistRevision(
+          db,
+          's',
+          'v1',
+          encodeRevision(e.tracker, position, { stored: stored && { token: stored.token, from: stored.end } }),
+          { stored },
+        )
+      ).stored
     }
     const kept = await headers(db, 's', 'v1')
     expect(kept.map((h) => h.revision)).not.toContain(1)
-    const left = await db.select({ r: displayChunks.revision }).from(displayChunks).where(and(eq(displayChunks.terminalId, 'v1'), eq(displayChunks.revision, 1)))
+    const left = await db
+      .select({ r: displayChunks.revision })
+      .from(displayChunks)
+      .where(and(eq(displayChunks.terminalId, 'v1'), eq(displayChunks.revision, 1)))
     expect(left).toEqual([])
     expect((await streamed(db, kept.at(-1)!)).bodies).toEqual(referenceRevision(e.tracker).chunks)
     expect(await storeProblems(db, 's', 'v1')).toEqual([])

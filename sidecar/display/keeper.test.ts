@@ -28,7 +28,11 @@ class FakeEmulator implements SettleSource {
   }
   answer(changed = true) {
     const next = this.requests.shift()!
-    next(changed ? { changed: true, revision: { meta: { sequence: this.sequence } } as EncodedRevision } : { changed: false, sequence: this.sequence })
+    next(
+      changed
+        ? { changed: true, revision: { meta: { sequence: this.sequence } } as EncodedRevision }
+        : { changed: false, sequence: this.sequence },
+    )
   }
 }
 

@@ -110,7 +110,8 @@ export class DisplayKeeper {
     if (this.#stopped) return
     const quiet = Date.now() - (source.lastUsed ?? 0)
     if (quiet < this.#releaseMs) return this.#armRelease(this.#releaseMs - quiet)
-    const covered = this.#encodedAt === source.appliedSequence && this.#dirtySince === undefined && !this.#running && this.#sink.restorable === true
+    const covered =
+      this.#encodedAt === source.appliedSequence && this.#dirtySince === undefined && !this.#running && this.#sink.restorable === true
     if (!source.released && covered && source.caughtUp) source.release?.()
     this.#armRelease(this.#releaseMs)
   }
@@ -156,7 +157,10 @@ export class DisplayKeeper {
       this.#failuresSeen = this.#sink.failures
       let result: DisplayEncodeResult
       try {
-        result = await this.#source.request<DisplayEncodeResult>(DISPLAY_ENCODE, { force, stored: this.#sink.stored } satisfies DisplayEncodeRequest)
+        result = await this.#source.request<DisplayEncodeResult>(DISPLAY_ENCODE, {
+          force,
+          stored: this.#sink.stored,
+        } satisfies DisplayEncodeRequest)
       } catch {
         return // the emulator went away; its last settled revision stays
       }

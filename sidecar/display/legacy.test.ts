@@ -57,7 +57,12 @@ async function seed(storage: Storage, n: number) {
 
 async function state(storage: Storage) {
   const ledger = new Set(
-    (await storage.db.select().from(dataMigrations).where(like(dataMigrations.name, `${LEGACY_LEDGER_PREFIX}%`))).map((r) => r.name),
+    (
+      await storage.db
+        .select()
+        .from(dataMigrations)
+        .where(like(dataMigrations.name, `${LEGACY_LEDGER_PREFIX}%`))
+    ).map((r) => r.name),
   )
   const revisions = await storage.db.select().from(displayRevisions)
   const chunks = await storage.db.select({ t: displayChunks.terminalId, r: displayChunks.revision }).from(displayChunks)
@@ -119,7 +124,10 @@ describe('legacy text-record migration', () => {
     await e.write('\x1b[31mnewer live screen\x1b[0m')
     await persistRevision(storage.db, 's', 't001', encodeRevision(e.tracker))
     expect(await migrateLegacyRecords(storage.db)).toEqual({ migrated: 1, superseded: 1, alreadyDone: 0 })
-    const rows = await storage.db.select().from(displayRevisions).where(and(eq(displayRevisions.terminalId, 't001')))
+    const rows = await storage.db
+      .select()
+      .from(displayRevisions)
+      .where(and(eq(displayRevisions.terminalId, 't001')))
     expect(rows.map((r) => r.origin)).toEqual(['live'])
   })
 

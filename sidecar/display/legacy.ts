@@ -72,7 +72,12 @@ async function hasRevisions(db: Database, record: LegacyRecord): Promise<boolean
 export async function migrateLegacyRecords(db: Database, options: LegacyMigrationOptions = {}): Promise<LegacyMigrationResult> {
   const result: LegacyMigrationResult = { migrated: 0, superseded: 0, alreadyDone: 0 }
   const done = new Set(
-    (await db.select({ name: dataMigrations.name }).from(dataMigrations).where(like(dataMigrations.name, `${LEGACY_LEDGER_PREFIX}%`))).map((r) => r.name),
+    (
+      await db
+        .select({ name: dataMigrations.name })
+        .from(dataMigrations)
+        .where(like(dataMigrations.name, `${LEGACY_LEDGER_PREFIX}%`))
+    ).map((r) => r.name),
   )
   const records = await db.select().from(legacyTerminalRecords).orderBy(legacyTerminalRecords.sessionId, legacyTerminalRecords.terminalId)
   for (const record of records) {
@@ -82,14 +87,19 @@ export async function migrateLegacyRecords(db: Database, options: LegacyMigratio
       continue
     }
     if (await hasRevisions(db, record)) {
-      await db.insert(dataMigrations).values({ name, detail: 'superseded: the terminal already had display revisions' }).onConflictDoNothing()
+      await db
+        .insert(dataMigrations)
+        .values({ name, detail: 'superseded: the terminal already had display revisions' })
+        .onConflictDoNothing()
       result.superseded++
     } else {
       const revision = await encodeLegacyRecord(record)
       try {
         await persistRevision(db, record.sessionId, record.terminalId, revision, {
           origin: 'migrated',
-          also: (tx) => [tx.insert(dataMigrations).values({ name, detail: `migrated ${revision.viewportRows + revision.historyRows} rows` })],
+          also: (tx) => [
+            tx.insert(dataMigrations).values({ name, detail: `migrated ${revision.viewportRows + revision.historyRows} rows` }),
+          ],
         })
         result.migrated++
       } catch (error) {

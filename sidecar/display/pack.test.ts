@@ -47,7 +47,9 @@ describe('planChunks', () => {
     expect(plan.truncated).toBe(true)
     expect(plan.encodedBytes).toBeLessThanOrEqual(budget)
     expect(plan.viewportRows).toBe(2)
-    const history = parse(plan.chunks).filter((e) => e.region === 'history').flatMap((e) => e.rows.map(text))
+    const history = parse(plan.chunks)
+      .filter((e) => e.region === 'history')
+      .flatMap((e) => e.rows.map(text))
     expect(history).toEqual(Array.from({ length: plan.historyRows }, (_, i) => `h${i}`.padEnd(40, '.')))
     // One more row would not have fitted.
     const more = planChunks(planned(2, 0, plan.historyRows + 1), budget, 1 << 16)
@@ -81,7 +83,12 @@ describe('planChunks', () => {
   })
 
   it('packs exactly as the packer before issue 18 whenever every row fits an event', () => {
-    for (const [limit, budget] of [[1 << 16, 1 << 26], [1024, 1 << 20], [300, 20_000], [4096, 9000]]) {
+    for (const [limit, budget] of [
+      [1 << 16, 1 << 26],
+      [1024, 1 << 20],
+      [300, 20_000],
+      [4096, 9000],
+    ]) {
       const rows = planned(7, 5, 400)
       const now = planChunks(rows, budget, limit)
       const before = legacyPlanChunks(rows, budget, limit)
@@ -102,11 +109,20 @@ describe('planChunks', () => {
       for (const r of rows.filter((r) => r.region === 'history')) if (!second.add(r)) break
       const summary = second.finish()
       expect([...head, ...rest]).toEqual(whole.chunks)
-      expect(summary).toMatchObject({ chunks: whole.chunks.length, encodedBytes: whole.encodedBytes, truncated: whole.truncated, historyRows: whole.historyRows })
+      expect(summary).toMatchObject({
+        chunks: whole.chunks.length,
+        encodedBytes: whole.encodedBytes,
+        truncated: whole.truncated,
+        historyRows: whole.historyRows,
+      })
       // Counting without building the bodies gives the same totals (the sidecar's way).
       const counted = new ChunkPacker(budget, 1024, undefined, first.state())
       for (const r of rows.filter((r) => r.region === 'history')) if (!counted.add(r)) break
-      expect(counted.finish()).toMatchObject({ chunks: whole.chunks.length, encodedBytes: whole.encodedBytes, historyRows: whole.historyRows })
+      expect(counted.finish()).toMatchObject({
+        chunks: whole.chunks.length,
+        encodedBytes: whole.encodedBytes,
+        historyRows: whole.historyRows,
+      })
     }
   })
 
@@ -145,7 +161,7 @@ describe('planChunks', () => {
   })
 
   it('cuts only a single cell larger than an event, and counts it', () => {
-    const pile = 'e' + '\u0301'.repeat(9000)
+    const pile = `e${'\u0301'.repeat(9000)}`
     const p = planChunks([{ region: 'viewport', row: [0, 0, 'ab', 0, [pile], 0, 'cd'], styles: [] }], 1 << 26, 4096)
     for (const c of p.chunks) expect(utf8Length(c)).toBeLessThanOrEqual(4096)
     expect(p.cutCells).toBe(1)
@@ -212,7 +228,9 @@ describe('history allowance', () => {
     resizeWithAllowance(e.terminal, 160, 10)
     expect(e.terminal.options.scrollback).toBe(5000)
     expect(normal().length - 10).toBeLessThanOrEqual(5000)
-    const last = normal().getLine(normal().baseY + 8)?.translateToString(true)
+    const last = normal()
+      .getLine(normal().baseY + 8)
+      ?.translateToString(true)
     expect(last?.startsWith('010499')).toBe(true)
   })
 })

@@ -63,12 +63,17 @@ async function latestRevision(db: Database, sessionId: string, terminalId: strin
 }
 
 /** The history chunks this revision writes, and what the database holds afterwards. */
-function historyPlan(number: number, revision: EncodedRevision, stored: StoredHistory | undefined): { chunks: HistoryChunk[]; after: StoredHistory } {
+function historyPlan(
+  number: number,
+  revision: EncodedRevision,
+  stored: StoredHistory | undefined,
+): { chunks: HistoryChunk[]; after: StoredHistory } {
   const h = revision.history
   const same = stored?.token === h.token && h.end >= stored.end
   const epoch = same ? stored.epoch : number
   const start = same ? Math.max(stored.end, h.first) : h.first
-  if (h.from > start) throw new MissingHistoryRows(`the revision carries history rows from ${h.from}, the database lacks them from ${start}`)
+  if (h.from > start)
+    throw new MissingHistoryRows(`the revision carries history rows from ${h.from}, the database lacks them from ${start}`)
   const rows = h.rows.slice(start - h.from)
   const tail = same && stored.tail && stored.tail.first + stored.tail.rows.length === start ? stored.tail : undefined
   const chunks = historyChunks(start, rows, revision.styles, tail)
@@ -76,12 +81,23 @@ function historyPlan(number: number, revision: EncodedRevision, stored: StoredHi
   return { chunks, after: { token: h.token, epoch, end: h.end, tail: last } }
 }
 
-function revisionStatements(db: Database, sessionId: string, terminalId: string, number: number, revision: EncodedRevision, chunks: HistoryChunk[], epoch: number, options: PersistOptions) {
+function revisionStatements(
+  db: Database,
+  sessionId: string,
+  terminalId: string,
+  number: number,
+  revision: EncodedRevision,
+  chunks: HistoryChunk[],
+  epoch: number,
+  options: PersistOptions,
+) {
   const { meta, history } = revision
   const now = options.now ?? Date.now()
   const statements: BatchItem<'sqlite'>[] = []
   for (let i = 0; i < chunks.length; i += CHUNKS_PER_INSERT) {
-    const rows = chunks.slice(i, i + CHUNKS_PER_INSERT).map((c) => ({ sessionId, terminalId, epoch, firstRow: c.first, rowCount: c.rows.length, body: deflated(c) }))
+    const rows = chunks
+      .slice(i, i + CHUNKS_PER_INSERT)
+      .map((c) => ({ sessionId, terminalId, epoch, firstRow: c.first, rowCount: c.rows.length, body: deflated(c) }))
     // A chunk that absorbed new rows replaces its smaller self (same first row): a superset, so
     // any revision reading it finds its rows.
     statements.push(
@@ -95,7 +111,9 @@ function revisionStatements(db: Database, sessionId: string, terminalId: string,
     )
   }
   for (let i = 0; i < revision.head.length; i += CHUNKS_PER_INSERT) {
-    const rows = revision.head.slice(i, i + CHUNKS_PER_INSERT).map((body, j) => ({ sessionId, terminalId, revision: number, chunk: i + j, body }))
+    const rows = revision.head
+      .slice(i, i + CHUNKS_PER_INSERT)
+      .map((body, j) => ({ sessionId, terminalId, revision: number, chunk: i + j, body }))
     statements.push(db.insert(displayChunks).values(rows))
   }
   statements.push(
@@ -142,7 +160,13 @@ function revisionStatements(db: Database, sessionId: string, terminalId: string,
   statements.push(
     db
       .delete(displayChunks)
-      .where(and(eq(displayChunks.sessionId, sessionId), eq(displayChunks.terminalId, terminalId), inArray(displayChunks.revision, oldRevisions))),
+      .where(
+        and(
+          eq(displayChunks.sessionId, sessionId),
+          eq(displayChunks.terminalId, terminalId),
+          inArray(displayChunks.revision, oldRevisions),
+        ),
+      ),
     db.delete(displayRevisions).where(old),
     db.run(sql`DELETE FROM display_history WHERE session_id = ${sessionId} AND terminal_id = ${terminalId} AND ${unreferenced}`),
   )

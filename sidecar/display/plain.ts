@@ -8,7 +8,12 @@ import { SCREEN_HISTORY_ROWS } from '../../schema/limits.ts'
 import type { ScreenProjection } from '../../schema/wire/display.ts'
 import type { DisplayTracker } from './tracker.ts'
 
-export function plainProjection(terminal: Terminal, tracker: DisplayTracker | undefined, sequence: number, historyRows = SCREEN_HISTORY_ROWS): ScreenProjection {
+export function plainProjection(
+  terminal: Terminal,
+  tracker: DisplayTracker | undefined,
+  sequence: number,
+  historyRows = SCREEN_HISTORY_ROWS,
+): ScreenProjection {
   const buffer = terminal.buffer.active
   const top = buffer.baseY
   const first = Math.max(0, top - historyRows)

@@ -140,7 +140,11 @@ export function encodeRevision(tracker: DisplayTracker, position?: HistoryPositi
   const headSummary = headPacker.finish()
   // History continues the same packing, counted but not built: the API builds its events.
   const historyPacker = new ChunkPacker(budget, eventLimit, undefined, headPacker.state())
-  const location = position?.locate() ?? { token: `once.${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}`, first: 0, end: terminal.buffer.normal.baseY }
+  const location = position?.locate() ?? {
+    token: `once.${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}`,
+    first: 0,
+    end: terminal.buffer.normal.baseY,
+  }
   const stored = options.stored?.token === location.token ? options.stored.from : location.first
   const carried: EncodedRow[] = []
   let row = location.end

@@ -53,7 +53,11 @@ const CORPUS: Array<{ name: string; cols: number; rows: number; steps: Step[]; s
     name: 'CJK wide characters and wrapping at odd widths',
     cols: 21,
     rows: 8,
-    steps: [`漢字かなカナ한국어中文字符串${E}[31m红色的字${E}[0m和更多的文字内容一直到换行\r\nab中c\r\n`, `${E}[44mx中文中文中文中文中文中文中文${E}[0m\r\n`, `${E}[1;31;44m中文中文中文中文中文中文中文中文${E}[0m\r\n`],
+    steps: [
+      `漢字かなカナ한국어中文字符串${E}[31m红色的字${E}[0m和更多的文字内容一直到换行\r\nab中c\r\n`,
+      `${E}[44mx中文中文中文中文中文中文中文${E}[0m\r\n`,
+      `${E}[1;31;44m中文中文中文中文中文中文中文中文${E}[0m\r\n`,
+    ],
   },
   {
     name: 'combining marks and emoji',
@@ -76,7 +80,10 @@ const CORPUS: Array<{ name: string; cols: number; rows: number; steps: Step[]; s
     name: 'alternate screen active',
     cols: 50,
     rows: 10,
-    steps: ['shell line 1\r\nshell line 2\r\n', `${E}[?1049h${E}[H${E}[2J${E}[7m vim ${E}[0m\r\n~\r\n~\r\n${E}[44m status ${E}[0m${E}[3;2H`],
+    steps: [
+      'shell line 1\r\nshell line 2\r\n',
+      `${E}[?1049h${E}[H${E}[2J${E}[7m vim ${E}[0m\r\n~\r\n~\r\n${E}[44m status ${E}[0m${E}[3;2H`,
+    ],
   },
   {
     name: 'alternate screen entered and left (47, 1047)',
@@ -88,7 +95,12 @@ const CORPUS: Array<{ name: string; cols: number; rows: number; steps: Step[]; s
     name: 'resize with reflow',
     cols: 40,
     rows: 8,
-    steps: [`${E}[32m${'reflow me '.repeat(20)}${E}[0m\r\nshort\r\n`, { resize: [25, 8] }, 'more text that wraps at the new width\r\n', { resize: [60, 10] }],
+    steps: [
+      `${E}[32m${'reflow me '.repeat(20)}${E}[0m\r\nshort\r\n`,
+      { resize: [25, 8] },
+      'more text that wraps at the new width\r\n',
+      { resize: [60, 10] },
+    ],
   },
   {
     name: 'title, palette (OSC 4/10/11/12) and modes',

@@ -53,7 +53,8 @@ function ids(c: Context): { sid: string; tid: string } {
   return { sid, tid }
 }
 
-const sameText = (a: ScreenProjection, b: ScreenProjection) => JSON.stringify({ ...a, sequence: 0 }) === JSON.stringify({ ...b, sequence: 0 })
+const sameText = (a: ScreenProjection, b: ScreenProjection) =>
+  JSON.stringify({ ...a, sequence: 0 }) === JSON.stringify({ ...b, sequence: 0 })
 
 /**
  * GET /v1/display/stats → DisplayStats (sidecar only, behind its secret): revisions and bytes the

@@ -60,7 +60,9 @@ export class DisplayService {
    * logged and tried again next time. */
   startPruning(): ReturnType<typeof setInterval> {
     const prune = () =>
-      pruneDisplayRevisions(this.#db).catch((error: unknown) => console.error('termkeep sidecar: pruning old display revisions failed', error))
+      pruneDisplayRevisions(this.#db).catch((error: unknown) =>
+        console.error('termkeep sidecar: pruning old display revisions failed', error),
+      )
     void prune()
     const timer = setInterval(prune, DISPLAY_PRUNE_SWEEP_MS)
     timer.unref()
@@ -120,7 +122,12 @@ export class DisplayService {
  * the state stored beside it; undefined when it has none (then the journal is replayed whole).
  * When the database's history is of the writer's current epoch, the rebuilt screen continues it.
  */
-export async function restorePayload(db: Database, sessionId: string, terminalId: string, writer: RevisionWriter): Promise<RestorePayload | undefined> {
+export async function restorePayload(
+  db: Database,
+  sessionId: string,
+  terminalId: string,
+  writer: RevisionWriter,
+): Promise<RestorePayload | undefined> {
   const header = await latestRevision(db, sessionId, terminalId)
   if (!header?.restore || header.format !== 2) return undefined
   const parts = await revisionParts(db, header)

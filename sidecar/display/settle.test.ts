@@ -119,7 +119,11 @@ describe('settling through the emulator worker', () => {
     }
     all += '\x1b]2;flooded\x07$ '
     journal.appendData(Buffer.from('\x1b]2;flooded\x07$ '))
-    await waitFor(async () => (await revisions('t3')).some((r) => r.title === 'flooded' && r.sequence === journal.lastSequence), 60_000, 'the flood to settle')
+    await waitFor(
+      async () => (await revisions('t3')).some((r) => r.title === 'flooded' && r.sequence === journal.lastSequence),
+      60_000,
+      'the flood to settle',
+    )
     expect(emulator.fastForwarded).toBeGreaterThan(1_000_000)
     const display = await read('t3')
     const copy = await replay(display)
@@ -143,7 +147,11 @@ describe('settling through the emulator worker', () => {
     }
     all += '\x1b]2;pieces\x07$ '
     journal.appendData(Buffer.from('\x1b]2;pieces\x07$ '))
-    await waitFor(async () => (await revisions('t4')).some((r) => r.title === 'pieces' && r.sequence === journal.lastSequence), 60_000, 'the flood to settle')
+    await waitFor(
+      async () => (await revisions('t4')).some((r) => r.title === 'pieces' && r.sequence === journal.lastSequence),
+      60_000,
+      'the flood to settle',
+    )
     // No window holds the ~10,000 lines that must follow a skip point; held over, most is skipped.
     expect(emulator.fastForwarded).toBeGreaterThan(0.7 * Buffer.byteLength(all))
     const display = await read('t4')
@@ -160,10 +168,14 @@ describe('settling through the emulator worker', () => {
     for (let i = 0; i < 10_200; i++) out += `${String(i).padStart(6, '0')}${'='.repeat(74)}\r\n`
     journal.appendData(Buffer.from(out))
     journal.appendResize(40, 5)
-    await waitFor(async () => {
-      const rows = await revisions('t2')
-      return rows.some((r) => r.cols === 40) ? rows : undefined
-    }, 60_000, 'the resized revision')
+    await waitFor(
+      async () => {
+        const rows = await revisions('t2')
+        return rows.some((r) => r.cols === 40) ? rows : undefined
+      },
+      60_000,
+      'the resized revision',
+    )
     const display = await read('t2')
     expect(display.begin.cols).toBe(40)
     // 10,000 rows of 80 columns re-wrap into 20,000 rows of 40 within the new 20,000-row allowance.

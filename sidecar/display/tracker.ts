@@ -61,7 +61,11 @@ export class DisplayTracker {
     keep(p.registerEscHandler({ final: 'c' }, () => this.#fullReset()))
     keep(p.registerOscHandler(4, (data) => this.#setIndexed(data)))
     keep(p.registerOscHandler(104, (data) => this.#resetIndexed(data)))
-    for (const [osc, slot] of [[10, 0], [11, 1], [12, 2]] as const) {
+    for (const [osc, slot] of [
+      [10, 0],
+      [11, 1],
+      [12, 2],
+    ] as const) {
       keep(p.registerOscHandler(osc, (data) => this.#setDynamic(slot, data)))
       keep(p.registerOscHandler(osc + 100, () => this.#resetDynamic(slot)))
     }
@@ -88,7 +92,7 @@ export class DisplayTracker {
   }
 
   #decscusr([param = 1]: number[]): false {
-    return this.#touch(() => (this.#cursorStyle = param === 0 ? undefined : CURSOR_STYLE_BY_PARAM[param] ?? this.#cursorStyle))
+    return this.#touch(() => (this.#cursorStyle = param === 0 ? undefined : (CURSOR_STYLE_BY_PARAM[param] ?? this.#cursorStyle)))
   }
 
   #softReset(): false {
@@ -156,10 +160,7 @@ export class DisplayTracker {
 
   cursor(): Cursor {
     const buffer = this.terminal.buffer.active
-    const [style, blink] = this.#cursorStyle ?? [
-      this.terminal.options.cursorStyle ?? 'block',
-      this.terminal.options.cursorBlink ?? false,
-    ]
+    const [style, blink] = this.#cursorStyle ?? [this.terminal.options.cursorStyle ?? 'block', this.terminal.options.cursorBlink ?? false]
     return { row: buffer.cursorY, col: buffer.cursorX, visible: this.cursorVisible, style, blink }
   }
 

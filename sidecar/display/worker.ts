@@ -43,7 +43,13 @@ const displays = new WeakMap<Terminal, ScreenDisplay>()
 function displayOf(context: EmulatorContext): ScreenDisplay {
   let display = displays.get(context.terminal)
   if (!display) {
-    display = { tracker: new DisplayTracker(context.terminal), history: new HistoryPosition(context.terminal), lastSequence: -1, lastGeneration: -1, lastGeometry: '' }
+    display = {
+      tracker: new DisplayTracker(context.terminal),
+      history: new HistoryPosition(context.terminal),
+      lastSequence: -1,
+      lastGeneration: -1,
+      lastGeometry: '',
+    }
     displays.set(context.terminal, display)
   }
   return display

@@ -17,7 +17,14 @@ import type { IBufferCell, Terminal } from '@xterm/headless'
 /** The parts of xterm's core the suffix reads (no public API has them). */
 interface Core {
   /** `savedY` counts from the top of the history (ybase + row), as xterm stores it. */
-  buffer: { ybase: number; scrollTop: number; scrollBottom: number; savedX: number; savedY: number; savedCurAttrData: IBufferCell & { fg: number; bg: number } }
+  buffer: {
+    ybase: number
+    scrollTop: number
+    scrollBottom: number
+    savedX: number
+    savedY: number
+    savedCurAttrData: IBufferCell & { fg: number; bg: number }
+  }
   _inputHandler: { _curAttrData: IBufferCell }
   _charsetService: { glevel: number; _charsets: (Record<string, string> | undefined)[] }
 }
@@ -31,7 +38,7 @@ function core(terminal: Terminal): Core {
 }
 
 /** DEC special graphics maps "q" to a horizontal line. */
-const lineDrawing = (charset: Record<string, string> | undefined) => charset?.['q'] === '\u2500'
+const lineDrawing = (charset: Record<string, string> | undefined) => charset?.q === '\u2500'
 
 export function cursorRestoreSuffix(terminal: Terminal): string {
   const { buffer: state, _inputHandler: input, _charsetService: charsets } = core(terminal)

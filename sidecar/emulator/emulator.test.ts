@@ -91,7 +91,13 @@ describe('emulator snapshot', () => {
     ['a colour set after the last cell', 'ab\x1b[1;34m', 'cd', 10, 4],
     ['a scroll region', 'header\x1b[5;1Hstatus\x1b[2;4r\x1b[4;1H', 'l1\nl2\nl3\nl4\n', 20, 5],
     ['a saved cursor', '\x1b[1;3H\x1b[32m\x1b7\x1b[0m\x1b[4;1Hbottom', '\x1b8Z', 10, 4],
-    ['a saved cursor below history', `${Array.from({ length: 30 }, (_, i) => `h${i}`).join('\r\n')}\x1b[2;3H\x1b7\x1b[4;1H`, '\x1b8Z', 10, 4],
+    [
+      'a saved cursor below history',
+      `${Array.from({ length: 30 }, (_, i) => `h${i}`).join('\r\n')}\x1b[2;3H\x1b7\x1b[4;1H`,
+      '\x1b8Z',
+      10,
+      4,
+    ],
     ['origin mode in a scroll region', 'top\x1b[4;1Hbottom\x1b[2;3r\x1b[?6h\x1b[1;2H', 'xy', 10, 4],
     ['line drawing (G0)', 'x\x1b(0', 'lqk\x1b(Bq', 10, 4],
     ['line drawing (G1, shifted out)', 'x\x1b)0\x0e', 'lqk\x0fq', 10, 4],
@@ -105,7 +111,10 @@ describe('emulator snapshot', () => {
     const original = await restore(input + next, cols, rows)
     const restored = await restore(snapshot.screen + next, snapshot.cols, snapshot.rows)
     expect(cells(restored, rows)).toEqual(cells(original, rows))
-    expect([restored.buffer.active.cursorX, restored.buffer.active.cursorY]).toEqual([original.buffer.active.cursorX, original.buffer.active.cursorY])
+    expect([restored.buffer.active.cursorX, restored.buffer.active.cursorY]).toEqual([
+      original.buffer.active.cursorX,
+      original.buffer.active.cursorY,
+    ])
     emulator.dispose()
   })
 

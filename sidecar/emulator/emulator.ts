@@ -20,7 +20,12 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Worker } from 'node:worker_threads'
 import { TermkeepError } from '../../schema/errors.ts'
-import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_MAX_REBUILDS, EMULATOR_WORKERS } from '../../schema/limits.ts'
+import {
+  EMULATOR_FAST_FORWARD_WINDOW_BYTES,
+  EMULATOR_MAX_INFLIGHT_BYTES,
+  EMULATOR_MAX_REBUILDS,
+  EMULATOR_WORKERS,
+} from '../../schema/limits.ts'
 import type { Journal } from '../journal/journal.ts'
 import { startTsWorker } from '../worker-thread.ts'
 import type { EmulatorSnapshot, FromWorker, RestorePayload, ToWorker, WireRecord } from './protocol.ts'
@@ -36,7 +41,10 @@ type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => vo
 export type EmulatorObserver = (emulator: Emulator, journal: Journal) => { drain(): Promise<void> } | undefined
 
 /** Resolves once `screen` reflects every record journaled so far (caughtUp), or after `timeoutMs`. */
-export async function untilCaughtUp(screen: { readonly caughtUp: boolean; onApplied(listener: () => void): () => void }, timeoutMs: number): Promise<void> {
+export async function untilCaughtUp(
+  screen: { readonly caughtUp: boolean; onApplied(listener: () => void): () => void },
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!screen.caughtUp && Date.now() < deadline) {
     await new Promise<void>((resolve) => {
@@ -84,7 +92,10 @@ class WorkerSlot {
   #fail(error: Error): void {
     if (this.failure) return
     this.failure = error
-    const failed = new TermkeepError('sidecar/unavailable', `a terminal screen's emulator failed (${error.message}); it is rebuilt from the output journal, try again`)
+    const failed = new TermkeepError(
+      'sidecar/unavailable',
+      `a terminal screen's emulator failed (${error.message}); it is rebuilt from the output journal, try again`,
+    )
     for (const { reject } of this.pending.values()) reject(failed)
     this.pending.clear()
     this.onFail(this)
@@ -126,7 +137,9 @@ export class EmulatorPool {
     if (this.#closing) return
     const emulators = [...slot.emulators.values()]
     slot.emulators.clear()
-    console.error(`termkeep sidecar: an emulator worker failed (${slot.failure?.message}); rebuilding ${emulators.length} screen(s) from their journals`)
+    console.error(
+      `termkeep sidecar: an emulator worker failed (${slot.failure?.message}); rebuilding ${emulators.length} screen(s) from their journals`,
+    )
     for (const emulator of emulators) emulator.rebuild()
   }
 
@@ -295,7 +308,9 @@ export class Emulator {
     // A screen that was still replaying when its worker failed again may be what crashes it.
     if (this.rebuilding && ++this.#rebuilds >= EMULATOR_MAX_REBUILDS) {
       this.#gaveUp = true
-      console.error(`termkeep emulator ${this.key}: its worker failed ${this.#rebuilds + 1} times while it was rebuilt; the screen stays unavailable (the output journal is intact)`)
+      console.error(
+        `termkeep emulator ${this.key}: its worker failed ${this.#rebuilds + 1} times while it was rebuilt; the screen stays unavailable (the output journal is intact)`,
+      )
       return
     }
     this.#rebuildTarget = Math.max(this.#rebuildTarget, this.#applied)
@@ -355,7 +370,12 @@ export class Emulator {
         .finally(() => this.#requests--)
     }
     if (this.#slot.failure) {
-      return Promise.reject(new TermkeepError('sidecar/unavailable', `the screen of terminal ${this.key} is unavailable: its emulator failed (${this.#slot.failure.message}); its output is intact`))
+      return Promise.reject(
+        new TermkeepError(
+          'sidecar/unavailable',
+          `the screen of terminal ${this.key} is unavailable: its emulator failed (${this.#slot.failure.message}); its output is intact`,
+        ),
+      )
     }
     if (this.#stop.signal.aborted) return Promise.reject(new Error('emulator disposed'))
     const id = this.#pool.nextRequestId()
@@ -378,9 +398,7 @@ export class Emulator {
     const drain = this.#observation?.drain()
     if (!drain) return this.#close()
     this.#pool.track(
-      drain
-        .catch((error: unknown) => console.error(`termkeep emulator ${this.key}: drain failed`, error))
-        .finally(() => this.#close()),
+      drain.catch((error: unknown) => console.error(`termkeep emulator ${this.key}: drain failed`, error)).finally(() => this.#close()),
     )
   }
 

@@ -53,7 +53,8 @@ afterAll(async () => {
 })
 
 const stats = async () => ((await http.json('GET', '/v1/display/stats')).body as DisplayStats).terminals.find((t) => t.key === 's/t')!
-const released = (atLeast: number) => waitFor(async () => ((await stats())?.released && (await stats()).releases >= atLeast) || undefined, 20_000, `release ${atLeast}`)
+const released = (atLeast: number) =>
+  waitFor(async () => ((await stats())?.released && (await stats()).releases >= atLeast) || undefined, 20_000, `release ${atLeast}`)
 
 async function snapshot(): Promise<{ sequence: number; screen: string }> {
   const follow = await http.sse(`${T}/follow?attachment=a${Date.now()}`)
@@ -84,7 +85,11 @@ async function storedBodies(): Promise<string[]> {
 describe('idle release', () => {
   it('gives a quiet emulator back and rebuilds the same screen for a read, a follow and new output', async () => {
     expect((await http.json('PUT', T, { json: { cols: 40, rows: 12, shell: shells.path('fifo') } })).status).toBe(201)
-    await waitFor(async () => JSON.stringify((await http.json('GET', `${T}/screen`)).body).includes('ready') || undefined, 20_000, 'the program')
+    await waitFor(
+      async () => JSON.stringify((await http.json('GET', `${T}/screen`)).body).includes('ready') || undefined,
+      20_000,
+      'the program',
+    )
     const screenBefore = (await http.json('GET', `${T}/screen`)).body
     const before = await snapshot()
 
@@ -104,14 +109,18 @@ describe('idle release', () => {
     const bytesBefore = (await stats()).bytesWritten
     const sequenceBefore = (await stats()).appliedSequence
     writeFileSync(FIFO, `${PROBE}\n`)
-    const reference = await waitFor(async () => {
-      const s = await stats()
-      if (s.appliedSequence <= sequenceBefore || s.writtenSequence < s.appliedSequence) return undefined
-      const e = await direct()
-      const expected = referenceRevision(e.tracker, { sequence: s.appliedSequence })
-      const bodies = await storedBodies()
-      return JSON.stringify(bodies) === JSON.stringify(expected.chunks) ? { e, expected } : undefined
-    }, 20_000, 'the display after the new output to equal a full parse')
+    const reference = await waitFor(
+      async () => {
+        const s = await stats()
+        if (s.appliedSequence <= sequenceBefore || s.writtenSequence < s.appliedSequence) return undefined
+        const e = await direct()
+        const expected = referenceRevision(e.tracker, { sequence: s.appliedSequence })
+        const bodies = await storedBodies()
+        return JSON.stringify(bodies) === JSON.stringify(expected.chunks) ? { e, expected } : undefined
+      },
+      20_000,
+      'the display after the new output to equal a full parse',
+    )
     expect((await stats()).restores).toBe(3)
     // The revision after the rebuild continued the stored history: no row of it written again.
     expect((await stats()).bytesWritten - bytesBefore).toBeLessThan(reference.expected.encodedBytes / 3)

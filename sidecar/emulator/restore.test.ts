@@ -60,7 +60,13 @@ function observable(c: EmulatorContext, tracker: DisplayTracker, reference: Refe
   return {
     cursor: [t.buffer.active.cursorX, t.buffer.active.cursorY, t.buffer.active.type],
     state: captureState(t),
-    tracker: { cursor: tracker.cursor(), modes: tracker.inputModes(), palette: tracker.paletteState(), title: tracker.title, alternate: resolved(tracker) },
+    tracker: {
+      cursor: tracker.cursor(),
+      modes: tracker.inputModes(),
+      palette: tracker.paletteState(),
+      title: tracker.title,
+      alternate: resolved(tracker),
+    },
     snapshot: c.serializer.serialize() + cursorRestoreSuffix(t),
     chunks: reference.chunks,
   }
@@ -107,7 +113,9 @@ const FIXTURES: Fixture[] = [
     name: 'the alternate screen active, with its own region and saved cursor, over a long history',
     cols: 50,
     rows: 10,
-    feed: [lines(400, 45), `${E}[5;10H${E}[?1049h${E}[H${E}[2J${E}[44m status ${E}[0m${E}[2;8r${E}[4;6H${E}7${E}[1;31mvim${E}[10;50H`].join(''),
+    feed: [lines(400, 45), `${E}[5;10H${E}[?1049h${E}[H${E}[2J${E}[44m status ${E}[0m${E}[2;8r${E}[4;6H${E}7${E}[1;31mvim${E}[10;50H`].join(
+      '',
+    ),
     then: `${PROBE}${E}[?1049l${E}8after leaving${lines(20, 40)}`,
   },
   {

@@ -56,8 +56,15 @@ interface Core {
 function core(terminal: Terminal): Core {
   const c = (terminal as unknown as { _core?: Core })._core
   const ok =
-    c?.buffers?.normal && c.buffers.alt && c.coreService?.decPrivateModes && c.coreMouseService && Array.isArray(c._charsetService?._charsets) &&
-    c._inputHandler?._curAttrData?.extended && c._inputHandler._parser && c._inputHandler._utf8Decoder?.interim && Array.isArray(c._inputHandler._windowTitleStack)
+    c?.buffers?.normal &&
+    c.buffers.alt &&
+    c.coreService?.decPrivateModes &&
+    c.coreMouseService &&
+    Array.isArray(c._charsetService?._charsets) &&
+    c._inputHandler?._curAttrData?.extended &&
+    c._inputHandler._parser &&
+    c._inputHandler._utf8Decoder?.interim &&
+    Array.isArray(c._inputHandler._windowTitleStack)
   if (!ok) throw new Error('@xterm/headless internals changed: the emulator state cannot be captured')
   return c
 }

@@ -70,10 +70,16 @@ describe('an emulator worker that crashes', () => {
     // Settled revisions keep coming: the persisted display shows the output after the crash.
     const storage = await openStorage({ url: sidecar.databaseUrl })
     try {
-      await waitFor(async () => {
-        const { rows } = await storage.client.execute("SELECT group_concat(body, '') AS text FROM display_chunks WHERE terminal_id = 't' AND revision = (SELECT max(revision) FROM display_revisions WHERE terminal_id = 't')")
-        return String(rows[0]?.text ?? '').includes('got:after')
-      }, 10_000, 'a settled display with the output after the crash')
+      await waitFor(
+        async () => {
+          const { rows } = await storage.client.execute(
+            "SELECT group_concat(body, '') AS text FROM display_chunks WHERE terminal_id = 't' AND revision = (SELECT max(revision) FROM display_revisions WHERE terminal_id = 't')",
+          )
+          return String(rows[0]?.text ?? '').includes('got:after')
+        },
+        10_000,
+        'a settled display with the output after the crash',
+      )
     } finally {
       storage.close()
     }

@@ -53,7 +53,11 @@ class Screen implements EmulatorContext {
   /** Skips plain text that provably scrolls out of the history allowance (display issue). */
   readonly fastForward: FastForward
 
-  constructor(readonly key: string, cols: number, rows: number) {
+  constructor(
+    readonly key: string,
+    cols: number,
+    rows: number,
+  ) {
     this.terminal = new Terminal({ cols, rows, scrollback: historyRows(cols), allowProposedApi: true })
     useUnicode11(this.terminal)
     this.serializer = new SerializeAddon()

@@ -104,7 +104,12 @@ describe('FileChangeHub', () => {
 
   it('dedupe drops only a repeat of the same observation for the same path', () => {
     const fresh = dedupe()
-    const change = (path: string, version: string, source: 'os' | 'termkeep' = 'os'): FileChange => ({ path, absolutePath: `/r/${path}`, version, source })
+    const change = (path: string, version: string, source: 'os' | 'termkeep' = 'os'): FileChange => ({
+      path,
+      absolutePath: `/r/${path}`,
+      version,
+      source,
+    })
     expect([change('a', '1'), change('a', '1'), change('b', '1'), change('a', '2'), change('a', '2', 'termkeep')].map(fresh)).toEqual([
       true,
       false,

@@ -118,7 +118,10 @@ export class FileChangeHub {
     shared.listeners.delete(own.listener)
     if (shared.listeners.size > 0 || this.#watches.get(root) !== shared) return
     this.#watches.delete(root)
-    void shared.tree.then((tree) => tree.close(), () => undefined)
+    void shared.tree.then(
+      (tree) => tree.close(),
+      () => undefined,
+    )
   }
 
   /** Roots with a running OS watch (for tests and health). */

@@ -138,12 +138,7 @@ const MAX_OPEN_ATTEMPTS = 3
  * Opens a confined regular file (`expect: 'file'`) or directory (`'directory'`) for reading.
  * Wrong kinds are `not-regular-file` / `not-directory` with the kind found.
  */
-export async function openVerified(
-  scope: Scope,
-  requested: string,
-  expect: 'file' | 'directory',
-  hooks: OpenHooks = {},
-): Promise<Opened> {
+export async function openVerified(scope: Scope, requested: string, expect: 'file' | 'directory', hooks: OpenHooks = {}): Promise<Opened> {
   const own = hooks.own ?? (await OwnStateLook.take())
   for (let attempt = 1; attempt <= MAX_OPEN_ATTEMPTS; attempt++) {
     const absolutePath = await resolveCanonical(scope, requested)
@@ -154,8 +149,7 @@ export async function openVerified(
     if (expect === 'file' && kind !== 'file') throw notRegular(requested, kind)
     if (expect === 'directory' && kind !== 'directory') throw notDirectory(requested, kind)
     await hooks.beforeOpen?.(absolutePath)
-    const flags =
-      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | (expect === 'directory' ? constants.O_DIRECTORY : 0)
+    const flags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | (expect === 'directory' ? constants.O_DIRECTORY : 0)
     let handle: FileHandle
     try {
       handle = await open(absolutePath, flags)

@@ -2,7 +2,18 @@
  * The file operations against a real filesystem: every error kind, page boundaries, versions,
  * traversal attempts and the check-then-open races (driven through the OpenHooks seams).
  */
-import { appendFileSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -115,8 +126,16 @@ describe('read (text pages)', () => {
     // The bound holds exactly, also when resuming from a remembered line start.
     write('bounded.txt', `a\n${'b'.repeat(1000)}\nc\n${'d'.repeat(1001)}\ne\n`)
     expect(await readText(scope, 'bounded.txt', { offset: 3, limit: 1 }, undefined, 1000)).toMatchObject({ text: 'c', eof: false })
-    expect((await failure(readText(scope, 'bounded.txt', { offset: 5 }, undefined, 1000))).details).toMatchObject({ limit: 1000, line: 4, byte: 1005 })
-    expect((await failure(readText(scope, 'bounded.txt', { offset: 3 }, undefined, 999))).details).toMatchObject({ limit: 999, line: 2, byte: 2 })
+    expect((await failure(readText(scope, 'bounded.txt', { offset: 5 }, undefined, 1000))).details).toMatchObject({
+      limit: 1000,
+      line: 4,
+      byte: 1005,
+    })
+    expect((await failure(readText(scope, 'bounded.txt', { offset: 3 }, undefined, 999))).details).toMatchObject({
+      limit: 999,
+      line: 2,
+      byte: 2,
+    })
   })
 
   it('refuses NUL and invalid UTF-8 as not-text', async () => {
@@ -137,13 +156,24 @@ describe('read (text pages)', () => {
   it('pages on from remembered line starts, and never from a stale one after a rewrite', async () => {
     const make = (n: number, width: (i: number) => number) =>
       Array.from({ length: n }, (_, i) => `${i + 1}:${'z'.repeat(width(i))}`).join('\n')
-    write('paged.txt', make(40, (i) => i % 7))
+    write(
+      'paged.txt',
+      make(40, (i) => i % 7),
+    )
     const pages: string[] = []
     for (let offset = 1; offset <= 40; offset += 10) pages.push((await readText(scope, 'paged.txt', { offset, limit: 10 })).text)
     expect(pages.join('\n')).toBe(make(40, (i) => i % 7))
-    write('paged.txt', make(40, (i) => (i * 13) % 5)) // new lengths: old positions would land mid-line
+    write(
+      'paged.txt',
+      make(40, (i) => (i * 13) % 5),
+    ) // new lengths: old positions would land mid-line
     expect((await readText(scope, 'paged.txt', { offset: 11, limit: 1 })).text).toBe(`11:${'z'.repeat((10 * 13) % 5)}`)
-    expect((await readText(scope, 'paged.txt', { offset: 21, limit: 20 })).text).toBe(make(40, (i) => (i * 13) % 5).split('\n').slice(20).join('\n'))
+    expect((await readText(scope, 'paged.txt', { offset: 21, limit: 20 })).text).toBe(
+      make(40, (i) => (i * 13) % 5)
+        .split('\n')
+        .slice(20)
+        .join('\n'),
+    )
   })
 
   it('changes the version when the file is written', async () => {
@@ -210,14 +240,19 @@ describe('confinement', () => {
     write('swap.txt', 'innocent\n')
     let swapped = false
     const error = await failure(
-      readText(scope, 'swap.txt', {}, {
-        beforeOpen(path) {
-          if (swapped) return
-          swapped = true
-          unlinkSync(path)
-          symlinkSync(join(outside, 'secret.txt'), path)
+      readText(
+        scope,
+        'swap.txt',
+        {},
+        {
+          beforeOpen(path) {
+            if (swapped) return
+            swapped = true
+            unlinkSync(path)
+            symlinkSync(join(outside, 'secret.txt'), path)
+          },
         },
-      }),
+      ),
     )
     expect(swapped).toBe(true)
     expect(error.code).toBe('files/outside-workspace')
@@ -252,14 +287,19 @@ describe('a directory on the path replaced by a file while it is opened', () => 
     write('gone/file.txt', 'inside\n')
     let swapped = false
     const error = await failure(
-      readText(scope, 'gone/file.txt', {}, {
-        afterResolve() {
-          if (swapped) return
-          swapped = true
-          rmSync(join(root, 'gone'), { recursive: true, force: true })
-          writeFileSync(join(root, 'gone'), 'now a file\n')
+      readText(
+        scope,
+        'gone/file.txt',
+        {},
+        {
+          afterResolve() {
+            if (swapped) return
+            swapped = true
+            rmSync(join(root, 'gone'), { recursive: true, force: true })
+            writeFileSync(join(root, 'gone'), 'now a file\n')
+          },
         },
-      }),
+      ),
     )
     expect(swapped).toBe(true)
     expect(error.code).toBe('files/not-found')
@@ -271,14 +311,19 @@ describe('a file that keeps changing identity while it is opened', () => {
     write('flapping.txt', 'v0\n')
     let swaps = 0
     const error = await failure(
-      readText(scope, 'flapping.txt', {}, {
-        beforeOpen(path) {
-          // A new inode at the same name every time: the checked entry is never the opened one.
-          swaps++
-          writeFileSync(`${path}.new`, `v${swaps}\n`)
-          renameSync(`${path}.new`, path)
+      readText(
+        scope,
+        'flapping.txt',
+        {},
+        {
+          beforeOpen(path) {
+            // A new inode at the same name every time: the checked entry is never the opened one.
+            swaps++
+            writeFileSync(`${path}.new`, `v${swaps}\n`)
+            renameSync(`${path}.new`, path)
+          },
         },
-      }),
+      ),
     )
     expect(swaps).toBe(3)
     expect(error).toMatchObject({ code: 'files/not-found', details: { reason: 'changed-while-opening' } })
@@ -300,7 +345,12 @@ describe('readBytes, readAll, readRelated', () => {
 
   it('reads a whole file under the cap and refuses one over it', async () => {
     write('all.dat', 'abcdef')
-    expect(await readAll(scope, 'all.dat')).toMatchObject({ data: Buffer.from('abcdef').toString('base64'), eof: true, offset: 0, bytes: 6 })
+    expect(await readAll(scope, 'all.dat')).toMatchObject({
+      data: Buffer.from('abcdef').toString('base64'),
+      eof: true,
+      offset: 0,
+      bytes: 6,
+    })
     expect(await failure(readAll(scope, 'all.dat', undefined, 5))).toMatchObject({ code: 'files/too-large', details: { limit: 5 } })
     expect((await readAll(scope, 'all.dat', undefined, 6)).bytes).toBe(6)
   })
@@ -333,7 +383,13 @@ describe('readBytes, readAll, readRelated', () => {
     expect(Buffer.from(related.data, 'base64').toString()).toBe('{"ok":true}')
     expect((await readRelated(scope, 'sub/deeper/leaf.txt', '../inner.txt')).absolutePath).toBe(join(root, 'sub/inner.txt'))
     expect((await failure(readRelated(scope, 'sub/inner.txt', '../../outside/secret.txt'))).code).toBe('files/outside-workspace')
-    for (const [relative, reason] of [['', 'empty'], ['/etc/passwd', 'absolute'], ['https://x/y', 'url'], ['file:map.json', 'url'], ['a\0b', 'nul']]) {
+    for (const [relative, reason] of [
+      ['', 'empty'],
+      ['/etc/passwd', 'absolute'],
+      ['https://x/y', 'url'],
+      ['file:map.json', 'url'],
+      ['a\0b', 'nul'],
+    ]) {
       expect(await failure(readRelated(scope, 'sub/inner.txt', relative))).toMatchObject({ code: 'files/bad-request', details: { reason } })
     }
     expect((await failure(readRelated(scope, 'nope.txt', 'map.json'))).code).toBe('files/not-found')
@@ -383,7 +439,12 @@ describe('edge cases a client can send', () => {
   it('answers a name longer than the file system allows with files/not-found, never a 500', async () => {
     const long = 'a'.repeat(300)
     // One at a time: started together, one could reject while another is awaited (unhandled).
-    const operations = [() => readText(scope, long), () => stat(scope, long), () => list(scope, long), () => readText(scope, `sub/${long}/x.txt`)]
+    const operations = [
+      () => readText(scope, long),
+      () => stat(scope, long),
+      () => list(scope, long),
+      () => readText(scope, `sub/${long}/x.txt`),
+    ]
     for (const operation of operations) {
       const error = await failure(operation())
       expect([error.code, error.details?.reason]).toEqual(['files/not-found', 'name-too-long'])

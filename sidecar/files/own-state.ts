@@ -75,7 +75,9 @@ export class OwnStateLook {
   static async take(): Promise<OwnStateLook | undefined> {
     const own = declared
     if (!own) return undefined
-    const [dataDir, ...files] = await Promise.all([own.dataDir, ...own.files].map((path) => stat(path, { bigint: true }).catch(() => undefined)))
+    const [dataDir, ...files] = await Promise.all(
+      [own.dataDir, ...own.files].map((path) => stat(path, { bigint: true }).catch(() => undefined)),
+    )
     const keys = new Set(files.filter((s): s is BigIntStats => s !== undefined).map(keyOf))
     return new OwnStateLook(own.dataDir, dataDir?.isDirectory() ? dataDir : undefined, keys)
   }

@@ -31,7 +31,13 @@ export class TreeWatch {
   /** Directories were left unwatched because of the cap. */
   truncated = false
 
-  private constructor(root: string, onPath: (absolutePath: string) => void, max: number, maxDepth: number, skip: SkipDirectory | undefined) {
+  private constructor(
+    root: string,
+    onPath: (absolutePath: string) => void,
+    max: number,
+    maxDepth: number,
+    skip: SkipDirectory | undefined,
+  ) {
     this.#root = root
     this.#skip = skip
     this.#onPath = onPath

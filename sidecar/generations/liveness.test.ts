@@ -18,7 +18,15 @@ import { liveness, type GenerationRecord, type Here } from './liveness.ts'
 describe('liveness', () => {
   const now = 1_000_000
   const running: ProcessStat = { pid: 42, ppid: 1, pgrp: 42, session: 42, startTicks: 700, zombie: false }
-  const here: Here = { pid: 1, startTicks: 1, bootId: 'boot', hostname: 'box', pidNamespace: 'pid:[1]', now, stat: (pid) => (pid === 42 ? running : undefined) }
+  const here: Here = {
+    pid: 1,
+    startTicks: 1,
+    bootId: 'boot',
+    hostname: 'box',
+    pidNamespace: 'pid:[1]',
+    now,
+    stat: (pid) => (pid === 42 ? running : undefined),
+  }
   const record = (patch: Partial<GenerationRecord>): GenerationRecord => ({
     generation: 3,
     pid: 42,
@@ -60,9 +68,16 @@ describe('claimGeneration', () => {
     const first = await claimGeneration(storage.db)
     const refused = await claimGeneration(storage.db).catch((error: unknown) => error)
     expect(refused).toBeInstanceOf(GenerationBusy)
-    expect((refused as Error).message).toMatch(new RegExp(`^another termkeep sidecar uses this database \\(DATABASE_URL\\): generation ${first.generation}, pid ${process.pid} on .+ \\(its process runs\\); stop it first`))
+    expect((refused as Error).message).toMatch(
+      new RegExp(
+        `^another termkeep sidecar uses this database \\(DATABASE_URL\\): generation ${first.generation}, pid ${process.pid} on .+ \\(its process runs\\); stop it first`,
+      ),
+    )
     const rows = await storage.db.select().from(hostGenerations)
-    expect(rows.map((r) => [r.generation, r.endedAt !== null])).toEqual([[first.generation, false], [first.generation + 1, true]])
+    expect(rows.map((r) => [r.generation, r.endedAt !== null])).toEqual([
+      [first.generation, false],
+      [first.generation + 1, true],
+    ])
 
     // Another host's generation with a fresh heartbeat counts too; a stale one does not.
     await first.end()

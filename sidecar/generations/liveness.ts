@@ -61,7 +61,13 @@ export function thisRunner(): Runner {
   } catch {
     // no /proc: pids are not compared, the heartbeat decides
   }
-  return { pid: process.pid, startTicks: processStat(process.pid)?.startTicks ?? null, bootId: bootId() ?? null, hostname: hostname(), pidNamespace }
+  return {
+    pid: process.pid,
+    startTicks: processStat(process.pid)?.startTicks ?? null,
+    bootId: bootId() ?? null,
+    hostname: hostname(),
+    pidNamespace,
+  }
 }
 
 /** What this host sees now. */

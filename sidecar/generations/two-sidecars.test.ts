@@ -36,7 +36,9 @@ afterAll(async () => {
 
 async function outputText(http: SidecarHttp): Promise<string> {
   const { body } = await http.json('GET', `${T}/output?after=0&limit=256`)
-  return body.items.map((item: { kind: string; data?: string }) => (item.kind === 'data' ? Buffer.from(item.data!, 'base64').toString() : '')).join('')
+  return body.items
+    .map((item: { kind: string; data?: string }) => (item.kind === 'data' ? Buffer.from(item.data!, 'base64').toString() : ''))
+    .join('')
 }
 
 describe('a second sidecar on the same database', () => {
@@ -59,7 +61,9 @@ describe('a second sidecar on the same database', () => {
       expect(lines[0]).toMatch(
         dataDir === first.dataDir
           ? new RegExp(`^termkeep sidecar: another termkeep sidecar \\(pid ${first.pid}\\) is using the data directory`)
-          : new RegExp(`^termkeep sidecar: another termkeep sidecar uses this database \\(DATABASE_URL\\): generation ${first.generation}, pid ${first.pid} on .+ \\(its process runs\\); stop it first`),
+          : new RegExp(
+              `^termkeep sidecar: another termkeep sidecar uses this database \\(DATABASE_URL\\): generation ${first.generation}, pid ${first.pid} on .+ \\(its process runs\\); stop it first`,
+            ),
       )
     }
     // The first one's terminal is untouched: running, and it still answers.

@@ -35,11 +35,7 @@ export function encodedDataItemBytes(sequence: number, rawBytes: number): number
  * Data record that alone exceeds the budget is a journal bug (records are split at
  * MAX_RECORD_RAW_BYTES) and throws.
  */
-export function planItems(
-  records: readonly RecordMeta[],
-  maxItems = Number.POSITIVE_INFINITY,
-  budget = MAX_OUTPUT_ITEM_BYTES,
-): ItemPlan[] {
+export function planItems(records: readonly RecordMeta[], maxItems = Number.POSITIVE_INFINITY, budget = MAX_OUTPUT_ITEM_BYTES): ItemPlan[] {
   const plans: ItemPlan[] = []
   let open: Extract<ItemPlan, { kind: 'data' }> | undefined
   for (const record of records) {

@@ -51,7 +51,11 @@ describe.skipIf(!mounted)('a full disk under the journal', () => {
   beforeAll(async () => {
     // 3 MiB of the 4 taken: the 2 MiB flood fills what is left.
     writeFileSync(ballast, Buffer.alloc(3 * MiB))
-    sidecar = await startSidecar({ dataDir: join(mnt, 'data'), databaseUrl: `file:${join(root, 'termkeep.db')}`, env: { TERMKEEP_SHELLS_FILE: shells.shellsFile, TERMKEEP_DISK_FREE_MIN_BYTES: String(MiB) } })
+    sidecar = await startSidecar({
+      dataDir: join(mnt, 'data'),
+      databaseUrl: `file:${join(root, 'termkeep.db')}`,
+      env: { TERMKEEP_SHELLS_FILE: shells.shellsFile, TERMKEEP_DISK_FREE_MIN_BYTES: String(MiB) },
+    })
     sidecar.child.stderr?.on('data', (c: Buffer) => (log += c.toString()))
     http = new SidecarHttp(sidecar)
     await insertSession(sidecar.databaseUrl, 's-full', root)
@@ -65,7 +69,11 @@ describe.skipIf(!mounted)('a full disk under the journal', () => {
 
   it('pauses the program, keeps the sidecar up, and journals every byte once there is space', async () => {
     expect((await http.json('PUT', T, { json: { cols: 80, rows: 24, shell: shells.path('flood') } })).status).toBe(201)
-    await waitFor(async () => log.includes("journaling a terminal's output (its program is paused meanwhile) failed"), 30_000, 'the journal to run out of space')
+    await waitFor(
+      async () => log.includes("journaling a terminal's output (its program is paused meanwhile) failed"),
+      30_000,
+      'the journal to run out of space',
+    )
     // The sidecar still answers, and the terminal is still running (paused, not lost).
     const full = await http.json('GET', '/v1/health')
     expect(full.status).toBe(200)

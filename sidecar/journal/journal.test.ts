@@ -48,7 +48,15 @@ describe('Journal', () => {
     j.flush()
     j.appendData(Buffer.from('de'))
     j.flush()
-    const native: string[][] = [['a', 'b'], [...'x'.repeat(MAX_RECORD_RAW_BYTES)], [...'x'.repeat(MAX_RECORD_RAW_BYTES)], [...'xxxxx'], ['R100x30'], ['c'], ['d', 'e']]
+    const native: string[][] = [
+      ['a', 'b'],
+      [...'x'.repeat(MAX_RECORD_RAW_BYTES)],
+      [...'x'.repeat(MAX_RECORD_RAW_BYTES)],
+      [...'xxxxx'],
+      ['R100x30'],
+      ['c'],
+      ['d', 'e'],
+    ]
     for (let after = 0; after <= j.lastSequence; after++) {
       expect(await suffix(j, after)).toEqual(native.slice(after).flat())
     }
@@ -65,7 +73,11 @@ describe('Journal', () => {
     expect(items[0].sequence).toBe(50)
     const mid = await j.readItems(17, 100)
     expect(Buffer.from((mid[0] as { data: string }).data, 'base64').length).toBe(33 * 100)
-    expect(Buffer.from((mid[0] as { data: string }).data, 'base64').subarray(0, 1).toString()).toBe(String.fromCharCode(65 + 17))
+    expect(
+      Buffer.from((mid[0] as { data: string }).data, 'base64')
+        .subarray(0, 1)
+        .toString(),
+    ).toBe(String.fromCharCode(65 + 17))
   })
 
   it('produces the same items however a reader pages', async () => {

@@ -228,7 +228,10 @@ export class Journal {
       // A fresh read is the caller's unless it came from Buffer's shared pool (small reads).
       if (!owned || (bytes.byteOffset === 0 && bytes.buffer.byteLength === length)) return bytes
     } else {
-      const whole = recent.parts.length === 1 ? Buffer.from(recent.parts[0].buffer, recent.parts[0].byteOffset, recent.length) : Buffer.concat(recent.parts)
+      const whole =
+        recent.parts.length === 1
+          ? Buffer.from(recent.parts[0].buffer, recent.parts[0].byteOffset, recent.length)
+          : Buffer.concat(recent.parts)
       if (recent.parts.length > 1) this.#recent = { ...recent, parts: [whole] }
       bytes = whole.subarray(from, from + length)
       if (!owned) return bytes

@@ -39,7 +39,7 @@ const bytesOf = (yields: SseYield[]) =>
   Buffer.concat(yields.map((y) => (y instanceof SseFrames ? y.bytes : Buffer.from(JSON.stringify(y))))).toString('latin1')
 
 describe('shared watchOutput batches', () => {
-  it('gives watchers at one cursor the same encoded batch, identical to a lone watcher\'s stream', async () => {
+  it("gives watchers at one cursor the same encoded batch, identical to a lone watcher's stream", async () => {
     const journal = filled(60) // ~2.9 MB: several batches of 16 items
     const alone = bytesOf(await drain(journal))
     const watchers = await Promise.all(Array.from({ length: 5 }, () => drain(journal)))

@@ -34,7 +34,8 @@ export interface ResumePoint {
 const FORMAT = /^c1\.(\d{1,16})\.([\w-]{22})\.([\w-]{22})\.([\w-]{22})$/
 const DIGEST_BYTES = 16
 
-const invalid = () => new TermkeepError('observe/cursor-invalid', 'this cursor was not given by a follow of this handle (send an event id back as it came)')
+const invalid = () =>
+  new TermkeepError('observe/cursor-invalid', 'this cursor was not given by a follow of this handle (send an event id back as it came)')
 
 export class FollowCursors {
   readonly #key: Buffer

@@ -41,7 +41,11 @@ interface Reader {
  * One connection: from the reader's cursor (the start without one), applying every chunk to its
  * copy, until `enough(copy, chunks)`; then it disconnects. Answers this connection's chunks.
  */
-async function connect(reader: Reader, enough: (copy: Buffer, chunks: FollowChunk[]) => boolean, maxChunkBytes?: number): Promise<FollowChunk[]> {
+async function connect(
+  reader: Reader,
+  enough: (copy: Buffer, chunks: FollowChunk[]) => boolean,
+  maxChunkBytes?: number,
+): Promise<FollowChunk[]> {
   const follower = reader.cursor
     ? await FileFollower.resume(reader.target, cursors.open(HANDLE, reader.cursor), maxChunkBytes)
     : await FileFollower.open(reader.target, maxChunkBytes)
@@ -117,10 +121,12 @@ describe('a follow resumed from its cursor', () => {
     expect(shown(await connect(reader, has('b1\nb2\n')))).toEqual([['append', 'b2\n']])
     // As long as before and longer, but other bytes before the offset: not a continuation.
     writeFileSync(path, 'c1 written again, longer than before\n')
-    expect(shown(await connect(reader, has('c1 written again, longer than before\n')))).toEqual([['truncate', 'c1 written again, longer than before\n']])
+    expect(shown(await connect(reader, has('c1 written again, longer than before\n')))).toEqual([
+      ['truncate', 'c1 written again, longer than before\n'],
+    ])
     // Cut to nothing: an empty truncate says the copy is void.
     truncateSync(path, 0)
-    expect(shown(await connect(reader, (copy, got) => got.length > 0))).toEqual([['truncate', '']])
+    expect(shown(await connect(reader, (_copy, got) => got.length > 0))).toEqual([['truncate', '']])
     // A cursor taken after a truncate event goes on from there.
     appendFileSync(path, 'd1\n')
     expect(shown(await connect(reader, has('d1\n')))).toEqual([['append', 'd1\n']])
@@ -161,7 +167,9 @@ describe('a follow resumed from its cursor', () => {
     const parts = cursor.split('.')
     const moved = [parts[0], '1', ...parts.slice(2)].join('.')
     expect(() => cursors.open(HANDLE, moved)).toThrow(expect.objectContaining({ code: 'observe/cursor-invalid' }))
-    expect(() => new FollowCursors('another-secret-of-enough-length').open(HANDLE, cursor)).toThrow(expect.objectContaining({ code: 'observe/cursor-invalid' }))
+    expect(() => new FollowCursors('another-secret-of-enough-length').open(HANDLE, cursor)).toThrow(
+      expect.objectContaining({ code: 'observe/cursor-invalid' }),
+    )
     for (const bad of ['', 'c1.2', `${cursor}x`, cursor.replace('c1.', 'c2.')]) {
       expect(() => cursors.open(HANDLE, bad), bad).toThrow(expect.objectContaining({ code: 'observe/cursor-invalid' }))
     }

@@ -5,7 +5,18 @@
  * leading out (never opened, never followed).
  */
 import { spawn } from 'node:child_process'
-import { appendFileSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -32,7 +43,12 @@ function target(path: string) {
 
 /** Follows `path`, applying chunks to a copy, until `done(copy, chunks)`; `act(step)` runs after
  * each chunk, before the follower is asked for the next (it does not run meanwhile). */
-async function follow(path: string, act: (step: number) => Promise<void> | void, done: (copy: Buffer, chunks: FollowChunk[]) => boolean, maxChunkBytes?: number) {
+async function follow(
+  path: string,
+  act: (step: number) => Promise<void> | void,
+  done: (copy: Buffer, chunks: FollowChunk[]) => boolean,
+  maxChunkBytes?: number,
+) {
   const follower = await FileFollower.open(target(path), maxChunkBytes)
   const abort = new AbortController()
   const chunks: FollowChunk[] = []
@@ -63,7 +79,7 @@ async function follow(path: string, act: (step: number) => Promise<void> | void,
 }
 
 describe('FileFollower', () => {
-  it('delivers the existing content, then a concurrent writer\'s every byte exactly once, in order', async () => {
+  it("delivers the existing content, then a concurrent writer's every byte exactly once, in order", async () => {
     const path = fresh('first line\n')
     const lines = 20_000
     // Another process writes as fast as it can, in lines of varying length, while we follow.
@@ -85,9 +101,24 @@ describe('FileFollower', () => {
 
   it('lowers the chunk size to the host maximum', async () => {
     const path = fresh('y'.repeat(3 * OBSERVE_MAX_FOLLOW_CHUNK_BYTES + 5))
-    const { chunks } = await follow(path, () => {}, (copy) => copy.length === 3 * OBSERVE_MAX_FOLLOW_CHUNK_BYTES + 5, 10 ** 9)
-    expect(chunks.map((c) => c.bytes.length)).toEqual([OBSERVE_MAX_FOLLOW_CHUNK_BYTES, OBSERVE_MAX_FOLLOW_CHUNK_BYTES, OBSERVE_MAX_FOLLOW_CHUNK_BYTES, 5])
-    const small = await follow(path, () => {}, (copy) => copy.length >= 10, 4)
+    const { chunks } = await follow(
+      path,
+      () => {},
+      (copy) => copy.length === 3 * OBSERVE_MAX_FOLLOW_CHUNK_BYTES + 5,
+      10 ** 9,
+    )
+    expect(chunks.map((c) => c.bytes.length)).toEqual([
+      OBSERVE_MAX_FOLLOW_CHUNK_BYTES,
+      OBSERVE_MAX_FOLLOW_CHUNK_BYTES,
+      OBSERVE_MAX_FOLLOW_CHUNK_BYTES,
+      5,
+    ])
+    const small = await follow(
+      path,
+      () => {},
+      (copy) => copy.length >= 10,
+      4,
+    )
     expect(small.chunks[0].bytes.length).toBe(4)
   })
 

@@ -113,7 +113,7 @@ export class FileFollower {
     } catch {
       return false
     }
-    if (this.#closed) return void watcher.close(), true
+    if (this.#closed) return (void watcher.close(), true)
     // A directory that vanished ends the watch; the next sync watches what is there instead.
     watcher.on('error', () => this.#wake())
     this.#watch?.watcher.close()
@@ -138,15 +138,22 @@ export class FileFollower {
       await opened?.handle.close()
       return FileFollower.#create(target, undefined, 'replace', maxChunkBytes)
     }
-    if (!point.isFile(objectOf(opened.stats))) return FileFollower.#create(target, { opened, offset: 0, tail: Buffer.alloc(0) }, 'replace', maxChunkBytes)
+    if (!point.isFile(objectOf(opened.stats)))
+      return FileFollower.#create(target, { opened, offset: 0, tail: Buffer.alloc(0) }, 'replace', maxChunkBytes)
     const tail = await readAt(opened.handle, Math.max(0, point.offset - FOLLOW_TAIL_BYTES), Math.min(point.offset, FOLLOW_TAIL_BYTES))
     // Short of the offset (cut), or other bytes before it (rewritten): the reader starts over.
-    const intact = Number(opened.stats.size) >= point.offset && tail.length === Math.min(point.offset, FOLLOW_TAIL_BYTES) && point.isTail(tail)
+    const intact =
+      Number(opened.stats.size) >= point.offset && tail.length === Math.min(point.offset, FOLLOW_TAIL_BYTES) && point.isTail(tail)
     const held = intact ? { opened, offset: point.offset, tail } : { opened, offset: 0, tail: Buffer.alloc(0) }
     return FileFollower.#create(target, held, intact ? 'append' : 'truncate', maxChunkBytes)
   }
 
-  static async #create(target: FollowTarget, held: Held | undefined, start: FollowChunk['type'], maxChunkBytes: number): Promise<FileFollower> {
+  static async #create(
+    target: FollowTarget,
+    held: Held | undefined,
+    start: FollowChunk['type'],
+    maxChunkBytes: number,
+  ): Promise<FileFollower> {
     try {
       const follower = new FileFollower(target, held, start, maxChunkBytes)
       await follower.#rewatch() // before the first sync: no change slips between

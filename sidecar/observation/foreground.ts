@@ -101,7 +101,7 @@ export class ForegroundTracker {
         }
       } while (this.#again && !this.#closed)
     } catch (error) {
-      console.error('termkeep sidecar: reading a terminal\'s foreground program', error)
+      console.error("termkeep sidecar: reading a terminal's foreground program", error)
     } finally {
       this.#checking = false
     }

@@ -5,7 +5,15 @@ import { HandleCodec, type Binding, type HandleBody } from './handles.ts'
 const SECRET = 'a-test-secret-of-enough-length'
 const codec = new HandleCodec(SECRET)
 const binding: Binding = { sessionId: 's1', terminalId: 't1', incarnation: '3.1700000000000' }
-const file: HandleBody = { kind: 'f', path: '/home/alice/.codex/sessions/x.jsonl', dev: '2049', ino: '123', born: '0', root: '/home/alice', base: 'home' }
+const file: HandleBody = {
+  kind: 'f',
+  path: '/home/alice/.codex/sessions/x.jsonl',
+  dev: '2049',
+  ino: '123',
+  born: '0',
+  root: '/home/alice',
+  base: 'home',
+}
 const process: HandleBody = { kind: 'p', pid: 4242, startTicks: 987654 }
 
 describe('HandleCodec', () => {
@@ -20,7 +28,16 @@ describe('HandleCodec', () => {
     expect(codec.mint(binding, file).id).toBe(id)
     expect(codec.mint(binding, { ...file, ino: '124' }).id).not.toBe(id)
     // Built in another order (or with a stray field), it is still the same object.
-    const reordered = { base: 'home', root: '/home/alice', born: '0', ino: '123', dev: '2049', path: file.kind === 'f' ? file.path : '', kind: 'f', extra: 1 }
+    const reordered = {
+      base: 'home',
+      root: '/home/alice',
+      born: '0',
+      ino: '123',
+      dev: '2049',
+      path: file.kind === 'f' ? file.path : '',
+      kind: 'f',
+      extra: 1,
+    }
     expect(new HandleCodec(SECRET).mint(binding, reordered as unknown as HandleBody).id).toBe(id)
     expect(id).toMatch(/^h1\.f\.[\w-]+\.[\w-]{43}$/)
     const decoded = Buffer.from(id.split('.')[2], 'base64url').toString('latin1')

@@ -61,10 +61,7 @@ export interface PathIdentity extends ObjectIdentity {
   base: 'home' | `env:${string}`
 }
 
-export type HandleBody =
-  | { kind: 't' | 'j' | 'e'; fact: string }
-  | ({ kind: 'p' } & ProcessIdentity)
-  | ({ kind: 'f' | 'd' } & PathIdentity)
+export type HandleBody = { kind: 't' | 'j' | 'e'; fact: string } | ({ kind: 'p' } & ProcessIdentity) | ({ kind: 'f' | 'd' } & PathIdentity)
 
 const Payload = v.object({
   s: v.string(),

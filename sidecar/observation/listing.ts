@@ -16,7 +16,12 @@
 import type { BigIntStats } from 'node:fs'
 import { lstat, readdir } from 'node:fs/promises'
 import { join, relative } from 'node:path'
-import { OBSERVE_MAX_LIST_SCANNED, OBSERVE_MAX_WATCHED_DIRECTORIES, OBSERVE_WATCH_SETTLE_MS, SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
+import {
+  OBSERVE_MAX_LIST_SCANNED,
+  OBSERVE_MAX_WATCHED_DIRECTORIES,
+  OBSERVE_WATCH_SETTLE_MS,
+  SSE_HEARTBEAT_MS,
+} from '../../schema/limits.ts'
 import type { DirectoryListing, Handle, ListOptions } from '../../schema/wire/observation.ts'
 import { handlePath } from '../files/confine.ts'
 import { OwnStateLook } from '../files/own-state.ts'
@@ -77,7 +82,9 @@ export function selectNewest<T extends { relativePath: string; size: number; mti
   maxEntries: number,
   maxBytes: number,
 ): { kept: T[]; dropped: boolean } {
-  const ordered = [...found].sort((a, b) => a.mtimeMs - b.mtimeMs || (a.relativePath < b.relativePath ? -1 : a.relativePath > b.relativePath ? 1 : 0))
+  const ordered = [...found].sort(
+    (a, b) => a.mtimeMs - b.mtimeMs || (a.relativePath < b.relativePath ? -1 : a.relativePath > b.relativePath ? 1 : 0),
+  )
   let count = 0
   let bytes = 0
   let from = ordered.length
@@ -105,7 +112,11 @@ async function listing(view: ObservedTerminal, root: PathIdentity, options: List
   }
 }
 
-export async function listDirectory(view: ObservedTerminal, r: ListOptions & { root: Handle }, signal?: AbortSignal): Promise<DirectoryListing> {
+export async function listDirectory(
+  view: ObservedTerminal,
+  r: ListOptions & { root: Handle },
+  signal?: AbortSignal,
+): Promise<DirectoryListing> {
   const root = await withHandle(view, r.root, 'd', async (_opened, identity) => identity)
   return listing(view, root, r, signal)
 }

@@ -95,7 +95,9 @@ export class ObservedTerminal {
   requireDeclared(names: readonly string[]): void {
     const missing = names.filter((name) => !this.declared.has(name))
     if (missing.length > 0) {
-      throw new TermkeepError('observe/undeclared', `not declared on this token (observeEnvironment): ${missing.join(', ')}`, { names: missing })
+      throw new TermkeepError('observe/undeclared', `not declared on this token (observeEnvironment): ${missing.join(', ')}`, {
+        names: missing,
+      })
     }
   }
 
@@ -112,9 +114,14 @@ export function bindingOf(terminal: Pick<LiveTerminal, 'sessionId' | 'id' | 'hos
 }
 
 export function handleInvalid(what = 'handle'): TermkeepError {
-  return new TermkeepError('observe/handle-invalid', `this ${what} is not valid for this terminal (unknown, from elsewhere, or its object is gone)`)
+  return new TermkeepError(
+    'observe/handle-invalid',
+    `this ${what} is not valid for this terminal (unknown, from elsewhere, or its object is gone)`,
+  )
 }
 
 function notRunning(id: string): TermkeepError {
-  return new TermkeepError('observe/not-running', `the program of terminal ${id} has exited: there is nothing to observe`, { terminalId: id })
+  return new TermkeepError('observe/not-running', `the program of terminal ${id} has exited: there is nothing to observe`, {
+    terminalId: id,
+  })
 }

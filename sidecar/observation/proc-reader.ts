@@ -61,7 +61,8 @@ class ProcReader {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         // Stuck: what is queued behind it fails too, and the next request gets a fresh thread.
-        if (this.#worker === worker) this.#lose(worker, new TermkeepError('sidecar/unavailable', 'reading the process table did not finish in time'))
+        if (this.#worker === worker)
+          this.#lose(worker, new TermkeepError('sidecar/unavailable', 'reading the process table did not finish in time'))
       }, OBSERVE_PROC_TIMEOUT_MS)
       this.#pending.set(id, { resolve, reject, timer })
       worker.postMessage({ id, request })

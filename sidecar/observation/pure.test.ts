@@ -35,12 +35,22 @@ describe('/proc', () => {
 
   it('parses a stat line whose command name has spaces and parentheses', () => {
     const line = '4321 (my (odd) name) S 100 4321 100 34817 4400 4194304 1 2 3 4 5 6 7 8 20 0 1 0 55555 100 200'
-    expect(parseStat(4321, line)).toEqual({ pid: 4321, comm: 'my (odd) name', state: 'S', ppid: 100, pgrp: 4321, session: 100, ttyNr: 34817, tpgid: 4400, startTicks: 55555 })
+    expect(parseStat(4321, line)).toEqual({
+      pid: 4321,
+      comm: 'my (odd) name',
+      state: 'S',
+      ppid: 100,
+      pgrp: 4321,
+      session: 100,
+      ttyNr: 34817,
+      tpgid: 4400,
+      startTicks: 55555,
+    })
     expect(parseStat(1, 'garbage')).toBeUndefined()
     expect(parseStat(1, '1 (x) S 0 1')).toBeUndefined()
   })
 
-  it('walks the tree from the shell (children in pid order), then its session\'s strays', () => {
+  it("walks the tree from the shell (children in pid order), then its session's strays", () => {
     const table = new Map([
       [10, stat(10, 1, 10)],
       [30, stat(30, 10, 10)],
@@ -132,7 +142,12 @@ describe('termkeep ps lines', () => {
       foreground,
       ...(args ? { arguments: args } : {}),
     })
-    const lines = psLines([p(10, 1, 'bash'), p(20, 10, 'make', true, ['all']), p(30, 20, 'cc', true, ['-c', 'x.c']), p(40, 10, 'sleep', false, ['9'])])
+    const lines = psLines([
+      p(10, 1, 'bash'),
+      p(20, 10, 'make', true, ['all']),
+      p(30, 20, 'cc', true, ['-c', 'x.c']),
+      p(40, 10, 'sleep', false, ['9']),
+    ])
     expect(lines).toEqual([
       '    PID STAT START    COMMAND',
       '     10 S    -        bash',
@@ -146,7 +161,11 @@ describe('termkeep ps lines', () => {
 describe('grants and names', () => {
   it('give the capabilities of the observe grants only', () => {
     expect(capabilitiesOf(new Set(['observe:files', 'terminals:control']))).toEqual(['filesystem-observation'])
-    expect(capabilitiesOf(new Set(['observe:process', 'observe:files', 'observe:journal']))).toEqual(['process-observation', 'filesystem-observation', 'agent-journal'])
+    expect(capabilitiesOf(new Set(['observe:process', 'observe:files', 'observe:journal']))).toEqual([
+      'process-observation',
+      'filesystem-observation',
+      'agent-journal',
+    ])
   })
   it('tell the undeclared names', () => {
     expect(undeclaredNames(['A', 'B', 'C'], new Set(['B']))).toEqual(['A', 'C'])

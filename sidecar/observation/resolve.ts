@@ -27,7 +27,17 @@ import type {
 } from '../../schema/wire/observation.ts'
 import { isInside } from '../files/confine.ts'
 import type { ObservedTerminal } from './observed.ts'
-import { canonicalWithin, homeRoot, identityOf, mintPath, openConfined, relativeBeneath, variableRoot, withHandle, type Root } from './roots.ts'
+import {
+  canonicalWithin,
+  homeRoot,
+  identityOf,
+  mintPath,
+  openConfined,
+  relativeBeneath,
+  variableRoot,
+  withHandle,
+  type Root,
+} from './roots.ts'
 
 type In<S extends v.GenericSchema> = v.InferOutput<S>
 
@@ -69,13 +79,19 @@ export async function resolveHomeDirectory(view: ObservedTerminal, r: In<typeof 
   return { handle: await resolveBeneath(view, root, within, below(r.relativePath), 'directory') }
 }
 
-export async function resolveDirectoryRelativeToEnvironment(view: ObservedTerminal, r: In<typeof ResolveDirectoryRelativeToEnvironment>): Promise<MaybeHandle> {
+export async function resolveDirectoryRelativeToEnvironment(
+  view: ObservedTerminal,
+  r: In<typeof ResolveDirectoryRelativeToEnvironment>,
+): Promise<MaybeHandle> {
   const root = await variableRoot(view, r.environmentVariable)
   const within = root && (await canonicalWithin(root, r.beneathRelative))
   return { handle: await resolveBeneath(view, root, within, below(r.relativePath), 'directory') }
 }
 
-export async function resolveRelativeToEnvironment(view: ObservedTerminal, r: In<typeof ResolveRelativeToEnvironment>): Promise<MaybeHandle> {
+export async function resolveRelativeToEnvironment(
+  view: ObservedTerminal,
+  r: In<typeof ResolveRelativeToEnvironment>,
+): Promise<MaybeHandle> {
   const root = await variableRoot(view, r.environmentVariable)
   return { handle: await resolveBeneath(view, root, root?.path, below(r.relativePath), 'file', r.extension) }
 }

@@ -79,7 +79,12 @@ export function scopeOf(root: string): Scope {
 
 /** Opens `path` (a file or directory) confined to `root`; undefined for anything not there, of
  * the wrong kind, special, outside, or termkeep's own (never an error: resolvers answer null). */
-export async function openConfined(root: string, path: string, expect: 'file' | 'directory', own?: OwnStateLook): Promise<Opened | undefined> {
+export async function openConfined(
+  root: string,
+  path: string,
+  expect: 'file' | 'directory',
+  own?: OwnStateLook,
+): Promise<Opened | undefined> {
   try {
     return await openVerified(scopeOf(root), path, expect, own && { own })
   } catch (error) {

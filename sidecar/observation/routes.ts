@@ -9,7 +9,15 @@ import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
 import { OBSERVE_MAX_DECLARED_ENV } from '../../schema/limits.ts'
 import { SessionId, TerminalId } from '../../schema/wire/common.ts'
-import { EnvironmentName, extensionList, FollowCursor, FollowFileQuery, followResume, OBSERVE_ENV_HEADER, WatchDirectoryQuery } from '../../schema/wire/observation.ts'
+import {
+  EnvironmentName,
+  extensionList,
+  FollowCursor,
+  FollowFileQuery,
+  followResume,
+  OBSERVE_ENV_HEADER,
+  WatchDirectoryQuery,
+} from '../../schema/wire/observation.ts'
 import { OBSERVATION_OPERATIONS, type ObservationOperationName } from '../../schema/wire/observation-operations.ts'
 import { RawJson, sseResponse, type SseEvent } from '../http/sse.ts'
 import { jsonBody, parse } from '../http/validate.ts'
@@ -87,7 +95,9 @@ export function observationRoutes(host: TerminalHost, secret: string): Hono {
     const release = watching(observed.terminal)
     let follower: FileFollower
     try {
-      follower = point ? await FileFollower.resume(identity, point, query.maxChunkBytes) : await FileFollower.open(identity, query.maxChunkBytes)
+      follower = point
+        ? await FileFollower.resume(identity, point, query.maxChunkBytes)
+        : await FileFollower.open(identity, query.maxChunkBytes)
     } catch (error) {
       release()
       throw error

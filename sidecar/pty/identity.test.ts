@@ -12,8 +12,16 @@ import { processStat, type ProcessStat } from './process-tree.ts'
 describe('membersOf', () => {
   const boot = bootId()!
   const terminal: TerminalIdentity = { sessionId: 's', id: 't', leaderPid: 100, leaderStartTicks: 5000, bootId: boot }
-  const proc = (pid: number, session: number, startTicks: number, ppid = 1): ProcessStat => ({ pid, ppid, pgrp: session, session, startTicks, zombie: false })
-  const marked = (pids: number[]) => (pid: number) => (pids.includes(pid) ? ['TERMKEEP_SESSION_ID=s', 'TERMKEEP_TERMINAL_ID=t', 'HOME=/x'] : ['HOME=/x'])
+  const proc = (pid: number, session: number, startTicks: number, ppid = 1): ProcessStat => ({
+    pid,
+    ppid,
+    pgrp: session,
+    session,
+    startTicks,
+    zombie: false,
+  })
+  const marked = (pids: number[]) => (pid: number) =>
+    pids.includes(pid) ? ['TERMKEEP_SESSION_ID=s', 'TERMKEEP_TERMINAL_ID=t', 'HOME=/x'] : ['HOME=/x']
 
   it('takes the whole session while its shell runs with the recorded start time', () => {
     const processes = [proc(100, 100, 5000), proc(101, 100, 5010), proc(102, 100, 6000), proc(200, 200, 10)]
@@ -48,7 +56,13 @@ describe('membersOf', () => {
     expect(membersOf(terminal, [proc(100, 100, 5000), proc(101, 100, 5010, 100)], proven, marked([]))).toEqual([100, 101])
     // Second look: the shell is gone; 101 is known (same pid and start), 102 is its new child,
     // 103 its grandchild; 104 reuses a proven pid with another start time and 105 is its child.
-    const later = [proc(101, 100, 5010), proc(102, 100, 5020, 101), proc(103, 100, 5030, 102), proc(104, 100, 9000), proc(105, 100, 9010, 104)]
+    const later = [
+      proc(101, 100, 5010),
+      proc(102, 100, 5020, 101),
+      proc(103, 100, 5030, 102),
+      proc(104, 100, 9000),
+      proc(105, 100, 9010, 104),
+    ]
     proven.set(104, 5040)
     expect(membersOf(terminal, later, proven, marked([]))).toEqual([101, 102, 103])
     expect(proven.get(103)).toBe(5030)

@@ -94,7 +94,12 @@ export function environ(pid: number): string[] {
  * The pids among `processes` proven to be `terminal`'s (see the file comment). `proven` carries
  * what earlier looks of one kill proved, and learns what this look proves.
  */
-export function membersOf(terminal: TerminalIdentity, processes: readonly ProcessStat[], proven: Proven = new Map(), readEnviron = environ): number[] {
+export function membersOf(
+  terminal: TerminalIdentity,
+  processes: readonly ProcessStat[],
+  proven: Proven = new Map(),
+  readEnviron = environ,
+): number[] {
   if (terminal.bootId !== bootId()) return []
   const session = processes.filter((p) => p.session === terminal.leaderPid)
   const leader = processes.find((p) => p.pid === terminal.leaderPid)

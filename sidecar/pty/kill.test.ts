@@ -75,7 +75,11 @@ describe('killSession', () => {
 
   it('leaves alone a stranger whose process group id is the recorded pid (setpgrp) in another session', async () => {
     const holder = leader(`perl -e 'setpgrp(0,0); exec "sleep", "1000"' & echo $! > stranger-group; wait`)
-    await waitFor(async () => pidIn('stranger-group') !== undefined && processStat(pidIn('stranger-group')!)?.pgrp === pidIn('stranger-group'), 5_000, 'the setpgrp stranger')
+    await waitFor(
+      async () => pidIn('stranger-group') !== undefined && processStat(pidIn('stranger-group')!)?.pgrp === pidIn('stranger-group'),
+      5_000,
+      'the setpgrp stranger',
+    )
     const pid = pidIn('stranger-group')!
     const stat = processStat(pid)!
     expect([stat.pgrp, stat.session]).toEqual([pid, holder.pid])
@@ -104,11 +108,18 @@ describe('killSession', () => {
     ].join('\n')
     const shell = leader(script, marks)
     const shellStart = processStat(shell.pid!)?.startTicks
-    await waitFor(async () => pidIn('marked-loop') !== undefined && pidIn('unmarked-child') !== undefined && !alive(shell.pid!), 5_000, 'the shell to exit')
+    await waitFor(
+      async () => pidIn('marked-loop') !== undefined && pidIn('unmarked-child') !== undefined && !alive(shell.pid!),
+      5_000,
+      'the shell to exit',
+    )
     const loop = pidIn('marked-loop')!
     const unmarked = pidIn('unmarked-child')!
     const identity = { ...recordedBefore(shell.pid!, (shellStart ?? processStat(loop)!.startTicks) + 1, 'marked') }
-    const loopChildren = () => allProcesses().filter((p) => p.ppid === loop).map((p) => p.pid)
+    const loopChildren = () =>
+      allProcesses()
+        .filter((p) => p.ppid === loop)
+        .map((p) => p.pid)
     await waitFor(async () => loopChildren().length > 0, 5_000, "the loop's sleep")
     const children = loopChildren()
     expect(await killSession(identity, 100)).toEqual([])

@@ -24,7 +24,11 @@ export interface Kill<T extends TerminalIdentity> {
  * (again at each look: a member that forked between a look and its kill has a child the first
  * SIGKILL never named), then waits (bounded by `waitMs`) until none is left.
  */
-export async function killTerminals<T extends TerminalIdentity>(terminals: readonly T[], graceMs: number, waitMs: number): Promise<Kill<T>> {
+export async function killTerminals<T extends TerminalIdentity>(
+  terminals: readonly T[],
+  graceMs: number,
+  waitMs: number,
+): Promise<Kill<T>> {
   const killed = new Map<T, number[]>()
   if (terminals.length === 0) return { killed, survivors: [] }
   const proven = new Map(terminals.map((t) => [t, new Map() as Proven]))

@@ -47,8 +47,13 @@ describe('a sidecar killed with -9', () => {
     const first = await startSidecar({ dataDir, env })
     await insertSession(first.databaseUrl, 'orph', work)
     const http = new SidecarHttp(first)
-    for (const [tid, shell] of [['t1', 'orphaner'], ['t2', 'stubborn']] as const) {
-      expect((await http.json('PUT', `/v1/sessions/orph/terminals/${tid}`, { json: { cols: 80, rows: 24, shell: shells.path(shell) } })).status).toBe(201)
+    for (const [tid, shell] of [
+      ['t1', 'orphaner'],
+      ['t2', 'stubborn'],
+    ] as const) {
+      expect(
+        (await http.json('PUT', `/v1/sessions/orph/terminals/${tid}`, { json: { cols: 80, rows: 24, shell: shells.path(shell) } })).status,
+      ).toBe(201)
     }
     const pidOf = (name: string) => Number(readFileSync(pidFile(name), 'utf8'))
     const started = (name: string) => {
@@ -86,16 +91,35 @@ describe('a sidecar killed with -9', () => {
       await waitFor(async () => started('unmarked'), 10_000, 'the unmarked sleep')
       await waitFor(async () => !alive(unmarked.pid!), 10_000, 'its leader to exit')
       const [{ generation }] = await storage.db.insert(hostGenerations).values({ pid: 1 }).returning()
-      const base = { sessionId: 'orph', shellPath: '/bin/sh', shellArgs: [], cwd: work, cols: 80, rows: 24, state: 'running' as const, hostGeneration: generation!, bootId: bootId()! }
+      const base = {
+        sessionId: 'orph',
+        shellPath: '/bin/sh',
+        shellArgs: [],
+        cwd: work,
+        cols: 80,
+        rows: 24,
+        state: 'running' as const,
+        hostGeneration: generation!,
+        bootId: bootId()!,
+      }
       await storage.db.insert(terminals).values([
         { ...base, id: 'reused', title: 'reused', leaderPid: reused.pid!, leaderStartTicks: processStat(reused.pid!)!.startTicks - 1 },
-        { ...base, id: 'elsewhere', title: 'another boot', leaderPid: elsewhere.pid!, leaderStartTicks: processStat(elsewhere.pid!)!.startTicks, bootId: 'another-boot' },
+        {
+          ...base,
+          id: 'elsewhere',
+          title: 'another boot',
+          leaderPid: elsewhere.pid!,
+          leaderStartTicks: processStat(elsewhere.pid!)!.startTicks,
+          bootId: 'another-boot',
+        },
         { ...base, id: 'unmarked', title: 'unmarked', leaderPid: unmarked.pid!, leaderStartTicks: 0 },
       ])
 
       sidecar = await startSidecar({ dataDir, env })
       for (const pid of orphans) await waitFor(async () => !alive(pid), 5_000, `pid ${pid} to be killed`)
-      expect(sidecar.output()).toMatch(/termkeep sidecar: killed \d+ process\(es\) an earlier sidecar left running in 2 terminal\(s\) \(orph\/t1: [\d ]+; orph\/t2: [\d ]+\)/)
+      expect(sidecar.output()).toMatch(
+        /termkeep sidecar: killed \d+ process\(es\) an earlier sidecar left running in 2 terminal\(s\) \(orph\/t1: [\d ]+; orph\/t2: [\d ]+\)/,
+      )
       for (const pid of [reused.pid!, elsewhere.pid!, pidOf('unmarked')]) expect(alive(pid), `stranger ${pid}`).toBe(true)
       const states = await storage.db.select({ id: terminals.id, state: terminals.state }).from(terminals)
       expect(states.every((r) => r.state === 'retired')).toBe(true)

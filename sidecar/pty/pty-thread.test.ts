@@ -22,7 +22,17 @@ afterAll(() => thread.close())
 
 async function start(script: string): Promise<{ pty: RemotePty; journal: Journal; ended: Promise<void>; exited: Promise<PtyExit> }> {
   const journal = new Journal(join(dir, `t${++n}.journal`), { cols: 80, rows: 24 })
-  const pty = await thread.spawn({ file: '/bin/sh', args: ['-c', script], cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TERM: 'xterm-256color' }, cols: 80, rows: 24 }, journal)
+  const pty = await thread.spawn(
+    {
+      file: '/bin/sh',
+      args: ['-c', script],
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TERM: 'xterm-256color' },
+      cols: 80,
+      rows: 24,
+    },
+    journal,
+  )
   const ended = new Promise<void>((resolve) => pty.onEnd(() => (journal.end(), resolve())))
   const exited = new Promise<PtyExit>((resolve) => pty.onExit(resolve))
   return { pty, journal, ended, exited }
@@ -70,7 +80,10 @@ describe('PtyThread', () => {
   it('resolves a resize asked after the process exited at once (nothing would answer it)', async () => {
     const { pty, exited } = await start('exit 0')
     await exited
-    const answer = await Promise.race([pty.resize(90, 20).then(() => 'resolved'), new Promise((r) => setTimeout(() => r('pending'), 2_000))])
+    const answer = await Promise.race([
+      pty.resize(90, 20).then(() => 'resolved'),
+      new Promise((r) => setTimeout(() => r('pending'), 2_000)),
+    ])
     expect(answer).toBe('resolved')
   })
 
@@ -132,33 +145,49 @@ describe('PtyThread', () => {
   }, 30_000)
 
   // Reads /proc; elsewhere (macOS) node-pty spawns with POSIX_SPAWN_CLOEXEC_DEFAULT, unpatched.
-  it.skipIf(process.platform !== 'linux')("gives a program its own terminal only: no other terminal's master, no descriptor of the sidecar", async () => {
-    const other = await start('sleep 30')
-    try {
-      // `ls -l` of the shell's own descriptors (a glob keeps the listing in the shell, no pipe).
-      const { journal, ended } = await start('cd /proc/$$/fd && for fd in *; do echo "fd $fd $(readlink $fd)"; done')
-      await ended
-      const fds = (await text(journal)).split('\r\n').filter((line) => line.startsWith('fd '))
-      expect(fds.length).toBeGreaterThanOrEqual(3)
-      // 0–2 are the terminal; the command substitution's own pipe is the only other one allowed.
-      const foreign = fds.filter((line) => !/^fd [012] \/dev\/pts\/\d+$/.test(line) && !/^fd \d+ pipe:/.test(line))
-      expect(foreign, fds.join('; ')).toEqual([])
-      expect(fds.filter((line) => line.includes('ptmx'))).toEqual([])
-      expect(fds.filter((line) => /^fd \d{2,}/.test(line))).toEqual([])
-    } finally {
-      process.kill(other.pty.pid, 'SIGKILL')
-    }
-  })
+  it.skipIf(process.platform !== 'linux')(
+    "gives a program its own terminal only: no other terminal's master, no descriptor of the sidecar",
+    async () => {
+      const other = await start('sleep 30')
+      try {
+        // `ls -l` of the shell's own descriptors (a glob keeps the listing in the shell, no pipe).
+        const { journal, ended } = await start('cd /proc/$$/fd && for fd in *; do echo "fd $fd $(readlink $fd)"; done')
+        await ended
+        const fds = (await text(journal)).split('\r\n').filter((line) => line.startsWith('fd '))
+        expect(fds.length).toBeGreaterThanOrEqual(3)
+        // 0–2 are the terminal; the command substitution's own pipe is the only other one allowed.
+        const foreign = fds.filter((line) => !/^fd [012] \/dev\/pts\/\d+$/.test(line) && !/^fd \d+ pipe:/.test(line))
+        expect(foreign, fds.join('; ')).toEqual([])
+        expect(fds.filter((line) => line.includes('ptmx'))).toEqual([])
+        expect(fds.filter((line) => /^fd \d{2,}/.test(line))).toEqual([])
+      } finally {
+        process.kill(other.pty.pid, 'SIGKILL')
+      }
+    },
+  )
 
   it('closing the thread kills what still runs and waits for its exit before the thread stops', async () => {
     const own = new PtyThread()
     const journal = new Journal(join(dir, 'closing.journal'), { cols: 80, rows: 24 })
-    const pty = await own.spawn({ file: '/bin/sh', args: ['-c', "trap '' HUP; echo ready; while :; do sleep 1; done"], cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, cols: 80, rows: 24 }, journal)
+    const pty = await own.spawn(
+      {
+        file: '/bin/sh',
+        args: ['-c', "trap '' HUP; echo ready; while :; do sleep 1; done"],
+        cwd: dir,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        cols: 80,
+        rows: 24,
+      },
+      journal,
+    )
     const exited = new Promise<PtyExit>((resolve) => pty.onExit(resolve))
     await waitFor(async () => (await text(journal)).includes('ready'), 10_000, 'the shell')
     await own.close()
     // The exit was reported before close resolved, and the process (deaf to SIGHUP) is gone.
-    expect(await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('late'), 0))])).toEqual({ exitCode: null, signal: 9 })
+    expect(await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('late'), 0))])).toEqual({
+      exitCode: null,
+      signal: 9,
+    })
     expect(() => process.kill(pty.pid, 0)).toThrow()
   })
 

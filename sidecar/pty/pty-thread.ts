@@ -81,10 +81,14 @@ export class RemotePty {
   write(bytes: Uint8Array): void {
     const waiting = this.#backlog + this.#sentSinceReport + bytes.length
     if (this.#backlog > 0 && waiting > MAX_INPUT_BACKLOG_BYTES) {
-      throw new TermkeepError('terminal/input-backlog-full', `the program has not read ${this.#backlog} bytes of input yet; this input was not sent`, {
-        waiting: this.#backlog,
-        limit: MAX_INPUT_BACKLOG_BYTES,
-      })
+      throw new TermkeepError(
+        'terminal/input-backlog-full',
+        `the program has not read ${this.#backlog} bytes of input yet; this input was not sent`,
+        {
+          waiting: this.#backlog,
+          limit: MAX_INPUT_BACKLOG_BYTES,
+        },
+      )
     }
     this.#sentSinceReport += bytes.length
     this.thread.post({ type: 'write', id: this.id, bytes })
@@ -193,7 +197,10 @@ export class RemotePty {
     this.#retry.cancel()
     const held = this.#held.splice(0)
     const lost = held.reduce((sum, m) => sum + (m.type === 'data' ? m.bytes.length : 0), 0)
-    if (lost > 0) console.error(`termkeep sidecar: ${lost} bytes of a terminal's output could not be journaled and are lost: ${this.#writeFailure?.message}`)
+    if (lost > 0)
+      console.error(
+        `termkeep sidecar: ${lost} bytes of a terminal's output could not be journaled and are lost: ${this.#writeFailure?.message}`,
+      )
     // Dropped bytes count as taken, so the PTY thread reads (and ends) again.
     for (const message of held) {
       if (message.type === 'data') this.#confirm(message.bytes.length)

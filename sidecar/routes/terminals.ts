@@ -69,7 +69,11 @@ export function terminalRoutes(host: TerminalHost): Hono {
   app.put(one, async (c) => {
     const { sid, tid } = ids(c)
     const body = await jsonBody(c.req.raw)
-    const geometry = parse(Geometry, { cols: (body as { cols?: unknown })?.cols, rows: (body as { rows?: unknown })?.rows }, 'terminal/invalid-geometry')
+    const geometry = parse(
+      Geometry,
+      { cols: (body as { cols?: unknown })?.cols, rows: (body as { rows?: unknown })?.rows },
+      'terminal/invalid-geometry',
+    )
     const request = parse(CreateTerminal, { ...(body as object), ...geometry })
     const { info, created } = await host.create(sid, tid, request)
     return c.json(info, created ? 201 : 200)

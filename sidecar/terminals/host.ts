@@ -20,7 +20,14 @@ import {
 } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
-import { terminalInfoOf, type CreateTerminal, type TerminalEnvironment, type TerminalInfo, type TerminalShell, type TerminalWorkflow } from '../../schema/wire/terminals.ts'
+import {
+  terminalInfoOf,
+  type CreateTerminal,
+  type TerminalEnvironment,
+  type TerminalInfo,
+  type TerminalShell,
+  type TerminalWorkflow,
+} from '../../schema/wire/terminals.ts'
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
 import { killLeftovers } from '../pty/orphans.ts'
@@ -256,7 +263,8 @@ export class TerminalHost {
 
   async #startProgram(sessionId: string, id: string, program: ProgramSpec): Promise<LiveTerminal> {
     await this.#admit(sessionId, id)
-    if (!isDirectory(program.cwd)) throw new TermkeepError('terminal/spawn-failed', `the program's directory is missing: ${program.cwd}`, { cwd: program.cwd })
+    if (!isDirectory(program.cwd))
+      throw new TermkeepError('terminal/spawn-failed', `the program's directory is missing: ${program.cwd}`, { cwd: program.cwd })
     const [path, ...args] = program.command
     // Named as a stored row names it (terminalInfoOf), so live and listed infos agree.
     const shell = { path, args, name: path.split('/').at(-1) ?? path }

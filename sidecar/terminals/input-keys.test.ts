@@ -39,7 +39,7 @@ describe('InputKeys', () => {
     expect(written).toEqual(['ls\r'])
   })
 
-  it('keeps keys apart per principal: another token\'s key of the same name is its own', () => {
+  it("keeps keys apart per principal: another token's key of the same name is its own", () => {
     const { written, send } = harness()
     send('k1', 'a', 'tok_a')
     expect(send('k1', 'a', 'tok_b')).toBe(false)
@@ -48,9 +48,11 @@ describe('InputKeys', () => {
 
   it('does not remember a write that failed, so its retry is written', () => {
     const { keys, written, send } = harness()
-    expect(() => keys.apply('tok_a', 'a1', 'k1', bytes('x'), () => {
-      throw new TermkeepError('terminal/control-unavailable', 'read-only', { reason: 'read-only' })
-    })).toThrowError('read-only')
+    expect(() =>
+      keys.apply('tok_a', 'a1', 'k1', bytes('x'), () => {
+        throw new TermkeepError('terminal/control-unavailable', 'read-only', { reason: 'read-only' })
+      }),
+    ).toThrowError('read-only')
     expect(send('k1', 'x')).toBe(false)
     expect(written).toEqual(['x'])
   })

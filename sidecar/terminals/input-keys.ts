@@ -31,13 +31,21 @@ export class InputKeys {
   apply(principal: string | undefined, attachment: string | undefined, key: string, bytes: Uint8Array, write: () => void): boolean {
     this.#forgetOld()
     const id = `${principal ?? ''}\n${key}`
-    const fingerprint = createHash('sha256').update(attachment ?? '').update('\n').update(bytes).digest('base64')
+    const fingerprint = createHash('sha256')
+      .update(attachment ?? '')
+      .update('\n')
+      .update(bytes)
+      .digest('base64')
     const applied = this.#applied.get(id)
     if (applied) {
       if (applied.fingerprint === fingerprint) return true
-      throw new TermkeepError('terminal/idempotency-key-reused', 'this Idempotency-Key was already used for other input to this terminal; nothing was written', {
-        key,
-      })
+      throw new TermkeepError(
+        'terminal/idempotency-key-reused',
+        'this Idempotency-Key was already used for other input to this terminal; nothing was written',
+        {
+          key,
+        },
+      )
     }
     write()
     this.#applied.set(id, { fingerprint, at: this.#now() })

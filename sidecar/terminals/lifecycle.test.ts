@@ -103,7 +103,15 @@ describe('create', () => {
     )
     expect(results.map((r) => r.status).sort()).toEqual([200, 200, 201])
     const info = results[0].body
-    expect(info).toMatchObject({ id: 'idem', sessionId: SID, cols: 90, rows: 30, cwd: work, state: 'running', hostGeneration: sidecar.generation })
+    expect(info).toMatchObject({
+      id: 'idem',
+      sessionId: SID,
+      cols: 90,
+      rows: 30,
+      cwd: work,
+      state: 'running',
+      hostGeneration: sidecar.generation,
+    })
     for (const r of results) expect(r.body.createdAt).toBe(info.createdAt)
     // Joiners waited for the spawn: none was told "starting" (a failed spawn would fail them too).
     expect(results.map((r) => r.body.state)).toEqual(['running', 'running', 'running'])
@@ -113,7 +121,10 @@ describe('create', () => {
     expect(list.body.terminals.filter((t: { id: string }) => t.id === 'idem')).toHaveLength(1)
     // The row is in libSQL, where the API reads it.
     const storage = await openStorage({ url: sidecar.databaseUrl })
-    const rows = await storage.client.execute({ sql: 'SELECT state, cols FROM terminals WHERE session_id = ? AND id = ?', args: [SID, 'idem'] })
+    const rows = await storage.client.execute({
+      sql: 'SELECT state, cols FROM terminals WHERE session_id = ? AND id = ?',
+      args: [SID, 'idem'],
+    })
     storage.close()
     expect(rows.rows[0]).toMatchObject({ state: 'running', cols: 90 })
   })
@@ -139,7 +150,9 @@ describe('create', () => {
     const P = (tid: string) => `/v1/sessions/${sid}/terminals/${tid}`
     const ids = Array.from({ length: MAX_TERMINALS_PER_SESSION }, (_, i) => `n${i}`)
     try {
-      const created = await Promise.all(ids.map((tid) => http.json('PUT', P(tid), { json: { cols: 80, rows: 24, shell: shells.path('sleeper') } })))
+      const created = await Promise.all(
+        ids.map((tid) => http.json('PUT', P(tid), { json: { cols: 80, rows: 24, shell: shells.path('sleeper') } })),
+      )
       expect(created.map((r) => r.status)).toEqual(ids.map(() => 201))
       const over = await http.json('PUT', P('one-more'), { json: { cols: 80, rows: 24, shell: shells.path('sleeper') } })
       expect([over.status, over.body.error.code]).toEqual([409, 'terminal/limit-reached'])
@@ -208,7 +221,9 @@ describe('create', () => {
         await lock.rollback()
       }
       // Both changes were kept and land once the database takes writes again (retried with backoff).
-      await waitFor(async () => (await row())?.exit_code === 3, 20_000, 'the exit to be written').catch(async (e) => { throw new Error(`${e.message}; row ${JSON.stringify(await row())}; sidecar said:\n${sidecarLog.slice(-4000)}`) })
+      await waitFor(async () => (await row())?.exit_code === 3, 20_000, 'the exit to be written').catch(async (e) => {
+        throw new Error(`${e.message}; row ${JSON.stringify(await row())}; sidecar said:\n${sidecarLog.slice(-4000)}`)
+      })
       expect(await row()).toMatchObject({ title: 'while locked', state: 'exited', exit_code: 3 })
     } finally {
       storage.close()
@@ -250,7 +265,10 @@ describe('control', () => {
     expect((await refused.json()).error).toMatchObject({ code: 'terminal/control-unavailable', reason: 'read-only' })
     const noHeader = await input('ctl', undefined, 'three\n')
     expect(noHeader.status).toBe(409)
-    const resize = await http.json('POST', `${T('ctl')}/resize`, { json: { cols: 100, rows: 30 }, headers: { 'termkeep-attachment': 'first' } })
+    const resize = await http.json('POST', `${T('ctl')}/resize`, {
+      json: { cols: 100, rows: 30 },
+      headers: { 'termkeep-attachment': 'first' },
+    })
     expect([resize.status, resize.body.error.code]).toEqual([409, 'terminal/control-unavailable'])
 
     expect((await input('ctl', 'second', 'four\n')).status).toBe(204)
@@ -272,15 +290,28 @@ describe('control', () => {
       const snapshot = await owner.until((m) => m.event === 'snapshot')
       expect(snapshot.data.info.controllerId).toBe('owned')
       const as = (principal?: string) =>
-        http.json('POST', `${T('ctl')}/input`, { body: 'x', headers: { 'termkeep-attachment': 'owned', ...(principal ? { 'termkeep-principal': principal } : {}) } })
+        http.json('POST', `${T('ctl')}/input`, {
+          body: 'x',
+          headers: { 'termkeep-attachment': 'owned', ...(principal ? { 'termkeep-principal': principal } : {}) },
+        })
       for (const principal of ['tok_other', undefined]) {
         const refused = await as(principal)
-        expect([refused.status, refused.body.error.code, refused.body.error.reason]).toEqual([409, 'terminal/control-unavailable', 'read-only'])
+        expect([refused.status, refused.body.error.code, refused.body.error.reason]).toEqual([
+          409,
+          'terminal/control-unavailable',
+          'read-only',
+        ])
       }
-      const resize = await http.json('POST', `${T('ctl')}/resize`, { json: { cols: 90, rows: 20 }, headers: { 'termkeep-attachment': 'owned', 'termkeep-principal': 'tok_other' } })
+      const resize = await http.json('POST', `${T('ctl')}/resize`, {
+        json: { cols: 90, rows: 20 },
+        headers: { 'termkeep-attachment': 'owned', 'termkeep-principal': 'tok_other' },
+      })
       expect(resize.status).toBe(409)
       expect((await as('tok_owner')).status).toBe(204)
-      const bad = await http.json('POST', `${T('ctl')}/input`, { body: 'x', headers: { 'termkeep-attachment': 'owned', 'termkeep-principal': 'no spaces' } })
+      const bad = await http.json('POST', `${T('ctl')}/input`, {
+        body: 'x',
+        headers: { 'termkeep-attachment': 'owned', 'termkeep-principal': 'no spaces' },
+      })
       expect([bad.status, bad.body.error.code]).toEqual([400, 'request/invalid'])
     } finally {
       owner.close()
@@ -337,7 +368,12 @@ describe('control', () => {
       const { body } = await http.json('GET', T('ctl'))
       expect([body.cols, body.rows]).toEqual([80, 24])
       const page = await http.json('GET', `${T('ctl')}/output?after=0&limit=256`)
-      expect(page.body.items.filter((i: any) => i.kind === 'resize').slice(-2).map((i: any) => [i.cols, i.rows])).toEqual([
+      expect(
+        page.body.items
+          .filter((i: any) => i.kind === 'resize')
+          .slice(-2)
+          .map((i: any) => [i.cols, i.rows]),
+      ).toEqual([
         [100, 30],
         [80, 24],
       ])
@@ -363,7 +399,12 @@ describe('control', () => {
     } as RequestInit)
     expect(chunked.status).toBe(413)
     expect((await chunked.json()).error.code).toBe('terminal/input-too-large')
-    for (const geometry of [{ cols: 1, rows: 10 }, { cols: 10, rows: 0 }, { cols: 1024, rows: 65 }, { cols: '80', rows: 24 }]) {
+    for (const geometry of [
+      { cols: 1, rows: 10 },
+      { cols: 10, rows: 0 },
+      { cols: 1024, rows: 65 },
+      { cols: '80', rows: 24 },
+    ]) {
       const r = await http.json('POST', `${T('ctl')}/resize`, { json: geometry, headers: { 'termkeep-attachment': 'third' } })
       expect([r.status, r.body.error.code]).toEqual([400, 'terminal/invalid-geometry'])
     }
@@ -441,7 +482,12 @@ describe('close', () => {
     expect(seen.at(-1)).toBe('state')
 
     // Retired: new attachments get 410, the id can never be created again, close stays repeatable.
-    for (const path of [`${T('victim')}/output`, `${T('victim')}/output/watch`, `${T('victim')}/follow?attachment=z`, `${T('victim')}/retain`]) {
+    for (const path of [
+      `${T('victim')}/output`,
+      `${T('victim')}/output/watch`,
+      `${T('victim')}/follow?attachment=z`,
+      `${T('victim')}/retain`,
+    ]) {
       const r = await http.json('GET', path)
       expect([path, r.status, r.body.error.code]).toEqual([path, 410, 'terminal/unavailable'])
     }
@@ -458,7 +504,10 @@ describe('close', () => {
     const file = join(work, 'leaver.pid')
     await waitFor(async () => existsSync(file) && readFileSync(file, 'utf8').trim().length > 0, 10_000, 'the loop pid')
     const loop = Number(readFileSync(file, 'utf8').trim())
-    const children = () => allProcesses().filter((p) => p.ppid === loop).map((p) => p.pid)
+    const children = () =>
+      allProcesses()
+        .filter((p) => p.ppid === loop)
+        .map((p) => p.pid)
     await waitFor(async () => !gone(loop) && children().length > 0, 10_000, "the loop's sleep")
     const pids = [loop, ...children()]
 

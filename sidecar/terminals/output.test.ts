@@ -3,7 +3,7 @@
  * exit, exact suffixes for every cursor, concurrent readers, a stalled reader's memory, and the
  * follow snapshot's cursor.
  */
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import headless from '@xterm/headless'
@@ -20,10 +20,16 @@ const work = mkdtempSync(join(tmpdir(), 'termkeep-output-'))
 const crlf = (b: Buffer) => Buffer.from(b.toString('latin1').replace(/\n/g, '\r\n'), 'latin1')
 
 // Deterministic inputs.
-const oneMiB = Buffer.from(Array.from({ length: 16_384 }, (_, i) => `${String(i).padStart(6, '0')} ${'abcdefghijklmnopqrstuvwxyz0123456789'.slice(i % 30)}\n`).join(''))
+const oneMiB = Buffer.from(
+  Array.from({ length: 16_384 }, (_, i) => `${String(i).padStart(6, '0')} ${'abcdefghijklmnopqrstuvwxyz0123456789'.slice(i % 30)}\n`).join(
+    '',
+  ),
+)
 writeFileSync(join(work, '1m.txt'), oneMiB)
 const burstData = Buffer.from(
-  Array.from({ length: 6000 }, (_, i) => (i % 7 === 0 ? `\x1b[3${i % 8}mcolour ${i}\x1b[0m ünïcødé\n` : `plain line ${i} ${'-'.repeat(i % 50)}\n`)).join(''),
+  Array.from({ length: 6000 }, (_, i) =>
+    i % 7 === 0 ? `\x1b[3${i % 8}mcolour ${i}\x1b[0m ünïcødé\n` : `plain line ${i} ${'-'.repeat(i % 50)}\n`,
+  ).join(''),
 )
 writeFileSync(join(work, 'burst.txt'), burstData)
 const stallDone = join(work, 'stall.done')
@@ -67,7 +73,8 @@ async function control(tid: string): Promise<SseStream> {
   return s
 }
 
-const send = async (tid: string, text: string) => expect((await http.fetch('POST', `${T(tid)}/input`, { body: text, headers: { 'termkeep-attachment': 'ctl' } })).status).toBe(204)
+const send = async (tid: string, text: string) =>
+  expect((await http.fetch('POST', `${T(tid)}/input`, { body: text, headers: { 'termkeep-attachment': 'ctl' } })).status).toBe(204)
 
 /** A stream as tokens: one per byte (latin1 char) and one per resize. */
 type Tokens = string[]
@@ -94,7 +101,11 @@ async function readAll(tid: string, after = 0): Promise<{ items: OutputItem[]; t
 }
 
 /** watchOutput until `closed`, as items. */
-async function watchAll(tid: string, after: number, headers: Record<string, string> = {}): Promise<{ items: OutputItem[]; begin: SseMessage }> {
+async function watchAll(
+  tid: string,
+  after: number,
+  headers: Record<string, string> = {},
+): Promise<{ items: OutputItem[]; begin: SseMessage }> {
   const stream = await http.sse(`${T(tid)}/output/watch?after=${after}`, headers)
   streams.push(stream)
   const begin = (await stream.next())!
@@ -124,7 +135,9 @@ describe('completeness at exit', () => {
         short.push(expected.length - got.length)
         let at = 0
         while (at < got.length && got[at] === expected[at]) at++
-        console.log(`run ${run}: ${got.length} bytes vs ${expected.length}; first difference at ${at}: got ${JSON.stringify(got.subarray(at, at + 60).toString('latin1'))} expected ${JSON.stringify(expected.subarray(at, at + 60).toString('latin1'))}; items ${items.map((i) => i.sequence).join(',')}`)
+        console.log(
+          `run ${run}: ${got.length} bytes vs ${expected.length}; first difference at ${at}: got ${JSON.stringify(got.subarray(at, at + 60).toString('latin1'))} expected ${JSON.stringify(expected.subarray(at, at + 60).toString('latin1'))}; items ${items.map((i) => i.sequence).join(',')}`,
+        )
       }
       await http.json('DELETE', T(tid))
     }
@@ -137,9 +150,18 @@ describe('exact suffixes', () => {
     await create('bursts', 'bursts')
     await control('bursts')
     const markers = async (n: number) =>
-      waitFor(async () => bytesOf((await readAll('bursts')).items).toString('latin1').split('<<done>>').length > n, 20_000, `burst ${n}`)
+      waitFor(
+        async () =>
+          bytesOf((await readAll('bursts')).items)
+            .toString('latin1')
+            .split('<<done>>').length > n,
+        20_000,
+        `burst ${n}`,
+      )
     const resize = async (cols: number, rows: number) =>
-      expect((await http.json('POST', `${T('bursts')}/resize`, { json: { cols, rows }, headers: { 'termkeep-attachment': 'ctl' } })).status).toBe(200)
+      expect(
+        (await http.json('POST', `${T('bursts')}/resize`, { json: { cols, rows }, headers: { 'termkeep-attachment': 'ctl' } })).status,
+      ).toBe(200)
     await waitFor(async () => bytesOf((await readAll('bursts')).items).includes('ready'), 10_000, 'ready')
     await send('bursts', '3000\n')
     await markers(1)
@@ -198,7 +220,10 @@ describe('exact suffixes', () => {
 
 describe('concurrent readers', () => {
   it('gives readers that join before, during and mid-way the same bytes without gap or duplicate', async () => {
-    const expected = Buffer.concat([crlf(Buffer.from('ready\n')), crlf(Buffer.from(Array.from({ length: 1_500_000 }, (_, i) => `${i + 1}\n`).join('')))])
+    const expected = Buffer.concat([
+      crlf(Buffer.from('ready\n')),
+      crlf(Buffer.from(Array.from({ length: 1_500_000 }, (_, i) => `${i + 1}\n`).join(''))),
+    ])
     await create('flood', 'flood')
     const ctl = await control('flood')
     await waitFor(async () => bytesOf((await readAll('flood')).items).includes('ready'), 10_000, 'ready')
@@ -206,7 +231,11 @@ describe('concurrent readers', () => {
     await send('flood', 'go\n')
     // Some output, in several records (a page stops at about 1 MiB, however big the records).
     const dataBytes = (items: OutputItem[]) => items.reduce((n, i) => n + (i.kind === 'data' ? Buffer.from(i.data, 'base64').length : 0), 0)
-    await waitFor(async () => dataBytes((await http.json('GET', `${T('flood')}/output?after=0&limit=50`)).body.items) > 512 * 1024, 20_000, 'some output')
+    await waitFor(
+      async () => dataBytes((await http.json('GET', `${T('flood')}/output?after=0&limit=50`)).body.items) > 512 * 1024,
+      20_000,
+      'some output',
+    )
     const late = watchAll('flood', 0)
     const { body } = await http.json('GET', `${T('flood')}/output?after=0&limit=3`)
     const midway = watchAll('flood', body.next)
@@ -239,7 +268,8 @@ describe('a stalled reader', () => {
       await waitFor(async () => (await ownHttp.json('GET', `${P}/output?after=0`)).body.items.length > 0, 10_000, 'ready')
       const stalled = await ownHttp.sse(`${P}/output/watch?after=0`)
       streams.push(stalled)
-      const go = async () => expect((await ownHttp.fetch('POST', `${P}/input`, { body: 'go\n', headers: { 'termkeep-attachment': 'ctl' } })).status).toBe(204)
+      const go = async () =>
+        expect((await ownHttp.fetch('POST', `${P}/input`, { body: 'go\n', headers: { 'termkeep-attachment': 'ctl' } })).status).toBe(204)
       await go()
       await waitFor(async () => existsSync(stallWarm), 120_000, 'warm-up output')
       await new Promise((resolve) => setTimeout(resolve, 2000)) // let the emulator catch up
@@ -257,7 +287,9 @@ describe('a stalled reader', () => {
       await new Promise((resolve) => setTimeout(resolve, 2000))
       peak = Math.max(peak, rssKiB(own.pid))
       const growthMiB = (peak - before) / 1024
-      console.log(`sidecar RSS ${Math.round(before / 1024)} MiB → peak ${Math.round(peak / 1024)} MiB (+${growthMiB.toFixed(1)} MiB) over 100 MB of output`)
+      console.log(
+        `sidecar RSS ${Math.round(before / 1024)} MiB → peak ${Math.round(peak / 1024)} MiB (+${growthMiB.toFixed(1)} MiB) over 100 MB of output`,
+      )
       // Memory must not follow the output: buffering for the stalled readers would add ≥ 100 MB.
       expect(growthMiB).toBeLessThan(40)
       // The stalled reader is intact and starts at the beginning.
@@ -272,25 +304,36 @@ describe('a stalled reader', () => {
 describe('follow snapshot', () => {
   it('lands a fresh terminal on the exact cursor position and visibility', async () => {
     await create('cursor', 'cursor', 20, 5)
-    const raw = await waitFor(async () => {
-      const bytes = bytesOf((await readAll('cursor')).items)
-      return bytes.toString('latin1').endsWith('\x1b[?25l') ? bytes : undefined
-    }, 10_000, 'output')
+    const raw = await waitFor(
+      async () => {
+        const bytes = bytesOf((await readAll('cursor')).items)
+        return bytes.toString('latin1').endsWith('\x1b[?25l') ? bytes : undefined
+      },
+      10_000,
+      'output',
+    )
     const last = (await readAll('cursor')).items.at(-1)!.sequence
     // The emulator catches up asynchronously; a follow states which sequence its snapshot shows.
-    const snapshot = await waitFor(async () => {
-      const s = await http.sse(`${T('cursor')}/follow?attachment=look`)
-      const m = await s.until((x) => x.event === 'snapshot')
-      s.close()
-      return m.data.sequence === last ? m : undefined
-    }, 10_000, 'caught-up snapshot')
+    const snapshot = await waitFor(
+      async () => {
+        const s = await http.sse(`${T('cursor')}/follow?attachment=look`)
+        const m = await s.until((x) => x.event === 'snapshot')
+        s.close()
+        return m.data.sequence === last ? m : undefined
+      },
+      10_000,
+      'caught-up snapshot',
+    )
     const write = (t: InstanceType<typeof Terminal>, data: string | Uint8Array) => new Promise<void>((r) => t.write(data, r))
     const direct = new Terminal({ cols: 20, rows: 5, allowProposedApi: true })
     await write(direct, raw)
     const restored = new Terminal({ cols: snapshot.data.info.cols, rows: snapshot.data.info.rows, allowProposedApi: true })
     await write(restored, snapshot.data.screen)
     expect(direct.buffer.active.cursorX).toBe(20) // wrap pending after a full row: the hard case
-    expect([restored.buffer.active.cursorX, restored.buffer.active.cursorY]).toEqual([direct.buffer.active.cursorX, direct.buffer.active.cursorY])
+    expect([restored.buffer.active.cursorX, restored.buffer.active.cursorY]).toEqual([
+      direct.buffer.active.cursorX,
+      direct.buffer.active.cursorY,
+    ])
     expect(cursorHidden(restored)).toBe(true)
     for (let y = 0; y < 5; y++) {
       expect(restored.buffer.active.getLine(y)!.translateToString(true)).toBe(direct.buffer.active.getLine(y)!.translateToString(true))
@@ -298,6 +341,9 @@ describe('follow snapshot', () => {
     // And the next character lands where it would have on the original.
     await write(direct, 'X')
     await write(restored, 'X')
-    expect([restored.buffer.active.cursorX, restored.buffer.active.cursorY]).toEqual([direct.buffer.active.cursorX, direct.buffer.active.cursorY])
+    expect([restored.buffer.active.cursorX, restored.buffer.active.cursorY]).toEqual([
+      direct.buffer.active.cursorX,
+      direct.buffer.active.cursorY,
+    ])
   })
 })

@@ -41,7 +41,10 @@ function standIn() {
 }
 
 describe('follow', () => {
-  for (const [name, resumeAfter] of [['a resumed follow', 0], ['a follow from a snapshot', undefined]] as const) {
+  for (const [name, resumeAfter] of [
+    ['a resumed follow', 0],
+    ['a follow from a snapshot', undefined],
+  ] as const) {
     it(`${name} still sends an exit that came while its first frame was being taken`, async () => {
       const { terminal, exit } = standIn()
       const abort = new AbortController()

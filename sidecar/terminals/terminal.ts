@@ -37,7 +37,6 @@ export interface TerminalInit {
   workflow?: TerminalWorkflow
 }
 
-
 interface Controller {
   id: string
   principal: string | undefined

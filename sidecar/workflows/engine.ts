@@ -109,14 +109,18 @@ export class WorkflowEngine {
   async #startNew(sessionId: string, request: StartWorkflow, tokenId: string, key: string | null): Promise<string> {
     if (this.#stopping) throw new TermkeepError('sidecar/unavailable', 'the sidecar is stopping')
     if (this.#runs.size + this.#starting >= MAX_RUNNING_WORKFLOWS) {
-      throw new TermkeepError('workflow/limit-reached', `at most ${MAX_RUNNING_WORKFLOWS} runs at once on this host; wait for one to end`, { limit: MAX_RUNNING_WORKFLOWS })
+      throw new TermkeepError('workflow/limit-reached', `at most ${MAX_RUNNING_WORKFLOWS} runs at once on this host; wait for one to end`, {
+        limit: MAX_RUNNING_WORKFLOWS,
+      })
     }
     const problem = scriptProblem(request.script)
     if (problem) throw new TermkeepError('workflow/invalid-script', problem)
     const { profiles } = this.#deps
     if (request.profile !== undefined && !profiles.get(request.profile)) {
       const configured = profiles.names.length > 0 ? profiles.names.join(', ') : 'none: the sidecar has no TERMKEEP_AGENTS'
-      throw new TermkeepError('workflow/unknown-profile', `no agent profile "${request.profile}" (configured: ${configured})`, { profile: request.profile })
+      throw new TermkeepError('workflow/unknown-profile', `no agent profile "${request.profile}" (configured: ${configured})`, {
+        profile: request.profile,
+      })
     }
     this.#starting++
     try {
@@ -156,7 +160,8 @@ export class WorkflowEngine {
   async cancel(sessionId: string, runId: string, reason?: string): Promise<void> {
     const run = this.#runs.get(runId)
     if (run && run.sessionId === sessionId) return run.cancel(reason)
-    if (!(await this.#deps.store.get(sessionId, runId))) throw new TermkeepError('workflow/not-found', `no workflow run ${runId} in session ${sessionId}`)
+    if (!(await this.#deps.store.get(sessionId, runId)))
+      throw new TermkeepError('workflow/not-found', `no workflow run ${runId} in session ${sessionId}`)
   }
 
   /** Sidecar shutdown: every live run is cancelled (its members' terminals closed) and logged. */

@@ -77,7 +77,12 @@ export class Member {
       const message = (error as Error).message
       // A terminal that exists (a spawn that failed after its row was written) is a member that
       // started and failed; otherwise nothing was published and the call is a fatal AGENT_START.
-      if (!(await this.#host.info(sessionId, id).then(() => true, () => false))) {
+      if (
+        !(await this.#host.info(sessionId, id).then(
+          () => true,
+          () => false,
+        ))
+      ) {
         return { error: { code: 'AGENT_START', message: `agent ${seq} could not start: ${message}`, fatal: true } }
       }
       await this.#log.append('workflow/agent-start', { seq, label, profile: profileName, terminal: id, at: Date.now() })
@@ -92,7 +97,8 @@ export class Member {
       const ended = await this.#ended(terminal)
       const { text, truncated } = ended === 'exited' ? await this.#textUnlessCancelled(terminal) : { text: '', truncated: false }
       await this.#close()
-      const outcome: AgentOutcome = ended !== 'exited' ? 'cancelled' : terminal.exitCode === 0 && !terminal.exitSignal ? 'completed' : 'failed'
+      const outcome: AgentOutcome =
+        ended !== 'exited' ? 'cancelled' : terminal.exitCode === 0 && !terminal.exitSignal ? 'completed' : 'failed'
       await this.#log.append('workflow/agent-end', { seq, outcome, exitCode: terminal.exitCode, at: Date.now() })
       const stopReason = outcome === 'completed' ? 'completed' : outcome === 'failed' ? 'error' : 'cancelled'
       return { result: { stopReason, text, truncated, exitCode: terminal.exitCode, terminal: id, seq } }
@@ -159,7 +165,9 @@ export class Member {
    */
   async #text(terminal: LiveTerminal): Promise<RenderedText> {
     const file = join(this.#spec.resultDir, `${this.seq}.result`)
-    const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY).catch(() => undefined)
+    const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY).catch(
+      () => undefined,
+    )
     if (handle) {
       try {
         if ((await handle.stat()).isFile()) {

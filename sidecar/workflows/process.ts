@@ -37,7 +37,14 @@ const WATCHDOG = "setInterval(() => { if (process.ppid !== ppid) process.kill(pr
 const bootstrap = (watchdog: boolean) =>
   [
     "'use strict'",
-    ...(watchdog ? ["new (process.getBuiltinModule('node:worker_threads').Worker)(`const ppid = ${process.ppid}; ` + " + JSON.stringify(WATCHDOG) + ', { eval: true }).unref()'] : []),
+    ...(watchdog
+      ? [
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: the child's own template literal, evaluated there
+          "new (process.getBuiltinModule('node:worker_threads').Worker)(`const ppid = ${process.ppid}; ` + " +
+            JSON.stringify(WATCHDOG) +
+            ', { eval: true }).unref()',
+        ]
+      : []),
     "process.once('disconnect', () => process.exit(0))",
     "process.once('message', (start) => (0, eval)(start.program)(start))",
   ].join('\n')
@@ -73,7 +80,9 @@ function onPath(name: string, path = process.env.PATH ?? '/usr/bin:/bin'): strin
 }
 
 /** Once per sidecar: can a script process start in new user, PID and network namespaces here? */
-export function probeSandbox(tools: { unshare?: string; setpriv?: string } = { unshare: onPath('unshare'), setpriv: onPath('setpriv') }): Sandbox {
+export function probeSandbox(
+  tools: { unshare?: string; setpriv?: string } = { unshare: onPath('unshare'), setpriv: onPath('setpriv') },
+): Sandbox {
   const { unshare, setpriv } = tools
   if (!unshare || !setpriv) return { missing: `${!unshare ? 'unshare' : 'setpriv'} (util-linux) is not installed` }
   const wrapper = [setpriv, '--pdeathsig', 'KILL', unshare, ...NAMESPACES]

@@ -12,7 +12,9 @@ describe('loadProfiles (TERMKEEP_AGENTS)', () => {
   it('reads inline JSON or a JSON file; unset means no profiles', () => {
     expect(loadProfiles(undefined).names).toEqual([])
     expect(loadProfiles('  ').names).toEqual([])
-    const inline = loadProfiles(JSON.stringify({ default: echo, other: { command: ['x'], prompt: 'stdin', cwd: 'sub', env: { A_B: '1' } } }))
+    const inline = loadProfiles(
+      JSON.stringify({ default: echo, other: { command: ['x'], prompt: 'stdin', cwd: 'sub', env: { A_B: '1' } } }),
+    )
     expect(inline.names).toEqual(['default', 'other'])
     expect(inline.get('other')).toEqual({ command: ['x'], prompt: 'stdin', cwd: 'sub', env: { A_B: '1' } })
     const dir = mkdtempSync(join(tmpdir(), 'termkeep-agents-'))

@@ -63,5 +63,7 @@ export function hostMain(message: ScriptStart & { program?: string }, realmSourc
   // A floating agent() promise that rejects is the script's business, not a crash; an exception
   // outside the script's body is not inspected (it might be anything).
   process.on('unhandledRejection', () => {})
-  process.on('uncaughtException', () => send({ type: 'done', stopReason: 'error', error: 'the script failed outside its body (an uncaught exception)' }))
+  process.on('uncaughtException', () =>
+    send({ type: 'done', stopReason: 'error', error: 'the script failed outside its body (an uncaught exception)' }),
+  )
 }

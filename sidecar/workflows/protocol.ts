@@ -45,7 +45,13 @@ const Call = v.pipe(v.number(), v.safeInteger(), v.minValue(1))
 
 /** Script process → host. */
 export const FromScript = v.variant('type', [
-  v.strictObject({ type: v.literal('agent'), call: Call, prompt: v.string(), label: v.optional(v.string()), profile: v.optional(v.string()) }),
+  v.strictObject({
+    type: v.literal('agent'),
+    call: Call,
+    prompt: v.string(),
+    label: v.optional(v.string()),
+    profile: v.optional(v.string()),
+  }),
   v.strictObject({ type: v.literal('read-text'), call: Call, request: v.unknown() }),
   v.strictObject({ type: v.literal('log'), message: v.string() }),
   v.strictObject({

@@ -38,8 +38,10 @@ export class WorkflowReader {
     }
     const { db } = this.#deps.storage
     const authority = await authenticateTokenId(db, binding.tokenId)
-    if (!authority) throw new TermkeepError('auth/invalid-token', "the token that started this run is revoked or expired: readText() reads nothing more")
-    if (!authority.grants.has('files:read')) throw new TermkeepError('auth/forbidden', 'the token that started this run lacks the grant files:read', { required: 'files:read' })
+    if (!authority)
+      throw new TermkeepError('auth/invalid-token', 'the token that started this run is revoked or expired: readText() reads nothing more')
+    if (!authority.grants.has('files:read'))
+      throw new TermkeepError('auth/forbidden', 'the token that started this run lacks the grant files:read', { required: 'files:read' })
     if (!coversSession(authority, binding.sessionId)) throw new TermkeepError('session/not-found', `no session ${binding.sessionId}`)
     const source = {
       signingKey: (purpose: string) => this.#key(purpose),

@@ -112,7 +112,8 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
   let accepted = 0
   function agent(prompt: unknown, options?: unknown): Promise<unknown> {
     healthy()
-    if (typeof prompt !== 'string' || prompt.trim() === '') throw fatal('INVALID_ARGUMENT', 'agent(prompt, options?) needs a prompt: a non-empty string')
+    if (typeof prompt !== 'string' || prompt.trim() === '')
+      throw fatal('INVALID_ARGUMENT', 'agent(prompt, options?) needs a prompt: a non-empty string')
     const size = bytes(prompt)
     if (size > limits.maxPromptBytes) throw fatal('PROMPT_CAP', `a prompt is at most ${limits.maxPromptBytes} bytes (this one is ${size})`)
     if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
@@ -120,7 +121,8 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
     }
     const given = (options ?? {}) as Record<string, unknown>
     for (const key of Object.keys(given)) {
-      if (!AGENT_OPTIONS.includes(key)) throw fatal('UNSUPPORTED_OPTION', `agent() has no option "${key}" (its options: ${AGENT_OPTIONS.join(', ')})`)
+      if (!AGENT_OPTIONS.includes(key))
+        throw fatal('UNSUPPORTED_OPTION', `agent() has no option "${key}" (its options: ${AGENT_OPTIONS.join(', ')})`)
     }
     const { label, profile } = given
     if (label !== undefined && typeof label !== 'string') throw fatal('INVALID_ARGUMENT', 'agent() option "label" is a string')
@@ -206,7 +208,11 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
     if (typeof address === 'string') request = { address }
     else if (typeof address === 'object' && address !== null && 'cursor' in address) request = { next: parse(stringify(address)) }
     else if (typeof address === 'object' && address !== null) request = parse(stringify(address))
-    else throw fatal('INVALID_ARGUMENT', 'readText(address) takes an address ("path", "attachment:ID", "tool-result:ID"), a page\'s `next`, or {address, offset, limit}')
+    else
+      throw fatal(
+        'INVALID_ARGUMENT',
+        'readText(address) takes an address ("path", "attachment:ID", "tool-result:ID"), a page\'s `next`, or {address, offset, limit}',
+      )
     return ask({ type: 'read-text', request })
   }
 
@@ -216,7 +222,8 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
   function log(...args: unknown[]): void {
     const message = args.map((arg) => (typeof arg === 'string' ? arg : inspect(arg, 4))).join(' ')
     const size = bytes(message)
-    if (size > limits.maxLogMessageBytes) throw fatal('LOG_CAP', `one log message is at most ${limits.maxLogMessageBytes} bytes (this one is ${size})`)
+    if (size > limits.maxLogMessageBytes)
+      throw fatal('LOG_CAP', `one log message is at most ${limits.maxLogMessageBytes} bytes (this one is ${size})`)
     if (logBytes + size > limits.maxLogBytes || logCount >= limits.maxLogMessages) {
       throw fatal('LOG_CAP', `a run logs at most ${limits.maxLogMessages} messages and ${limits.maxLogBytes} bytes`)
     }
@@ -252,7 +259,8 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
     if (problem) return failed(fatal('RESULT_UNSERIALIZABLE', `the return value is not plain JSON: ${problem}`))
     const json = value === undefined ? 'null' : stringify(value)
     const size = bytes(json)
-    if (size > limits.maxResultBytes) return failed(fatal('RESULT_CAP', `the return value is at most ${limits.maxResultBytes} bytes as JSON (it is ${size})`))
+    if (size > limits.maxResultBytes)
+      return failed(fatal('RESULT_CAP', `the return value is at most ${limits.maxResultBytes} bytes as JSON (it is ${size})`))
     send({ type: 'done', stopReason: 'completed', value: json })
   }
   const settle = (outcome: () => void) => {
@@ -264,7 +272,7 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
     }
   }
 
-  const AsyncFunction = async function () {}.constructor as new (body: string) => () => Promise<unknown>
+  const AsyncFunction = (async () => {}).constructor as new (body: string) => () => Promise<unknown>
   Object.assign(globalThis, { agent, parallel, pipeline, readText, log })
   ;(globalThis as { input?: unknown }).input = start.input === undefined ? undefined : parse(start.input)
   let body: () => Promise<unknown>
@@ -275,7 +283,12 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
     return receive
   }
   // Started from a fresh job, not from the host's call into this function.
-  void Promise.resolve().then(() => body().then((value) => settle(() => completed(value)), (error) => settle(() => failed(error))))
+  void Promise.resolve().then(() =>
+    body().then(
+      (value) => settle(() => completed(value)),
+      (error) => settle(() => failed(error)),
+    ),
+  )
   return receive
 }
 
@@ -299,27 +312,45 @@ export function inspectValue(value: unknown, depth: number): string {
     if (typeof item === 'bigint') return `${item}n`
     if (typeof item === 'number') return Object.is(item, -0) ? '-0' : String(item)
     if (typeof item === 'symbol') return item.toString()
-    if (typeof item === 'function') return `[${/^class\b/.test(Function.prototype.toString.call(item)) ? 'class' : 'Function'}${item.name ? `: ${item.name}` : ' (anonymous)'}]`
+    if (typeof item === 'function')
+      return `[${/^class\b/.test(Function.prototype.toString.call(item)) ? 'class' : 'Function'}${item.name ? `: ${item.name}` : ' (anonymous)'}]`
     if (typeof item !== 'object' || item === null) return String(item)
     if (seen.includes(item)) return '[Circular]'
     if (item instanceof Error) return `[${String(item.name)}: ${String(item.message)}]`
     if (item instanceof Date) return Number.isNaN(item.getTime()) ? 'Invalid Date' : item.toISOString()
     if (item instanceof RegExp) return String(item)
     const proto = Object.getPrototypeOf(item)
-    const name = proto === null ? '[Object: null prototype]' : (proto.constructor?.name as string | undefined) ?? ''
+    const name = proto === null ? '[Object: null prototype]' : ((proto.constructor?.name as string | undefined) ?? '')
     if (level > depth) {
       if (Array.isArray(item)) return item.length === 0 ? '[]' : '[Array]'
-      return Object.keys(item).length === 0 && name === 'Object' ? '{}' : `[${name && name !== '[Object: null prototype]' ? name : 'Object'}]`
+      return Object.keys(item).length === 0 && name === 'Object'
+        ? '{}'
+        : `[${name && name !== '[Object: null prototype]' ? name : 'Object'}]`
     }
     seen.push(item)
     try {
       const prefix = name === 'Object' || name === 'Array' ? '' : `${name} `
-      if (Array.isArray(item)) return prefix + list('[', item.slice(0, MAX_ENTRIES).map((entry) => show(entry, level + 1)), ']', item.length)
+      if (Array.isArray(item))
+        return (
+          prefix +
+          list(
+            '[',
+            item.slice(0, MAX_ENTRIES).map((entry) => show(entry, level + 1)),
+            ']',
+            item.length,
+          )
+        )
       if (item instanceof Map) {
         const entries = [...item].slice(0, MAX_ENTRIES).map(([k, v]) => `${show(k, level + 1)} => ${show(v, level + 1)}`)
         return `${name}(${item.size}) ${list('{', entries, '}', item.size)}`
       }
-      if (item instanceof Set) return `${name}(${item.size}) ${list('{', [...item].slice(0, MAX_ENTRIES).map((v) => show(v, level + 1)), '}', item.size)}`
+      if (item instanceof Set)
+        return `${name}(${item.size}) ${list(
+          '{',
+          [...item].slice(0, MAX_ENTRIES).map((v) => show(v, level + 1)),
+          '}',
+          item.size,
+        )}`
       const names = Object.keys(item)
       const entries = names.slice(0, MAX_ENTRIES).map((k) => `${key(k)}: ${show((item as Record<string, unknown>)[k], level + 1)}`)
       return prefix + list('{', entries, '}', names.length)

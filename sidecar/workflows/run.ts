@@ -142,7 +142,9 @@ export class WorkflowRun {
     this.#process = new ScriptProcess(start, (message) => this.#receive(message), this.#deps.sandbox)
     const pid = this.#process.pid
     if (pid !== undefined) {
-      void this.#deps.store.setProcess(this.id, pid, processStat(pid)?.startTicks).catch((error: unknown) => console.error(`termkeep sidecar: recording run ${this.id}'s process`, error))
+      void this.#deps.store
+        .setProcess(this.id, pid, processStat(pid)?.startTicks)
+        .catch((error: unknown) => console.error(`termkeep sidecar: recording run ${this.id}'s process`, error))
     }
     void this.#process.exited.then((exit) => this.#exited(exit))
   }
@@ -150,7 +152,11 @@ export class WorkflowRun {
   /** Cancels the run (the first reason wins) and resolves once it settled, cleanup included. */
   async cancel(reason?: string): Promise<void> {
     const error = reason ? `cancelled: ${reason}` : 'cancelled'
-    await this.#settle({ status: 'cancelled', result: { stopReason: 'cancelled', error, agentsStarted: this.#accepted }, cancelReason: reason })
+    await this.#settle({
+      status: 'cancelled',
+      result: { stopReason: 'cancelled', error, agentsStarted: this.#accepted },
+      cancelReason: reason,
+    })
   }
 
   #receive(raw: unknown): void {
@@ -177,7 +183,17 @@ export class WorkflowRun {
     const label = checked.label ?? titleFrom(message.prompt.split('\n')[0], AGENT_LABEL_DEFAULT_CHARS, `agent ${this.#accepted + 1}`)
     const seq = ++this.#accepted
     const { id: runId, sessionId, sessionCwd, resultDir } = this.#spec
-    const spec = { runId, sessionId, sessionCwd, seq, prompt: message.prompt, label, profileName, profile: this.#deps.profiles.get(profileName)!, resultDir }
+    const spec = {
+      runId,
+      sessionId,
+      sessionCwd,
+      seq,
+      prompt: message.prompt,
+      label,
+      profileName,
+      profile: this.#deps.profiles.get(profileName)!,
+      resultDir,
+    }
     this.#queue.push({ member: new Member(spec, this.#deps.host, this.#log), call: message.call })
     this.#pump()
   }
@@ -196,15 +212,22 @@ export class WorkflowRun {
     if (prompt.trim() === '') return fatal('INVALID_ARGUMENT', 'agent(prompt) needs a non-empty prompt')
     if (bytes(prompt) > MAX_AGENT_PROMPT_BYTES) return fatal('PROMPT_CAP', `a prompt is at most ${MAX_AGENT_PROMPT_BYTES} bytes`)
     const chosen = profile === undefined ? undefined : this.#deps.profiles.get(profile)
-    if (!chosen) return fatal('UNKNOWN_PROFILE', `no agent profile "${profile}" (configured: ${this.#deps.profiles.names.join(', ') || 'none'})`)
+    if (!chosen)
+      return fatal('UNKNOWN_PROFILE', `no agent profile "${profile}" (configured: ${this.#deps.profiles.names.join(', ') || 'none'})`)
     if (chosen.prompt === 'stdin') {
       // Typed into a terminal: control characters would act (Ctrl-C interrupts), and the line
       // discipline keeps only so much of one line.
       if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(prompt)) {
-        return fatal('INVALID_ARGUMENT', `profile "${profile}" takes its prompt on stdin, which cannot carry control characters (other than newline and tab)`)
+        return fatal(
+          'INVALID_ARGUMENT',
+          `profile "${profile}" takes its prompt on stdin, which cannot carry control characters (other than newline and tab)`,
+        )
       }
       if (prompt.split('\n').some((line) => bytes(line) > MAX_AGENT_STDIN_LINE_BYTES)) {
-        return fatal('PROMPT_CAP', `profile "${profile}" takes its prompt on stdin: each line is at most ${MAX_AGENT_STDIN_LINE_BYTES} bytes`)
+        return fatal(
+          'PROMPT_CAP',
+          `profile "${profile}" takes its prompt on stdin: each line is at most ${MAX_AGENT_STDIN_LINE_BYTES} bytes`,
+        )
       }
     }
     if (this.#accepted >= MAX_AGENTS_PER_RUN) return fatal('AGENT_CAP', `a run makes at most ${MAX_AGENTS_PER_RUN} agent() calls`)
@@ -266,7 +289,8 @@ export class WorkflowRun {
     const size = bytes(message)
     this.#logBytes += size
     this.#logCount++
-    const over = size > MAX_WORKFLOW_LOG_MESSAGE_BYTES || this.#logBytes > MAX_WORKFLOW_LOG_BYTES || this.#logCount > MAX_WORKFLOW_LOG_MESSAGES
+    const over =
+      size > MAX_WORKFLOW_LOG_MESSAGE_BYTES || this.#logBytes > MAX_WORKFLOW_LOG_BYTES || this.#logCount > MAX_WORKFLOW_LOG_MESSAGES
     if (over) return this.#fail(`LOG_CAP: a run logs at most ${MAX_WORKFLOW_LOG_MESSAGES} messages and ${MAX_WORKFLOW_LOG_BYTES} bytes`)
     this.#log.append('workflow/log', { message, at: Date.now() }).catch((error: unknown) => this.#fail('writing a log event failed', error))
   }
@@ -276,10 +300,14 @@ export class WorkflowRun {
     const agentsStarted = this.#accepted
     if (this.#doom && message.stopReason === 'completed') return this.#fail(`${this.#doom.code}: ${this.#doom.message}`)
     if (message.stopReason === 'error') {
-      return void this.#settle({ status: 'error', result: { stopReason: 'error', error: message.error ?? 'the script failed', agentsStarted } })
+      return void this.#settle({
+        status: 'error',
+        result: { stopReason: 'error', error: message.error ?? 'the script failed', agentsStarted },
+      })
     }
     const json = message.value ?? 'null'
-    if (bytes(json) > MAX_WORKFLOW_RESULT_BYTES) return this.#fail(`RESULT_CAP: the return value is at most ${MAX_WORKFLOW_RESULT_BYTES} bytes as JSON`)
+    if (bytes(json) > MAX_WORKFLOW_RESULT_BYTES)
+      return this.#fail(`RESULT_CAP: the return value is at most ${MAX_WORKFLOW_RESULT_BYTES} bytes as JSON`)
     let value: unknown
     try {
       value = JSON.parse(json)
@@ -291,7 +319,11 @@ export class WorkflowRun {
 
   #exited(exit: ScriptExit): void {
     if (this.#settling) return
-    const how = exit.error ? `could not start (${exit.error.message})` : exit.signal ? `was killed (${exit.signal})` : `exited with code ${exit.code}`
+    const how = exit.error
+      ? `could not start (${exit.error.message})`
+      : exit.signal
+        ? `was killed (${exit.signal})`
+        : `exited with code ${exit.code}`
     // V8's own report (out of memory) says why; a stack trace after it does not.
     const lines = this.#process.stderr.split('\n').filter((line) => line.trim() !== '')
     const fatal = lines.find((line) => /FATAL ERROR/.test(line))

@@ -38,7 +38,9 @@ export class RunLog {
 
   /** The run's row and its `workflow/start`, in one transaction: the run exists once this resolves. */
   begin(row: RunRow, data: unknown): Promise<void> {
-    return this.#append('workflow/start', data, (event) => this.#db.batch([this.#db.insert(workflowRuns).values(row), this.#db.insert(workflowEvents).values(event)]))
+    return this.#append('workflow/start', data, (event) =>
+      this.#db.batch([this.#db.insert(workflowRuns).values(row), this.#db.insert(workflowEvents).values(event)]),
+    )
   }
 
   /** Appends an event after every earlier one; resolves once it is durable. */
@@ -121,7 +123,10 @@ export class RunStore {
   }
 
   async setProcess(runId: string, pid: number, startTicks: number | undefined): Promise<void> {
-    await this.#db.update(workflowRuns).set({ pid, pidStartTicks: startTicks ?? null }).where(eq(workflowRuns.id, runId))
+    await this.#db
+      .update(workflowRuns)
+      .set({ pid, pidStartTicks: startTicks ?? null })
+      .where(eq(workflowRuns.id, runId))
   }
 
   /** The run an earlier start under `key` started (api/workflows/store.ts `repeatedStart`). */

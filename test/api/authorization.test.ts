@@ -88,7 +88,11 @@ const mounted = (row: RouteRow) => h.app.routes.some((r) => r.method === row.met
 
 async function refused(row: RouteRow, sid: string, token: string | undefined, headers: Record<string, string> = {}) {
   const before = await snapshot()
-  const response = await h.request(row.method, concrete(row.path, sid), { token, body: bodyFor(row), headers: { ...headers, 'termkeep-attachment': 'a1' } })
+  const response = await h.request(row.method, concrete(row.path, sid), {
+    token,
+    body: bodyFor(row),
+    headers: { ...headers, 'termkeep-attachment': 'a1' },
+  })
   const body = (await response.json()) as any
   expect(await snapshot(), `${row.method} ${row.path} changed state`).toBe(before)
   return { status: response.status, body }
@@ -113,14 +117,13 @@ describe.each(ROUTES.filter((r) => r.grant !== null))('$method $path', (row) => 
       expect(forbidden.body.error.code).toBe('auth/forbidden')
     }
   })
-
 })
 
 // Only routes that name a session can leak one; the others have no such case to run.
-describe.each(ROUTES.filter((r) => r.grant !== null && (r.path.includes(':sid') || (r.path === '/v1/sessions' && r.method === 'POST'))))('$method $path', (row) => {
-  it(
-    "answers another session's resource exactly like a missing one (404), changing nothing",
-    async () => {
+describe.each(ROUTES.filter((r) => r.grant !== null && (r.path.includes(':sid') || (r.path === '/v1/sessions' && r.method === 'POST'))))(
+  '$method $path',
+  (row) => {
+    it("answers another session's resource exactly like a missing one (404), changing nothing", async () => {
       const scoped = await h.token(GRANTS, ['mine'])
       if (row.path === '/v1/sessions') {
         const other = await refused(row, 'mine', scoped)
@@ -133,9 +136,9 @@ describe.each(ROUTES.filter((r) => r.grant !== null && (r.path.includes(':sid') 
       expect(foreign.status).toBe(404)
       expect(foreign.body.error.code).toBe('session/not-found')
       expect(JSON.stringify(foreign.body).replaceAll('theirs', 'X')).toBe(JSON.stringify(missing.body).replaceAll('ghost', 'X'))
-    },
-  )
-})
+    })
+  },
+)
 
 describe('a session-bound token on workspace routes', () => {
   let admin: string
@@ -227,7 +230,11 @@ describe('a session-bound token on workspace routes', () => {
         text += decoder.decode(value, { stream: true })
       }
     }
-    const events = () => text.split('\n\n').filter((b) => b.includes('event: ')).map((b) => ({ event: /event: (\w+)/.exec(b)![1], id: /id: (\d+)/.exec(b)?.[1], data: JSON.parse(/data: (.*)/.exec(b)![1]) }))
+    const events = () =>
+      text
+        .split('\n\n')
+        .filter((b) => b.includes('event: '))
+        .map((b) => ({ event: /event: (\w+)/.exec(b)![1], id: /id: (\d+)/.exec(b)?.[1], data: JSON.parse(/data: (.*)/.exec(b)![1]) }))
     try {
       await until(() => events().length >= 1)
       const [baseline] = events()
@@ -271,7 +278,10 @@ describe('a session-bound token on workspace routes', () => {
     for (const [refused, path] of refusals.slice(1)) alike(refused, refusals[0][0], [path, refusals[0][1]])
     expect(await snapshot()).toBe(before)
     // The workspace it can see comes back as it is.
-    expect(await call(writer, 'POST', '/v1/workspaces', { path: dir })).toMatchObject({ status: 200, body: { created: false, workspace: { id: wid } } })
+    expect(await call(writer, 'POST', '/v1/workspaces', { path: dir })).toMatchObject({
+      status: 200,
+      body: { created: false, workspace: { id: wid } },
+    })
   })
 
   it('records its session only in a workspace it can see: a session id that does not exist yet opens nothing', async () => {
@@ -286,7 +296,8 @@ describe('a session-bound token on workspace routes', () => {
     expect((await call(future, 'GET', '/v1/sessions/future/files/text?path=/etc/passwd')).body.error.code).toBe('session/not-found')
     // Nor may it record in a workspace it cannot see, in a directory no workspace owns, or in a
     // missing one: the same refusal each time.
-    for (const cwd of [otherDir, unowned, missing]) alike(await call(writer, 'POST', '/v1/sessions', { id: 'future', cwd }), etc, [cwd, '/etc'])
+    for (const cwd of [otherDir, unowned, missing])
+      alike(await call(writer, 'POST', '/v1/sessions', { id: 'future', cwd }), etc, [cwd, '/etc'])
     expect(await snapshot()).toBe(before)
     // In the directory of a workspace it can see, it records a session of its own.
     const recorded = await call(writer, 'POST', '/v1/sessions', { id: 'mine2', cwd: dir })
@@ -338,8 +349,12 @@ describe('token management', () => {
   it('refuses an expiry beyond an exact integer timestamp, which could never be read back', async () => {
     const admin = await h.token(['admin'])
     const before = await snapshot()
+    // biome-ignore lint/correctness/noPrecisionLoss: 2^53 + 1 on purpose: a time no double holds exactly
     for (const expiresAt of [9007199254740993, 1e300, 253402300800000, 1.5e12 + 0.5]) {
-      const r = await h.request('POST', '/v1/tokens', { token: admin, body: { name: 'far', grants: ['workspaces:read'], sessions: 'all', expiresAt } })
+      const r = await h.request('POST', '/v1/tokens', {
+        token: admin,
+        body: { name: 'far', grants: ['workspaces:read'], sessions: 'all', expiresAt },
+      })
       expect(r.status, String(expiresAt)).toBe(400)
       expect(((await r.json()) as any).error.code).toBe('request/invalid')
     }
@@ -371,7 +386,12 @@ describe('token management', () => {
   })
 
   it('treats an expired token as invalid, and lists it no more', async () => {
-    const { token, secret } = await createToken(h.storage.db, { name: 'old', grants: ['workspaces:read'], sessions: 'all', expiresAt: Date.now() - 1 })
+    const { token, secret } = await createToken(h.storage.db, {
+      name: 'old',
+      grants: ['workspaces:read'],
+      sessions: 'all',
+      expiresAt: Date.now() - 1,
+    })
     expect((await h.request('GET', '/v1/workspaces', { token: secret })).status).toBe(401)
     const listed = await (await h.request('GET', '/v1/tokens', { token: await h.token(['admin']) })).text()
     expect(listed).not.toContain(token.id)
@@ -431,7 +451,7 @@ describe('EventSource tickets', () => {
     await Promise.all(racing.map((r) => r.body?.cancel()))
   })
 
-  it('carries only the minting token\'s authority, dies with it, and expires', async () => {
+  it("carries only the minting token's authority, dies with it, and expires", async () => {
     const weak = await h.token(['terminals:control'])
     const t = await mint(weak, '/v1/workspaces/watch')
     expect((await h.request('GET', `/v1/workspaces/watch?ticket=${t.body.ticket}`)).status).toBe(403)

@@ -75,7 +75,11 @@ describe('terminal delegation through the API', () => {
     try {
       const watch = await h.request('GET', `${T}/t1/output/watch?after=0`, { token })
       expect(watch.status).toBe(200)
-      const input = await h.request('POST', `${T}/t1/input`, { token, body: 'echo hello-$((40+2))-termkeep\r', headers: { 'termkeep-attachment': 'a1' } })
+      const input = await h.request('POST', `${T}/t1/input`, {
+        token,
+        body: 'echo hello-$((40+2))-termkeep\r',
+        headers: { 'termkeep-attachment': 'a1' },
+      })
       expect(input.status).toBe(204)
       const events = await readEvents(watch, (e) => decode(e).includes('hello-42-termkeep'))
       expect(events.find((e) => e.event !== ':')!.event).toBe('begin')
@@ -86,7 +90,10 @@ describe('terminal delegation through the API', () => {
 
       const page = await api('GET', `${T}/t1/output?after=0&limit=256`)
       expect(page.status).toBe(200)
-      const text = page.body.items.filter((i: any) => i.kind === 'data').map((i: any) => Buffer.from(i.data, 'base64').toString()).join('')
+      const text = page.body.items
+        .filter((i: any) => i.kind === 'data')
+        .map((i: any) => Buffer.from(i.data, 'base64').toString())
+        .join('')
       expect(text).toContain('hello-42-termkeep')
       expect(page.body.next).toBe(page.body.items.at(-1).sequence)
 
@@ -94,7 +101,10 @@ describe('terminal delegation through the API', () => {
       // differently on replay, so compare bytes, not item boundaries).
       const middle = 1 // the first native record; what follows it includes the echo's output
       const rest = await api('GET', `${T}/t1/output?after=${middle}&limit=256`)
-      const expected = rest.body.items.filter((i: any) => i.kind === 'data').map((i: any) => Buffer.from(i.data, 'base64').toString()).join('')
+      const expected = rest.body.items
+        .filter((i: any) => i.kind === 'data')
+        .map((i: any) => Buffer.from(i.data, 'base64').toString())
+        .join('')
       const resumed = await h.request('GET', `${T}/t1/output/watch`, { token, headers: { 'last-event-id': String(middle) } })
       expect(expected).toContain('hello-42-termkeep')
       const after = await readEvents(resumed, (e) => decode(e).length >= expected.length)
@@ -122,7 +132,7 @@ describe('terminal delegation through the API', () => {
     }
   })
 
-  it('gives control to the follow\'s own token only: another token that learned the attachment id cannot type or resize as it', async () => {
+  it("gives control to the follow's own token only: another token that learned the attachment id cannot type or resize as it", async () => {
     const follower = await attach('t1', 'owned')
     try {
       const typist = await h.token(['terminals:control'], [SID])
@@ -130,15 +140,26 @@ describe('terminal delegation through the API', () => {
       const learned = await h.request('PUT', `${T}/t1`, { token: typist, body: { cols: 80, rows: 24 } })
       expect(((await learned.json()) as any).controllerId).toBe('owned')
       const before = await api('GET', `${T}/t1/output?after=0&limit=256`)
-      const input = await h.request('POST', `${T}/t1/input`, { token: typist, body: 'echo INTRUDER\r', headers: { 'termkeep-attachment': 'owned' } })
+      const input = await h.request('POST', `${T}/t1/input`, {
+        token: typist,
+        body: 'echo INTRUDER\r',
+        headers: { 'termkeep-attachment': 'owned' },
+      })
       expect(input.status).toBe(409)
       expect(((await input.json()) as any).error.code).toBe('terminal/control-unavailable')
-      const resize = await h.request('POST', `${T}/t1/resize`, { token: typist, body: { cols: 90, rows: 20 }, headers: { 'termkeep-attachment': 'owned' } })
+      const resize = await h.request('POST', `${T}/t1/resize`, {
+        token: typist,
+        body: { cols: 90, rows: 20 },
+        headers: { 'termkeep-attachment': 'owned' },
+      })
       expect(resize.status).toBe(409)
       // The follow's own token still controls it.
       expect((await api('POST', `${T}/t1/input`, ' ', { 'termkeep-attachment': 'owned' })).status).toBe(204)
       const after = await api('GET', `${T}/t1/output?after=${before.body.next ?? 0}&limit=256`)
-      const text = after.body.items.filter((i: any) => i.kind === 'data').map((i: any) => Buffer.from(i.data, 'base64').toString('latin1')).join('')
+      const text = after.body.items
+        .filter((i: any) => i.kind === 'data')
+        .map((i: any) => Buffer.from(i.data, 'base64').toString('latin1'))
+        .join('')
       expect(text).not.toContain('INTRUDER')
     } finally {
       await follower.close()
@@ -171,10 +192,19 @@ describe('terminal delegation through the API', () => {
   })
 
   it('cancels the upstream too when a client disconnects from the real Node server', async () => {
-    const server = await startNodeApi({ storage: h.storage, sidecarUrl: h.sidecar.url, sidecarSecret: h.sidecar.secret, host: '127.0.0.1', port: 0 })
+    const server = await startNodeApi({
+      storage: h.storage,
+      sidecarUrl: h.sidecar.url,
+      sidecarSecret: h.sidecar.secret,
+      host: '127.0.0.1',
+      port: 0,
+    })
     try {
       const abort = new AbortController()
-      const response = await fetch(`${server.url}${T}/t1/follow?attachment=a4`, { headers: { authorization: `Bearer ${token}` }, signal: abort.signal })
+      const response = await fetch(`${server.url}${T}/t1/follow?attachment=a4`, {
+        headers: { authorization: `Bearer ${token}` },
+        signal: abort.signal,
+      })
       expect(response.status).toBe(200)
       await waitFor(async () => (await h.deps.sidecar.info(SID, 't1')).controllerId === 'a4', 10_000, 'a4 in control')
       abort.abort()
@@ -185,7 +215,11 @@ describe('terminal delegation through the API', () => {
   })
 
   it('ends a relayed stream when its token is revoked, and releases the upstream', async () => {
-    const { token: record, secret } = await createToken(h.storage.db, { name: 'brief', grants: ['terminals:control', 'terminals:output'], sessions: [SID] })
+    const { token: record, secret } = await createToken(h.storage.db, {
+      name: 'brief',
+      grants: ['terminals:control', 'terminals:output'],
+      sessions: [SID],
+    })
     const response = await h.request('GET', `${T}/t1/follow?attachment=a5`, { token: secret })
     expect(response.status).toBe(200)
     await waitFor(async () => (await h.deps.sidecar.info(SID, 't1')).controllerId === 'a5', 10_000, 'a5 in control')
@@ -224,7 +258,15 @@ describe('terminal delegation through the API', () => {
 
   it('serves the persisted display and terminal info from libSQL after the sidecar is stopped', async () => {
     await waitFor(
-      async () => Number((await h.storage.client.execute({ sql: 'SELECT count(*) FROM display_revisions WHERE session_id = ? AND terminal_id = ?', args: [SID, 't1'] })).rows[0]![0]) > 0,
+      async () =>
+        Number(
+          (
+            await h.storage.client.execute({
+              sql: 'SELECT count(*) FROM display_revisions WHERE session_id = ? AND terminal_id = ?',
+              args: [SID, 't1'],
+            })
+          ).rows[0]![0],
+        ) > 0,
       20_000,
       'a settled display revision',
     )
@@ -236,7 +278,12 @@ describe('terminal delegation through the API', () => {
     expect(named[0]).toBe('begin')
     expect(named.at(-1)).toBe('end')
     expect(named.slice(1, -1).every((e) => e === 'rows')).toBe(true)
-    expect(events.filter((e) => e.event === 'rows').map((e) => e.data).join('')).toContain('hello-42-termkeep')
+    expect(
+      events
+        .filter((e) => e.event === 'rows')
+        .map((e) => e.data)
+        .join(''),
+    ).toContain('hello-42-termkeep')
     expect((await api('GET', `${T}/t1`)).body.title).toBe('build')
     expect((await api('GET', T)).body.terminals.map((t: any) => t.id)).toContain('t1')
     expect((await api('GET', `${T}/t1/output?after=0`)).status).toBe(503)

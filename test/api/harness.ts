@@ -108,11 +108,7 @@ export async function outputText(h: Harness, token: string, terminal: string): P
 }
 
 /** Reads SSE events from a response body until `until` says stop (or the stream ends). */
-export async function readEvents(
-  response: Response,
-  until: (events: SseMessage[]) => boolean,
-  timeoutMs = 15_000,
-): Promise<SseMessage[]> {
+export async function readEvents(response: Response, until: (events: SseMessage[]) => boolean, timeoutMs = 15_000): Promise<SseMessage[]> {
   const reader = response.body!.getReader()
   const decoder = new TextDecoder()
   const events: SseMessage[] = []

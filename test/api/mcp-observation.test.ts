@@ -62,7 +62,9 @@ describe('tools/list and grants', () => {
     const visible = (await filesOnly.listTools()).tools.map((t) => t.name)
     expect(visible).not.toContain('observe_follow')
     expect(visible).toContain('observe_list_directory')
-    const { handle } = factsOf(await callTool(filesOnly, 'observe_resolve_home_relative', { ...T1, relativePath: `.fakeagent/sessions/${DATE}/abc.jsonl` }))
+    const { handle } = factsOf(
+      await callTool(filesOnly, 'observe_resolve_home_relative', { ...T1, relativePath: `.fakeagent/sessions/${DATE}/abc.jsonl` }),
+    )
     const refused = errorOf(await callTool(filesOnly, 'observe_follow', { ...T1, handle: handle.id }))
     expect(refused).toMatchObject({ code: 'auth/forbidden', required: 'observe:journal' })
   })
@@ -84,25 +86,42 @@ describe('the seed flow as tool calls', () => {
     expect(open.files.map((f: any) => f.path)).toEqual([`~/.fakeagent/sessions/${DATE}/abc.jsonl`])
   })
 
-  it('resolves the home directory, lists .jsonl files, and reads the newest one\'s last line as JSON', async () => {
+  it("resolves the home directory, lists .jsonl files, and reads the newest one's last line as JSON", async () => {
     await o.type('t1', 'say hello\r')
     await written('hello')
     const root = await facts('observe_resolve_home_directory', { relativePath: '.fakeagent/sessions' })
-    const listing = await facts('observe_list_directory', { root: root.handle, extensions: ['.jsonl'], maxDepth: 2, maxEntries: 100, maxBytes: 5_000_000 })
+    const listing = await facts('observe_list_directory', {
+      root: root.handle,
+      extensions: ['.jsonl'],
+      maxDepth: 2,
+      maxEntries: 100,
+      maxBytes: 5_000_000,
+    })
     expect(listing.entries.map((e: any) => e.relativePath)).toEqual([`${DATE}/abc.jsonl`])
     file = listing.entries.at(-1).handle
     // The same file by its home-relative path: the same handle (one object, one id).
     expect((await facts('observe_resolve_home_relative', { relativePath: `.fakeagent/sessions/${DATE}/abc.jsonl` })).handle).toEqual(file)
-    expect(await facts('observe_read_json_line', { handle: file, maxBytes: 65_536, position: 'last' })).toEqual({ value: { n: 2, type: 'message', text: 'hello' } })
-    expect(await facts('observe_read_json_line', { handle: file, maxBytes: 65_536, position: 'first' })).toEqual({ value: { n: 1, type: 'session', text: 'abc' } })
-    expect(await facts('observe_read', { handle: file, maxBytes: 65_536 })).toEqual({ encoding: 'utf8', text: readFileSync(journal(), 'utf8'), size: readFileSync(journal()).length, truncated: false })
+    expect(await facts('observe_read_json_line', { handle: file, maxBytes: 65_536, position: 'last' })).toEqual({
+      value: { n: 2, type: 'message', text: 'hello' },
+    })
+    expect(await facts('observe_read_json_line', { handle: file, maxBytes: 65_536, position: 'first' })).toEqual({
+      value: { n: 1, type: 'session', text: 'abc' },
+    })
+    expect(await facts('observe_read', { handle: file, maxBytes: 65_536 })).toEqual({
+      encoding: 'utf8',
+      text: readFileSync(journal(), 'utf8'),
+      size: readFileSync(journal()).length,
+      truncated: false,
+    })
     expect((await facts('observe_stat', { handle: file })).stat).toMatchObject({ kind: 'file', size: readFileSync(journal()).length })
   })
 
   it('follow-reads the file, then what was appended since the cursor, then nothing more', async () => {
     const first = await facts('observe_follow', { handle: file.id, quietMs: 300 })
     expect(first.reason).toBe('quiet')
-    expect(first.chunks).toEqual([{ type: 'append', offset: 0, length: readFileSync(journal()).length, encoding: 'utf8', text: readFileSync(journal(), 'utf8') }])
+    expect(first.chunks).toEqual([
+      { type: 'append', offset: 0, length: readFileSync(journal()).length, encoding: 'utf8', text: readFileSync(journal(), 'utf8') },
+    ])
     const before = readFileSync(journal())
     await o.type('t1', 'say one\r')
     await o.type('t1', 'say two\r')
@@ -133,7 +152,10 @@ describe('the seed flow as tool calls', () => {
       next = page.next
     }
     expect(calls).toBeGreaterThan(5)
-    const records = text.split('\n').slice(0, -1).map((line) => JSON.parse(line))
+    const records = text
+      .split('\n')
+      .slice(0, -1)
+      .map((line) => JSON.parse(line))
     expect(records.map((r) => r.text)).toEqual(Array.from({ length: 400 }, (_, i) => `burst ${i}`))
     expect(Buffer.from(text).equals(readFileSync(journal()).subarray(start))).toBe(true)
   })
@@ -142,11 +164,15 @@ describe('the seed flow as tool calls', () => {
     await o.type('t1', 'rotate\r')
     await waitFor(async () => readFileSync(journal(), 'utf8').includes('abc rotated'), 10_000, 'the rotation')
     const rotated = await facts('observe_follow', { handle: file.id, after: next, quietMs: 300 })
-    expect(rotated.chunks).toEqual([{ type: 'replace', offset: 0, length: readFileSync(journal()).length, encoding: 'utf8', text: readFileSync(journal(), 'utf8') }])
+    expect(rotated.chunks).toEqual([
+      { type: 'replace', offset: 0, length: readFileSync(journal()).length, encoding: 'utf8', text: readFileSync(journal(), 'utf8') },
+    ])
     await o.type('t1', 'say in the new file\r')
     await written('in the new file')
     const on = await facts('observe_follow', { handle: file.id, after: rotated.next, quietMs: 300 })
-    expect(on.chunks).toEqual([expect.objectContaining({ type: 'append', offset: rotated.chunks[0].length, text: expect.stringContaining('"in the new file"') })])
+    expect(on.chunks).toEqual([
+      expect.objectContaining({ type: 'append', offset: rotated.chunks[0].length, text: expect.stringContaining('"in the new file"') }),
+    ])
   })
 })
 
@@ -154,7 +180,8 @@ describe('the follow route resumes over HTTP', () => {
   it('goes on after the event named by Last-Event-ID (which wins over after=), with no byte twice', async () => {
     const { handle } = await facts('observe_resolve_home_relative', { relativePath: `.fakeagent/sessions/${DATE}/abc.jsonl` })
     const url = `${o.terminalPath('t1', T1.sid)}/observation/files/follow?handle=${encodeURIComponent(handle.id)}`
-    const token = (await o.call('POST', '/v1/tokens', { json: { name: 'http', grants: ['observe:journal'], sessions: [T1.sid] } })).body.secret
+    const token = (await o.call('POST', '/v1/tokens', { json: { name: 'http', grants: ['observe:journal'], sessions: [T1.sid] } })).body
+      .secret
     const first = await o.stream(url, token)
     const start = await first.next()
     first.close()
@@ -162,7 +189,11 @@ describe('the follow route resumes over HTTP', () => {
     const had = Buffer.from(start!.data.bytes, 'base64')
     await o.type('t1', 'say resumed\r')
     await written('resumed')
-    const resumed = await o.stream(`${url}&after=${encodeURIComponent('c1.0.' + 'A'.repeat(22) + '.' + 'A'.repeat(22) + '.' + 'A'.repeat(22))}`, token, { 'last-event-id': start!.id! })
+    const resumed = await o.stream(
+      `${url}&after=${encodeURIComponent(`c1.0.${'A'.repeat(22)}.${'A'.repeat(22)}.${'A'.repeat(22)}`)}`,
+      token,
+      { 'last-event-id': start!.id! },
+    )
     const next = await resumed.next()
     resumed.close()
     expect(next).toMatchObject({ event: 'append', data: { offset: had.length } })
@@ -176,18 +207,33 @@ describe('the follow route resumes over HTTP', () => {
     const header = await fetch(`${o.stack.api.url}${url}`, { headers: { authorization: `Bearer ${token}`, 'last-event-id': '42' } })
     expect([header.status, (await header.json()).error.code]).toEqual([400, 'request/invalid'])
     const root = await facts('observe_resolve_home_directory', { relativePath: '.fakeagent' })
-    const config = (await facts('observe_list_directory', { root: root.handle, extensions: ['.json'], maxDepth: 0, maxEntries: 1, maxBytes: 100_000 })).entries[0].handle
-    const foreign = await o.call('GET', `${o.terminalPath('t1', T1.sid)}/observation/files/follow?handle=${encodeURIComponent(config.id)}&after=${encodeURIComponent(start!.id!)}`, { token })
+    const config = (
+      await facts('observe_list_directory', { root: root.handle, extensions: ['.json'], maxDepth: 0, maxEntries: 1, maxBytes: 100_000 })
+    ).entries[0].handle
+    const foreign = await o.call(
+      'GET',
+      `${o.terminalPath('t1', T1.sid)}/observation/files/follow?handle=${encodeURIComponent(config.id)}&after=${encodeURIComponent(start!.id!)}`,
+      { token },
+    )
     expect([foreign.status, foreign.body.error.code]).toEqual([400, 'observe/cursor-invalid'])
   })
 })
 
 describe('refusals as typed tool errors', () => {
   it('answers an undeclared environment name with the typed 403', async () => {
-    expect(errorOf(await callTool(observer, 'observe_environment', { ...T1, names: ['FAKEAGENT_DATA', 'HOME'] }))).toMatchObject({ code: 'observe/undeclared', names: ['HOME'] })
-    const rooted = await callTool(observer, 'observe_resolve_directory_relative_to_environment', { ...T1, relativePath: 'sessions', environmentVariable: 'PATH' })
+    expect(errorOf(await callTool(observer, 'observe_environment', { ...T1, names: ['FAKEAGENT_DATA', 'HOME'] }))).toMatchObject({
+      code: 'observe/undeclared',
+      names: ['HOME'],
+    })
+    const rooted = await callTool(observer, 'observe_resolve_directory_relative_to_environment', {
+      ...T1,
+      relativePath: 'sessions',
+      environmentVariable: 'PATH',
+    })
     expect(errorOf(rooted)).toMatchObject({ code: 'observe/undeclared', names: ['PATH'] })
-    expect((await facts('observe_environment', { names: ['FAKEAGENT_DATA'] })).environment).toEqual({ FAKEAGENT_DATA: `${home}/.fakeagent` })
+    expect((await facts('observe_environment', { names: ['FAKEAGENT_DATA'] })).environment).toEqual({
+      FAKEAGENT_DATA: `${home}/.fakeagent`,
+    })
   })
 
   it('answers bad, tampered and foreign handles and cursors with typed errors, never a crash', async () => {
@@ -206,7 +252,11 @@ describe('refusals as typed tool errors', () => {
       ['observe_follow', { ...T1, handle: 'h1.f.garbage', quietMs: 100 }, 'observe/handle-invalid'],
       ['observe_follow', { ...T1, handle, quietMs: 100 }, 'request/invalid'],
       ['observe_follow', { ...T1, handle: handle.id, after: 'not-a-cursor', quietMs: 100 }, 'request/invalid'],
-      ['observe_follow', { ...T1, handle: handle.id, after: `c1.3.${'x'.repeat(22)}.${'y'.repeat(22)}.${'z'.repeat(22)}`, quietMs: 100 }, 'observe/cursor-invalid'],
+      [
+        'observe_follow',
+        { ...T1, handle: handle.id, after: `c1.3.${'x'.repeat(22)}.${'y'.repeat(22)}.${'z'.repeat(22)}`, quietMs: 100 },
+        'observe/cursor-invalid',
+      ],
       ['observe_context', { ...T1, tid: '..' }, 'request/invalid'],
       ['observe_context', { ...T1, tid: 'nope' }, 'terminal/not-found'],
     ]

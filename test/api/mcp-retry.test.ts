@@ -110,7 +110,11 @@ describe('send_keys through a stalled sidecar', () => {
     } finally {
       resume()
     }
-    expect(refused).toMatchObject({ code: 'sidecar/unavailable', outcome: 'unknown', message: expect.stringContaining('outcome is unknown') })
+    expect(refused).toMatchObject({
+      code: 'sidecar/unavailable',
+      outcome: 'unknown',
+      message: expect.stringContaining('outcome is unknown'),
+    })
     // Unknown indeed: as it resumes, the sidecar types it or refuses it (the call's follow, and
     // so its control, ended meanwhile), which one depends on the order it sees the two in; never twice.
     expect(count(await settled(await mcp(), 't2', 2), 'LATE-25')).toBeLessThanOrEqual(1)
@@ -118,10 +122,13 @@ describe('send_keys through a stalled sidecar', () => {
 
   it('run_workflow retries the start under its key: the run the stalled sidecar started is answered, once', async () => {
     const client = await mcp()
-    const runs = async () => ((await (await h.request('GET', '/v1/sessions/s1/workflows?limit=100', { token })).json()) as any).runs.map((r: any) => r.id)
+    const runs = async () =>
+      ((await (await h.request('GET', '/v1/sessions/s1/workflows?limit=100', { token })).json()) as any).runs.map((r: any) => r.id)
     const before = await runs()
     stallNext = { path: START, resume: 'after-attempt' }
-    const answer = factsOf(await callTool(client, 'run_workflow', { sid: 's1', script: "log('once'); return 7", wait: true, timeoutMs: 20_000 }))
+    const answer = factsOf(
+      await callTool(client, 'run_workflow', { sid: 's1', script: "log('once'); return 7", wait: true, timeoutMs: 20_000 }),
+    )
     expect(stallNext).toBeUndefined() // the stall happened
     expect(answer.run).toMatchObject({ status: 'completed', result: { value: 7 } })
     expect((await runs()).filter((id: string) => !before.includes(id))).toEqual([answer.run.id])

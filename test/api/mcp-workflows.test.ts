@@ -50,7 +50,14 @@ describe('running workflows through MCP', () => {
   it('runs a workflow and, with wait, answers its result and members', async () => {
     const script = "log('starting', input.n); return await parallel(['one [result]', 'two'], (prompt) => agent(prompt))"
     const answer = factsOf(await callTool(admin, 'run_workflow', { sid: 's1', script, input: { n: 2 }, wait: true, timeoutMs: 45_000 }))
-    expect(answer).toMatchObject({ timedOut: false, run: { sessionId: 's1', status: 'completed', result: { stopReason: 'completed', value: ['result: one', 'fake-agent got: two'], agentsStarted: 2 } } })
+    expect(answer).toMatchObject({
+      timedOut: false,
+      run: {
+        sessionId: 's1',
+        status: 'completed',
+        result: { stopReason: 'completed', value: ['result: one', 'fake-agent got: two'], agentsStarted: 2 },
+      },
+    })
     expect(answer.run.members.map((m: any) => [m.seq, m.state, m.exitCode])).toEqual([
       [1, 'completed', 0],
       [2, 'completed', 0],
@@ -86,12 +93,18 @@ describe('running workflows through MCP', () => {
     expect(all.map((e: any) => e.event)).toEqual(reference.map((e) => e.event))
     expect(all.at(-1)).toMatchObject({ event: 'workflow/end', data: { result: { stopReason: 'completed' } } })
     // From the end: nothing more, answered at once.
-    expect(factsOf(await callTool(admin, 'workflow_events', { sid: 's1', rid: finished, after: ids.at(-1)! }))).toMatchObject({ events: [], reason: 'ended', next: ids.at(-1) })
+    expect(factsOf(await callTool(admin, 'workflow_events', { sid: 's1', rid: finished, after: ids.at(-1)! }))).toMatchObject({
+      events: [],
+      reason: 'ended',
+      next: ids.at(-1),
+    })
   })
 
   it('times a wait out on a hanging run, reads quiet, refuses a reader, and cancels it', async () => {
     const reader = await client(await h.token(['workflows:read']))
-    const started = factsOf(await callTool(admin, 'run_workflow', { sid: 's1', script: "return await agent('stuck [hang]')", wait: true, timeoutMs: 300 }))
+    const started = factsOf(
+      await callTool(admin, 'run_workflow', { sid: 's1', script: "return await agent('stuck [hang]')", wait: true, timeoutMs: 300 }),
+    )
     expect(started).toMatchObject({ timedOut: true, run: { status: 'running', result: null } })
     const rid = started.run.id as string
     // Wait, event-driven, until its agent started (quietMs bounds each call).
@@ -107,7 +120,10 @@ describe('running workflows through MCP', () => {
     expect(Date.now() - before).toBeGreaterThanOrEqual(300)
     expect(processesOfRun(rid).length).toBeGreaterThan(0)
     // A token without workflows:run is refused, and the run goes on.
-    expect(errorOf(await callTool(reader, 'cancel_workflow', { sid: 's1', rid }))).toMatchObject({ code: 'auth/forbidden', required: 'workflows:run' })
+    expect(errorOf(await callTool(reader, 'cancel_workflow', { sid: 's1', rid }))).toMatchObject({
+      code: 'auth/forbidden',
+      required: 'workflows:run',
+    })
     expect(factsOf(await callTool(reader, 'workflow_status', { sid: 's1', rid })).status).toBe('running')
     const cancelled = factsOf(await callTool(admin, 'cancel_workflow', { sid: 's1', rid, reason: 'test over' }))
     expect(cancelled.run).toMatchObject({ status: 'cancelled', cancelReason: 'test over', result: { stopReason: 'cancelled' } })
@@ -117,7 +133,10 @@ describe('running workflows through MCP', () => {
     expect(tail.reason).toBe('ended')
     expect(tail.events.at(-1)).toMatchObject({ event: 'workflow/end', data: { result: { stopReason: 'cancelled' } } })
     // Cancelling again answers the run as it is.
-    expect(factsOf(await callTool(admin, 'cancel_workflow', { sid: 's1', rid })).run).toMatchObject({ status: 'cancelled', cancelReason: 'test over' })
+    expect(factsOf(await callTool(admin, 'cancel_workflow', { sid: 's1', rid })).run).toMatchObject({
+      status: 'cancelled',
+      cancelReason: 'test over',
+    })
   })
 })
 
@@ -142,12 +161,14 @@ describe('authority', () => {
     expect(await runCount()).toBe(runs + 1)
     // A token bound to other sessions: the route's own 404.
     const scoped = await client(await h.token(['workflows:run', 'workflows:read'], ['elsewhere']))
-    expect(errorOf(await callTool(scoped, 'workflow_status', { sid: 's1', rid: started.run.id }))).toMatchObject({ code: 'session/not-found' })
+    expect(errorOf(await callTool(scoped, 'workflow_status', { sid: 's1', rid: started.run.id }))).toMatchObject({
+      code: 'session/not-found',
+    })
   })
 })
 
 describe('bad arguments', () => {
-  it('are validation errors with the routes\' own codes, never a crash, and start nothing', async () => {
+  it("are validation errors with the routes' own codes, never a crash, and start nothing", async () => {
     const runs = await runCount()
     const code = async (name: string, args: Record<string, unknown>) => errorOf(await callTool(admin, name, { sid: 's1', ...args })).code
     expect(await code('run_workflow', { script: 'return (' })).toBe('workflow/invalid-script')

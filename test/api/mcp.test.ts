@@ -25,7 +25,7 @@ async function terminalRows(): Promise<unknown[]> {
 beforeAll(async () => {
   h = await startHarness()
   dir = realpathSync((mkdirSync(join(h.dir, 'ws', 'mcp'), { recursive: true }), join(h.dir, 'ws', 'mcp')))
-  writeFileSync(join(dir, 'notes.txt'), ['one', 'two', 'three', 'four', 'five'].join('\n') + '\n')
+  writeFileSync(join(dir, 'notes.txt'), `${['one', 'two', 'three', 'four', 'five'].join('\n')}\n`)
   adminToken = await h.token(GRANTS)
   await h.request('POST', '/v1/workspaces', { token: adminToken, body: { path: dir } })
   await h.request('POST', '/v1/sessions', { token: adminToken, body: { id: 's1', cwd: dir } })
@@ -43,7 +43,23 @@ describe('tools/list and authority', () => {
     const { tools } = await admin.listTools()
     const names = tools.map((t) => t.name)
     expect(names).toEqual(
-      expect.arrayContaining(['list_workspaces', 'add_workspace', 'create_session', 'list_terminals', 'create_terminal', 'run_command', 'send_keys', 'read_screen', 'wait_for', 'read_output', 'close_terminal', 'read_file', 'list_directory', 'stat_file', 'read_text']),
+      expect.arrayContaining([
+        'list_workspaces',
+        'add_workspace',
+        'create_session',
+        'list_terminals',
+        'create_terminal',
+        'run_command',
+        'send_keys',
+        'read_screen',
+        'wait_for',
+        'read_output',
+        'close_terminal',
+        'read_file',
+        'list_directory',
+        'stat_file',
+        'read_text',
+      ]),
     )
     for (const tool of tools) expect(tool.inputSchema.type, tool.name).toBe('object')
     const create = tools.find((t) => t.name === 'create_terminal')!
@@ -77,17 +93,32 @@ describe('tools/list and authority', () => {
       expect(response.status).toBe(405)
       expect((await response.json()).error.code).toBe('request/method-not-allowed')
     }
-    const bare = await fetch(`${stack.api.url}/mcp`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' })
+    const bare = await fetch(`${stack.api.url}/mcp`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+    })
     expect(bare.status).toBe(400)
     expect((await bare.json()).error.code).toBe('request/invalid')
     // Junk the SDK's transport refuses comes back in termkeep's error shape, never as a 500.
     const streamable = { ...auth, accept: 'application/json, text/event-stream', 'content-type': 'application/json' }
-    for (const body of ['{"jsonrpc":"2.0"}', '{"jsonrpc":"2.0","id":1}', '{"jsonrpc":"1.0","id":1,"method":"x"}', '[]', 'nul', '{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}']) {
+    for (const body of [
+      '{"jsonrpc":"2.0"}',
+      '{"jsonrpc":"2.0","id":1}',
+      '{"jsonrpc":"1.0","id":1,"method":"x"}',
+      '[]',
+      'nul',
+      '{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}',
+    ]) {
       const response = await fetch(`${stack.api.url}/mcp`, { method: 'POST', headers: streamable, body })
       expect(response.status, body).toBe(400)
       expect((await response.json()).error.code, body).toBe('request/invalid')
     }
-    const unauthenticated = await fetch(`${stack.api.url}/mcp`, { method: 'POST', headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }, body: '{}' })
+    const unauthenticated = await fetch(`${stack.api.url}/mcp`, {
+      method: 'POST',
+      headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json' },
+      body: '{}',
+    })
     expect(unauthenticated.status).toBe(401)
   })
 })
@@ -123,7 +154,12 @@ describe('terminals', () => {
 
   it('waits for quiet output and for the exit, with the exit code', async () => {
     factsOf(await callTool(admin, 'create_terminal', { sid: 's1', tid: 'mcp-quiet' }))
-    await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-quiet', text: 'for i in 1 2 3; do echo tick-$i; sleep 0.2; done; exit 7', keys: ['Enter'] })
+    await callTool(admin, 'send_keys', {
+      sid: 's1',
+      tid: 'mcp-quiet',
+      text: 'for i in 1 2 3; do echo tick-$i; sleep 0.2; done; exit 7',
+      keys: ['Enter'],
+    })
     const quiet = factsOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-quiet', quietMs: 150, timeoutMs: 10_000 }))
     expect(['quiet', 'exited']).toContain(quiet.reason)
     const exited = factsOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-quiet', timeoutMs: 15_000 }))
@@ -131,12 +167,18 @@ describe('terminals', () => {
   })
 
   it('runs a command: its exit code and its output as plain text, the terminal kept', async () => {
-    const result = await callTool(admin, 'run_command', { sid: 's1', tid: 'run-1', command: "printf '\\033[31mred\\033[0m line\\n'; echo err >&2; exit 3" })
+    const result = await callTool(admin, 'run_command', {
+      sid: 's1',
+      tid: 'run-1',
+      command: "printf '\\033[31mred\\033[0m line\\n'; echo err >&2; exit 3",
+    })
     expect(textOf(result)).toBe('red line\nerr\n')
     expect(factsOf(result)).toMatchObject({ tid: 'run-1', state: 'exited', exitCode: 3, timedOut: false, omittedBytes: 0 })
     const screen = await callTool(admin, 'read_screen', { sid: 's1', tid: 'run-1' })
     expect(textOf(screen)).toBe('red line\nerr')
-    const slow = factsOf(await callTool(admin, 'run_command', { sid: 's1', tid: 'run-2', command: 'echo started; sleep 30', timeoutMs: 500 }))
+    const slow = factsOf(
+      await callTool(admin, 'run_command', { sid: 's1', tid: 'run-2', command: 'echo started; sleep 30', timeoutMs: 500 }),
+    )
     expect(slow).toMatchObject({ state: 'running', exitCode: null, timedOut: true })
     factsOf(await callTool(admin, 'close_terminal', { sid: 's1', tid: 'run-2' }))
   })
@@ -146,20 +188,36 @@ describe('terminals', () => {
     expect(person.status).toBe(200)
     try {
       // Over HTTP too: a follow asking for control only if free is refused before its stream starts.
-      const second = await h.request('GET', '/v1/sessions/s1/terminals/mcp-1/follow?attachment=other&control=if-free', { token: adminToken })
+      const second = await h.request('GET', '/v1/sessions/s1/terminals/mcp-1/follow?attachment=other&control=if-free', {
+        token: adminToken,
+      })
       expect(second.status).toBe(409)
-      expect((await second.json()).error).toMatchObject({ code: 'terminal/control-unavailable', reason: 'controlled', controllerId: 'person' })
+      expect((await second.json()).error).toMatchObject({
+        code: 'terminal/control-unavailable',
+        reason: 'controlled',
+        controllerId: 'person',
+      })
       const before = factsOf(await callTool(admin, 'read_output', { sid: 's1', tid: 'mcp-1', after: 0 })).next
-      const refused = errorOf(await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-1', text: 'echo typed-over-$((2+2))', keys: ['Enter'] }))
+      const refused = errorOf(
+        await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-1', text: 'echo typed-over-$((2+2))', keys: ['Enter'] }),
+      )
       expect(refused).toMatchObject({ code: 'terminal/control-unavailable', reason: 'controlled', controllerId: 'person' })
       // Nothing was typed: the journal did not grow.
       expect(factsOf(await callTool(admin, 'read_output', { sid: 's1', tid: 'mcp-1', after: 0 })).next).toBe(before)
-      const taken = factsOf(await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-1', text: 'echo taken-$((2+2))', keys: ['Enter'], takeControl: true }))
+      const taken = factsOf(
+        await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-1', text: 'echo taken-$((2+2))', keys: ['Enter'], takeControl: true }),
+      )
       expect(taken.tookControlFrom).toBe('person')
-      expect(factsOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-1', pattern: '^taken-4$', timeoutMs: 15_000 })).reason).toBe('matched')
+      expect(factsOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-1', pattern: '^taken-4$', timeoutMs: 15_000 })).reason).toBe(
+        'matched',
+      )
       // The person's follow saw control go to `mcp` and come free again.
-      const states = await readEvents(person, (events) => events.some((e) => e.event === 'state' && JSON.parse(e.data).info.controllerId === null))
-      expect(states.filter((e) => e.event === 'state').map((e) => JSON.parse(e.data).info.controllerId)).toEqual(expect.arrayContaining(['mcp', null]))
+      const states = await readEvents(person, (events) =>
+        events.some((e) => e.event === 'state' && JSON.parse(e.data).info.controllerId === null),
+      )
+      expect(states.filter((e) => e.event === 'state').map((e) => JSON.parse(e.data).info.controllerId)).toEqual(
+        expect.arrayContaining(['mcp', null]),
+      )
     } finally {
       await person.body?.cancel().catch(() => {})
     }
@@ -167,10 +225,19 @@ describe('terminals', () => {
 
   it('sends arrows as the terminal expects them: SS3 under application cursor mode', async () => {
     factsOf(await callTool(admin, 'create_terminal', { sid: 's1', tid: 'mcp-keys' }))
-    await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-keys', text: "printf '\\033[?1h'; echo ready-$((1+1)); cat -v", keys: ['Enter'] })
-    expect(factsOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-keys', pattern: '^ready-2$', timeoutMs: 15_000 })).reason).toBe('matched')
+    await callTool(admin, 'send_keys', {
+      sid: 's1',
+      tid: 'mcp-keys',
+      text: "printf '\\033[?1h'; echo ready-$((1+1)); cat -v",
+      keys: ['Enter'],
+    })
+    expect(factsOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-keys', pattern: '^ready-2$', timeoutMs: 15_000 })).reason).toBe(
+      'matched',
+    )
     await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-keys', keys: ['Up', 'Enter'] })
-    expect(factsOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-keys', pattern: '^\\^\\[OA$', timeoutMs: 15_000 })).reason).toBe('matched')
+    expect(
+      factsOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-keys', pattern: '^\\^\\[OA$', timeoutMs: 15_000 })).reason,
+    ).toBe('matched')
     await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-keys', keys: ['C-c'] })
   })
 })
@@ -192,24 +259,41 @@ describe('files', () => {
 })
 
 describe('bad arguments', () => {
-  it('are validation errors with the route\'s own codes, never a crash', async () => {
-    expect(errorOf(await callTool(admin, 'create_terminal', { sid: 's1', tid: 'bad', cols: 'wide' }))).toMatchObject({ code: 'terminal/invalid-geometry' })
-    expect(errorOf(await callTool(admin, 'create_terminal', { sid: 's1', colour: 'red' }))).toMatchObject({ code: 'request/invalid', message: expect.stringContaining('unknown argument colour') })
+  it("are validation errors with the route's own codes, never a crash", async () => {
+    expect(errorOf(await callTool(admin, 'create_terminal', { sid: 's1', tid: 'bad', cols: 'wide' }))).toMatchObject({
+      code: 'terminal/invalid-geometry',
+    })
+    expect(errorOf(await callTool(admin, 'create_terminal', { sid: 's1', colour: 'red' }))).toMatchObject({
+      code: 'request/invalid',
+      message: expect.stringContaining('unknown argument colour'),
+    })
     expect(errorOf(await callTool(admin, 'read_screen', { sid: '..', tid: 'x' }))).toMatchObject({ code: 'request/invalid' })
     expect(errorOf(await callTool(admin, 'read_file', { sid: 's1', path: { not: 'a string' } }))).toMatchObject({ code: 'request/invalid' })
     expect(errorOf(await callTool(admin, 'read_file', { sid: 's1', path: 'missing.txt' }))).toMatchObject({ code: 'files/not-found' })
-    expect(errorOf(await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-1', keys: ['Entr'] }))).toMatchObject({ code: 'request/invalid', message: expect.stringContaining('Entr') })
+    expect(errorOf(await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-1', keys: ['Entr'] }))).toMatchObject({
+      code: 'request/invalid',
+      message: expect.stringContaining('Entr'),
+    })
     expect(errorOf(await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-1' }))).toMatchObject({ code: 'request/invalid' })
-    expect(errorOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-1', pattern: '(?=look)ahead' }))).toMatchObject({ code: 'request/invalid', message: expect.stringContaining('RE2') })
-    expect(errorOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-1', pattern: 'x'.repeat(2000) }))).toMatchObject({ code: 'request/invalid' })
-    expect(errorOf(await callTool(admin, 'read_screen', { sid: 's1', tid: 'no-such-terminal' }))).toMatchObject({ code: 'terminal/not-found' })
+    expect(errorOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-1', pattern: '(?=look)ahead' }))).toMatchObject({
+      code: 'request/invalid',
+      message: expect.stringContaining('RE2'),
+    })
+    expect(errorOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-1', pattern: 'x'.repeat(2000) }))).toMatchObject({
+      code: 'request/invalid',
+    })
+    expect(errorOf(await callTool(admin, 'read_screen', { sid: 's1', tid: 'no-such-terminal' }))).toMatchObject({
+      code: 'terminal/not-found',
+    })
     await expect(admin.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/unknown tool/)
   })
 
   it('matches a catastrophic pattern in linear time', async () => {
     // `(a+)+$` against forty a's and a `!` backtracks 2^40 times in a JavaScript RegExp.
     await callTool(admin, 'send_keys', { sid: 's1', tid: 'mcp-1', text: "printf '%040d!\\n' 0 | tr 0 a", keys: ['Enter'] })
-    expect(factsOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-1', pattern: '^a{40}!$', timeoutMs: 15_000 })).reason).toBe('matched')
+    expect(factsOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-1', pattern: '^a{40}!$', timeoutMs: 15_000 })).reason).toBe(
+      'matched',
+    )
     const started = Date.now()
     const result = factsOf(await callTool(admin, 'wait_for', { sid: 's1', tid: 'mcp-1', pattern: '^(a+)+$', timeoutMs: 300 }))
     expect(result.reason).toBe('timeout')

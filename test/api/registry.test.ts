@@ -2,7 +2,7 @@
  * Workspace registry and sessions through the in-process API, with the real sidecar
  * canonicalizing paths (docs/architecture.md, "Workspaces and sessions").
  */
-import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
+import { mkdirSync, realpathSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startHarness, type Harness } from './harness.ts'
@@ -79,9 +79,9 @@ describe('create and resolve', () => {
     expect(none).toEqual({ status: 200, body: { workspace: null } })
     expect(await eventCount()).toBe(before)
     const made = await create(dir)
-    const found = await call('GET', `/v1/workspaces/resolve?path=${encodeURIComponent(dir + '/')}`)
+    const found = await call('GET', `/v1/workspaces/resolve?path=${encodeURIComponent(`${dir}/`)}`)
     expect(found.body.workspace).toEqual(made.body.workspace)
-    const missing = await call('GET', `/v1/workspaces/resolve?path=${encodeURIComponent(dir + '/nope')}`)
+    const missing = await call('GET', `/v1/workspaces/resolve?path=${encodeURIComponent(`${dir}/nope`)}`)
     expect(missing.status).toBe(400)
   })
 })
@@ -154,7 +154,7 @@ describe('sessions', () => {
   it('is idempotent for the same id and cwd, a conflict for another cwd', async () => {
     const dir = freshDir('idem')
     const first = await call('POST', '/v1/sessions', { id: `idem-${n}`, cwd: dir })
-    const again = await call('POST', '/v1/sessions', { id: `idem-${n}`, cwd: dir + '/' })
+    const again = await call('POST', '/v1/sessions', { id: `idem-${n}`, cwd: `${dir}/` })
     expect(again).toEqual({ status: 200, body: { created: false, session: first.body.session } })
     const other = await call('POST', '/v1/sessions', { id: `idem-${n}`, cwd: freshDir('else') })
     expect(other.status).toBe(409)
@@ -216,7 +216,9 @@ describe('concurrent mutations', () => {
     expect(holders.length).toBe(1)
     for (const r of renames) if (r.status !== 200) expect(r.body.error.code).toBe('workspace/name-conflict')
 
-    const moves = await Promise.all(made.map((r, i) => call('POST', `/v1/workspaces/${r.body.workspace.id}/move`, i % 2 ? {} : { beforeId: x })))
+    const moves = await Promise.all(
+      made.map((r, i) => call('POST', `/v1/workspaces/${r.body.workspace.id}/move`, i % 2 ? {} : { beforeId: x })),
+    )
     expect(moves.every((r) => r.status === 200)).toBe(true)
     const final = (await list()).workspaces.map((w: any) => w.id)
     expect(new Set(final).size).toBe(final.length)
@@ -288,7 +290,7 @@ describe('listing sessions (GET /v1/sessions)', () => {
     expect(seen).toEqual(all)
   })
 
-  it("shows a session-bound token only its own sessions, and refuses bad queries with a typed 400", async () => {
+  it('shows a session-bound token only its own sessions, and refuses bad queries with a typed 400', async () => {
     const dir = freshDir('scoped')
     for (const id of ['scope-mine', 'scope-theirs']) await call('POST', '/v1/sessions', { id, cwd: dir })
     const scoped = await h.token(['workspaces:read'], ['scope-mine', 'scope-ghost'])

@@ -87,7 +87,10 @@ describe('sidecar unreachable', () => {
       const started = Date.now()
       const statuses = await Promise.all(
         [nodeFetch, undefined].flatMap((transport) => {
-          const app = createApp({ ...h.deps, sidecar: new SidecarClient({ url: `http://127.0.0.1:${port}`, secret: 'x', fetch: transport }) })
+          const app = createApp({
+            ...h.deps,
+            sidecar: new SidecarClient({ url: `http://127.0.0.1:${port}`, secret: 'x', fetch: transport }),
+          })
           return (
             [
               ['GET', '/v1/sessions/s1/terminal-environment'],
@@ -114,7 +117,8 @@ describe('sidecar unreachable', () => {
   it('never cuts a stream that answered while its liveness check was still out', async () => {
     // A busy sidecar: its health answers late, the follow's headers come after the check started.
     const slow = createHttpServer((request, response) => {
-      if (request.url === '/v1/health') return void setTimeout(() => response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'), 2_500)
+      if (request.url === '/v1/health')
+        return void setTimeout(() => response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'), 2_500)
       setTimeout(() => {
         response.writeHead(200, { 'content-type': 'text/event-stream' })
         let n = 0
@@ -149,7 +153,11 @@ describe('sidecar unreachable', () => {
       ['live', 'running', 'live one'],
       ['old', 'retired', 'retired one'],
     ])
-    expect(list.terminals[0]).toMatchObject({ sessionId: 's1', shell: { path: '/bin/bash', args: ['-l'], name: 'bash' }, controllerId: null })
+    expect(list.terminals[0]).toMatchObject({
+      sessionId: 's1',
+      shell: { path: '/bin/bash', args: ['-l'], name: 'bash' },
+      controllerId: null,
+    })
     const old = (await (await send(down, 'GET', '/v1/sessions/s1/terminals/old', { token: admin })).json()) as any
     expect(old).toMatchObject({ id: 'old', state: 'retired', exitCode: 0 })
     const missing = await send(down, 'GET', '/v1/sessions/s1/terminals/nope', { token: admin })
@@ -157,7 +165,7 @@ describe('sidecar unreachable', () => {
     expect(((await missing.json()) as any).error.code).toBe('terminal/not-found')
   })
 
-  it('serves list/info with terminals:display alone, and only within the token\'s sessions', async () => {
+  it("serves list/info with terminals:display alone, and only within the token's sessions", async () => {
     const display = await h.token(['terminals:display'], ['s1'])
     expect((await send(down, 'GET', '/v1/sessions/s1/terminals/live', { token: display })).status).toBe(200)
     const foreign = await send(down, 'GET', '/v1/sessions/s2/terminals/live', { token: display })
@@ -167,7 +175,7 @@ describe('sidecar unreachable', () => {
 })
 
 describe('a sidecar with the wrong secret', () => {
-  it('is the API\'s problem (503), never passed on as the client\'s 401', async () => {
+  it("is the API's problem (503), never passed on as the client's 401", async () => {
     const wrong = createApp({ ...h.deps, sidecar: new SidecarClient({ url: h.sidecar.url, secret: 'not-the-secret', fetch: nodeFetch }) })
     const response = await send(wrong, 'POST', '/v1/workspaces', { token: admin, body: { path: dir } })
     expect(response.status).toBe(503)

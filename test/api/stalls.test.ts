@@ -95,18 +95,50 @@ async function expectNoStall(work: () => Promise<unknown>): Promise<void> {
 }
 
 /** A title of `graphemes` graphemes, each as long in UTF-16 units as a title may make one. */
-const heavyTitle = (graphemes: number) => ('e' + '\u0301'.repeat(31)).repeat(graphemes)
+const heavyTitle = (graphemes: number) => `e${'\u0301'.repeat(31)}`.repeat(graphemes)
 
 /** Every title or name field, as one request carrying `title`. */
 const FIELDS: { name: string; max: number; send: (title: string) => Promise<Response> }[] = [
-  { name: 'workspace title (create)', max: MAX_WORKSPACE_TITLE_CHARS, send: (title) => h.request('POST', '/v1/workspaces', { token, body: { path: dir, title } }) },
-  { name: 'workspace title (rename)', max: MAX_WORKSPACE_TITLE_CHARS, send: (title) => h.request('PATCH', `/v1/workspaces/${wid}`, { token, body: { title } }) },
-  { name: 'session title', max: MAX_WORKSPACE_TITLE_CHARS, send: (title) => h.request('POST', '/v1/sessions', { token, body: { id: 's1', cwd: dir, title } }) },
-  { name: 'terminal title (create)', max: MAX_TITLE_CHARS, send: (title) => h.request('PUT', '/v1/sessions/s1/terminals/t-stall', { token, body: { cols: 80, rows: 24, title } }) },
-  { name: 'terminal title (rename)', max: MAX_TITLE_CHARS, send: (title) => h.request('PATCH', '/v1/sessions/s1/terminals/t-stall', { token, body: { title } }) },
-  { name: 'token name', max: MAX_TOKEN_NAME_CHARS, send: (title) => h.request('POST', '/v1/tokens', { token, body: { name: title, grants: ['workspaces:read'], sessions: 'all' } }) },
-  { name: 'attachment name', max: MAX_RESOURCE_NAME_CHARS, send: (title) => h.request('POST', '/v1/sessions/s1/attachments', { token, body: { name: title, content: 'x' } }) },
-  { name: 'tool name', max: MAX_RESOURCE_NAME_CHARS, send: (title) => h.request('POST', '/v1/sessions/s1/tool-results', { token, body: { toolName: title, content: 'x' } }) },
+  {
+    name: 'workspace title (create)',
+    max: MAX_WORKSPACE_TITLE_CHARS,
+    send: (title) => h.request('POST', '/v1/workspaces', { token, body: { path: dir, title } }),
+  },
+  {
+    name: 'workspace title (rename)',
+    max: MAX_WORKSPACE_TITLE_CHARS,
+    send: (title) => h.request('PATCH', `/v1/workspaces/${wid}`, { token, body: { title } }),
+  },
+  {
+    name: 'session title',
+    max: MAX_WORKSPACE_TITLE_CHARS,
+    send: (title) => h.request('POST', '/v1/sessions', { token, body: { id: 's1', cwd: dir, title } }),
+  },
+  {
+    name: 'terminal title (create)',
+    max: MAX_TITLE_CHARS,
+    send: (title) => h.request('PUT', '/v1/sessions/s1/terminals/t-stall', { token, body: { cols: 80, rows: 24, title } }),
+  },
+  {
+    name: 'terminal title (rename)',
+    max: MAX_TITLE_CHARS,
+    send: (title) => h.request('PATCH', '/v1/sessions/s1/terminals/t-stall', { token, body: { title } }),
+  },
+  {
+    name: 'token name',
+    max: MAX_TOKEN_NAME_CHARS,
+    send: (title) => h.request('POST', '/v1/tokens', { token, body: { name: title, grants: ['workspaces:read'], sessions: 'all' } }),
+  },
+  {
+    name: 'attachment name',
+    max: MAX_RESOURCE_NAME_CHARS,
+    send: (title) => h.request('POST', '/v1/sessions/s1/attachments', { token, body: { name: title, content: 'x' } }),
+  },
+  {
+    name: 'tool name',
+    max: MAX_RESOURCE_NAME_CHARS,
+    send: (title) => h.request('POST', '/v1/sessions/s1/tool-results', { token, body: { toolName: title, content: 'x' } }),
+  },
 ]
 
 describe('titles and names', () => {
@@ -114,7 +146,14 @@ describe('titles and names', () => {
     let answers: { status: number; code?: string }[] = []
     await expectNoStall(async () => {
       answers = []
-      for (const title of ['a'.repeat(max), heavyTitle(max), 'a'.repeat(max + 1), 'a'.repeat(HUGE), heavyTitle(HUGE / 32), 'ab '.repeat(HUGE / 3)]) {
+      for (const title of [
+        'a'.repeat(max),
+        heavyTitle(max),
+        'a'.repeat(max + 1),
+        'a'.repeat(HUGE),
+        heavyTitle(HUGE / 32),
+        'ab '.repeat(HUGE / 3),
+      ]) {
         const response = await send(title)
         const body = (await response.json()) as any
         answers.push({ status: response.status, code: body?.error?.code })
@@ -173,7 +212,10 @@ describe('attachments', () => {
       { status: 201, bytes: MAX_RESOURCE_BYTES },
     ])
     const [attachment, toolResult] = answers as { id: string }[]
-    for (const [kind, id] of [['attachment', attachment.id], ['tool-result', toolResult.id]] as const) {
+    for (const [kind, id] of [
+      ['attachment', attachment.id],
+      ['tool-result', toolResult.id],
+    ] as const) {
       const text = new TextDecoder().decode(await resourceBytes(h.storage.db, 's1', kind, id))
       expect(text === content, `${kind} reads back as sent`).toBe(true)
     }
@@ -182,12 +224,23 @@ describe('attachments', () => {
   it('sweeps the parts of a large store a crash cut short, at the next large store', async () => {
     const old = Date.now() - RESOURCE_UPLOAD_ABANDON_MS - 1
     await h.storage.client.batch([
-      { sql: 'INSERT INTO resource_uploads (resource_id, started_at) VALUES (?, ?), (?, ?)', args: ['att_crashed', old, 'att_recent', Date.now()] },
-      { sql: "INSERT INTO resource_parts (resource_id, seq, content) VALUES ('att_crashed', 0, x'00'), ('att_recent', 0, x'00')", args: [] },
+      {
+        sql: 'INSERT INTO resource_uploads (resource_id, started_at) VALUES (?, ?), (?, ?)',
+        args: ['att_crashed', old, 'att_recent', Date.now()],
+      },
+      {
+        sql: "INSERT INTO resource_parts (resource_id, seq, content) VALUES ('att_crashed', 0, x'00'), ('att_recent', 0, x'00')",
+        args: [],
+      },
     ])
-    const response = await h.request('POST', '/v1/sessions/s1/tool-results', { token, body: { toolName: 'two parts', content: 'x'.repeat(RESOURCE_PART_BYTES + 1) } })
+    const response = await h.request('POST', '/v1/sessions/s1/tool-results', {
+      token,
+      body: { toolName: 'two parts', content: 'x'.repeat(RESOURCE_PART_BYTES + 1) },
+    })
     expect(response.status).toBe(201)
-    const left = await h.storage.client.execute("SELECT resource_id FROM resource_uploads UNION ALL SELECT resource_id FROM resource_parts WHERE resource_id IN ('att_crashed', 'att_recent')")
+    const left = await h.storage.client.execute(
+      "SELECT resource_id FROM resource_uploads UNION ALL SELECT resource_id FROM resource_parts WHERE resource_id IN ('att_crashed', 'att_recent')",
+    )
     // The abandoned one is gone; one still within its time (a store under way) is left alone.
     expect(left.rows.map((r) => r.resource_id)).toEqual(['att_recent', 'att_recent'])
     const { id } = (await response.json()) as any
@@ -199,13 +252,16 @@ describe('attachments', () => {
     // One byte over the cap: the body is within the route's body limit, so only the decoded size
     // can refuse it. The second is not valid base64 in its middle: decoding first would be a 400.
     const over = base64Of(MAX_RESOURCE_BYTES + 1)
-    const broken = over.slice(0, over.length / 2) + '*' + over.slice(over.length / 2 + 1)
+    const broken = `${over.slice(0, over.length / 2)}*${over.slice(over.length / 2 + 1)}`
     for (const content of [over, broken]) {
-      const response = await h.request('POST', '/v1/sessions/s1/attachments', { token, body: { name: 'over', encoding: 'base64', content } })
+      const response = await h.request('POST', '/v1/sessions/s1/attachments', {
+        token,
+        body: { name: 'over', encoding: 'base64', content },
+      })
       expect(response.status).toBe(413)
       expect(((await response.json()) as any).error).toMatchObject({ code: 'request/too-large', limit: MAX_RESOURCE_BYTES })
     }
-    const text = 'é'.repeat(MAX_RESOURCE_BYTES / 2) + 'x'
+    const text = `${'é'.repeat(MAX_RESOURCE_BYTES / 2)}x`
     const utf8 = await h.request('POST', '/v1/sessions/s1/attachments', { token, body: { name: 'over', content: text } })
     expect(utf8.status).toBe(413)
     expect((await h.storage.client.execute('SELECT count(*) AS n FROM attachments')).rows[0].n).toBe(before)
@@ -213,12 +269,26 @@ describe('attachments', () => {
 
   it('refuses malformed base64 anywhere in the text with a 400, storing nothing', async () => {
     const good = base64Of(3 * 1024 * 1024)
-    for (const content of [good.slice(0, 1_000_000) + '*' + good.slice(1_000_001), good + '=', 'A', 'AB=C', good.slice(0, -4) + '====', 'QQ==QQ==']) {
+    for (const content of [
+      `${good.slice(0, 1_000_000)}*${good.slice(1_000_001)}`,
+      `${good}=`,
+      'A',
+      'AB=C',
+      `${good.slice(0, -4)}====`,
+      'QQ==QQ==',
+    ]) {
       const response = await h.request('POST', '/v1/sessions/s1/attachments', { token, body: { name: 'bad', encoding: 'base64', content } })
       expect(response.status, content.slice(-8)).toBe(400)
       expect(((await response.json()) as any).error.code).toBe('request/invalid')
     }
-    for (const [content, bytes] of [['', 0], ['QQ', 1], ['QUI', 2], ['QUJD', 3], ['QQ==', 1], ['QUI=', 2]] as const) {
+    for (const [content, bytes] of [
+      ['', 0],
+      ['QQ', 1],
+      ['QUI', 2],
+      ['QUJD', 3],
+      ['QQ==', 1],
+      ['QUI=', 2],
+    ] as const) {
       const response = await h.request('POST', '/v1/sessions/s1/attachments', { token, body: { name: 'ok', encoding: 'base64', content } })
       expect(((await response.json()) as any).bytes, content).toBe(bytes)
     }

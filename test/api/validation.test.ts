@@ -28,7 +28,8 @@ beforeAll(async () => {
   admin = await h.token(GRANTS)
   const dir = join(h.dir, 'ws')
   mkdirSync(dir)
-  wid = ((await (await h.request('POST', '/v1/workspaces', { token: admin, body: { path: realpathSync(dir) } })).json()) as any).workspace.id
+  wid = ((await (await h.request('POST', '/v1/workspaces', { token: admin, body: { path: realpathSync(dir) } })).json()) as any).workspace
+    .id
   await h.request('POST', '/v1/sessions', { token: admin, body: { id: 's1', cwd: dir } })
 })
 afterAll(async () => {
@@ -74,7 +75,14 @@ describe('request validation', () => {
     ['GET', '/v1/sessions/s1/terminals/t1/output/watch', undefined, 400, 'request/invalid', { 'last-event-id': 'x' }],
     ['POST', '/v1/sessions/s1/terminals/t1/input', 'x', 400, 'request/invalid', { 'termkeep-attachment': 'bad id' }],
     // JSON sent as another media type is refused, not read as {} (a move would go to the end).
-    ['POST', '/v1/workspaces/WID/move', '{"beforeId":"ws_x"}', 400, 'request/invalid', { 'content-type': 'application/x-www-form-urlencoded' }],
+    [
+      'POST',
+      '/v1/workspaces/WID/move',
+      '{"beforeId":"ws_x"}',
+      400,
+      'request/invalid',
+      { 'content-type': 'application/x-www-form-urlencoded' },
+    ],
     ['POST', '/v1/workspaces', '{"path":"/tmp"}', 400, 'request/invalid', { 'content-type': 'text/plain;charset=UTF-8' }],
     ['PATCH', '/v1/workspaces/WID', '{"title":"y"}', 400, 'request/invalid', { 'content-type': 'multipart/form-data; boundary=x' }],
     // Every body is a JSON object: an array is not read as {} (a move would go to the end).
@@ -82,10 +90,31 @@ describe('request validation', () => {
     ['POST', '/v1/workspaces/WID/move', [[['x']]], 400, 'request/invalid'],
     ['POST', '/v1/workspaces/WID/move', ' "ws_x"', 400, 'request/invalid', { 'content-type': 'application/json' }],
     // Nesting beyond MAX_JSON_DEPTH is refused before parsing, even inside an object.
-    ['PATCH', '/v1/workspaces/WID', `{"title":${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}}`, 400, 'request/invalid', { 'content-type': 'application/json' }],
+    [
+      'PATCH',
+      '/v1/workspaces/WID',
+      `{"title":${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}}`,
+      400,
+      'request/invalid',
+      { 'content-type': 'application/json' },
+    ],
     // UTF-8 only: invalid bytes are not turned into U+FFFD, another charset is not read as UTF-8.
-    ['PATCH', '/v1/workspaces/WID', new Uint8Array([...new TextEncoder().encode('{"title":"a'), 0xff, 0xfe, ...new TextEncoder().encode('"}')]), 400, 'request/invalid', { 'content-type': 'application/json' }],
-    ['PATCH', '/v1/workspaces/WID', '{"title":"caf\u00e9"}', 400, 'request/invalid', { 'content-type': 'application/json; charset=latin1' }],
+    [
+      'PATCH',
+      '/v1/workspaces/WID',
+      new Uint8Array([...new TextEncoder().encode('{"title":"a'), 0xff, 0xfe, ...new TextEncoder().encode('"}')]),
+      400,
+      'request/invalid',
+      { 'content-type': 'application/json' },
+    ],
+    [
+      'PATCH',
+      '/v1/workspaces/WID',
+      '{"title":"caf\u00e9"}',
+      400,
+      'request/invalid',
+      { 'content-type': 'application/json; charset=latin1' },
+    ],
     // A lone surrogate is not text (it would be stored as U+FFFD).
     ['PATCH', '/v1/workspaces/WID', '{"title":"a\\ud800"}', 400, 'request/invalid', { 'content-type': 'application/json' }],
     ['POST', '/v1/tokens', { name: 'red\u001b[31m', grants: ['workspaces:read'], sessions: 'all' }, 400, 'request/invalid'],
@@ -102,7 +131,11 @@ describe('request validation', () => {
   it('refuses JSON bodies over the limit with 413 before parsing', async () => {
     const before = await snapshot()
     const big = JSON.stringify({ path: '/tmp', title: 'x'.repeat(MAX_JSON_BODY_BYTES) })
-    await expectError(await h.request('POST', '/v1/workspaces', { token: admin, body: big, headers: { 'content-type': 'application/json' } }), 413, 'request/too-large')
+    await expectError(
+      await h.request('POST', '/v1/workspaces', { token: admin, body: big, headers: { 'content-type': 'application/json' } }),
+      413,
+      'request/too-large',
+    )
     const stream = new ReadableStream({
       start(c) {
         c.enqueue(new TextEncoder().encode(big))
@@ -122,7 +155,11 @@ describe('request validation', () => {
   it('refuses a deeply nested body before parsing it, on the routes that take 32 MiB bodies too', async () => {
     const deep = `{"name":"x","content":"y","z":${'['.repeat(MAX_RESOURCE_BYTES / 4)}${']'.repeat(MAX_RESOURCE_BYTES / 4)}}`
     const before = await snapshot()
-    const response = await h.request('POST', '/v1/sessions/s1/attachments', { token: admin, body: deep, headers: { 'content-type': 'application/json' } })
+    const response = await h.request('POST', '/v1/sessions/s1/attachments', {
+      token: admin,
+      body: deep,
+      headers: { 'content-type': 'application/json' },
+    })
     expect(((await response.clone().json()) as any).error.message).toContain(`more than ${MAX_JSON_DEPTH} levels`)
     await expectError(response, 400, 'request/invalid')
     expect(await snapshot()).toBe(before)
@@ -131,7 +168,11 @@ describe('request validation', () => {
     const stored = await h.request('POST', '/v1/sessions/s1/tool-results', { token: admin, body: { toolName: 'brackets', content: name } })
     expect(stored.status, await stored.clone().text()).toBe(201)
     // A BOM before the object is allowed (RFC 8259 lets a parser ignore it).
-    const bom = await h.request('PATCH', `/v1/workspaces/${wid}`, { token: admin, body: '\ufeff{"title":"with bom"}', headers: { 'content-type': 'application/json; charset=utf-8' } })
+    const bom = await h.request('PATCH', `/v1/workspaces/${wid}`, {
+      token: admin,
+      body: '\ufeff{"title":"with bom"}',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    })
     expect(bom.status, await bom.clone().text()).toBe(200)
   })
 
@@ -140,7 +181,11 @@ describe('request validation', () => {
     const response = await h.request('POST', '/v1/sessions/s1/terminals/t1/input', { token: admin, body })
     await expectError(response, 413, 'terminal/input-too-large')
     // With a Content-Length (as every HTTP client sends a byte body) the header decides alone.
-    const declared = await h.request('POST', '/v1/sessions/s1/terminals/t1/input', { token: admin, body, headers: { 'content-length': String(body.length) } })
+    const declared = await h.request('POST', '/v1/sessions/s1/terminals/t1/input', {
+      token: admin,
+      body,
+      headers: { 'content-length': String(body.length) },
+    })
     await expectError(declared, 413, 'terminal/input-too-large')
     const big = JSON.stringify({ path: '/tmp', title: 'x'.repeat(MAX_JSON_BODY_BYTES) })
     const json = { 'content-type': 'application/json', 'content-length': String(new TextEncoder().encode(big).length) }
@@ -148,11 +193,25 @@ describe('request validation', () => {
   })
 
   it('never answers junk with a 500 (503 only while the sidecar lacks a route)', async () => {
-    const junk: unknown[] = [null, [], 'str', 12, { path: {} }, { title: { a: 1 } }, { beforeId: null }, { cols: '80', rows: '24' }, { id: 'x'.repeat(200), cwd: '' }]
+    const junk: unknown[] = [
+      null,
+      [],
+      'str',
+      12,
+      { path: {} },
+      { title: { a: 1 } },
+      { beforeId: null },
+      { cols: '80', rows: '24' },
+      { id: 'x'.repeat(200), cwd: '' },
+    ]
     for (const row of ROUTES.filter((r) => r.home === 'api' && r.method !== 'GET')) {
       for (const body of junk) {
         const path = row.path.replace(':sid', 's1').replace(':tid', 't1').replace(':wid', wid).replace(':id', 'tok_x')
-        const response = await h.request(row.method, path, { token: admin, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
+        const response = await h.request(row.method, path, {
+          token: admin,
+          body: JSON.stringify(body),
+          headers: { 'content-type': 'application/json' },
+        })
         expect(response.status, `${row.method} ${path} ${JSON.stringify(body)}`).not.toBe(500)
       }
     }
@@ -198,10 +257,25 @@ describe('GET /openapi.json', () => {
     }
     expect(Object.entries(kinds).filter(([, kind]) => kind === 'unsaid')).toEqual([])
     const T = '/v1/sessions/{sid}/terminals/{tid}'
-    for (const op of [`PUT ${T}`, `PATCH ${T}`, `DELETE ${T}`, `POST ${T}/input`, `POST ${T}/resize`, `GET ${T}/follow`, 'POST /v1/sessions/{sid}/workflows']) {
+    for (const op of [
+      `PUT ${T}`,
+      `PATCH ${T}`,
+      `DELETE ${T}`,
+      `POST ${T}/input`,
+      `POST ${T}/resize`,
+      `GET ${T}/follow`,
+      'POST /v1/sessions/{sid}/workflows',
+    ]) {
       expect(kinds[op], op).toBe('unknown')
     }
-    for (const op of ['POST /v1/workspaces', 'POST /v1/sessions', 'GET /v1/workspaces/resolve', `GET ${T}/output`, 'GET /v1/sessions/{sid}/files/text']) expect(kinds[op], op).toBe('not done')
+    for (const op of [
+      'POST /v1/workspaces',
+      'POST /v1/sessions',
+      'GET /v1/workspaces/resolve',
+      `GET ${T}/output`,
+      'GET /v1/sessions/{sid}/files/text',
+    ])
+      expect(kinds[op], op).toBe('not done')
     const input = doc.paths[`${T}/input`].post
     expect(input.parameters.map((p: any) => [p.in, p.name])).toContainEqual(['header', 'idempotency-key'])
     expect(input.description).toContain('Idempotency-Key')
@@ -212,7 +286,8 @@ describe('GET /openapi.json', () => {
   })
 
   it('names, for every guarded route, exactly the grant of the design table', () => {
-    const spell = (g: any) => (typeof g === 'string' ? g : 'anyOf' in g ? g.anyOf.join(' or ') : g.allOf.length ? g.allOf.join(' and ') : 'any valid token')
+    const spell = (g: any) =>
+      typeof g === 'string' ? g : 'anyOf' in g ? g.anyOf.join(' or ') : g.allOf.length ? g.allOf.join(' and ') : 'any valid token'
     for (const row of ROUTES) {
       const op = doc.paths[openApiPath(row.path)]?.[row.method.toLowerCase()]
       if (!op) continue
@@ -230,7 +305,9 @@ describe('GET /openapi.json', () => {
     expect(cols).toMatchObject({ minimum: 2, maximum: 1024 })
     const follow = doc.paths['/v1/sessions/{sid}/terminals/{tid}/follow'].get
     expect(follow['x-termkeep-grant']).toBe('terminals:control and terminals:output')
-    expect(follow.parameters.map((p: any) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['path:sid', 'path:tid', 'query:attachment']))
+    expect(follow.parameters.map((p: any) => `${p.in}:${p.name}`)).toEqual(
+      expect.arrayContaining(['path:sid', 'path:tid', 'query:attachment']),
+    )
     expect(follow.responses['200'].content['text/event-stream']).toBeDefined()
     expect(doc.paths['/v1/health'].get.security).toBeUndefined()
   })

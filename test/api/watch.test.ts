@@ -171,7 +171,11 @@ function suite(label: string, open: () => Promise<{ h: Harness; stop?: () => Pro
     })
 
     it('ends an open watch when its token is revoked', async () => {
-      const { token: record, secret } = await createToken(h.storage.db, { name: 'short-lived', grants: ['workspaces:read'], sessions: 'all' })
+      const { token: record, secret } = await createToken(h.storage.db, {
+        name: 'short-lived',
+        grants: ['workspaces:read'],
+        sessions: 'all',
+      })
       const stream = await watch(h.app, secret)
       const events = readEvents(stream, (e) => e.some((x) => x.event === 'error'))
       await new Promise((r) => setTimeout(r, 100))
@@ -185,9 +189,12 @@ function suite(label: string, open: () => Promise<{ h: Harness; stop?: () => Pro
       await h.storage.client.execute(
         `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${REGISTRY_EVENTS_KEPT}) INSERT INTO registry_events (kind, payload, created_at) SELECT 'order', '{"workspaceIds":[]}', 0 FROM n`,
       )
-      const [{ first }] = (await h.storage.client.execute('SELECT min(seq) AS first FROM registry_events')).rows as unknown as { first: number }[]
+      const [{ first }] = (await h.storage.client.execute('SELECT min(seq) AS first FROM registry_events')).rows as unknown as {
+        first: number
+      }[]
       await post('/v1/workspaces', { path: freshDir(h, 'prune') }) // a mutation prunes
-      const [{ oldest, kept }] = (await h.storage.client.execute('SELECT min(seq) AS oldest, count(*) AS kept FROM registry_events')).rows as unknown as { oldest: number; kept: number }[]
+      const [{ oldest, kept }] = (await h.storage.client.execute('SELECT min(seq) AS oldest, count(*) AS kept FROM registry_events'))
+        .rows as unknown as { oldest: number; kept: number }[]
       expect(Number(kept)).toBe(REGISTRY_EVENTS_KEPT)
       expect(Number(oldest)).toBeGreaterThan(Number(first))
       // From before the kept window: increments are missing, so a fresh baseline.

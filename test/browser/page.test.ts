@@ -46,11 +46,17 @@ describe('web page (Chromium, full stack)', () => {
   }
   /** Waits until the screen ends with the shell's prompt (bash prints it last, after any mode changes). */
   const waitForPrompt = () =>
-    browser.page.waitForFunction(() => /[#$]$/.test(((globalThis as any).__termkeep.screenText() as string).trimEnd()), undefined, { timeout: 10_000 })
+    browser.page.waitForFunction(() => /[#$]$/.test(((globalThis as any).__termkeep.screenText() as string).trimEnd()), undefined, {
+      timeout: 10_000,
+    })
   /** Ctrl-C, then wait for the shell's prompt, so what is typed next reaches the shell, not `cat`. */
   const interrupt = async () => {
     await browser.page.keyboard.press('Control+C')
-    await browser.page.waitForFunction(() => /\^C\n.*[#$]$/.test(((globalThis as any).__termkeep.screenText() as string).trimEnd()), undefined, { timeout: 10_000 })
+    await browser.page.waitForFunction(
+      () => /\^C\n.*[#$]$/.test(((globalThis as any).__termkeep.screenText() as string).trimEnd()),
+      undefined,
+      { timeout: 10_000 },
+    )
   }
   const screenText = () => browser.page.evaluate(() => (globalThis as any).__termkeep.screenText() as string)
   const waitForScreen = (needle: string, timeout = 20_000) =>
@@ -66,7 +72,13 @@ describe('web page (Chromium, full stack)', () => {
           const x = line?.translateToString(false).indexOf(n) ?? -1
           if (x === -1) continue
           const cell = line.getCell(x + dx)
-          return { text: cell.getChars(), fg: cell.getFgColor(), fgPalette: cell.isFgPalette(), bg: cell.getBgColor(), bgPalette: cell.isBgPalette() }
+          return {
+            text: cell.getChars(),
+            fg: cell.getFgColor(),
+            fgPalette: cell.isFgPalette(),
+            bg: cell.getBgColor(),
+            bgPalette: cell.isBgPalette(),
+          }
         }
         return undefined
       },
@@ -84,7 +96,8 @@ describe('web page (Chromium, full stack)', () => {
     browser = await launch()
   })
   afterEach(async (context) => {
-    if (context.task.result?.state === 'fail') await browser?.screenshot(`page-failed-${context.task.name.replace(/\W+/g, '-')}`).catch(() => {})
+    if (context.task.result?.state === 'fail')
+      await browser?.screenshot(`page-failed-${context.task.name.replace(/\W+/g, '-')}`).catch(() => {})
   })
   afterAll(async () => {
     await browser?.close()
@@ -164,7 +177,12 @@ describe('web page (Chromium, full stack)', () => {
       }
       return undefined
     })
-    expect(widths).toEqual([['\u{1F600}', 2], ['', 0], ['x', 1], ['|', 1]])
+    expect(widths).toEqual([
+      ['\u{1F600}', 2],
+      ['', 0],
+      ['x', 1],
+      ['|', 1],
+    ])
   })
 
   it('pastes with bracketed paste when the shell asked for it', async () => {
@@ -192,10 +210,14 @@ describe('web page (Chromium, full stack)', () => {
   it('resizes the remote terminal with the window', async () => {
     const before = await info()
     await browser.page.setViewportSize({ width: 900, height: 560 })
-    const after = await waitFor(async () => {
-      const now = await info()
-      return now.cols < before.cols && now.rows < before.rows ? now : undefined
-    }, 20_000, 'the terminal to shrink with the window')
+    const after = await waitFor(
+      async () => {
+        const now = await info()
+        return now.cols < before.cols && now.rows < before.rows ? now : undefined
+      },
+      20_000,
+      'the terminal to shrink with the window',
+    )
     const local = await browser.page.evaluate(() => {
       const term = (globalThis as any).__termkeep.view().term
       return { cols: term.cols as number, rows: term.rows as number }
@@ -233,16 +255,26 @@ describe('web page (Chromium, full stack)', () => {
     // shell waits for a gate file that appears only after the cut, so no stall of this process can
     // let the output (and the page's replies to the queries) through live.
     const gate = join(stack.workspaceDir, 'loss-gate')
-    await type(String.raw`until [ -e ${gate} ]; do sleep 0.1; done; for i in 1 2 3; do echo "L$i-$((i*11))"; done; printf 'AFTER-LOSS-%s\033[c\033[6n\n' $((3*3)); cat -v`)
+    await type(
+      String.raw`until [ -e ${gate} ]; do sleep 0.1; done; for i in 1 2 3; do echo "L$i-$((i*11))"; done; printf 'AFTER-LOSS-%s\033[c\033[6n\n' $((3*3)); cat -v`,
+    )
     // Cut only once the whole command line (with its Enter) reached the shell: its own echo (the
     // previous test's command line also ended in `cat -v`).
-    await waitFor(async () => commandEntered(await journalText(stack, sessionId, terminalId), 'until [', 'cat -v'), 10_000, 'the command to be entered')
+    await waitFor(
+      async () => commandEntered(await journalText(stack, sessionId, terminalId), 'until [', 'cat -v'),
+      10_000,
+      'the command to be entered',
+    )
     proxy.cut()
     try {
       await browser.page.locator('.terminal-view[data-mode="reconnecting"]').waitFor({ timeout: 10_000 })
       writeFileSync(gate, '')
       // Wait (through the API directly, not the proxy) until the output exists, then reconnect.
-      await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('AFTER-LOSS-9'), 20_000, 'the output printed during the outage')
+      await waitFor(
+        async () => (await journalText(stack, sessionId, terminalId)).includes('AFTER-LOSS-9'),
+        20_000,
+        'the output printed during the outage',
+      )
     } finally {
       proxy.restore()
     }
@@ -291,7 +323,9 @@ describe('web page (Chromium, full stack)', () => {
   it('turns read-only when another client takes control, and takes it back on request', async () => {
     const { page } = browser
     const other = new AbortController()
-    const events = await client.stream(`/v1/sessions/${sessionId}/terminals/${terminalId}/follow?attachment=other-client`, { signal: other.signal })
+    const events = await client.stream(`/v1/sessions/${sessionId}/terminals/${terminalId}/follow?attachment=other-client`, {
+      signal: other.signal,
+    })
     void (async () => {
       for await (const _ of events);
     })().catch(() => {})
@@ -321,14 +355,22 @@ describe('web page (Chromium, full stack)', () => {
     page.once('dialog', (dialog) => void dialog.accept())
     await tab.getByRole('button', { name: /^Close/ }).click()
     await waitFor(async () => ['closed', 'retired'].includes((await client.terminal(sessionId, second)).state), 20_000, 'the close')
-    await page.locator(`.terminal-tab[data-terminal-id="${second}"][data-state="closed"], .terminal-tab[data-terminal-id="${second}"][data-state="retired"]`).waitFor()
+    await page
+      .locator(
+        `.terminal-tab[data-terminal-id="${second}"][data-state="closed"], .terminal-tab[data-terminal-id="${second}"][data-state="retired"]`,
+      )
+      .waitFor()
     // Keyboard only: Ctrl+Shift+Home leaves the terminal for its tab; Shift+Tab reaches the first
     // terminal's tab; Enter opens it.
     await page.locator('.xterm').click()
     await page.keyboard.press('Control+Shift+Home')
     expect(await page.evaluate(() => document.activeElement?.closest('.terminal-tab')?.getAttribute('data-terminal-id'))).toBe(second)
     for (let i = 0; i < 8; i++) {
-      const focused = await page.evaluate(() => (document.activeElement?.matches('button.open') ? document.activeElement.closest('.terminal-tab')?.getAttribute('data-terminal-id') : null))
+      const focused = await page.evaluate(() =>
+        document.activeElement?.matches('button.open')
+          ? document.activeElement.closest('.terminal-tab')?.getAttribute('data-terminal-id')
+          : null,
+      )
       if (focused === terminalId) break
       await page.keyboard.press('Shift+Tab')
     }
@@ -338,7 +380,7 @@ describe('web page (Chromium, full stack)', () => {
     expect(page.url()).toMatch(new RegExp(`/t/${terminalId}$`))
   })
 
-  it('folds ended terminals away behind a toggle, and names the open one\'s CLI command', async () => {
+  it("folds ended terminals away behind a toggle, and names the open one's CLI command", async () => {
     const { page } = browser
     await page.locator('.attach-hint code', { hasText: `termkeep attach ${sessionId} ${terminalId}` }).waitFor()
     const ended = (await client.terminals(sessionId)).filter((t) => t.state !== 'running' && t.state !== 'starting')
@@ -360,16 +402,22 @@ describe('web page (Chromium, full stack)', () => {
     const row = (id: string) => workspace.locator('li', { has: page.locator(`[data-session-id="${id}"]`) })
     const archived = async () => (await client.registry()).archivedSessionIds
 
-    await row(sessionId).getByRole('button', { name: /^Archive/ }).click()
+    await row(sessionId)
+      .getByRole('button', { name: /^Archive/ })
+      .click()
     await row(sessionId).waitFor({ state: 'detached' })
     expect(await archived()).toContain(sessionId)
     const toggle = workspace.locator('.archived-toggle button')
     expect(await toggle.textContent()).toBe('1 archived…')
     await toggle.click()
-    await row(sessionId).getByRole('button', { name: /^Unarchive/ }).click()
+    await row(sessionId)
+      .getByRole('button', { name: /^Unarchive/ })
+      .click()
     await toggle.waitFor({ state: 'detached' })
     expect(await archived()).not.toContain(sessionId)
-    await row(sessionId).getByRole('button', { name: /^Archive/ }).waitFor()
+    await row(sessionId)
+      .getByRole('button', { name: /^Archive/ })
+      .waitFor()
 
     const otherDir = realpathSync(mkdtempSync(join(tmpdir(), 'termkeep-page-other-')))
     try {
@@ -390,7 +438,7 @@ describe('web page (Chromium, full stack)', () => {
       // Remove asks first: declined, it stays; accepted, it leaves the list and the directory stays.
       page.once('dialog', (dialog) => void dialog.dismiss())
       await second.getByRole('button', { name: /^Remove/ }).click()
-      await waitFor(async () => (await second.getByRole('button', { name: /^Remove/ }).isEnabled()), 10_000, 'the declined removal')
+      await waitFor(async () => await second.getByRole('button', { name: /^Remove/ }).isEnabled(), 10_000, 'the declined removal')
       expect(await titleOf(other.id)).toBe('scratch space')
       page.once('dialog', (dialog) => void dialog.accept())
       await second.getByRole('button', { name: /^Remove/ }).click()
@@ -405,16 +453,25 @@ describe('web page (Chromium, full stack)', () => {
 
   it('shows the persisted display, read-only, once the sidecar is stopped', async () => {
     // The settled revision includes the coloured line before the sidecar goes away.
-    await waitFor(async () => {
-      const display = await readDisplay(client, sessionId, terminalId).catch(() => undefined)
-      const lines = display ? displayToLines(display, { color: false }) : ''
-      // The latest output (the last command and the prompt after it) is in the revision.
-      return lines.includes(COLOUR_OUTPUT) && lines.includes('\ncontrol-3') && /[#$]$/.test(lines.trimEnd()) ? display : undefined
-    }, 20_000, 'a settled display with the latest output')
+    await waitFor(
+      async () => {
+        const display = await readDisplay(client, sessionId, terminalId).catch(() => undefined)
+        const lines = display ? displayToLines(display, { color: false }) : ''
+        // The latest output (the last command and the prompt after it) is in the revision.
+        return lines.includes(COLOUR_OUTPUT) && lines.includes('\ncontrol-3') && /[#$]$/.test(lines.trimEnd()) ? display : undefined
+      },
+      20_000,
+      'a settled display with the latest output',
+    )
     const cursor = () =>
       browser.page.evaluate(() => {
         const term = (globalThis as any).__termkeep.view().term
-        return { x: term.buffer.active.cursorX as number, y: term.buffer.active.cursorY as number, cols: term.cols as number, rows: term.rows as number }
+        return {
+          x: term.buffer.active.cursorX as number,
+          y: term.buffer.active.cursorY as number,
+          cols: term.cols as number,
+          rows: term.rows as number,
+        }
       })
     await waitForPrompt()
     const liveCursor = await cursor()
@@ -447,7 +504,9 @@ describe('web page (Chromium, full stack)', () => {
       port: Number(new URL(stack.sidecar.url).port),
     })
     stack.sidecar = restarted
-    await expect(client.stream(`/v1/sessions/${sessionId}/terminals/${terminalId}/follow?attachment=probe`)).rejects.toMatchObject({ status: 410 })
+    await expect(client.stream(`/v1/sessions/${sessionId}/terminals/${terminalId}/follow?attachment=probe`)).rejects.toMatchObject({
+      status: 410,
+    })
     await browser.page.reload()
     await browser.page.locator('.terminal-view[data-mode="display"]').waitFor({ timeout: 30_000 })
     await browser.page.getByText('no longer live').waitFor()

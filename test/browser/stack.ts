@@ -82,5 +82,11 @@ export async function journalText(stack: Stack, sessionId: string, terminalId: s
  */
 export function commandEntered(journal: string, start: string, end: string): boolean {
   const at = journal.lastIndexOf(start)
-  return at !== -1 && journal.slice(at).replace(/ ?\r(?!\n)/g, '').includes(`${end}\r\n`)
+  return (
+    at !== -1 &&
+    journal
+      .slice(at)
+      .replace(/ ?\r(?!\n)/g, '')
+      .includes(`${end}\r\n`)
+  )
 }

@@ -22,7 +22,8 @@ describe('web page: workflow runs (Chromium, full stack)', () => {
     browser = await launch()
   }, 60_000)
   afterEach(async (context) => {
-    if (context.task.result?.state === 'fail') await browser?.screenshot(`workflows-failed-${context.task.name.replace(/\W+/g, '-')}`).catch(() => {})
+    if (context.task.result?.state === 'fail')
+      await browser?.screenshot(`workflows-failed-${context.task.name.replace(/\W+/g, '-')}`).catch(() => {})
   })
   afterAll(async () => {
     await browser?.close()
@@ -32,7 +33,8 @@ describe('web page: workflow runs (Chromium, full stack)', () => {
   it("lists a run's members, opens a member's terminal from its link, and follows the run to its end", async () => {
     const { page } = browser
     const run = await client.startWorkflow('s1', {
-      script: "return await parallel(['quick [result]', '[echo-input]'], (p, i) => agent(p, { label: i === 0 ? 'quick one' : 'talk to me' }))",
+      script:
+        "return await parallel(['quick [result]', '[echo-input]'], (p, i) => agent(p, { label: i === 0 ? 'quick one' : 'talk to me' }))",
     })
     await page.goto(`${stack.api.url}/#/s/s1`)
     await page.fill('#token', stack.token)
@@ -42,13 +44,19 @@ describe('web page: workflow runs (Chromium, full stack)', () => {
     await row.locator('.member[data-seq="2"][data-state="running"]').waitFor({ timeout: 30_000 })
     expect(await row.getAttribute('data-status')).toBe('running')
     await row.getByRole('link', { name: '#2 talk to me' }).click()
-    await page.waitForFunction(() => ((globalThis as any).__termkeep?.screenText() ?? '').includes('ready for input'), undefined, { timeout: 20_000 })
+    await page.waitForFunction(() => ((globalThis as any).__termkeep?.screenText() ?? '').includes('ready for input'), undefined, {
+      timeout: 20_000,
+    })
     expect(page.url()).toMatch(new RegExp(`#/s/s1/t/${run.id}-2$`))
     await page.locator('.terminal-view[data-mode="live"]').waitFor()
     await page.locator('.xterm-host').click()
     await page.keyboard.type('hello from the page')
     await page.keyboard.press('Enter')
-    await page.waitForFunction(() => ((globalThis as any).__termkeep.screenText() as string).includes('typed: hello from the page'), undefined, { timeout: 20_000 })
+    await page.waitForFunction(
+      () => ((globalThis as any).__termkeep.screenText() as string).includes('typed: hello from the page'),
+      undefined,
+      { timeout: 20_000 },
+    )
     await browser.screenshot('workflows-member-terminal')
     await page.keyboard.type('done')
     await page.keyboard.press('Enter')

@@ -63,22 +63,34 @@ describe('termkeep attach (real PTY, full stack)', () => {
     const cli = runInPty(['attach', sessionId, terminalId], env, 100, 30)
     running.push(cli.pty)
     // Attaching takes control and sizes the remote terminal to this PTY.
-    await waitFor(async () => {
-      const info = await client.terminal(sessionId, terminalId)
-      return info.cols === 100 && info.rows === 30
-    }, 30_000, 'attach to size the remote terminal to 100x30')
+    await waitFor(
+      async () => {
+        const info = await client.terminal(sessionId, terminalId)
+        return info.cols === 100 && info.rows === 30
+      },
+      30_000,
+      'attach to size the remote terminal to 100x30',
+    )
     cli.write('echo attached-$((20+22))\r')
     await waitFor(async () => cli.output().includes('attached-42'), 20_000, 'the echo through attach')
     cli.write("printf '\\033[32mGREEN\\033[0m-%s\\n' ok\r")
-    await waitFor(async () => cli.output().includes('GREEN\x1b[0m-ok') || /GREEN(\x1b\[[0-9;]*m)+-ok/.test(cli.output()), 20_000, 'coloured output through attach')
+    await waitFor(
+      async () => cli.output().includes('GREEN\x1b[0m-ok') || /GREEN(\x1b\[[0-9;]*m)+-ok/.test(cli.output()),
+      20_000,
+      'coloured output through attach',
+    )
     cli.write("printf 'TRAIL-%s   \\033[44m  \\033[0m\\n' ok\r")
     await waitFor(async () => cli.output().includes('TRAIL-ok'), 20_000, 'a line ending in blanks')
     // A local window-size change (SIGWINCH) reaches the remote terminal and its shell.
     cli.pty.resize(120, 40)
-    await waitFor(async () => {
-      const info = await client.terminal(sessionId, terminalId)
-      return info.cols === 120 && info.rows === 40
-    }, 20_000, 'the resize to reach the remote terminal')
+    await waitFor(
+      async () => {
+        const info = await client.terminal(sessionId, terminalId)
+        return info.cols === 120 && info.rows === 40
+      },
+      20_000,
+      'the resize to reach the remote terminal',
+    )
     cli.write('stty size\r')
     await waitFor(async () => cli.output().includes('40 120'), 20_000, 'stty size inside the attached shell')
     // Ctrl-\ detaches: the CLI exits 0, restores the local screen and says so.
@@ -91,10 +103,14 @@ describe('termkeep attach (real PTY, full stack)', () => {
   })
 
   it('prints the persisted display with `termkeep display`, in colour only on a terminal', async () => {
-    const piped = await waitFor(async () => {
-      const r = await runCli(['display', sessionId, terminalId], env)
-      return r.code === 0 && r.stdout.includes('TRAIL-ok') ? r : undefined
-    }, 30_000, 'a settled display with the last line')
+    const piped = await waitFor(
+      async () => {
+        const r = await runCli(['display', sessionId, terminalId], env)
+        return r.code === 0 && r.stdout.includes('TRAIL-ok') ? r : undefined
+      },
+      30_000,
+      'a settled display with the last line',
+    )
     // Into a pipe: no escapes, and no trailing blanks (they carry nothing without colour).
     expect(piped.stdout).toContain('GREEN-ok')
     expect(piped.stdout).toContain('attached-42')
@@ -137,10 +153,18 @@ describe('termkeep attach (real PTY, full stack)', () => {
       // the outage, however slow this process is.
       const gate = join(stack.workspaceDir, 'attach-gate')
       cli.write(`until [ -e ${gate} ]; do sleep 0.1; done; for i in 1 2 3; do echo "N$i-$((i*7))"; done\r`)
-      await waitFor(async () => commandEntered(await journalText(stack, sessionId, terminalId), 'until [', 'done'), 20_000, 'the command to be entered')
+      await waitFor(
+        async () => commandEntered(await journalText(stack, sessionId, terminalId), 'until [', 'done'),
+        20_000,
+        'the command to be entered',
+      )
       proxy.cut()
       writeFileSync(gate, '')
-      await waitFor(async () => (await journalText(stack, sessionId, terminalId)).includes('N3-21'), 20_000, 'the output printed during the outage')
+      await waitFor(
+        async () => (await journalText(stack, sessionId, terminalId)).includes('N3-21'),
+        20_000,
+        'the output printed during the outage',
+      )
       proxy.restore()
       await waitFor(async () => cli.output().includes('N3-21'), 30_000, 'the output after reconnecting')
       for (const line of ['N1-7', 'N2-14', 'N3-21']) expect(cli.output().split(line).length - 1, line).toBe(1)
@@ -188,7 +212,11 @@ describe('termkeep attach (real PTY, full stack)', () => {
     const cli = runInPty(['attach', sessionId, terminalId], env, 120, 40)
     running.push(cli.pty)
     expect(await exitedWithin(cli.exited, 20_000, 'attach to an ended terminal')).toBe(1)
-    expect(cli.output()).toMatch(new RegExp(`terminal ${sessionId}/${terminalId} (has exited \\(exit code 3\\)|is closed|is retired); \`termkeep display ${sessionId} ${terminalId}\` prints its last screen`))
+    expect(cli.output()).toMatch(
+      new RegExp(
+        `terminal ${sessionId}/${terminalId} (has exited \\(exit code 3\\)|is closed|is retired); \`termkeep display ${sessionId} ${terminalId}\` prints its last screen`,
+      ),
+    )
     expect(cli.output()).not.toContain('\x1b[?1049h')
   })
 
@@ -226,7 +254,12 @@ describe('termkeep attach (real PTY, full stack)', () => {
     cli.write(`printf '\\033[?1000h\\033[?1006h\\033[?1004h\\033[?1h\\033=\\033[3;20r\\033[?7l'; echo modes-$((3*3))\r`)
     await waitFor(async () => cli.output().includes('modes-9'), 20_000, 'the modes to be set')
     const on = await localTerminal(cli.output(), 100, 30)
-    expect(on.modes).toMatchObject({ mouseTrackingMode: 'vt200', sendFocusMode: true, applicationCursorKeysMode: true, wraparoundMode: false })
+    expect(on.modes).toMatchObject({
+      mouseTrackingMode: 'vt200',
+      sendFocusMode: true,
+      applicationCursorKeysMode: true,
+      wraparoundMode: false,
+    })
     cli.write('\x1c')
     expect(await exitedWithin(cli.exited, 20_000, 'attach after Ctrl-\\')).toBe(0)
     const after = await localTerminal(cli.output(), 100, 30)

@@ -30,7 +30,8 @@ describe('termkeep client commands against a real stack', () => {
   let client: TermkeepClient
   let env: Record<string, string>
   const shells = shellsFixture(SHELLS)
-  const token = async (grants: Grant[], sessions: 'all' | string[] = 'all') => (await createToken(stack.storage.db, { name: 'cli-test', grants, sessions })).secret
+  const token = async (grants: Grant[], sessions: 'all' | string[] = 'all') =>
+    (await createToken(stack.storage.db, { name: 'cli-test', grants, sessions })).secret
   const dir = (name: string) => {
     const path = join(stack.workspaceDir, name)
     mkdirSync(path, { recursive: true })
@@ -89,7 +90,15 @@ describe('termkeep client commands against a real stack', () => {
     const [removed] = await Promise.all([runCli(['workspace', 'rm', workspace.id], env), runCli(['workspace', 'rm', other.id], env)])
     expect(removed.stdout).toContain(`unregistered workspace ${workspace.id}`)
     const usages = await Promise.all(
-      [['workspace', 'rm', workspace.id], ['workspace'], ['workspace', 'add'], ['workspace', 'rename', 'x'], ['workspace', 'ls', 'extra'], ['workspace', 'frob'], ['workspace', 'ls', '--title', 'x']].map((args) => runCli(args, env)),
+      [
+        ['workspace', 'rm', workspace.id],
+        ['workspace'],
+        ['workspace', 'add'],
+        ['workspace', 'rename', 'x'],
+        ['workspace', 'ls', 'extra'],
+        ['workspace', 'frob'],
+        ['workspace', 'ls', '--title', 'x'],
+      ].map((args) => runCli(args, env)),
     )
     expectRefused(usages.shift()!, 'workspace/not-found')
     usages.forEach(expectUsage)
@@ -105,7 +114,9 @@ describe('termkeep client commands against a real stack', () => {
     expect(refused.stderr).toMatch(new RegExp(`session ${aloneSession} stands alone \\(in no workspace\\): .*\\(auth/forbidden\\)`))
     const first = await runCli(['new', '--detached', '--cwd', registered], env)
     const [session] = first.stdout.trim().split(' ')
-    expect(first.stderr).toMatch(new RegExp(`registered workspace "registered" for ${registered} \\[ws_[\\w-]+\\]; session ${session} is in it`))
+    expect(first.stderr).toMatch(
+      new RegExp(`registered workspace "registered" for ${registered} \\[ws_[\\w-]+\\]; session ${session} is in it`),
+    )
     const second = await runCli(['new', '--detached', '--cwd', registered], env)
     expect(second.stderr).toContain('is in workspace ws_')
 
@@ -128,24 +139,38 @@ describe('termkeep client commands against a real stack', () => {
     expect(scoped.standalone.map((s: any) => s.id)).toEqual([aloneSession])
     expect(scoped.standalone[0].terminals).toBeNull()
     expect(scoped.workspaces.every((w: any) => w.sessions.length === 0)).toBe(true)
-    expect((await runCli(['ls'], { ...env, TERMKEEP_TOKEN: bound })).stdout).toContain('(terminals not listed: this token lacks the grant terminals:control or terminals:display')
+    expect((await runCli(['ls'], { ...env, TERMKEEP_TOKEN: bound })).stdout).toContain(
+      '(terminals not listed: this token lacks the grant terminals:control or terminals:display',
+    )
     expectUsage(await runCli(['ls', 'extra'], env))
   })
 
   it('send types text and tmux keys in order, in the cursor-key form the program asked for, taking control only for that moment', async () => {
     const sid = (await client.createSession(dir('send'))).id
     for (const id of ['keys-app', 'keys-plain']) await client.createTerminal(sid, id, { cols: 80, rows: 24, shell: shells.path(id) })
-    for (const id of ['keys-app', 'keys-plain']) await waitFor(async () => (await journalText(stack, sid, id)).includes('READY'), 20_000, `${id} to start`)
+    for (const id of ['keys-app', 'keys-plain'])
+      await waitFor(async () => (await journalText(stack, sid, id)).includes('READY'), 20_000, `${id} to start`)
     // Another client holds control; send takes it, types, and leaves it free.
     const rival = new AbortController()
     const controllers: (string | null)[] = []
     const onInfo = (info: TerminalInfo) => void controllers.push(info.controllerId)
-    const rivalEnd = follow({ client, sessionId: sid, terminalId: 'keys-app', attachment: 'rival', signal: rival.signal, handlers: { snapshot: (_s, _x, info) => onInfo(info), output() {}, state: onInfo } })
+    const rivalEnd = follow({
+      client,
+      sessionId: sid,
+      terminalId: 'keys-app',
+      attachment: 'rival',
+      signal: rival.signal,
+      handlers: { snapshot: (_s, _x, info) => onInfo(info), output() {}, state: onInfo },
+    })
     await waitFor(async () => controllers.at(-1) === 'rival', 20_000, 'the rival to take control')
     const sent = await runCli(['send', sid, 'keys-app', 'echo', 'hi', '--key', 'Up', '--key', 'C-c', '--key', 'Enter', '--', '-x'], env)
     expect(sent.code, sent.stderr).toBe(0)
     expect(sent.stdout).toBe('')
-    await waitFor(async () => (await journalText(stack, sid, 'keys-app')).includes('echo hi^[OA^C^M-x'), 20_000, 'the keys in application form')
+    await waitFor(
+      async () => (await journalText(stack, sid, 'keys-app')).includes('echo hi^[OA^C^M-x'),
+      20_000,
+      'the keys in application form',
+    )
     await waitFor(async () => controllers.at(-1) === null, 20_000, 'control to be free again')
     expect(controllers.some((id) => id?.startsWith('cli-send-'))).toBe(true)
     rival.abort()
@@ -177,10 +202,14 @@ describe('termkeep client commands against a real stack', () => {
     const watcher = startCli(['screen', sid, 'show', '--watch', '--json'], env)
     await waitFor(async () => watcher.stdout().includes('READY'), 20_000, 'the first watched screen')
     expect((await runCli(['send', sid, 'show', 'héllo ✓', '--key', 'Enter'], env)).code).toBe(0)
-    const screen = await waitFor(async () => {
-      const r = await runCli(['screen', sid, 'show'], env)
-      return r.stdout.includes('héllo ✓') ? r : undefined
-    }, 20_000, 'the screen to show the text')
+    const screen = await waitFor(
+      async () => {
+        const r = await runCli(['screen', sid, 'show'], env)
+        return r.stdout.includes('héllo ✓') ? r : undefined
+      },
+      20_000,
+      'the screen to show the text',
+    )
     // The line's echo by the terminal, then cat's copy of it.
     expect(screen.stdout).toBe('READY\nhéllo ✓\nhéllo ✓\n')
     const projection = JSON.parse((await runCli(['screen', sid, 'show', '--json'], env)).stdout)
@@ -194,7 +223,11 @@ describe('termkeep client commands against a real stack', () => {
     const after = await runCli(['output', sid, 'show', '--after', String(projection.sequence)], env)
     expect(after.stdout).toBe('later')
     await waitFor(async () => watcher.stdout().includes('later'), 20_000, 'a later watched screen')
-    const frames = watcher.stdout().trim().split('\n').map((line) => JSON.parse(line))
+    const frames = watcher
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
     expect(frames.length).toBeGreaterThanOrEqual(2)
     expect(frames.at(-1).lines.join('\n')).toContain('héllo ✓\nlater')
 

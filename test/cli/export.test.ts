@@ -76,7 +76,7 @@ describe('asciicast export (termkeep export, GET …/output.cast)', () => {
     await stack?.stop()
   })
 
-  it('reproduces the journal byte for byte under `asciinema cat`, with resizes and the records\' times', async () => {
+  it("reproduces the journal byte for byte under `asciinema cat`, with resizes and the records' times", async () => {
     await client.createTerminal(sessionId, 'paint', { cols: 80, rows: 24, shell: shells.path('painter') })
     await waitFor(async () => (await journalText(stack, sessionId, 'paint')).includes('READY'), 60_000, 'the painter to finish printing')
     // Resize twice as the controller, with output in between.
@@ -94,7 +94,11 @@ describe('asciicast export (termkeep export, GET …/output.cast)', () => {
     await waitFor(async () => controls, 20_000, 'control of the painter')
     await client.resize(sessionId, 'paint', 'recorder', 100, 30)
     await client.input(sessionId, 'paint', 'recorder', new TextEncoder().encode('after ✓ résumé\r'))
-    await waitFor(async () => (await journalText(stack, sessionId, 'paint')).split(Buffer.from('after ✓').toString('latin1')).length > 2, 20_000, 'the echo and cat')
+    await waitFor(
+      async () => (await journalText(stack, sessionId, 'paint')).split(Buffer.from('after ✓').toString('latin1')).length > 2,
+      20_000,
+      'the echo and cat',
+    )
     await client.resize(sessionId, 'paint', 'recorder', 90, 20)
     await client.input(sessionId, 'paint', 'recorder', new TextEncoder().encode('bye\r'))
     await waitFor(async () => (await journalText(stack, sessionId, 'paint')).split('bye').length > 2, 20_000, 'the last line')
@@ -109,7 +113,9 @@ describe('asciicast export (termkeep export, GET …/output.cast)', () => {
     expect(toStdout.code, toStdout.stderr).toBe(0)
     const cast = readFileSync(file)
     expect(toStdout.bytes.equals(cast)).toBe(true)
-    const direct = await fetch(`${stack.api.url}${terminalPath(sessionId, 'paint')}/output.cast`, { headers: { authorization: `Bearer ${stack.token}` } })
+    const direct = await fetch(`${stack.api.url}${terminalPath(sessionId, 'paint')}/output.cast`, {
+      headers: { authorization: `Bearer ${stack.token}` },
+    })
     expect(direct.headers.get('content-type')).toBe('application/x-asciicast')
     expect(Buffer.from(await direct.arrayBuffer()).equals(cast)).toBe(true)
 
@@ -151,10 +157,14 @@ describe('asciicast export (termkeep export, GET …/output.cast)', () => {
   it('refuses a retired terminal (410), an unknown one, a token without terminals:output, and bad usage', async () => {
     await client.closeTerminal(sessionId, 'quiet')
     await waitFor(async () => (await client.terminal(sessionId, 'quiet')).state === 'retired', 20_000, 'the terminal to retire')
-    const direct = await fetch(`${stack.api.url}${terminalPath(sessionId, 'quiet')}/output.cast`, { headers: { authorization: `Bearer ${stack.token}` } })
+    const direct = await fetch(`${stack.api.url}${terminalPath(sessionId, 'quiet')}/output.cast`, {
+      headers: { authorization: `Bearer ${stack.token}` },
+    })
     expect(direct.status).toBe(410)
     expect(((await direct.json()) as any).error.code).toBe('terminal/unavailable')
-    const noOutputGrant = (await createToken(stack.storage.db, { name: 'display-only', grants: ['terminals:display', 'terminals:control'], sessions: 'all' })).secret
+    const noOutputGrant = (
+      await createToken(stack.storage.db, { name: 'display-only', grants: ['terminals:display', 'terminals:control'], sessions: 'all' })
+    ).secret
     const file = join(dir, 'never.cast')
     const [retired, unknown, forbidden, usage, help] = await Promise.all([
       runCli(['export', sessionId, 'quiet', '-o', file], env),

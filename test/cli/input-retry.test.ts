@@ -48,10 +48,14 @@ describe('input through a stalled sidecar', () => {
     await client.createTerminal(sessionId, tid, { cols: 80, rows: 24 })
     const cli = runInPty(['attach', sessionId, tid], env(), 100, 30)
     running.push(cli.pty)
-    await waitFor(async () => {
-      const info = await client.terminal(sessionId, tid)
-      return info.cols === 100 && info.rows === 30
-    }, 30_000, 'attach to take control')
+    await waitFor(
+      async () => {
+        const info = await client.terminal(sessionId, tid)
+        return info.cols === 100 && info.rows === 30
+      },
+      30_000,
+      'attach to take control',
+    )
     proxy.stallNext(isInput)
     cli.write('echo once-$((6*7))\r')
     const stalled = await proxy.stalled()
@@ -82,10 +86,14 @@ describe('input through a stalled sidecar', () => {
     // Input is ordered: once a later command ran, everything sent before it did.
     const next = await runCli(['send', sessionId, tid, 'echo next-$((2+2))', '--key', 'Enter'], env())
     expect(next.code, next.stderr).toBe(0)
-    const typed = await waitFor(async () => {
-      const journal = await journalText(stack, sessionId, tid)
-      return journal.includes('next-4') ? journal : undefined
-    }, 20_000, 'the later command to run')
+    const typed = await waitFor(
+      async () => {
+        const journal = await journalText(stack, sessionId, tid)
+        return journal.includes('next-4') ? journal : undefined
+      },
+      20_000,
+      'the later command to run',
+    )
     expect(count(typed, 'sent-25')).toBe(1)
   })
 })

@@ -44,7 +44,9 @@ describe('termkeep client commands: messages', () => {
   })
 
   it('refuses to mint an admin token bound to some sessions, before touching the database', async () => {
-    const result = await runCli(['token', 'create', '--grant', 'admin', '--session', 's1'], { TERMKEEP_DATA_DIR: '/nonexistent/termkeep-data' })
+    const result = await runCli(['token', 'create', '--grant', 'admin', '--session', 's1'], {
+      TERMKEEP_DATA_DIR: '/nonexistent/termkeep-data',
+    })
     expect(result.code).toBe(2) // a usage error
     expect(result.stdout).toBe('')
     expect(result.stderr.trim()).toBe('termkeep: the admin grant manages every token: give it only with sessions "all" (drop --session)')
@@ -55,7 +57,7 @@ describe('termkeep client commands: messages', () => {
     expect(missing.code).toBe(1)
     expect(missing.stdout).toBe('')
     expect(missing.stderr.trim()).toBe(
-      'termkeep: no termkeep database at /nonexistent/termkeep-data/termkeep.db; run this where `npm start` runs, or set TERMKEEP_DATA_DIR (or DATABASE_URL) to the server\'s',
+      "termkeep: no termkeep database at /nonexistent/termkeep-data/termkeep.db; run this where `npm start` runs, or set TERMKEEP_DATA_DIR (or DATABASE_URL) to the server's",
     )
     const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-token-'))
     const storage = await openStorage({ url: `file:${join(dataDir, 'termkeep.db')}` })
@@ -72,7 +74,11 @@ describe('termkeep client commands: messages', () => {
     expect((await runCli(['ls'], env)).stdout).toContain('no workspaces')
     const headers = { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' }
     await fetch(`${stack.api.url}/v1/workspaces`, { method: 'POST', headers, body: JSON.stringify({ path: stack.workspaceDir }) })
-    const created = await fetch(`${stack.api.url}/v1/sessions`, { method: 'POST', headers, body: JSON.stringify({ cwd: stack.workspaceDir, title: 'build' }) })
+    const created = await fetch(`${stack.api.url}/v1/sessions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ cwd: stack.workspaceDir, title: 'build' }),
+    })
     const { session } = (await created.json()) as { session: { id: string } }
     const result = await runCli(['ls'], env)
     expect(result.code).toBe(0)
@@ -112,14 +118,18 @@ describe('termkeep client commands: messages', () => {
     })
 
     it('says a web page is not a termkeep server, for plain requests and streams', async () => {
-      const url = await listen(createHttpServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>hello</html>')))
+      const url = await listen(
+        createHttpServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>hello</html>')),
+      )
       for (const args of [['ls'], ['display', 's', 't']]) {
         const result = await runCli(args, { TERMKEEP_URL: url, TERMKEEP_TOKEN: 'whatever' })
         expect(result.code, args[0]).toBe(1)
         expect(result.stderr.trim().split('\n'), args[0]).toHaveLength(1)
         expect(result.stderr, args[0]).toContain(`termkeep: ${url} is not a termkeep server (it answered 200 with text/html)`)
       }
-      const notFound = await listen(createHttpServer((_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>nope</h1>')))
+      const notFound = await listen(
+        createHttpServer((_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>nope</h1>')),
+      )
       const result = await runCli(['ls'], { TERMKEEP_URL: notFound, TERMKEEP_TOKEN: 'whatever' })
       expect(result.code).toBe(1)
       expect(result.stderr.trim()).toContain(`${notFound} is not a termkeep server (it answered 404 Not Found)`)
@@ -139,7 +149,9 @@ describe('termkeep client commands: messages', () => {
       const started = Date.now()
       const result = await runCli(['ls', '--request-timeout', '1'], { TERMKEEP_URL: url, TERMKEEP_TOKEN: 'whatever' })
       expect(result.code).toBe(1)
-      expect(result.stderr.trim()).toBe(`termkeep: no answer from ${url} within 1 s; is it a termkeep server? (--request-timeout sets the wait)`)
+      expect(result.stderr.trim()).toBe(
+        `termkeep: no answer from ${url} within 1 s; is it a termkeep server? (--request-timeout sets the wait)`,
+      )
       expect(Date.now() - started).toBeLessThan(15_000)
     })
   })

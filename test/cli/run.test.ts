@@ -97,7 +97,10 @@ describe('termkeep run', () => {
     await expectValidLog(failing.stderr)
     const json = await cli(['run', 's1', script('json.js', "log('one'); return 7"), '--json'])
     expect(json.code).toBe(0)
-    const events = json.stdout.trim().split('\n').map((line) => JSON.parse(line))
+    const events = json.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
     expect(events.map((e) => [e.id, e.event])).toEqual([
       [1, 'workflow/start'],
       [2, 'workflow/log'],
@@ -108,7 +111,10 @@ describe('termkeep run', () => {
 
   it('refuses a script that does not parse, an unreadable file and bad --input, in one line', async () => {
     const parse = await cli(['run', 's1', script('syntax.js', 'return (')])
-    expect([parse.code, parse.stderr.trim()]).toEqual([1, expect.stringMatching(/^termkeep: the script does not parse: .*\(workflow\/invalid-script\)$/)])
+    expect([parse.code, parse.stderr.trim()]).toEqual([
+      1,
+      expect.stringMatching(/^termkeep: the script does not parse: .*\(workflow\/invalid-script\)$/),
+    ])
     const missing = await cli(['run', 's1', join(dir, 'nope.js')])
     expect([missing.code, missing.stderr.trim()]).toEqual([1, `termkeep: cannot read the script ${join(dir, 'nope.js')} (ENOENT)`])
     const input = await cli(['run', 's1', script('i.js', 'return 1'), '--input', '{bad'])
@@ -117,10 +123,14 @@ describe('termkeep run', () => {
   })
 
   it('cancels the run on Ctrl-C, waits for its agents to be closed, and exits 130', async () => {
-    const child = spawn(process.execPath, [BIN, 'run', 's1', script('hang.js', "return await parallel(['p [hang]', 'q [hang]'], (p) => agent(p))")], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const child = spawn(
+      process.execPath,
+      [BIN, 'run', 's1', script('hang.js', "return await parallel(['p [hang]', 'q [hang]'], (p) => agent(p))")],
+      {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    )
     let stderr = ''
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
     const exited = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? -1)))

@@ -25,7 +25,12 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
       [BIN, ...args],
       { env: { ...process.env, TERMKEEP_URL: '', TERMKEEP_TOKEN: '', ...env }, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 },
       (error, stdout, stderr) =>
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout: stdout.toString('utf8'), stderr: stderr.toString('utf8'), bytes: stdout }),
+        resolve({
+          code: error ? Number(error.code ?? 1) : 0,
+          stdout: stdout.toString('utf8'),
+          stderr: stderr.toString('utf8'),
+          bytes: stdout,
+        }),
     )
   })
 }
@@ -38,12 +43,17 @@ export interface RunningCli {
 }
 
 export function startCli(args: string[], env: Record<string, string> = {}): RunningCli {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, TERMKEEP_URL: '', TERMKEEP_TOKEN: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...process.env, TERMKEEP_URL: '', TERMKEEP_TOKEN: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let stdout = ''
   let stderr = ''
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-  const exited = new Promise<{ code: number; stderr: string }>((resolve) => child.once('close', (code) => resolve({ code: code ?? -1, stderr })))
+  const exited = new Promise<{ code: number; stderr: string }>((resolve) =>
+    child.once('close', (code) => resolve({ code: code ?? -1, stderr })),
+  )
   return { child, stdout: () => stdout, exited }
 }
 

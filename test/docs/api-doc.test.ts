@@ -54,7 +54,14 @@ describe('the docs checks themselves', () => {
     const result = compareRoutes(documented, served)
     expect(result.missing).toEqual([{ method: 'DELETE', path: '/v1/things/:id', grant: 'admin' }])
     expect(result.extra).toEqual([{ method: 'POST', path: '/v1/tickets', grant: 'any valid token' }])
-    expect(result.wrongGrant).toEqual([{ method: 'GET', path: '/v1/sessions/:sid/terminals', documented: 'terminals:control or terminals:display', served: 'terminals:control' }])
+    expect(result.wrongGrant).toEqual([
+      {
+        method: 'GET',
+        path: '/v1/sessions/:sid/terminals',
+        documented: 'terminals:control or terminals:display',
+        served: 'terminals:control',
+      },
+    ])
     const message = describeMismatch(result)
     expect(message).toContain('add a row')
     expect(message).toContain('| DELETE | `/v1/things/:id` | `admin` |')
@@ -63,9 +70,9 @@ describe('the docs checks themselves', () => {
   })
 
   it('slugs headings as GitHub does and finds relative links', () => {
-    expect(anchorsOf('# The HTTP API\n## Files and Files.readText\n## What `/v1/health` says\n```\n# not a heading\n```\n## Routes\n## Routes')).toEqual(
-      new Set(['the-http-api', 'files-and-filesreadtext', 'what-v1health-says', 'routes', 'routes-1']),
-    )
+    expect(
+      anchorsOf('# The HTTP API\n## Files and Files.readText\n## What `/v1/health` says\n```\n# not a heading\n```\n## Routes\n## Routes'),
+    ).toEqual(new Set(['the-http-api', 'files-and-filesreadtext', 'what-v1health-says', 'routes', 'routes-1']))
     expect(relativeLinks('see [a](docs/a.md#x), [b](https://x.org), [c](#local), `[d](not/a/link.md)`')).toEqual([
       { target: 'docs/a.md', anchor: 'x' },
       { target: '', anchor: 'local' },
@@ -134,7 +141,8 @@ describe('the repository', () => {
         const file = target === '' ? join(ROOT, path) : normalize(join(ROOT, dirname(path), target))
         const shown = `${path} → ${target}${anchor ? `#${anchor}` : ''}`
         if (!existsSync(file) || relative(ROOT, file).startsWith('..')) broken.push(`${shown} (no such file in the repository)`)
-        else if (anchor && file.endsWith('.md') && !anchorsOf(readFileSync(file, 'utf8')).has(anchor)) broken.push(`${shown} (no such heading)`)
+        else if (anchor && file.endsWith('.md') && !anchorsOf(readFileSync(file, 'utf8')).has(anchor))
+          broken.push(`${shown} (no such heading)`)
       }
     }
     expect(broken, broken.join('\n')).toEqual([])

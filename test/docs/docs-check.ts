@@ -31,7 +31,11 @@ export function parseRouteTable(markdown: string): RouteDoc[] {
   if (start < 0 || end < 0) throw new Error(`docs/api.md has no table between "${BEGIN} …-->" and "${END} …-->"`)
   const rows: RouteDoc[] = []
   for (const line of markdown.slice(start, end).split('\n').slice(1)) {
-    const cells = line.trim().replace(/^\||\|$/g, '').split('|').map((cell) => cell.trim())
+    const cells = line
+      .trim()
+      .replace(/^\||\|$/g, '')
+      .split('|')
+      .map((cell) => cell.trim())
     if (cells.length < 3 || cells[0] === 'method' || /^-+$/.test(cells[0]!)) continue
     const [method, path, grant] = cells.map((cell) => cell.replace(/`/g, '')) as [string, string, string]
     if (!METHODS.has(method)) throw new Error(`docs/api.md route table: "${method}" is not an HTTP method (row: ${line.trim()})`)
@@ -61,13 +65,15 @@ export function compareRoutes(documented: readonly RouteDoc[], served: readonly 
   for (const [k, route] of api) {
     const row = doc.get(k)
     if (!row) mismatch.missing.push(route)
-    else if (row.grant !== route.grant) mismatch.wrongGrant.push({ method: route.method, path: route.path, documented: row.grant, served: route.grant })
+    else if (row.grant !== route.grant)
+      mismatch.wrongGrant.push({ method: route.method, path: route.path, documented: row.grant, served: route.grant })
   }
   for (const [k, row] of doc) if (!api.has(k)) mismatch.extra.push(row)
   return mismatch
 }
 
-const cell = (grant: string) => (grant === 'none' || grant === 'any valid token' ? grant : grant.replace(/[\w-]+:[\w-]+|\badmin\b/g, '`$&`'))
+const cell = (grant: string) =>
+  grant === 'none' || grant === 'any valid token' ? grant : grant.replace(/[\w-]+:[\w-]+|\badmin\b/g, '`$&`')
 
 /** What a developer reads when the table and /openapi.json disagree: which rows to add, fix, remove. */
 export function describeMismatch({ missing, extra, wrongGrant }: Mismatch): string {

@@ -26,7 +26,10 @@ const journal = () => join(home, '.fakeagent', 'sessions', DATE, 'abc.jsonl')
 beforeAll(async () => {
   // The sidecar's own value of a variable the agent also has: observation must never answer it.
   o = await Observation.start('journal', { FAKEAGENT_SECRET: 'the-sidecar-value' })
-  observer = await o.observer(['observe:process', 'observe:files', 'observe:journal'], ['FAKEAGENT_DATA', 'FAKEAGENT_SECRET', 'SIDECAR_SECRET'])
+  observer = await o.observer(
+    ['observe:process', 'observe:files', 'observe:journal'],
+    ['FAKEAGENT_DATA', 'FAKEAGENT_SECRET', 'SIDECAR_SECRET'],
+  )
   await o.terminal('t1')
   await o.foreground('t1', observer, 'bash')
   home = await o.startAgent('t1', observer, 'abc', { env: 'FAKEAGENT_SECRET=the-agent-value', args: `--date ${DATE}` })
@@ -40,14 +43,19 @@ describe('tokens', () => {
     const listed = await o.call('GET', '/v1/tokens')
     const mine = listed.body.tokens.find((t: any) => t.name === 'observer')
     expect(mine.observeEnvironment).toEqual(['FAKEAGENT_DATA', 'FAKEAGENT_SECRET', 'SIDECAR_SECRET'])
-    const rows = await o.stack.storage.client.execute({ sql: 'SELECT name FROM token_observe_env WHERE token_id = ? ORDER BY name', args: [mine.id] })
+    const rows = await o.stack.storage.client.execute({
+      sql: 'SELECT name FROM token_observe_env WHERE token_id = ? ORDER BY name',
+      args: [mine.id],
+    })
     expect(rows.rows.map((r) => r.name)).toEqual(['FAKEAGENT_DATA', 'FAKEAGENT_SECRET', 'SIDECAR_SECRET'])
     let listing = ''
     const out = { write: (chunk: string) => ((listing += chunk), true) } as unknown as NodeJS.WritableStream
     expect(await remoteTokenCommand(['ls', '--url', o.stack.api.url, '--token', o.stack.token], out)).toBe(0)
     expect(listing).toMatch(new RegExp(`^${mine.id}  observer .* observes: FAKEAGENT_DATA, FAKEAGENT_SECRET, SIDECAR_SECRET  created`, 'm'))
     for (const observeEnvironment of [['lower'], ['A=B'], [42], 'HOME', Array.from({ length: 33 }, (_, i) => `V${i}`)]) {
-      const bad = await o.call('POST', '/v1/tokens', { json: { name: 'x', grants: ['observe:process'], sessions: 'all', observeEnvironment } })
+      const bad = await o.call('POST', '/v1/tokens', {
+        json: { name: 'x', grants: ['observe:process'], sessions: 'all', observeEnvironment },
+      })
       expect([bad.status, bad.body.error.code], JSON.stringify(observeEnvironment)).toEqual([400, 'request/invalid'])
     }
   })
@@ -57,14 +65,18 @@ describe('tokens', () => {
     const env = { ...process.env, TERMKEEP_DATA_DIR: o.stack.sidecar.dataDir, DATABASE_URL: o.stack.sidecar.databaseUrl }
     const args = [bin, 'token', 'create', '--grant', 'observe:process', '--session', o.sid, '--observe-env', 'FAKEAGENT_DATA']
     const minted = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) =>
-      execFile(process.execPath, args, { env }, (error, stdout, stderr) => (error ? reject(new Error(stderr)) : resolve({ stdout, stderr }))),
+      execFile(process.execPath, args, { env }, (error, stdout, stderr) =>
+        error ? reject(new Error(stderr)) : resolve({ stdout, stderr }),
+      ),
     )
     expect(minted.stderr).toContain('observes FAKEAGENT_DATA')
     const token = minted.stdout.trim()
     const declared = await o.observe('t1', 'processes/environment', token, { names: ['FAKEAGENT_DATA'] })
     expect(declared.body.environment).toEqual({ FAKEAGENT_DATA: `${home}/.fakeagent` })
     expect((await o.observe('t1', 'processes/environment', token, { names: ['FAKEAGENT_SECRET'] })).status).toBe(403)
-    const refused = await new Promise<string>((resolve) => execFile(process.execPath, [...args.slice(0, -1), 'bad-name'], { env }, (_e, _o, stderr) => resolve(stderr)))
+    const refused = await new Promise<string>((resolve) =>
+      execFile(process.execPath, [...args.slice(0, -1), 'bad-name'], { env }, (_e, _o, stderr) => resolve(stderr)),
+    )
     expect(refused).toContain('is not an environment variable name')
   })
 })
@@ -99,7 +111,9 @@ describe('context and processes', () => {
     const agent = tree.processes.find((p: any) => p.executableName === 'node')
     const writable = await o.observe('t1', 'processes/openFiles', observer, { processes: [agent], access: 'writable' })
     expect(writable.status).toBe(200)
-    expect(writable.body.files).toEqual([{ handle: { id: expect.any(String) }, path: `~/.fakeagent/sessions/${DATE}/abc.jsonl`, access: 'writable' }])
+    expect(writable.body.files).toEqual([
+      { handle: { id: expect.any(String) }, path: `~/.fakeagent/sessions/${DATE}/abc.jsonl`, access: 'writable' },
+    ])
     const readable = await o.observe('t1', 'processes/openFiles', observer, { processes: [agent.handle], access: 'readable' })
     expect(readable.body.files.map((f: any) => f.path)).toEqual(['~/.fakeagent/config.json'])
     // The handle from openFiles reads the journal.
@@ -108,7 +122,9 @@ describe('context and processes', () => {
   })
 
   it("answers declared variables from the observed process, never the sidecar's own environment", async () => {
-    const { body } = await o.observe('t1', 'processes/environment', observer, { names: ['FAKEAGENT_DATA', 'FAKEAGENT_SECRET', 'SIDECAR_SECRET'] })
+    const { body } = await o.observe('t1', 'processes/environment', observer, {
+      names: ['FAKEAGENT_DATA', 'FAKEAGENT_SECRET', 'SIDECAR_SECRET'],
+    })
     expect(body.environment).toEqual({ FAKEAGENT_DATA: `${home}/.fakeagent`, FAKEAGENT_SECRET: 'the-agent-value' })
     const undeclared = await o.observe('t1', 'processes/environment', observer, { names: ['FAKEAGENT_DATA', 'HOME'] })
     expect([undeclared.status, undeclared.body.error.code, undeclared.body.error.names]).toEqual([403, 'observe/undeclared', ['HOME']])
@@ -138,7 +154,12 @@ describe('discover journal files, then follow the newest', () => {
     }
   }
   /** The complete lines so far (a chunk may end inside one). */
-  const lines = () => copy.toString().split('\n').slice(0, -1).map((l) => JSON.parse(l))
+  const lines = () =>
+    copy
+      .toString()
+      .split('\n')
+      .slice(0, -1)
+      .map((l) => JSON.parse(l))
 
   it('resolves the home directory, lists .jsonl files oldest first, and follows entries.at(-1)', async () => {
     // An older session of the same agent, and files that must never be listed.
@@ -166,12 +187,27 @@ describe('discover journal files, then follow the newest', () => {
     expect(newest.size).toBe(readFileSync(journal()).length)
 
     // Limits that cannot hold both keep the newest and say so.
-    const one = await o.observe('t1', 'files/listDirectory', observer, { root: root.body.handle, extensions: ['.jsonl'], maxDepth: 2, maxEntries: 1, maxBytes: 5_000_000 })
+    const one = await o.observe('t1', 'files/listDirectory', observer, {
+      root: root.body.handle,
+      extensions: ['.jsonl'],
+      maxDepth: 2,
+      maxEntries: 1,
+      maxBytes: 5_000_000,
+    })
     expect([one.body.entries.map((e: any) => e.relativePath), one.body.truncated]).toEqual([[`${DATE}/abc.jsonl`], true])
-    const shallow = await o.observe('t1', 'files/listDirectory', observer, { root: root.body.handle, extensions: ['.jsonl'], maxDepth: 0, maxEntries: 10, maxBytes: 5_000_000 })
+    const shallow = await o.observe('t1', 'files/listDirectory', observer, {
+      root: root.body.handle,
+      extensions: ['.jsonl'],
+      maxDepth: 0,
+      maxEntries: 10,
+      maxBytes: 5_000_000,
+    })
     expect(shallow.body.entries).toEqual([])
 
-    stream = await o.stream(`${o.terminalPath('t1')}/observation/files/follow?handle=${encodeURIComponent(newest.handle.id)}&maxChunkBytes=1000000`, observer)
+    stream = await o.stream(
+      `${o.terminalPath('t1')}/observation/files/follow?handle=${encodeURIComponent(newest.handle.id)}&maxChunkBytes=1000000`,
+      observer,
+    )
     await until(() => lines().some((r) => r.text === 'hello'), 'the records written so far')
     expect(lines().map((r) => r.type)).toEqual(['session', 'message'])
   })

@@ -111,13 +111,22 @@ describe('observation files routes', () => {
       expect(root, dir).not.toBeNull()
       const listing = await files('listDirectory', { root, ...LIMITS })
       expect(listing.status).toBe(200)
-      expect(listing.body.entries.map((e: any) => e.relativePath), dir).toEqual(['ok.jsonl'])
+      expect(
+        listing.body.entries.map((e: any) => e.relativePath),
+        dir,
+      ).toEqual(['ok.jsonl'])
     }
   })
 
   it('watch a directory holding the data directory without seeing it, and a change beside it still arrives', async () => {
     const { handle: root } = (await homeDirectory('work')).body
-    const query = new URLSearchParams({ root: root.id, extensions: EXTENSIONS.join(','), maxDepth: '8', maxEntries: '256', maxBytes: '16000000' })
+    const query = new URLSearchParams({
+      root: root.id,
+      extensions: EXTENSIONS.join(','),
+      maxDepth: '8',
+      maxEntries: '256',
+      maxBytes: '16000000',
+    })
     const stream = await o.stream(`${o.terminalPath('t1')}/observation/files/watchDirectory?${query}`, observer)
     const first = await stream.next()
     expect(first?.data.entries.map((e: any) => e.relativePath)).toEqual(['ok.jsonl'])
@@ -179,7 +188,9 @@ describe('observation files routes', () => {
   it('the MCP tools (which call the same routes) resolve the secret as absent too', async () => {
     mcp = await mcpClient(o.stack.api.url, observer)
     const args = { sid: o.sid, tid: 't1' }
-    expect(factsOf(await callTool(mcp, 'observe_resolve_home_relative', { ...args, relativePath: 'tk/sidecar.secret' }))).toEqual({ handle: null })
+    expect(factsOf(await callTool(mcp, 'observe_resolve_home_relative', { ...args, relativePath: 'tk/sidecar.secret' }))).toEqual({
+      handle: null,
+    })
     expect(factsOf(await callTool(mcp, 'observe_resolve_home_relative', { ...args, relativePath: 'work/ok.jsonl' })).handle).not.toBeNull()
   })
 })
@@ -198,7 +209,14 @@ describe('workspace files/ routes, on a workspace holding the data directory', (
     const absent = await get('text', 'no-such-file')
     expect(absent.status).toBe(404)
     expect(absent.body.error.code).toBe('files/not-found')
-    const relativeToWork = ['tkdata/sidecar.secret', 'tkdata/termkeep.db', `tkdata/${journal}`, '../tk/sidecar.secret', '../stash/secret.jsonl', join(dataDir, 'sidecar.secret')]
+    const relativeToWork = [
+      'tkdata/sidecar.secret',
+      'tkdata/termkeep.db',
+      `tkdata/${journal}`,
+      '../tk/sidecar.secret',
+      '../stash/secret.jsonl',
+      join(dataDir, 'sidecar.secret'),
+    ]
     for (const path of relativeToWork) {
       for (const op of ['text', 'bytes', 'all', 'stat']) {
         const answer = await get(op, path)

@@ -147,10 +147,14 @@ describe('handles', () => {
 })
 
 async function pidOf(tid: string, argument: string): Promise<any> {
-  return waitFor(async () => {
-    const tree = (await o.observe(tid, 'processes/descendants', observer, {})).body.processes
-    return tree.find((p: any) => p.executableName === 'sleep' && p.arguments?.[0] === argument)
-  }, 10_000, `sleep ${argument}`)
+  return waitFor(
+    async () => {
+      const tree = (await o.observe(tid, 'processes/descendants', observer, {})).body.processes
+      return tree.find((p: any) => p.executableName === 'sleep' && p.arguments?.[0] === argument)
+    },
+    10_000,
+    `sleep ${argument}`,
+  )
 }
 
 function canForcePids(): boolean {
@@ -181,11 +185,18 @@ describe('environment variables', () => {
   it("root lookups beneath a declared variable's value, never at the filesystem root", async () => {
     const dir = await files('resolveDirectoryRelativeToEnvironment', { relativePath: 'sessions', environmentVariable: 'FAKEAGENT_DATA' })
     expect(dir.body.handle).not.toBeNull()
-    const config = await files('resolveRelativeToEnvironment', { relativePath: 'config.json', environmentVariable: 'FAKEAGENT_DATA', extension: '.json' })
+    const config = await files('resolveRelativeToEnvironment', {
+      relativePath: 'config.json',
+      environmentVariable: 'FAKEAGENT_DATA',
+      extension: '.json',
+    })
     expect(config.body.handle).not.toBeNull()
     const path = await files('environmentRelativePath', { handle: config.body.handle, environmentVariable: 'FAKEAGENT_DATA' })
     expect(path.body.path).toBe('config.json')
-    const provider = await files('resolvePathUnderEnvironment', { providerPath: `${home}/.fakeagent/config.json`, environmentVariable: 'FAKEAGENT_DATA' })
+    const provider = await files('resolvePathUnderEnvironment', {
+      providerPath: `${home}/.fakeagent/config.json`,
+      environmentVariable: 'FAKEAGENT_DATA',
+    })
     expect(provider.body.handle).toEqual(config.body.handle)
     // ROOTY=/ in the agent's environment: the whole filesystem is never a root.
     const rooty = await files('resolveRelativeToEnvironment', { relativePath: 'etc/hostname', environmentVariable: 'ROOTY' })
@@ -212,7 +223,9 @@ describe('escapes', () => {
     expect((await files('resolveHomeRelative', { relativePath: 'outside-link/secret.txt' })).body).toEqual({ handle: null })
     expect((await files('resolveHomeRelative', { relativePath: `.fakeagent/sessions/${day}/evil.jsonl` })).body).toEqual({ handle: null })
     expect((await files('resolveHomeRelative', { relativePath: `.fakeagent/sessions/${day}/pipe.jsonl` })).body).toEqual({ handle: null })
-    expect((await files('resolvePathUnderHome', { providerPath: join(outside, 'secret.txt'), beneath: { homeRelative: '.fakeagent' } })).body).toEqual({ handle: null })
+    expect(
+      (await files('resolvePathUnderHome', { providerPath: join(outside, 'secret.txt'), beneath: { homeRelative: '.fakeagent' } })).body,
+    ).toEqual({ handle: null })
     const beneath = await files('resolveHomeRelative', { relativePath: 'state.json', beneath: { homeRelative: '.fakeagent' } })
     expect(beneath.body).toEqual({ handle: null })
 
@@ -270,7 +283,10 @@ describe('bad input', () => {
     const garbage = await o.call('GET', `${follow}?handle=garbage`, { token: observer })
     expect([garbage.status, garbage.body.error.code]).toEqual([404, 'observe/handle-invalid'])
     const watch = `${o.terminalPath('t1')}/observation/files/watchDirectory`
-    for (const query of [`root=${root.id}&maxDepth=1&maxEntries=1&maxBytes=1`, `root=${root.id}&extensions=.json&maxDepth=99&maxEntries=1&maxBytes=1`]) {
+    for (const query of [
+      `root=${root.id}&maxDepth=1&maxEntries=1&maxBytes=1`,
+      `root=${root.id}&extensions=.json&maxDepth=99&maxEntries=1&maxBytes=1`,
+    ]) {
       expect((await o.call('GET', `${watch}?${query}`, { token: observer })).status, query).toBe(400)
     }
   })
@@ -297,9 +313,15 @@ describe('file facts and bounded reads', () => {
     expect((await files('canonicalFile', { handle, extension: '.jsonl' })).body).toEqual({ handle: null })
     expect((await files('canonicalFile', { handle, beneath: { homeRelative: '.fakeagent' } })).body).toEqual({ handle: null })
     const config = (await files('resolveHomeRelative', { relativePath: '.fakeagent/config.json' })).body.handle
-    expect((await files('homeRelativePath', { handle: config, beneath: { homeRelative: '.fakeagent' } })).body).toEqual({ path: 'config.json' })
+    expect((await files('homeRelativePath', { handle: config, beneath: { homeRelative: '.fakeagent' } })).body).toEqual({
+      path: 'config.json',
+    })
     expect((await files('homeRelativePath', { handle, beneath: { homeRelative: '.fakeagent' } })).body).toEqual({ path: null })
-    const viaHome = await files('resolvePathUnderHome', { providerPath: join(home, '.fakeagent', 'config.json'), beneath: { homeRelative: '.fakeagent' }, extension: '.json' })
+    const viaHome = await files('resolvePathUnderHome', {
+      providerPath: join(home, '.fakeagent', 'config.json'),
+      beneath: { homeRelative: '.fakeagent' },
+      extension: '.json',
+    })
     expect(viaHome.body).toEqual({ handle: config })
   })
 
@@ -344,19 +366,31 @@ describe('watchDirectory', () => {
     const handle = await homeFile('state.json')
     const path = `${o.terminalPath('t1')}/observation/files/follow?handle=${encodeURIComponent(handle.id)}`
     const open: EventStream[] = []
-    await waitFor(async () => {
-      // The stream closed just before may still hold its slot for a moment.
-      try {
-        while (open.length < OBSERVE_MAX_WATCHERS_PER_TERMINAL) open.push(await o.stream(path, observer))
-        return true
-      } catch {
-        return false
-      }
-    }, 10_000, 'every slot')
+    await waitFor(
+      async () => {
+        // The stream closed just before may still hold its slot for a moment.
+        try {
+          while (open.length < OBSERVE_MAX_WATCHERS_PER_TERMINAL) open.push(await o.stream(path, observer))
+          return true
+        } catch {
+          return false
+        }
+      },
+      10_000,
+      'every slot',
+    )
     const refused = await o.call('GET', path, { token: observer })
     expect([refused.status, refused.body.error.code]).toEqual([409, 'observe/limit-reached'])
     for (const s of open) s.close()
-    await waitFor(async () => (await o.stream(path, observer).then((s) => (s.close(), true)).catch(() => false)), 10_000, 'a slot freed')
+    await waitFor(
+      async () =>
+        await o
+          .stream(path, observer)
+          .then((s) => (s.close(), true))
+          .catch(() => false),
+      10_000,
+      'a slot freed',
+    )
     expect(existsSync(home)).toBe(true)
   })
 })

@@ -75,7 +75,11 @@ export class Observation {
   async type(tid: string, text: string, sid = this.sid): Promise<void> {
     const response = await fetch(`${this.stack.api.url}${this.terminalPath(tid, sid)}/input`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${this.stack.token}`, 'termkeep-attachment': `ctl-${tid}`, 'content-type': 'application/octet-stream' },
+      headers: {
+        authorization: `Bearer ${this.stack.token}`,
+        'termkeep-attachment': `ctl-${tid}`,
+        'content-type': 'application/octet-stream',
+      },
       body: text,
     })
     if (response.status !== 204) throw new Error(`input: ${response.status} ${await response.text()}`)
@@ -91,10 +95,14 @@ export class Observation {
   }
 
   async foreground(tid: string, token: string, name: string): Promise<any> {
-    return waitFor(async () => {
-      const answer = await this.context(tid, token)
-      return answer.status === 200 && answer.body.foreground.executableName === name && answer.body
-    }, 20_000, `${name} in the foreground of ${tid}`)
+    return waitFor(
+      async () => {
+        const answer = await this.context(tid, token)
+        return answer.status === 200 && answer.body.foreground.executableName === name && answer.body
+      },
+      20_000,
+      `${name} in the foreground of ${tid}`,
+    )
   }
 
   /** Starts the fake agent in `tid` with HOME = a fresh directory (or `extra.home`); resolves with
@@ -105,14 +113,21 @@ export class Observation {
     const env = `HOME=${home} FAKEAGENT_DATA=${home}/.fakeagent ${extra.env ?? ''}`
     await this.type(tid, `cd ${home} && ${env} ${process.execPath} ${AGENT} --id ${id} ${extra.args ?? ''}\r`)
     await this.foreground(tid, token, 'node')
-    await waitFor(async () => (await journalText(this.stack, this.sid, tid)).includes(`fake-agent ${id} ready`), 20_000, `agent ${id} ready`)
+    await waitFor(
+      async () => (await journalText(this.stack, this.sid, tid)).includes(`fake-agent ${id} ready`),
+      20_000,
+      `agent ${id} ready`,
+    )
     return home
   }
 
   async stream(path: string, token = this.stack.token, headers: Record<string, string> = {}): Promise<EventStream> {
     const controller = new AbortController()
     this.#streams.push(controller)
-    const response = await fetch(`${this.stack.api.url}${path}`, { headers: { ...headers, authorization: `Bearer ${token}` }, signal: controller.signal })
+    const response = await fetch(`${this.stack.api.url}${path}`, {
+      headers: { ...headers, authorization: `Bearer ${token}` },
+      signal: controller.signal,
+    })
     if (!response.ok) throw Object.assign(new Error(`stream ${response.status}`), { status: response.status, body: await response.json() })
     return new EventStream(response, controller)
   }

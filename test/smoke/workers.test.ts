@@ -59,7 +59,7 @@ describe('Workers bundle (wrangler deploy --dry-run)', () => {
     expect(total - web).toBeLessThan(MAX_API_BYTES)
   })
 
-  it('bundles no Ajv, effect, sury or native libSQL code, one zod (the MCP SDK\'s), and the web libSQL client', () => {
+  it("bundles no Ajv, effect, sury or native libSQL code, one zod (the MCP SDK's), and the web libSQL client", () => {
     expect(Object.keys(inputs).filter((path) => FORBIDDEN_INPUT.test(path))).toEqual([])
     const zod = Object.keys(inputs).filter((path) => /(^|\/)node_modules\/zod\//.test(path))
     expect(zod.length).toBeGreaterThan(0)
@@ -86,58 +86,66 @@ if (workerdBinary()) {
       }
     }, 120_000)
 
-    it.runIf(existsSync(SQLD_BIN))('AUTO_MIGRATE=1 applies the bundled migrations to an empty remote database', async () => {
-      const sqld = await startSqld()
-      const target = await startWorkersTarget(built(), {
-        DATABASE_URL: sqld.url,
-        SIDECAR_SECRET: 'a-secret-of-16-chars-or-more',
-        SIDECAR_URL: `http://127.0.0.1:${await freePort()}`,
-        AUTO_MIGRATE: '1',
-      })
-      const storage = await openStorage({ url: sqld.url })
-      try {
-        const health = await (await fetch(`${target.url}/v1/health`)).json()
-        expect(health).toMatchObject({ runtime: 'workerd', database: { reachable: true } })
-        const ledger = await storage.client.execute('SELECT hash FROM __drizzle_migrations ORDER BY created_at')
-        expect(ledger.rows.map((row) => row[0])).toEqual(migrations.map((m) => m.hash))
-      } finally {
-        storage.close()
-        await target.stop()
-        await sqld.stop()
-      }
-    }, 120_000)
-
-    it.runIf(existsSync(SQLD_BIN))('a database down at the first request answers 503; the isolate starts once it is up', async () => {
-      const port = await freePort()
-      const target = await startWorkersTarget(built(), {
-        DATABASE_URL: `http://127.0.0.1:${port}`,
-        SIDECAR_SECRET: 'a-secret-of-16-chars-or-more',
-        SIDECAR_URL: `http://127.0.0.1:${await freePort()}`,
-        AUTO_MIGRATE: '1',
-      })
-      const dir = mkdtempSync(join(tmpdir(), 'termkeep-late-sqld-'))
-      let sqld: ChildProcess | undefined
-      try {
-        const down = await fetch(`${target.url}/v1/health`)
-        expect(down.status).toBe(503)
-        expect((await down.json()).error.code).toBe('database/unavailable')
-        sqld = spawn(SQLD_BIN, ['--db-path', join(dir, 'db'), '--http-listen-addr', `127.0.0.1:${port}`, '--no-welcome'], {
-          stdio: 'ignore',
+    it.runIf(existsSync(SQLD_BIN))(
+      'AUTO_MIGRATE=1 applies the bundled migrations to an empty remote database',
+      async () => {
+        const sqld = await startSqld()
+        const target = await startWorkersTarget(built(), {
+          DATABASE_URL: sqld.url,
+          SIDECAR_SECRET: 'a-secret-of-16-chars-or-more',
+          SIDECAR_URL: `http://127.0.0.1:${await freePort()}`,
+          AUTO_MIGRATE: '1',
         })
-        await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok, 20_000, 'sqld')
-        const up = await fetch(`${target.url}/v1/health`)
-        expect(up.status).toBe(200)
-        expect(await up.json()).toMatchObject({ runtime: 'workerd', database: { reachable: true } })
-      } finally {
-        await target.stop()
-        if (sqld && sqld.exitCode === null) {
-          const exited = new Promise((resolve) => sqld!.once('exit', resolve))
-          sqld.kill('SIGKILL')
-          await exited
+        const storage = await openStorage({ url: sqld.url })
+        try {
+          const health = await (await fetch(`${target.url}/v1/health`)).json()
+          expect(health).toMatchObject({ runtime: 'workerd', database: { reachable: true } })
+          const ledger = await storage.client.execute('SELECT hash FROM __drizzle_migrations ORDER BY created_at')
+          expect(ledger.rows.map((row) => row[0])).toEqual(migrations.map((m) => m.hash))
+        } finally {
+          storage.close()
+          await target.stop()
+          await sqld.stop()
         }
-        rmSync(dir, { recursive: true, force: true })
-      }
-    }, 120_000)
+      },
+      120_000,
+    )
+
+    it.runIf(existsSync(SQLD_BIN))(
+      'a database down at the first request answers 503; the isolate starts once it is up',
+      async () => {
+        const port = await freePort()
+        const target = await startWorkersTarget(built(), {
+          DATABASE_URL: `http://127.0.0.1:${port}`,
+          SIDECAR_SECRET: 'a-secret-of-16-chars-or-more',
+          SIDECAR_URL: `http://127.0.0.1:${await freePort()}`,
+          AUTO_MIGRATE: '1',
+        })
+        const dir = mkdtempSync(join(tmpdir(), 'termkeep-late-sqld-'))
+        let sqld: ChildProcess | undefined
+        try {
+          const down = await fetch(`${target.url}/v1/health`)
+          expect(down.status).toBe(503)
+          expect((await down.json()).error.code).toBe('database/unavailable')
+          sqld = spawn(SQLD_BIN, ['--db-path', join(dir, 'db'), '--http-listen-addr', `127.0.0.1:${port}`, '--no-welcome'], {
+            stdio: 'ignore',
+          })
+          await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok, 20_000, 'sqld')
+          const up = await fetch(`${target.url}/v1/health`)
+          expect(up.status).toBe(200)
+          expect(await up.json()).toMatchObject({ runtime: 'workerd', database: { reachable: true } })
+        } finally {
+          await target.stop()
+          if (sqld && sqld.exitCode === null) {
+            const exited = new Promise((resolve) => sqld!.once('exit', resolve))
+            sqld.kill('SIGKILL')
+            await exited
+          }
+          rmSync(dir, { recursive: true, force: true })
+        }
+      },
+      120_000,
+    )
   })
 
   describeSmoke('Workers API (workerd) on a remote libSQL server', 'workerd', (backend) =>

@@ -20,7 +20,13 @@ export async function mcpClient(baseUrl: string, token: string): Promise<Client>
 /** The Node API over a harness's database and sidecar, served on a port, and the MCP clients a
  * test file opens on it (each with its own token); `close` ends the clients, then the API. */
 export async function mcpStack(h: Harness) {
-  const api = await startNodeApi({ storage: h.storage, sidecarUrl: h.sidecar.url, sidecarSecret: h.sidecar.secret, host: '127.0.0.1', port: 0 })
+  const api = await startNodeApi({
+    storage: h.storage,
+    sidecarUrl: h.sidecar.url,
+    sidecarSecret: h.sidecar.secret,
+    host: '127.0.0.1',
+    port: 0,
+  })
   const open: Client[] = []
   return {
     api,
@@ -37,14 +43,19 @@ export async function mcpStack(h: Harness) {
 }
 export type McpStack = Awaited<ReturnType<typeof mcpStack>>
 
-export async function callTool(client: Client, name: string, args: Record<string, unknown> = {}, timeoutMs = 60_000): Promise<CallToolResult> {
+export async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+  timeoutMs = 60_000,
+): Promise<CallToolResult> {
   return (await client.callTool({ name, arguments: args }, undefined, { timeout: timeoutMs })) as CallToolResult
 }
 
 /** The i-th text block of a result. */
 export function textOf(result: CallToolResult, index = 0): string {
   const block = result.content[index]
-  if (!block || block.type !== 'text') throw new Error(`no text block ${index} in ${JSON.stringify(result)}`)
+  if (block?.type !== 'text') throw new Error(`no text block ${index} in ${JSON.stringify(result)}`)
   return block.text
 }
 

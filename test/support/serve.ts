@@ -86,7 +86,11 @@ export async function startServe(env: Record<string, string> = {}): Promise<Serv
       const raw = typeof body === 'string' || body instanceof Uint8Array
       return fetch(`${url}${path}`, {
         method,
-        headers: { authorization: `Bearer ${token}`, ...(body === undefined || raw ? {} : { 'content-type': 'application/json' }), ...headers },
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined || raw ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
         body: body === undefined ? undefined : raw ? (body as BodyInit) : JSON.stringify(body),
       })
     },

@@ -49,7 +49,13 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
   const home = join(dataDir, 'home')
   mkdirSync(home, { recursive: true })
   const child = fork(ENTRY, [], {
-    execArgv: ['--import', 'tsx', ...SIDECAR_NODE_FLAGS, ...(process.env.TERMKEEP_SIDECAR_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(options.nodeArgs ?? [])],
+    execArgv: [
+      '--import',
+      'tsx',
+      ...SIDECAR_NODE_FLAGS,
+      ...(process.env.TERMKEEP_SIDECAR_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      ...(options.nodeArgs ?? []),
+    ],
     env: {
       ...process.env,
       HOME: home,

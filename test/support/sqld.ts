@@ -22,11 +22,9 @@ export async function startSqld(): Promise<RunningSqld> {
   }
   const dir = mkdtempSync(join(tmpdir(), 'termkeep-sqld-'))
   const port = await freePort()
-  const child: ChildProcess = spawn(
-    SQLD_BIN,
-    ['--db-path', join(dir, 'db'), '--http-listen-addr', `127.0.0.1:${port}`, '--no-welcome'],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  )
+  const child: ChildProcess = spawn(SQLD_BIN, ['--db-path', join(dir, 'db'), '--http-listen-addr', `127.0.0.1:${port}`, '--no-welcome'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
   let stderr = ''
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
   const url = `http://127.0.0.1:${port}`

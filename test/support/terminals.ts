@@ -43,7 +43,11 @@ export function shellsFixture(scripts: Record<string, string>): { dir: string; s
 export class SidecarHttp {
   constructor(readonly sidecar: Pick<RunningSidecar, 'url' | 'secret'>) {}
 
-  fetch(method: string, path: string, init: { json?: unknown; body?: BodyInit; headers?: Record<string, string>; signal?: AbortSignal } = {}) {
+  fetch(
+    method: string,
+    path: string,
+    init: { json?: unknown; body?: BodyInit; headers?: Record<string, string>; signal?: AbortSignal } = {},
+  ) {
     const headers: Record<string, string> = { authorization: `Bearer ${this.sidecar.secret}`, ...init.headers }
     let body = init.body
     if (init.json !== undefined) {
@@ -77,7 +81,10 @@ export class SseStream {
   #buffer = ''
   #done = false
 
-  constructor(readonly response: Response, private readonly controller: AbortController) {
+  constructor(
+    readonly response: Response,
+    private readonly controller: AbortController,
+  ) {
     this.#reader = response.body!.getReader()
   }
 

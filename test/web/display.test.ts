@@ -7,7 +7,13 @@ import type { DisplayBegin, RowsEvent } from '../../schema/wire/display.ts'
 import { DisplayStaging, displayToLines } from '../../web/client/display.ts'
 
 const begin = (cols: number, rows: number, alternateScreen = false) =>
-  ({ revision: 3, cols, rows, alternateScreen, cursor: { row: 0, col: 0, visible: true, style: 'block', blink: true } }) as unknown as DisplayBegin
+  ({
+    revision: 3,
+    cols,
+    rows,
+    alternateScreen,
+    cursor: { row: 0, col: 0, visible: true, style: 'block', blink: true },
+  }) as unknown as DisplayBegin
 
 function stage(events: [string, unknown][]) {
   const staging = new DisplayStaging()
@@ -19,21 +25,59 @@ describe('DisplayStaging', () => {
   const rows: RowsEvent = { region: 'viewport', index: 0, styleBase: 1, styles: [{ fg: 1 }], rows: [[0, 1, 'red']] }
 
   it('yields nothing until end arrived (an interrupted transfer is discarded)', () => {
-    expect(stage([['begin', begin(10, 2)], ['rows', rows]])).toBeUndefined()
-    expect(stage([['rows', rows], ['end', { revision: 3, truncated: false }]])).toBeUndefined()
-    expect(stage([['begin', begin(10, 2)], ['rows', rows], ['end', { revision: 3, truncated: false }]])?.viewport).toHaveLength(1)
+    expect(
+      stage([
+        ['begin', begin(10, 2)],
+        ['rows', rows],
+      ]),
+    ).toBeUndefined()
+    expect(
+      stage([
+        ['rows', rows],
+        ['end', { revision: 3, truncated: false }],
+      ]),
+    ).toBeUndefined()
+    expect(
+      stage([
+        ['begin', begin(10, 2)],
+        ['rows', rows],
+        ['end', { revision: 3, truncated: false }],
+      ])?.viewport,
+    ).toHaveLength(1)
   })
 })
 
 describe('displayToLines', () => {
-  const events = (b: DisplayBegin, ...parts: RowsEvent[]): [string, unknown][] => [['begin', b], ...parts.map((p): [string, unknown] => ['rows', p]), ['end', { revision: 3, truncated: false }]]
+  const events = (b: DisplayBegin, ...parts: RowsEvent[]): [string, unknown][] => [
+    ['begin', b],
+    ...parts.map((p): [string, unknown] => ['rows', p]),
+    ['end', { revision: 3, truncated: false }],
+  ]
 
   it('prints history (oldest first) then the viewport, in colour, with styled blanks', () => {
     const display = stage(
       events(
         begin(8, 3),
-        { region: 'viewport', index: 0, styleBase: 1, styles: [{ fg: 2 }, { bg: '#0000ff' }], rows: [[0, 1, 'GREEN', 0, '-ok'], [0, 2, 3]] },
-        { region: 'history', index: 0, styleBase: 3, styles: [], rows: [[0, 0, 'newer'], [0, 0, 'older']] },
+        {
+          region: 'viewport',
+          index: 0,
+          styleBase: 1,
+          styles: [{ fg: 2 }, { bg: '#0000ff' }],
+          rows: [
+            [0, 1, 'GREEN', 0, '-ok'],
+            [0, 2, 3],
+          ],
+        },
+        {
+          region: 'history',
+          index: 0,
+          styleBase: 3,
+          styles: [],
+          rows: [
+            [0, 0, 'newer'],
+            [0, 0, 'older'],
+          ],
+        },
       ),
     )!
     expect(displayToLines(display, { color: false })).toBe('older\nnewer\nGREEN-ok\n   \n')
@@ -44,7 +88,18 @@ describe('displayToLines', () => {
   })
 
   it('joins soft-wrapped rows, keeps wide characters once, shows the active alternate screen', () => {
-    const wrapped = stage(events(begin(4, 2), { region: 'viewport', index: 0, styleBase: 1, styles: [], rows: [[0, 0, 'ab'], [1, 0, ['世', ''], 0, 'c']] }))!
+    const wrapped = stage(
+      events(begin(4, 2), {
+        region: 'viewport',
+        index: 0,
+        styleBase: 1,
+        styles: [],
+        rows: [
+          [0, 0, 'ab'],
+          [1, 0, ['世', ''], 0, 'c'],
+        ],
+      }),
+    )!
     expect(displayToLines(wrapped, { color: false })).toBe('ab  世c\n')
     const alternate = stage(
       events(

@@ -60,7 +60,11 @@ describe('follow resume', () => {
       // machine, the output cannot reach the client live.
       const gate = join(stack.workspaceDir, 'away-gate')
       await send(`until [ -e ${gate} ]; do sleep 0.1; done; echo "AWAY-$((6*7))"\r`)
-      await waitFor(async () => commandEntered(await journalText(stack, session.id, 't1'), 'until [', '"AWAY-$((6*7))"'), 10_000, 'the command to be echoed')
+      await waitFor(
+        async () => commandEntered(await journalText(stack, session.id, 't1'), 'until [', '"AWAY-$((6*7))"'),
+        10_000,
+        'the command to be echoed',
+      )
       proxy.cut()
       writeFileSync(gate, '')
       await waitFor(async () => (await journalText(stack, session.id, 't1')).includes('AWAY-42'), 20_000, 'output while away')
@@ -75,7 +79,12 @@ describe('follow resume', () => {
       await waitFor(async () => shown('NOW-25').length > 0, 20_000, 'live output after the resume')
       expect(shown('NOW-25').every((s) => !s.backlog)).toBe(true)
       // Nothing was delivered twice.
-      expect(seen.map((s) => s.text).join('').split('AWAY-42').length - 1).toBe(1)
+      expect(
+        seen
+          .map((s) => s.text)
+          .join('')
+          .split('AWAY-42').length - 1,
+      ).toBe(1)
     } finally {
       abort.abort()
       await done

@@ -41,25 +41,36 @@ describe('retrying', () => {
   it('throws the last error once the time is up, and a final error at once', async () => {
     let calls = 0
     const started = Date.now()
-    await expect(retrying(async () => (calls++, Promise.reject(unavailable())), { retryable: outcomeUnknown, giveUpMs: 300, firstDelayMs: 20 })).rejects.toMatchObject({ status: 503 })
+    await expect(
+      retrying(async () => (calls++, Promise.reject(unavailable())), { retryable: outcomeUnknown, giveUpMs: 300, firstDelayMs: 20 }),
+    ).rejects.toMatchObject({ status: 503 })
     expect(Date.now() - started).toBeGreaterThanOrEqual(300)
     expect(calls).toBeGreaterThan(2)
     calls = 0
-    await expect(retrying(async () => (calls++, Promise.reject(new ApiError(410, 'terminal/unavailable', ''))), { retryable: outcomeUnknown, firstDelayMs: 20 })).rejects.toMatchObject({ status: 410 })
+    await expect(
+      retrying(async () => (calls++, Promise.reject(new ApiError(410, 'terminal/unavailable', ''))), {
+        retryable: outcomeUnknown,
+        firstDelayMs: 20,
+      }),
+    ).rejects.toMatchObject({ status: 410 })
     expect(calls).toBe(1)
   })
 
   it('gives up with GaveUpError when `ready` never lets a first attempt go', async () => {
     let calls = 0
     const never = new Promise<void>(() => {})
-    await expect(retrying(async () => void calls++, { retryable: () => true, giveUpMs: 100, ready: () => never })).rejects.toBeInstanceOf(GaveUpError)
+    await expect(retrying(async () => void calls++, { retryable: () => true, giveUpMs: 100, ready: () => never })).rejects.toBeInstanceOf(
+      GaveUpError,
+    )
     expect(calls).toBe(0)
   })
 })
 
 describe('InputQueue', () => {
   it('retries a batch whose outcome is unknown under the same key and bytes, in order, until it lands', async () => {
-    const { write, attempts } = scriptedWrite(({ n }) => (n <= 3 ? (n === 2 ? new UnreachableError('http://x', new TypeError('fetch failed')) : unavailable()) : undefined))
+    const { write, attempts } = scriptedWrite(({ n }) =>
+      n <= 3 ? (n === 2 ? new UnreachableError('http://x', new TypeError('fetch failed')) : unavailable()) : undefined,
+    )
     const failures: InputFailure[] = []
     const queue = new InputQueue(write, (f) => failures.push(f), { firstDelayMs: 10 })
     queue.push(bytes('ls\r'))
@@ -102,7 +113,10 @@ describe('InputQueue', () => {
   })
 
   it('stops at a final answer (409, 410) at once, dropping what was queued behind it, and goes on with later input', async () => {
-    for (const refusal of [new ApiError(409, 'terminal/control-unavailable', 'read-only'), new ApiError(410, 'terminal/unavailable', 'gone')]) {
+    for (const refusal of [
+      new ApiError(409, 'terminal/control-unavailable', 'read-only'),
+      new ApiError(410, 'terminal/unavailable', 'gone'),
+    ]) {
       let refuse = true
       const { write, attempts } = scriptedWrite(() => (refuse ? refusal : undefined))
       const failures: InputFailure[] = []

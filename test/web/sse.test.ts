@@ -24,12 +24,33 @@ describe('readSse', () => {
     ['a named event with an id', ['event: output\nid: 7\ndata: {"a":1}\n\n'], [{ event: 'output', id: '7', data: '{"a":1}' }]],
     ['default name, multi-line data', ['data: one\ndata: two\n\n'], [{ event: 'message', data: 'one\ntwo' }]],
     ['comments (heartbeats) are ignored', [': hb\n\n: hb\ndata: x\n\n'], [{ event: 'message', data: 'x' }]],
-    ['CRLF and lone CR line ends', ['event: a\r\ndata: 1\r\n\r\nevent: b\rdata: 2\r\r'], [{ event: 'a', data: '1' }, { event: 'b', data: '2' }]],
-    ['a CRLF split across chunks is one line end', ['data: 1\r', '\n\r', '\ndata: 2\n\n'], [{ event: 'message', data: '1' }, { event: 'message', data: '2' }]],
+    [
+      'CRLF and lone CR line ends',
+      ['event: a\r\ndata: 1\r\n\r\nevent: b\rdata: 2\r\r'],
+      [
+        { event: 'a', data: '1' },
+        { event: 'b', data: '2' },
+      ],
+    ],
+    [
+      'a CRLF split across chunks is one line end',
+      ['data: 1\r', '\n\r', '\ndata: 2\n\n'],
+      [
+        { event: 'message', data: '1' },
+        { event: 'message', data: '2' },
+      ],
+    ],
     ['an event split mid-field', ['ev', 'ent: sta', 'te\nda', 'ta: {}', '\n', '\n'], [{ event: 'state', data: '{}' }]],
     ['no space after the colon', ['event:x\ndata:y\n\n'], [{ event: 'x', data: 'y' }]],
     ['an event without data is not dispatched', ['event: nothing\n\ndata: z\n\n'], [{ event: 'message', data: 'z' }]],
-    ['the id does not leak into the next event', ['id: 1\ndata: a\n\ndata: b\n\n'], [{ event: 'message', id: '1', data: 'a' }, { event: 'message', data: 'b' }]],
+    [
+      'the id does not leak into the next event',
+      ['id: 1\ndata: a\n\ndata: b\n\n'],
+      [
+        { event: 'message', id: '1', data: 'a' },
+        { event: 'message', data: 'b' },
+      ],
+    ],
   ]
   it.each(cases)('%s', async (_name, chunks, expected) => {
     expect(await parseAll(chunks)).toEqual(expected)

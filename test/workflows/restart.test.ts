@@ -25,7 +25,9 @@ afterAll(async () => {
 it('a run whose sidecar was killed reads as interrupted after a restart', async () => {
   const finished = await startRun(h, token, { script: "log('done before'); return 'kept'" })
   await runEvents(h, token, finished.id)
-  const started = await startRun(h, token, { script: "log('going'); return await parallel(['slow [sleep:600000]', 'quick [result]'], (p) => agent(p))" })
+  const started = await startRun(h, token, {
+    script: "log('going'); return await parallel(['slow [sleep:600000]', 'quick [result]'], (p) => agent(p))",
+  })
   const rid = started.id
   const before = await runEvents(h, token, rid, (e) => e.some((x) => x.event === 'workflow/agent-end'))
   const [row] = (await h.storage.client.execute({ sql: 'SELECT pid FROM workflow_runs WHERE id = ?', args: [rid] })).rows
@@ -44,7 +46,12 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
   const stale = (await (await h.request('GET', `/v1/sessions/s1/workflows/${rid}`, { token })).json()) as any
   expect(stale.status).toBe('running')
 
-  restarted = await startSidecar({ dataDir: h.sidecar.dataDir, databaseUrl: h.sidecar.databaseUrl, secret: h.sidecar.secret, env: AGENTS_ENV })
+  restarted = await startSidecar({
+    dataDir: h.sidecar.dataDir,
+    databaseUrl: h.sidecar.databaseUrl,
+    secret: h.sidecar.secret,
+    env: AGENTS_ENV,
+  })
   const detail = (await (await h.request('GET', `/v1/sessions/s1/workflows/${rid}`, { token })).json()) as any
   expect(detail).toMatchObject({ status: 'interrupted', result: null, log: { valid: true } })
   expect(detail.members.map((m: any) => [m.seq, m.state])).toEqual([

@@ -82,7 +82,10 @@ describe('the realm: no host object reaches the script', () => {
   it("a fatal WorkflowError caught from a helper is the context's too (the run still ends with it)", async () => {
     const { done, logs } = await runInProcess(
       sandbox,
-      startOf(PRELUDE + "try { agent(42) } catch (error) { log(JSON.stringify([ours(error), error.name, processVia(error.constructor.constructor)])) }\nreturn 1"),
+      startOf(
+        PRELUDE +
+          'try { agent(42) } catch (error) { log(JSON.stringify([ours(error), error.name, processVia(error.constructor.constructor)])) }\nreturn 1',
+      ),
     )
     expect(logs).toEqual(['[true,"WorkflowError","undefined"]'])
     expect(done).toMatchObject({ stopReason: 'error', error: expect.stringMatching(/^INVALID_ARGUMENT: agent\(prompt/) })
@@ -122,7 +125,9 @@ describe('the realm: no host object reaches the script', () => {
         const hook = { [Symbol.for('nodejs.util.inspect.custom')]: (...args) => 'called with ' + args.length }
         log('n', 1, { deep: [1, 'two', { three: { four: { five: { six: 1 }, empty: {} } } }], m: new Map([[1, 2]]) }, hook, [], null, undefined, () => 1)`),
     )
-    expect(logs).toEqual(["n 1 { deep: [ 1, 'two', { three: { four: { five: [Object], empty: {} } } } ], m: Map(1) { 1 => 2 } } {} [] null undefined [Function (anonymous)]"])
+    expect(logs).toEqual([
+      "n 1 { deep: [ 1, 'two', { three: { four: { five: [Object], empty: {} } } } ], m: Map(1) { 1 => 2 } } {} [] null undefined [Function (anonymous)]",
+    ])
   })
 })
 
@@ -176,7 +181,9 @@ describe('the OS: an escaped script reaches nothing', () => {
   it('falls back, with one warning line, when unshare is missing or cannot make the namespaces', () => {
     const missing = probeSandbox({ setpriv: '/usr/bin/setpriv' })
     expect(missing).toEqual({ missing: 'unshare (util-linux) is not installed' })
-    expect(sandboxWarning(missing)).toMatch(/^termkeep sidecar: warning: workflow scripts run without OS isolation: unshare \(util-linux\) is not installed\./)
+    expect(sandboxWarning(missing)).toMatch(
+      /^termkeep sidecar: warning: workflow scripts run without OS isolation: unshare \(util-linux\) is not installed\./,
+    )
     const refused = probeSandbox({ unshare: '/bin/false', setpriv: '/usr/bin/setpriv' })
     expect(refused.wrapper).toBeUndefined()
     expect(refused.missing).toMatch(/^unshare cannot create user, PID and network namespaces here/)
@@ -198,7 +205,9 @@ describe("the sidecar's death", () => {
 
   for (const mode of ['probed', 'plain'] as const) {
     it(`kills a spinning script process (${mode} sandbox)`, async () => {
-      const holder = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', HOLDER, mode], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const holder = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', HOLDER, mode], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      })
       const pid = await new Promise<number>((resolve) => holder.stdout.once('data', (chunk) => resolve(Number(String(chunk).trim()))))
       const scripts = tree(pid)
       expect(scripts.every(alive)).toBe(true)

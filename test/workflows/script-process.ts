@@ -34,9 +34,18 @@ export function runInProcess(sandbox: Sandbox, start: ScriptStart, program?: str
         if (message.type === 'log') logs.push(message.message)
         if (message.type === 'agent') {
           seq++
-          child.send({ type: 'agent-result', call: message.call, result: { stopReason: 'completed', text: `did ${message.prompt}`, truncated: false, exitCode: 0, terminal: `t-${seq}`, seq } })
+          child.send({
+            type: 'agent-result',
+            call: message.call,
+            result: { stopReason: 'completed', text: `did ${message.prompt}`, truncated: false, exitCode: 0, terminal: `t-${seq}`, seq },
+          })
         }
-        if (message.type === 'read-text') child.send({ type: 'read-text-result', call: message.call, error: { code: 'files/not-found', message: 'no such file', fatal: false } })
+        if (message.type === 'read-text')
+          child.send({
+            type: 'read-text-result',
+            call: message.call,
+            error: { code: 'files/not-found', message: 'no such file', fatal: false },
+          })
         if (message.type === 'done') {
           child.kill()
           resolve({ done: message, logs, messages })

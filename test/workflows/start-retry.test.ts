@@ -100,10 +100,14 @@ describe('POST /v1/sessions/:sid/workflows with an Idempotency-Key', () => {
     expect(first.status).toBe(503)
     expect(first.body.error.code).toBe('sidecar/unavailable')
     // As it resumes, the sidecar starts the run it was sent: it appears with no retry at all.
-    const started = await waitFor(async () => {
-      const ids = (await runIds()).filter((id) => !before.includes(id))
-      return ids.length > 0 ? ids : undefined
-    }, 30_000, 'the run started by the resumed sidecar')
+    const started = await waitFor(
+      async () => {
+        const ids = (await runIds()).filter((id) => !before.includes(id))
+        return ids.length > 0 ? ids : undefined
+      },
+      30_000,
+      'the run started by the resumed sidecar',
+    )
     expect(started).toHaveLength(1)
     // So the client's retry under the same key answers that run instead of starting another.
     const retry = await answer(await start(body, 'stalled-1'))

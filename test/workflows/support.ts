@@ -43,7 +43,13 @@ export function eventsPath(rid: string, session = 's1'): string {
 }
 
 /** Every event of the run until its end (or `until`), without heartbeats. */
-export async function runEvents(h: Harness, token: string, rid: string, until?: (events: SseMessage[]) => boolean, timeoutMs = 60_000): Promise<SseMessage[]> {
+export async function runEvents(
+  h: Harness,
+  token: string,
+  rid: string,
+  until?: (events: SseMessage[]) => boolean,
+  timeoutMs = 60_000,
+): Promise<SseMessage[]> {
   const response = await h.request('GET', eventsPath(rid), { token })
   expect(response.status).toBe(200)
   const stop = until ?? ((events) => events.some((e) => e.event === 'workflow/end' || e.event === 'interrupted'))
@@ -126,7 +132,11 @@ export async function followTerminal(h: Harness, token: string, terminal: string
       }
     },
     async type(text: string): Promise<void> {
-      const response = await h.request('POST', `/v1/sessions/s1/terminals/${terminal}/input`, { token, body: text, headers: { 'termkeep-attachment': attachment } })
+      const response = await h.request('POST', `/v1/sessions/s1/terminals/${terminal}/input`, {
+        token,
+        body: text,
+        headers: { 'termkeep-attachment': attachment },
+      })
       expect(response.status).toBe(204)
     },
     close: () => reader.cancel().catch(() => {}),

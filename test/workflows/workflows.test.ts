@@ -9,7 +9,19 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { json, readEvents, startHarness, type Harness } from '../api/harness.ts'
 import { createToken } from '../../api/auth/tokens.ts'
-import { AGENTS_ENV, alive, endOf, eventsPath, eventually, expectValidLog, followTerminal, prepare, processesOfRun, runEvents, startRun } from './support.ts'
+import {
+  AGENTS_ENV,
+  alive,
+  endOf,
+  eventsPath,
+  eventually,
+  expectValidLog,
+  followTerminal,
+  prepare,
+  processesOfRun,
+  runEvents,
+  startRun,
+} from './support.ts'
 
 let h: Harness
 let token: string
@@ -38,7 +50,9 @@ async function terminalsOf(rid: string): Promise<any[]> {
 
 describe('combinators', () => {
   it('parallel of 3 with one failing member gives [text, null, text]; each member is a listed, closed terminal', async () => {
-    const { id, events, result } = await run({ script: "return await parallel(['one [result]', 'two [exit:3]', 'three'], (prompt) => agent(prompt))" })
+    const { id, events, result } = await run({
+      script: "return await parallel(['one [result]', 'two [exit:3]', 'three'], (prompt) => agent(prompt))",
+    })
     // A result file is the text; without one, the agent's screen is.
     expect(result).toEqual({ stopReason: 'completed', value: ['result: one', null, 'fake-agent got: three'], agentsStarted: 3 })
     const ends = events.filter((e) => e.event === 'workflow/agent-end').map(json)
@@ -142,7 +156,7 @@ describe('failure discipline', () => {
       ['log("x".repeat(20000))', /^LOG_CAP: one log message/],
       ['await agent(42)', /^INVALID_ARGUMENT: agent\(prompt/],
       ['readText(7)', /^INVALID_ARGUMENT: readText/],
-      ["return typeof require + typeof process + typeof setTimeout + typeof fetch", /^$/],
+      ['return typeof require + typeof process + typeof setTimeout + typeof fetch', /^$/],
     ]
     for (const [script, error] of cases.slice(0, -1)) {
       const { result } = await run({ script })
@@ -159,18 +173,27 @@ describe('failure discipline', () => {
     const [row] = (await h.storage.client.execute({ sql: 'SELECT pid FROM workflow_runs WHERE id = ?', args: [started.id] })).rows
     process.kill(Number(row.pid), 'SIGKILL')
     const events = await runEvents(h, token, started.id)
-    expect(endOf(events)).toMatchObject({ stopReason: 'error', error: expect.stringMatching(/^the script process was killed \(SIGKILL\)/), agentsStarted: 1 })
+    expect(endOf(events)).toMatchObject({
+      stopReason: 'error',
+      error: expect.stringMatching(/^the script process was killed \(SIGKILL\)/),
+      agentsStarted: 1,
+    })
     expect(events.filter((e) => e.event === 'workflow/agent-end').map((e) => json(e).outcome)).toEqual(['cancelled'])
     expect(processesOfRun(started.id)).toEqual([])
     await expectValidLog(h, token, started.id, events)
 
     const hungry = await run({ script: 'const all = []; for (;;) all.push(new Array(1e6).fill(all.length))' })
     expect(hungry.result.stopReason).toBe('error')
-    expect(hungry.result.error).toMatch(/^the script process (exited|was killed).*: FATAL ERROR: .*heap.* \(a script's heap is limited to 256 MB\)$/)
+    expect(hungry.result.error).toMatch(
+      /^the script process (exited|was killed).*: FATAL ERROR: .*heap.* \(a script's heap is limited to 256 MB\)$/,
+    )
   })
 
   it('returns what the script returns, with input in scope and logs in order', async () => {
-    const { result, events } = await run({ script: "log('n is', input.n); log({ deep: [1] }); return { doubled: input.n * 2 }", input: { n: 21 } })
+    const { result, events } = await run({
+      script: "log('n is', input.n); log({ deep: [1] }); return { doubled: input.n * 2 }",
+      input: { n: 21 },
+    })
     expect(result).toEqual({ stopReason: 'completed', value: { doubled: 42 }, agentsStarted: 0 })
     expect(events.filter((e) => e.event === 'workflow/log').map((e) => json(e).message)).toEqual(['n is 21', '{ deep: [ 1 ] }'])
     const none = await run({ script: 'return input === undefined' })
@@ -210,7 +233,11 @@ describe('cancel', () => {
     expect(Date.now() - asked).toBeLessThan(10_000)
     // It answered once the cleanup was done: nothing of the run is left at that moment.
     expect(processesOfRun(started.id)).toEqual([])
-    expect(after).toMatchObject({ status: 'cancelled', cancelReason: 'enough', result: { stopReason: 'cancelled', error: 'cancelled: enough', agentsStarted: 2 } })
+    expect(after).toMatchObject({
+      status: 'cancelled',
+      cancelReason: 'enough',
+      result: { stopReason: 'cancelled', error: 'cancelled: enough', agentsStarted: 2 },
+    })
     expect(after.members.map((m: any) => m.state)).toEqual(['cancelled', 'cancelled'])
     expect((await terminalsOf(started.id)).map((t) => t.state)).toEqual(['retired', 'retired'])
     const events = await runEvents(h, token, started.id)
@@ -228,20 +255,28 @@ describe('cancel', () => {
     const pid = Number(row.pid)
     expect(alive(pid)).toBe(true)
     const cancelled = await h.request('POST', `/v1/sessions/s1/workflows/${started.id}/cancel`, { token, body: {} })
-    expect(((await cancelled.json()) as any).run).toMatchObject({ status: 'cancelled', result: { stopReason: 'cancelled', error: 'cancelled' } })
+    expect(((await cancelled.json()) as any).run).toMatchObject({
+      status: 'cancelled',
+      result: { stopReason: 'cancelled', error: 'cancelled' },
+    })
     expect(alive(pid)).toBe(false)
     const events = await runEvents(h, token, started.id)
     await expectValidLog(h, token, started.id, events)
   })
 
   it('a FIFO left at the result path is not waited on: the member ends with its output, and cancel answers at once', async () => {
-    const started = await startRun(h, token, { script: "return await parallel(['piped [fifo]', 'held [hang]'], (p) => agent(p).then((r) => [r.stopReason, r.text]))" })
+    const started = await startRun(h, token, {
+      script: "return await parallel(['piped [fifo]', 'held [hang]'], (p) => agent(p).then((r) => [r.stopReason, r.text]))",
+    })
     const response = await h.request('GET', eventsPath(started.id), { token })
     const seen = await readEvents(response, (e) => e.some((x) => x.event === 'workflow/agent-end'), 30_000)
     expect(seen.filter((e) => e.event === 'workflow/agent-end').map((e) => json(e))).toMatchObject([{ seq: 1, outcome: 'completed' }])
     const asked = Date.now()
     const cancelled = await h.request('POST', `/v1/sessions/s1/workflows/${started.id}/cancel`, { token, body: {} })
-    expect(((await cancelled.json()) as any).run).toMatchObject({ status: 'cancelled', members: [{ state: 'completed' }, { state: 'cancelled' }] })
+    expect(((await cancelled.json()) as any).run).toMatchObject({
+      status: 'cancelled',
+      members: [{ state: 'completed' }, { state: 'cancelled' }],
+    })
     expect(Date.now() - asked).toBeLessThan(10_000)
     await expectValidLog(h, token, started.id, await runEvents(h, token, started.id))
     // Alone, it ends the run: its text is what its terminal showed.
@@ -255,7 +290,10 @@ describe('cancel', () => {
     expect((await h.request('DELETE', `/v1/sessions/s1/terminals/${started.id}-1`, { token })).status).toBe(200)
     const events = await runEvents(h, token, started.id)
     expect(endOf(events).value).toEqual([null, 'result: y'])
-    expect(events.find((e) => e.event === 'workflow/agent-end' && json(e).seq === 1) && json(events.find((e) => e.event === 'workflow/agent-end' && json(e).seq === 1)!).outcome).toBe('cancelled')
+    expect(
+      events.find((e) => e.event === 'workflow/agent-end' && json(e).seq === 1) &&
+        json(events.find((e) => e.event === 'workflow/agent-end' && json(e).seq === 1)!).outcome,
+    ).toBe('cancelled')
     await expectValidLog(h, token, started.id, events)
   })
 })
@@ -279,7 +317,9 @@ describe('a person takes over a member', () => {
 
 describe('readText', () => {
   it("reads under the caller's authority, re-checked on every call", async () => {
-    const stored = (await (await h.request('POST', '/v1/sessions/s1/attachments', { token, body: { name: 'a.txt', content: 'attached' } })).json()) as any
+    const stored = (await (
+      await h.request('POST', '/v1/sessions/s1/attachments', { token, body: { name: 'a.txt', content: 'attached' } })
+    ).json()) as any
     const script = `
       const first = await readText({ address: 'notes.txt', limit: 2 })
       const rest = await readText(first.next)
@@ -323,7 +363,8 @@ describe('readText', () => {
 describe('refused before anything is published', () => {
   async function tableCounts(): Promise<string> {
     const counts = []
-    for (const table of ['workflow_runs', 'workflow_events', 'terminals']) counts.push((await h.storage.client.execute(`SELECT count(*) AS n FROM ${table}`)).rows[0].n)
+    for (const table of ['workflow_runs', 'workflow_events', 'terminals'])
+      counts.push((await h.storage.client.execute(`SELECT count(*) AS n FROM ${table}`)).rows[0].n)
     return counts.join(',')
   }
 
@@ -331,7 +372,12 @@ describe('refused before anything is published', () => {
     ['an unparseable script', { script: 'return (' }, 'workflow/invalid-script', /does not parse: .*\(at the end of the script\)/],
     ['a syntax error on a line', { script: 'const a = 1\nconst = 2\nreturn a' }, 'workflow/invalid-script', /does not parse: .*\(line 2\)/],
     ['a script that closes its own function', { script: '}); (async () => {' }, 'workflow/invalid-script', /does not parse/],
-    ['an unknown profile', { script: 'return 1', profile: 'nope' }, 'workflow/unknown-profile', /no agent profile "nope" \(configured: default, stdin, env\)/],
+    [
+      'an unknown profile',
+      { script: 'return 1', profile: 'nope' },
+      'workflow/unknown-profile',
+      /no agent profile "nope" \(configured: default, stdin, env\)/,
+    ],
     ['an oversized script', { script: `//${'x'.repeat(256 * 1024)}` }, 'request/invalid', /at most 262144 bytes/],
     ['an unknown option', { script: 'return 1', concurency: 2 }, 'request/invalid', /concurency/],
     ['a concurrency of 0', { script: 'return 1', concurrency: 0 }, 'request/invalid', /concurrency/],

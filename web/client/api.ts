@@ -34,7 +34,10 @@ export class TransportError extends Error {
 
 export class UnreachableError extends TransportError {
   override name = 'UnreachableError'
-  constructor(readonly url: string, cause: unknown) {
+  constructor(
+    readonly url: string,
+    cause: unknown,
+  ) {
     super(`cannot reach the termkeep server at ${url}${describeCause(cause)}`)
   }
 }
@@ -46,7 +49,9 @@ export class UnreachableError extends TransportError {
  * or sent with an Idempotency-Key.
  */
 export function outcomeUnknown(error: unknown): boolean {
-  return error instanceof TransportError || (error instanceof ApiError && (error.status === 502 || error.status === 503 || error.status === 504))
+  return (
+    error instanceof TransportError || (error instanceof ApiError && (error.status === 502 || error.status === 503 || error.status === 504))
+  )
 }
 
 function describeCause(cause: unknown): string {
@@ -177,7 +182,11 @@ export class TermkeepClient {
     return this.json('GET', terminalPath(sid, tid))
   }
 
-  async createTerminal(sid: string, tid: string, body: { cols: number; rows: number; shell?: string; title?: string }): Promise<TerminalInfo> {
+  async createTerminal(
+    sid: string,
+    tid: string,
+    body: { cols: number; rows: number; shell?: string; title?: string },
+  ): Promise<TerminalInfo> {
     return this.json('PUT', terminalPath(sid, tid), { json: body })
   }
 
@@ -241,11 +250,16 @@ export class TermkeepClient {
 
   /** Answers once the run settled (its members' terminals closed). */
   async cancelWorkflow(sid: string, rid: string, reason?: string): Promise<RunSummary> {
-    return (await this.json<{ run: RunSummary }>('POST', `${workflowsPath(sid)}/${seg(rid)}/cancel`, { json: reason ? { reason } : {} })).run
+    return (await this.json<{ run: RunSummary }>('POST', `${workflowsPath(sid)}/${seg(rid)}/cancel`, { json: reason ? { reason } : {} }))
+      .run
   }
 
   /** The run's events (SSE); `lastEventId` resumes after that sequence. */
-  workflowEvents(sid: string, rid: string, options: { lastEventId?: string; signal?: AbortSignal } = {}): Promise<AsyncGenerator<SseEvent>> {
+  workflowEvents(
+    sid: string,
+    rid: string,
+    options: { lastEventId?: string; signal?: AbortSignal } = {},
+  ): Promise<AsyncGenerator<SseEvent>> {
     return this.stream(`${workflowsPath(sid)}/${seg(rid)}/events`, options)
   }
 }

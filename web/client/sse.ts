@@ -22,7 +22,8 @@ export interface SseEvent {
 export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseEvent> {
   let ready: SseEvent[] = []
   const parser = createParser({
-    onEvent: ({ event, data, id }) => void ready.push(id === undefined ? { event: event ?? 'message', data } : { event: event ?? 'message', data, id }),
+    onEvent: ({ event, data, id }) =>
+      void ready.push(id === undefined ? { event: event ?? 'message', data } : { event: event ?? 'message', data, id }),
   })
   let endsWithCr = false
   const feed = (text: string) => {

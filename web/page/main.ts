@@ -126,9 +126,10 @@ function shell(client: TermkeepClient): void {
   )
 
   const route = parseRoute()
-  if (route.sessionId) openSession(route.sessionId, route.terminalId)
+  if (route.sessionId)
+    openSession(route.sessionId, route.terminalId)
 
-  // For tests and curious users: the open terminal's buffer, read-only.
+    // For tests and curious users: the open terminal's buffer, read-only.
   ;(globalThis as Record<string, unknown>).__termkeep = {
     view: () => session?.view,
     screenText: () => {

@@ -57,7 +57,16 @@ export class SessionView {
       this.#banner,
       this.#stage,
       this.#attachHint,
-      h('p', { class: 'muted hint' }, h('kbd', {}, 'Ctrl'), '+', h('kbd', {}, 'Shift'), '+', h('kbd', {}, 'Home'), ' moves focus out of the terminal.'),
+      h(
+        'p',
+        { class: 'muted hint' },
+        h('kbd', {}, 'Ctrl'),
+        '+',
+        h('kbd', {}, 'Shift'),
+        '+',
+        h('kbd', {}, 'Home'),
+        ' moves focus out of the terminal.',
+      ),
     )
     client.session(sessionId).then(
       (s) => {
@@ -163,10 +172,15 @@ export class SessionView {
 
   /** Re-renders the tabs when they changed, keeping keyboard focus on the same control. */
   #renderTabs(): void {
-    const key = JSON.stringify([this.#view?.terminalId, this.#showEnded, this.#terminals.map((t) => [t.id, t.title, t.state, t.foregroundCommand])])
+    const key = JSON.stringify([
+      this.#view?.terminalId,
+      this.#showEnded,
+      this.#terminals.map((t) => [t.id, t.title, t.state, t.foregroundCommand]),
+    ])
     if (key === this.#tabsKey) return
     this.#tabsKey = key
-    const focused = document.activeElement instanceof HTMLElement && this.#tabs.contains(document.activeElement) ? document.activeElement : undefined
+    const focused =
+      document.activeElement instanceof HTMLElement && this.#tabs.contains(document.activeElement) ? document.activeElement : undefined
     const focusedTab = focused?.closest<HTMLElement>('.terminal-tab')?.dataset.terminalId
     const focusedIndex = focused ? [...(focused.parentElement?.children ?? [])].indexOf(focused) : -1
     this.#drawTabs()
@@ -221,12 +235,25 @@ export class SessionView {
             info.title || info.id,
             // The program in the foreground (as tmux's pane_current_command), when it says more
             // than the title does.
-            live && info.foregroundCommand && info.foregroundCommand !== info.title && h('span', { class: 'foreground', title: 'in the foreground' }, ` ${info.foregroundCommand}`),
+            live &&
+              info.foregroundCommand &&
+              info.foregroundCommand !== info.title &&
+              h('span', { class: 'foreground', title: 'in the foreground' }, ` ${info.foregroundCommand}`),
             info.workflow && h('span', { class: 'state' }, ` agent #${info.workflow.seq}`),
             h('span', { class: `state ${live ? 'live' : ''}` }, ` ${info.state}`),
           ),
-          live && h('button', { type: 'button', class: 'small', 'aria-label': `Rename ${info.title}`, onclick: () => void this.#rename(info) }, 'Rename'),
-          live && h('button', { type: 'button', class: 'small danger', 'aria-label': `Close ${info.title}`, onclick: () => void this.#close(info) }, 'Close'),
+          live &&
+            h(
+              'button',
+              { type: 'button', class: 'small', 'aria-label': `Rename ${info.title}`, onclick: () => void this.#rename(info) },
+              'Rename',
+            ),
+          live &&
+            h(
+              'button',
+              { type: 'button', class: 'small danger', 'aria-label': `Close ${info.title}`, onclick: () => void this.#close(info) },
+              'Close',
+            ),
         )
       }),
       toggle,

@@ -48,7 +48,14 @@ export class Sidebar {
       void this.#add(input)
     })
     this.#list = h('ul', { class: 'workspaces', 'aria-label': 'Workspaces' })
-    this.element = h('nav', { class: 'sidebar', 'aria-label': 'Workspaces and sessions' }, h('h2', {}, 'Workspaces'), this.#list, this.#error, form)
+    this.element = h(
+      'nav',
+      { class: 'sidebar', 'aria-label': 'Workspaces and sessions' },
+      h('h2', {}, 'Workspaces'),
+      this.#list,
+      this.#error,
+      form,
+    )
     this.#render()
   }
 
@@ -103,7 +110,9 @@ export class Sidebar {
   }
 
   #archive(sessionId: string, archived: boolean): Promise<void> {
-    return this.#change(archived ? 'Could not archive the session' : 'Could not unarchive the session', () => this.client.archiveSession(sessionId, archived))
+    return this.#change(archived ? 'Could not archive the session' : 'Could not unarchive the session', () =>
+      this.client.archiveSession(sessionId, archived),
+    )
   }
 
   #sessionTitle(sessionId: string): string {
@@ -119,7 +128,8 @@ export class Sidebar {
 
   /** Re-renders, keeping keyboard focus on the same control when it still exists. */
   #render(): void {
-    const focused = document.activeElement instanceof HTMLElement && this.#list.contains(document.activeElement) ? document.activeElement : undefined
+    const focused =
+      document.activeElement instanceof HTMLElement && this.#list.contains(document.activeElement) ? document.activeElement : undefined
     const key = focused?.dataset.key
     this.#draw()
     if (key === undefined) return
@@ -142,7 +152,11 @@ export class Sidebar {
   #drawWorkspace(workspace: Workspace, archived: Set<string>): HTMLElement {
     /** A small button that stays disabled while its action runs; `label` names it for screen readers. */
     const small = (key: string, label: string | undefined, text: string, onclick: () => Promise<void>, danger = false) => {
-      const button = h('button', { type: 'button', class: danger ? 'small danger' : 'small', 'data-key': key, 'aria-label': label, title: label }, text)
+      const button = h(
+        'button',
+        { type: 'button', class: danger ? 'small danger' : 'small', 'data-key': key, 'aria-label': label, title: label },
+        text,
+      )
       button.addEventListener('click', () => {
         button.disabled = true
         void onclick().finally(() => (button.disabled = false))
@@ -199,12 +213,7 @@ export class Sidebar {
     return h(
       'li',
       { class: 'workspace', 'data-workspace-id': workspace.id },
-      h(
-        'div',
-        { class: 'workspace-head' },
-        h('span', { class: 'title', title: workspace.path }, workspace.title),
-        start,
-      ),
+      h('div', { class: 'workspace-head' }, h('span', { class: 'title', title: workspace.path }, workspace.title), start),
       h(
         'div',
         { class: 'workspace-foot' },

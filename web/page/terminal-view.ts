@@ -212,8 +212,16 @@ export class TerminalView {
     this.term.options.disableStdin = true
     this.term.options.cursorBlink = false
     const info = end.info
-    const how = info?.exitCode !== null && info?.exitCode !== undefined ? ` with code ${info.exitCode}` : info?.exitSignal ? ` on signal ${info.exitSignal}` : ''
-    this.#setMode('ended', `The shell ${info?.state === 'exited' ? 'exited' : 'ended'}${how}. This view is read-only; start a new terminal to continue.`)
+    const how =
+      info?.exitCode !== null && info?.exitCode !== undefined
+        ? ` with code ${info.exitCode}`
+        : info?.exitSignal
+          ? ` on signal ${info.exitSignal}`
+          : ''
+    this.#setMode(
+      'ended',
+      `The shell ${info?.state === 'exited' ? 'exited' : 'ended'}${how}. This view is read-only; start a new terminal to continue.`,
+    )
   }
 
   /** Reads the persisted display and swaps it in only once the whole revision has arrived. */
@@ -253,7 +261,10 @@ export class TerminalView {
     } else if (uncertain) {
       // Retried under its key for UNKNOWN_OUTCOME_RETRY_MS without an answer: the batch may or
       // may not have arrived, and what was typed after it was dropped; the user is told.
-      this.events.mode(this.#mode, `Connection lost while sending input; some keystrokes may not have arrived (no answer for ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s).`)
+      this.events.mode(
+        this.#mode,
+        `Connection lost while sending input; some keystrokes may not have arrived (no answer for ${UNKNOWN_OUTCOME_RETRY_MS / 1000} s).`,
+      )
     } else if (error instanceof ApiError) {
       this.events.mode(this.#mode, `Input was refused: ${error.message}`)
     } else {
@@ -276,7 +287,8 @@ export class TerminalView {
     try {
       await this.client.resize(this.sessionId, this.terminalId, this.#attachment, cols, rows)
     } catch (error) {
-      if (error instanceof ApiError && error.code === 'terminal/control-unavailable') this.#inputFailed({ error, bytes: 0, uncertain: false })
+      if (error instanceof ApiError && error.code === 'terminal/control-unavailable')
+        this.#inputFailed({ error, bytes: 0, uncertain: false })
     }
   }
 }

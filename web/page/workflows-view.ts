@@ -61,10 +61,13 @@ export class WorkflowsView {
       this.#status.textContent = failure('Could not list workflow runs', error)
     }
     const busy = this.#runs.some((run) => run.status === 'running')
-    this.#timer = setTimeout(() => {
-      if (document.visibilityState === 'visible') void this.refresh()
-      else this.#timer = setTimeout(() => void this.refresh(), IDLE_REFRESH_MS)
-    }, busy ? BUSY_REFRESH_MS : IDLE_REFRESH_MS)
+    this.#timer = setTimeout(
+      () => {
+        if (document.visibilityState === 'visible') void this.refresh()
+        else this.#timer = setTimeout(() => void this.refresh(), IDLE_REFRESH_MS)
+      },
+      busy ? BUSY_REFRESH_MS : IDLE_REFRESH_MS,
+    )
   }
 
   dispose(): void {
@@ -85,7 +88,11 @@ export class WorkflowsView {
     const when = new Date(run.createdAt).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })
     const cancel =
       run.status === 'running' &&
-      h('button', { type: 'button', class: 'small danger', 'aria-label': `Cancel run ${run.id}`, onclick: () => void this.#cancel(run) }, 'Cancel')
+      h(
+        'button',
+        { type: 'button', class: 'small danger', 'aria-label': `Cancel run ${run.id}`, onclick: () => void this.#cancel(run) },
+        'Cancel',
+      )
     const outcome = run.result?.error ? h('span', { class: 'muted' }, ` — ${run.result.error}`) : null
     return h(
       'li',

@@ -47,7 +47,11 @@ export interface ReferenceOptions {
 export function referenceRevision(tracker: DisplayTracker, options: ReferenceOptions = {}): ReferenceRevision {
   const terminal = tracker.terminal
   const encoder = new RowEncoder(terminal.buffer.normal.getNullCell())
-  const plan = legacyPlanChunks(regionRows(tracker, encoder), options.budget ?? MAX_DISPLAY_BYTES, options.eventLimit ?? MAX_DISPLAY_EVENT_BYTES)
+  const plan = legacyPlanChunks(
+    regionRows(tracker, encoder),
+    options.budget ?? MAX_DISPLAY_BYTES,
+    options.eventLimit ?? MAX_DISPLAY_EVENT_BYTES,
+  )
   return { ...plan, meta: metaOf(tracker, options.sequence ?? 0) }
 }
 
@@ -127,8 +131,15 @@ function describeCell(c: IBufferCell): string {
     c.getWidth(),
     colourOf('fg', c),
     colourOf('bg', c),
-    c.isBold(), c.isDim(), c.isItalic(), c.isUnderline(), c.isBlink(), c.isInverse(), c.isInvisible(),
-    c.isStrikethrough(), c.isOverline(),
+    c.isBold(),
+    c.isDim(),
+    c.isItalic(),
+    c.isUnderline(),
+    c.isBlink(),
+    c.isInverse(),
+    c.isInvisible(),
+    c.isStrikethrough(),
+    c.isOverline(),
     i.getUnderlineStyle?.() ?? 0,
     underlineColour(i),
   ])
