@@ -56,7 +56,9 @@ function summaryOf(row: RunRow, memberEvents: LoggedEvent[]): RunSummary {
     result: resultOf(row),
     cancelReason: row.cancelReason,
     limits:
-      row.wallTimeLimitMs === null || row.cpuTimeLimitMs === null ? null : { wallTimeMs: row.wallTimeLimitMs, cpuTimeMs: row.cpuTimeLimitMs },
+      row.wallTimeLimitMs === null || row.cpuTimeLimitMs === null
+        ? null
+        : { wallTimeMs: row.wallTimeLimitMs, cpuTimeMs: row.cpuTimeLimitMs },
     members: foldMembers(memberEvents, row.status === 'interrupted'),
   }
 }
