@@ -16,6 +16,13 @@ import type { Health, SidecarHealth } from '../schema/wire/health.ts'
 import { freePort, waitFor } from './support/ports.ts'
 import { runQueueWaitMs } from './support/schedstat.ts'
 import { startSidecar, type RunningSidecar } from './support/sidecar.ts'
+import { probeNamespaces } from '../sidecar/workflows/process.ts'
+
+/** How the sidecar runs workflow scripts here: in namespaces where this kernel allows them (test
+ * sidecars run with TERMKEEP_WORKFLOW_NAMESPACES=optional, so runs start either way). */
+const WORKFLOWS = probeNamespaces().wrapper
+  ? { available: true, namespaces: true }
+  : { available: true, namespaces: false, reason: expect.stringMatching(/^scripts run without namespaces/) }
 import { SidecarHttp } from './support/terminals.ts'
 
 /** Another process (not this one, not the sidecar) takes the database's write lock and holds it
@@ -83,7 +90,7 @@ describe('GET /v1/health', () => {
       status: 'ok',
       runtime: 'node',
       database: { reachable: true, writable: true },
-      sidecar: { reachable: true, generation: sidecar.generation },
+      sidecar: { reachable: true, generation: sidecar.generation, workflows: WORKFLOWS },
       problems: [],
     })
   })

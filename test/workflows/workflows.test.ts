@@ -4,11 +4,12 @@
  * session, and the API serves runs and events from libSQL. Every run's log is checked with the
  * invariant checker, as streamed and as stored.
  */
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { json, readEvents, startHarness, type Harness } from '../api/harness.ts'
 import { createToken } from '../../api/auth/tokens.ts'
+import { processStat } from '../../sidecar/pty/process-tree.ts'
 import {
   AGENTS_ENV,
   alive,
@@ -264,6 +265,24 @@ describe('cancel', () => {
     // Repeatable: an ended run answers as it is, the first reason kept.
     const again = await h.request('POST', `/v1/sessions/s1/workflows/${started.id}/cancel`, { token, body: { reason: 'other' } })
     expect(((await again.json()) as any).run.cancelReason).toBe('enough')
+  })
+
+  it("a member's `setsid sleep 601 &` ends with its run: on cancel, and when the run completes", async () => {
+    const sleepers = (rid: string) =>
+      processesOfRun(rid).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ') === 'sleep 601 ')
+    const started = await startRun(h, token, { script: "return await agent('left behind [setsid] [hang]')" })
+    expect(await eventually(() => sleepers(started.id).length === 1)).toBe(true)
+    const [sleeper] = sleepers(started.id)
+    // It left the terminal's session: closing the terminal alone does not reach it.
+    expect(processStat(sleeper)!.session).toBe(sleeper)
+    const cancelled = await h.request('POST', `/v1/sessions/s1/workflows/${started.id}/cancel`, { token, body: {} })
+    expect(cancelled.status).toBe(200)
+    expect(processesOfRun(started.id)).toEqual([])
+    expect(alive(sleeper)).toBe(false)
+
+    const { id, result } = await run({ script: "const r = await agent('done soon [setsid]'); return r.stopReason" })
+    expect(result.value).toBe('completed')
+    expect(processesOfRun(id)).toEqual([])
   })
 
   it('a script that never settles (while (true) {}) is cancelled at once: its process is killed', async () => {
