@@ -9,7 +9,7 @@
  *   `/` as its directory and a bounded heap. Its program is not a file: a one-line bootstrap
  *   evaluates the program the first IPC message carries. Node 20's permission model covers
  *   neither signals nor sockets.
- * - Linux namespaces, when the kernel allows them (probed once per sidecar: probeSandbox()): the
+ * - Linux namespaces, when the kernel allows them (probed once per sidecar: probeNamespaces()): the
  *   process is started by `setpriv --pdeathsig KILL unshare --user --map-root-user --pid --net
  *   --fork --kill-child node …`, so it is PID 1 of a PID namespace of its own (a signal reaches
  *   nothing outside it: `process.kill(sidecarPid)` is ESRCH) in a network namespace with no
@@ -21,8 +21,8 @@
  *   killed sidecar leaves no spinning script behind and cancel (SIGKILL) stops even
  *   `while (true) {}` at once. Without namespaces it runs as a plain child, with a watchdog
  *   thread that kills it when its parent is gone (a spinning main thread notices nothing), and
- *   an escaped script could signal the sidecar's user's processes and open sockets: the sidecar
- *   says so once at start (docs/workflows.md).
+ *   an escaped script could signal the sidecar's user's processes and open sockets: it runs so
+ *   only where the operator allowed it, and health says so (sandbox.ts, docs/workflows.md).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'

@@ -96,7 +96,7 @@ export class WorkflowRun {
   #markSettled!: () => void
   /** Accepted agent() calls (the host-observed count), and those waiting for a slot. */
   #accepted = 0
-  /** The first fatal error the host answered a call with: the run is doomed (see realm.ts), and
+  /** The first fatal error the host answered a call with: the run is doomed (see guest.ts), and
    * the host holds it to that on its own, whatever the script process says afterwards. */
   #doom: HookError | undefined
   readonly #queue: { member: Member; call: number }[] = []

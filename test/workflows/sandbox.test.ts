@@ -81,7 +81,7 @@ describe('the OS: an escaped script reaches nothing', () => {
   )
 
   it('without them it reads only the engine too, but could signal and connect (the gap health names)', async () => {
-    expect(await escape(SANDBOXES.fallback)).toMatchObject({ parent: 'signalled', connect: 'connected', ...FILES })
+    expect(await escape(SANDBOXES.fallback)).toMatchObject({ parent: 'signalled', everyone: 'signalled', connect: 'connected', ...FILES })
   })
 
   it('probing falls back when unshare is missing or cannot make the namespaces', () => {
