@@ -110,10 +110,13 @@ async function main(): Promise<void> {
     idleReclaimMs: milliseconds('TERMKEEP_TERMINAL_IDLE_MS', process.env.TERMKEEP_TERMINAL_IDLE_MS),
   })
   await terminals.start()
-  // Can scripts run here as configured? (the engine loads; a script process starts, in namespaces)
-  const sandbox = await establishSandbox(namespaces)
-  const unconfined = sandboxWarning(sandbox)
-  if (unconfined) console.warn(unconfined)
+  // Can scripts run here as configured? (the engine loads; a script process starts, in
+  // namespaces) Found out while the sidecar starts serving: a start waits for the answer.
+  const sandbox = establishSandbox(namespaces)
+  void sandbox.then((state) => {
+    const unconfined = sandboxWarning(state)
+    if (unconfined) console.warn(unconfined)
+  })
   const workflows = new WorkflowEngine({
     host: terminals,
     terminals: terminalStore,

@@ -32,8 +32,9 @@ export interface EngineDeps {
   reader: WorkflowReader
   generation: number
   dataDir: string
-  /** Whether and how scripts run here (established once per sidecar: sandbox.ts). */
-  sandbox: SandboxState
+  /** Whether and how scripts run here (established once per sidecar, while it starts serving:
+   * sandbox.ts). A start waits for it; health leaves it out until it is known. */
+  sandbox: Promise<SandboxState>
 }
 
 /** A run alive or starting, as the limits on live runs count it. */
@@ -50,9 +51,11 @@ export class WorkflowEngine {
   /** The last start under each Idempotency-Key (session, token, key) still going: never rejects. */
   readonly #keyed = new Map<string, Promise<unknown>>()
   #stopping = false
+  #sandbox: SandboxState | undefined
 
   constructor(deps: EngineDeps) {
     this.#deps = deps
+    void deps.sandbox.then((state) => (this.#sandbox = state))
   }
 
   /** Absolute: a relative data directory (the default `./data`) is the sidecar's, not the agents'. */
@@ -60,8 +63,9 @@ export class WorkflowEngine {
     return resolve(this.#deps.dataDir, 'workflows')
   }
 
-  health(): WorkflowsHealth {
-    return this.#deps.sandbox.health
+  /** Undefined while the sandbox is still being established. */
+  health(): WorkflowsHealth | undefined {
+    return this.#sandbox?.health
   }
 
   /**
@@ -107,7 +111,7 @@ export class WorkflowEngine {
   /** Every refusal comes before anything is written. */
   async #startNew(sessionId: string, request: StartWorkflow, tokenId: string, key: string | null): Promise<string> {
     if (this.#stopping) throw new TermkeepError('sidecar/unavailable', 'the sidecar is stopping')
-    const state = this.#deps.sandbox
+    const state = await this.#deps.sandbox
     if (!state.ready) throw new TermkeepError('workflow/unavailable', `workflow runs cannot start on this server: ${state.health.reason}`)
     this.#checkPlaces(sessionId, tokenId)
     const problem = await state.checker.problem(request.script)
@@ -166,7 +170,7 @@ export class WorkflowEngine {
   async #start(sessionId: string, request: StartWorkflow, tokenId: string, idempotencyKey: string | null): Promise<string> {
     const sessionCwd = await this.#deps.terminals.sessionCwd(sessionId)
     if (sessionCwd === undefined) throw new TermkeepError('session/not-found', `no session ${sessionId}`)
-    const { sandbox } = this.#deps
+    const sandbox = await this.#deps.sandbox
     if (!sandbox.ready)
       throw new TermkeepError('workflow/unavailable', `workflow runs cannot start on this server: ${sandbox.health.reason}`)
     const id = randomId('wf')

@@ -24,7 +24,7 @@
  *   an escaped script could signal the sidecar's user's processes and open sockets: it runs so
  *   only where the operator allowed it, and health says so (sandbox.ts, docs/workflows.md).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { join } from 'node:path'
 import { WORKFLOW_SANDBOX_PROBE_MS, WORKFLOW_SCRIPT_HEAP_MB, WORKFLOW_STDERR_TAIL_BYTES } from '../../schema/limits.ts'
@@ -89,21 +89,21 @@ function onPath(name: string, path = process.env.PATH ?? '/usr/bin:/bin'): strin
 }
 
 /** Once per sidecar: can a script process start in new user, PID and network namespaces here? */
-export function probeNamespaces(
+export async function probeNamespaces(
   tools: { unshare?: string; setpriv?: string } = { unshare: onPath('unshare'), setpriv: onPath('setpriv') },
-): Namespaces {
+): Promise<Namespaces> {
   const { unshare, setpriv } = tools
   if (!unshare || !setpriv) return { missing: `${!unshare ? 'unshare' : 'setpriv'} (util-linux) is not installed` }
   const wrapper = [setpriv, '--pdeathsig', 'KILL', unshare, ...NAMESPACES]
-  const probe = spawnSync(wrapper[0], [...wrapper.slice(1), process.execPath, '-e', 'process.exit(process.pid === 1 ? 0 : 3)'], {
-    env: {},
-    cwd: '/',
-    stdio: ['ignore', 'ignore', 'pipe'],
-    timeout: WORKFLOW_SANDBOX_PROBE_MS,
-    encoding: 'utf8',
+  const why = await new Promise<string | undefined>((resolve) => {
+    const argv = [...wrapper.slice(1), process.execPath, '-e', 'process.exit(process.pid === 1 ? 0 : 3)']
+    execFile(wrapper[0], argv, { env: {}, cwd: '/', timeout: WORKFLOW_SANDBOX_PROBE_MS, encoding: 'utf8' }, (error, _out, stderr) => {
+      if (!error) return resolve(undefined)
+      const code = (error as { code?: unknown }).code
+      resolve(stderr.trim().split('\n').at(-1) || (typeof code === 'number' ? `exit ${code}` : error.message))
+    })
   })
-  if (probe.status === 0) return { wrapper }
-  const why = probe.error?.message ?? (probe.stderr.trim().split('\n').at(-1) || `exit ${probe.status ?? probe.signal}`)
+  if (why === undefined) return { wrapper }
   return { missing: `unshare cannot create user, PID and network namespaces here (${why}); user namespaces may be disabled` }
 }
 

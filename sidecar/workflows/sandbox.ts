@@ -38,7 +38,7 @@ export type SandboxState =
 
 export interface EstablishOptions {
   files?: () => EngineFiles
-  namespaces?: () => Namespaces
+  namespaces?: () => Promise<Namespaces>
 }
 
 export async function establishSandbox(mode: NamespaceMode, options: EstablishOptions = {}): Promise<SandboxState> {
@@ -51,7 +51,8 @@ export async function establishSandbox(mode: NamespaceMode, options: EstablishOp
   } catch (error) {
     return refused(`the script engine (QuickJS, WebAssembly) does not load: ${(error as Error).message}`)
   }
-  const namespaces: Namespaces = mode === 'off' ? { missing: `${NAMESPACES_VARIABLE}=off` } : (options.namespaces ?? probeNamespaces)()
+  const namespaces: Namespaces =
+    mode === 'off' ? { missing: `${NAMESPACES_VARIABLE}=off` } : await (options.namespaces ?? probeNamespaces)()
   if (!namespaces.wrapper && mode === 'required') {
     return refused(
       `script processes cannot get namespaces of their own here: ${namespaces.missing}. Set ${NAMESPACES_VARIABLE}=optional to run scripts without them (QuickJS and Node's permission model only)`,

@@ -8,7 +8,7 @@
 import { readFileSync, readlinkSync, statSync } from 'node:fs'
 import { afterAll, describe, expect, it } from 'vitest'
 import { startHarness, type Harness } from '../api/harness.ts'
-import { AGENTS_ENV, endOf, prepare, runEvents, startRun } from './support.ts'
+import { AGENTS_ENV, endOf, eventually, prepare, runEvents, startRun } from './support.ts'
 
 /** A preload that makes instantiating the engine's WebAssembly (and nothing else's: tsx has its
  * own) fail, as where it cannot be compiled. */
@@ -27,10 +27,16 @@ async function harness(options: Parameters<typeof startHarness>[0]) {
   return { h, ...(await prepare(h)) }
 }
 
+/** Health once the sidecar has found out how scripts run (it leaves `workflows` out until then). */
 async function health(h: Harness): Promise<any> {
-  const response = await h.request('GET', '/v1/health')
-  expect(response.status).toBe(200)
-  return response.json()
+  let body: any
+  await eventually(async () => {
+    const response = await h.request('GET', '/v1/health')
+    expect(response.status).toBe(200)
+    body = await response.json()
+    return body.sidecar.workflows !== undefined
+  })
+  return body
 }
 
 describe('refused, and health says why', () => {

@@ -84,16 +84,16 @@ describe('the OS: an escaped script reaches nothing', () => {
     expect(await escape(SANDBOXES.fallback)).toMatchObject({ parent: 'signalled', everyone: 'signalled', connect: 'connected', ...FILES })
   })
 
-  it('probing falls back when unshare is missing or cannot make the namespaces', () => {
-    expect(probeNamespaces({ setpriv: '/usr/bin/setpriv' })).toEqual({ missing: 'unshare (util-linux) is not installed' })
-    const refused = probeNamespaces({ unshare: '/bin/false', setpriv: '/usr/bin/setpriv' })
+  it('probing falls back when unshare is missing or cannot make the namespaces', async () => {
+    expect(await probeNamespaces({ setpriv: '/usr/bin/setpriv' })).toEqual({ missing: 'unshare (util-linux) is not installed' })
+    const refused = await probeNamespaces({ unshare: '/bin/false', setpriv: '/usr/bin/setpriv' })
     expect(refused.wrapper).toBeUndefined()
     expect(refused.missing).toMatch(/^unshare cannot create user, PID and network namespaces here/)
   })
 })
 
 describe('establishing the sandbox at start', () => {
-  const none = () => ({ missing: 'unshare (util-linux) is not installed' })
+  const none = async () => ({ missing: 'unshare (util-linux) is not installed' })
 
   it('TERMKEEP_WORKFLOW_NAMESPACES takes required (the default), optional or off', () => {
     expect([namespaceMode(undefined), namespaceMode(''), namespaceMode('optional'), namespaceMode('off')]).toEqual([

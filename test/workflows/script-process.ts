@@ -13,7 +13,7 @@ import * as v from 'valibot'
 /** The two ways a sidecar runs script processes: in namespaces of their own where the kernel
  * allows them (else the same as `fallback`), and without them (TERMKEEP_WORKFLOW_NAMESPACES=off). */
 export const SANDBOXES: { namespaced: Sandbox; fallback: Sandbox } = {
-  namespaced: { engine: engineFiles(), ...probeNamespaces() },
+  namespaced: { engine: engineFiles(), ...(await probeNamespaces()) },
   fallback: { engine: engineFiles(), missing: 'none wanted (test)' },
 }
 
