@@ -56,7 +56,8 @@ export async function loadQuickJS(files: EngineFiles): Promise<QuickJSWASMModule
   return newQuickJSWASMModuleFromVariant(newVariant(base as never, { wasmMemory }))
 }
 
-/** The script's body becomes this function (program.ts): its line 1 is the file's line 2. */
+/** The script's body becomes this function (program.ts has the same text: it imports nothing):
+ * its line 1 is the file's line 2. */
 export const wrapScript = (script: string) => `(async function () {\n${script}\n})`
 
 const AsyncFunction = (async () => {}).constructor as new (body: string) => unknown
