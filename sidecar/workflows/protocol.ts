@@ -1,5 +1,5 @@
 /**
- * Messages between the sidecar (host) and a run's script process, over the child's IPC channel.
+ * Messages between the sidecar (host) and a run's script process, over the child's channel (channel.ts).
  * The script process is not trusted: everything it sends is validated here before the host acts
  * on it, and every limit it checks for a clear message is checked again by the host.
  */

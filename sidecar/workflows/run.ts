@@ -31,6 +31,7 @@ import type { RunLimit } from '../../schema/wire/workflows.ts'
 import { bootId, ticksSinceBoot } from '../pty/identity.ts'
 import { processStat } from '../pty/process-tree.ts'
 import type { TerminalHost } from '../terminals/host.ts'
+import { ProtocolViolation } from './channel.ts'
 import { endRunProcesses, type RunIdentity } from './leftovers.ts'
 import { Member } from './member.ts'
 import { ScriptProcess, type Sandbox, type ScriptExit } from './process.ts'
@@ -200,6 +201,7 @@ export class WorkflowRun {
 
   #receive(raw: unknown): void {
     if (this.#settling) return
+    if (raw instanceof ProtocolViolation) return this.#fail(raw.message)
     const parsed = v.safeParse(FromScript, raw)
     if (!parsed.success) return this.#fail('the script process sent a malformed message')
     const message = parsed.output

@@ -13,3 +13,8 @@ export const WORKFLOW_CPU_BACKSTOP_GRACE_MS = 5_000
 export const WORKFLOW_PROCESS_MEMORY_SLACK_BYTES = 512 * 1024 * 1024
 /** How long ending a run's leftover processes keeps looking for ones forked meanwhile. */
 export const WORKFLOW_LEFTOVERS_WAIT_MS = 2_000
+/** The longest line a script process may send the sidecar. The longest an honest one sends is a
+ * `done` carrying the result (MAX_WORKFLOW_RESULT_BYTES of JSON) as a JSON string, about twice its
+ * size once escaped; the guest refuses larger arguments before they cross. A longer line means
+ * code escaped the engine: the run ends. */
+export const WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES = 4 * 1024 * 1024

@@ -16,8 +16,9 @@ import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { probeNamespaces, type Sandbox } from '../../sidecar/workflows/process.ts'
+import { probeNamespaces, ScriptProcess, type Sandbox, type ScriptExit } from '../../sidecar/workflows/process.ts'
 import { engineFiles } from '../../sidecar/workflows/quickjs.ts'
+import { WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES } from '../../sidecar/workflows/tuning.ts'
 import { establishSandbox, namespaceMode, sandboxWarning } from '../../sidecar/workflows/sandbox.ts'
 import { treeUsage, watchUsage } from '../../sidecar/workflows/usage.ts'
 import { runInProcess, SANDBOXES, startOf } from './script-process.ts'
@@ -29,7 +30,7 @@ const kernelAllows = spawnSync('unshare', ['--user', '--map-root-user', '--pid',
 
 /** Runs in the script process's host realm: what an escaped script could do. */
 const ESCAPED = `'use strict';
-(start) => {
+(start, channel) => {
   const { pid, port, wasm } = JSON.parse(start.input)
   const found = { ppid: process.ppid }
   for (const [name, target] of [['parent', pid], ['everyone', -1]]) {
@@ -45,8 +46,8 @@ const ESCAPED = `'use strict';
   const report = (how) => {
     found.connect = how
     socket.destroy()
-    process.send({ type: 'log', message: JSON.stringify(found) })
-    process.send({ type: 'done', stopReason: 'completed', value: 'null' })
+    channel.send({ type: 'log', message: JSON.stringify(found) })
+    channel.send({ type: 'done', stopReason: 'completed', value: 'null' })
   }
   socket.once('connect', () => report('connected'))
   socket.once('error', (error) => report(error.code))
@@ -89,6 +90,62 @@ describe('the OS: an escaped script reaches nothing', () => {
     const refused = await probeNamespaces({ unshare: '/bin/false', setpriv: '/usr/bin/setpriv' })
     expect(refused.wrapper).toBeUndefined()
     expect(refused.missing).toMatch(/^unshare cannot create user, PID and network namespaces here/)
+  })
+})
+
+/** An escaped script writing to its channel's file descriptor (3) itself, whatever the bootstrap made of it. */
+const RAW_WRITER = (lines: string) => `'use strict';
+(start) => {
+  const fs = process.getBuiltinModule('node:fs')
+  const wait = new Int32Array(new SharedArrayBuffer(4))
+  const put = (text) => {
+    const bytes = Buffer.from(text)
+    for (let at = 0; at < bytes.length; ) {
+      try { at += fs.writeSync(3, bytes, at) } catch (error) { if (error.code !== 'EAGAIN') throw error; Atomics.wait(wait, 0, 0, 1) }
+    }
+  }
+  ${lines}
+}`
+
+describe('the channel: an escaped script cannot take the sidecar down through it', () => {
+  /** Runs `program` in a script process; resolves with what the host side received once it ended. */
+  const hear = (chosen: Sandbox, program: string) =>
+    new Promise<{ messages: unknown[]; exit: ScriptExit }>((resolve) => {
+      const messages: unknown[] = []
+      const child = new ScriptProcess(startOf(''), (message) => messages.push(message), chosen, program)
+      void child.exited.then((exit) => resolve({ messages, exit }))
+    })
+
+  for (const mode of ['namespaced', 'fallback'] as const) {
+    it(`messages Node's IPC would act on are only data to the sidecar (${mode})`, async () => {
+      // Over Node's IPC channel, the first of these threw an internal assertion in the parent.
+      const program = RAW_WRITER(`
+        put('{"cmd":"NODE_HANDLE_ACK"}\\n{"cmd":"NODE_HANDLE_NACK"}\\n{"cmd":"NODE_HANDLE","type":"net.Socket","msg":{}}\\n')
+        put('{"type":"log","message":"still heard"}\\n')
+        process.exit(0)`)
+      const { messages } = await hear(SANDBOXES[mode], program)
+      expect(messages).toEqual([
+        { cmd: 'NODE_HANDLE_ACK' },
+        { cmd: 'NODE_HANDLE_NACK' },
+        { cmd: 'NODE_HANDLE', type: 'net.Socket', msg: {} },
+        { type: 'log', message: 'still heard' },
+      ])
+    })
+
+    it(`a line longer than any honest message ends the process, unread (${mode})`, async () => {
+      const program = RAW_WRITER(`put('{"type":"log","message":"' + 'a'.repeat(${2 * WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES}))`)
+      const { messages, exit } = await hear(SANDBOXES[mode], program)
+      expect(messages).toHaveLength(1)
+      expect(messages[0]).toBeInstanceOf(Error)
+      expect((messages[0] as Error).message).toBe(`the script process sent a message over ${WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES} bytes`)
+      expect(exit.signal).toBe('SIGKILL')
+    })
+  }
+
+  it('a line that is not JSON ends the process', async () => {
+    const { messages, exit } = await hear(SANDBOXES.fallback, RAW_WRITER(`put('{"type":\\n'); setTimeout(() => {}, 10_000)`))
+    expect(messages.map((message) => (message as Error).message)).toEqual(['the script process sent a line that is not JSON'])
+    expect(exit.signal).toBe('SIGKILL')
   })
 })
 
@@ -170,7 +227,7 @@ describe("the sidecar's own measure of a script process", () => {
 })
 
 describe("the sidecar's death", () => {
-  const BUSY = `'use strict'; (start) => { process.send({ type: 'log', message: 'spinning' }); for (;;) {} }`
+  const BUSY = `'use strict'; (start, channel) => { channel.send({ type: 'log', message: 'spinning' }); for (;;) {} }`
   const HOLDER = `
     import { ScriptProcess } from ${JSON.stringify(new URL('../../sidecar/workflows/process.ts', import.meta.url).pathname)}
     import { SANDBOXES, startOf } from ${JSON.stringify(new URL('./script-process.ts', import.meta.url).pathname)}
