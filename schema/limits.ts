@@ -306,6 +306,9 @@ export const MAX_WORKFLOW_SCRIPT_BYTES = 256 * KiB
 export const MAX_WORKFLOW_INPUT_BYTES = 512 * KiB
 /** The script's return value, serialized as JSON: it is stored with the run and sent whole. */
 export const MAX_WORKFLOW_RESULT_BYTES = 1 * MiB
+/** A failed run's `error` (its description of what the script threw, or why the run ended),
+ * stored with the run and sent whole like the result: longer text is cut, and says so. */
+export const MAX_WORKFLOW_ERROR_BYTES = 16 * KiB
 /** `agent()` calls one run may make (queued ones included): the seed engine's maxTotalAgents. */
 export const MAX_AGENTS_PER_RUN = 1000
 /** Sub-agents running at once in one run. Each is a live terminal, and a session holds at most

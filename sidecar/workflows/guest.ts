@@ -68,6 +68,24 @@ export function guestMain(
     }
     return size
   }
+  /** How many UTF-16 units of `text` fit in `max` bytes of UTF-8 (never half a surrogate pair). */
+  const fitting = (text: string, max: number): number => {
+    let size = 0
+    for (let i = 0; i < text.length; i++) {
+      const code = text.charCodeAt(i)
+      const pair = code >= 0xd800 && code < 0xdc00 && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00
+      size += code < 0x80 ? 1 : code < 0x800 ? 2 : pair ? 4 : 3
+      if (size > max) return i
+      if (pair) i++
+    }
+    return text.length
+  }
+  /** `text` within `max` bytes of UTF-8: cut, saying so, when it is longer (as the host cuts it too). */
+  const within = (text: string, max: number): string => {
+    if (fitting(text, max) === text.length) return text
+    const note = ` … (cut at ${max} bytes)`
+    return text.slice(0, fitting(text, max - bytes(note))) + note
+  }
   /** The script's own items: copied by index (a method of theirs is never called). */
   const copy = (items: ArrayLike<unknown>): unknown[] => {
     const out: unknown[] = []
@@ -292,7 +310,8 @@ export function guestMain(
   }
   const failed = (error: unknown) => {
     const cause = doom ?? error
-    send({ type: 'done', stopReason: 'error', error: describe(cause), ...(outOfMemory(cause) ? { limit: 'memory' as const } : {}) })
+    const described = within(describe(cause), limits.maxErrorBytes)
+    send({ type: 'done', stopReason: 'error', error: described, ...(outOfMemory(cause) ? { limit: 'memory' as const } : {}) })
   }
   const completed = (value: unknown) => {
     if (doom) return failed(doom)

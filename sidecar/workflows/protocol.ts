@@ -16,6 +16,7 @@ export interface ScriptLimits {
   maxLogBytes: number
   maxLogMessages: number
   maxResultBytes: number
+  maxErrorBytes: number
 }
 
 /** What the script process's host side applies to the engine (the sidecar checks them too). */

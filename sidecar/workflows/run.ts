@@ -18,6 +18,7 @@ import {
   MAX_AGENT_PROMPT_BYTES,
   MAX_AGENT_STDIN_LINE_BYTES,
   MAX_AGENTS_PER_RUN,
+  MAX_WORKFLOW_ERROR_BYTES,
   MAX_WORKFLOW_LOG_BYTES,
   MAX_WORKFLOW_LOG_MESSAGE_BYTES,
   MAX_WORKFLOW_LOG_MESSAGES,
@@ -76,6 +77,16 @@ function limitError(limit: RunLimit, spec: RunSpec, detail?: string): string {
   if (limit === 'wall-time') return `WALL_TIME_LIMIT: the run reached its wall-clock limit of ${seconds(spec.wallTimeLimitMs)}`
   if (limit === 'cpu-time') return `CPU_TIME_LIMIT: the script used its CPU time limit of ${seconds(spec.cpuTimeLimitMs)}`
   return `MEMORY_LIMIT: the script ran out of its ${WORKFLOW_SCRIPT_MEMORY_BYTES / 1024 / 1024} MiB of memory${detail ? `: ${detail}` : ''}`
+}
+
+/** Pure: `text` within `max` bytes of UTF-8, cut (never inside a character) and saying so. */
+export function within(text: string, max: number): string {
+  if (Buffer.byteLength(text) <= max) return text
+  const note = ` … (cut at ${max} bytes)`
+  const bytes = Buffer.from(text)
+  let end = max - Buffer.byteLength(note)
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end-- // bytes[end] continues a character: cut before it
+  return bytes.subarray(0, end).toString('utf8') + note
 }
 
 const Label = titleSchema(MAX_AGENT_LABEL_CHARS, 'agent labels')
@@ -383,6 +394,9 @@ export class WorkflowRun {
   async #settle(ending: Ending): Promise<void> {
     if (this.#settling) return this.settled
     this.#settling = true
+    // The script process's text is cut by the host too: it may not be the guest that wrote it.
+    const { error } = ending.result
+    if (error !== undefined) ending = { ...ending, result: { ...ending.result, error: within(error, MAX_WORKFLOW_ERROR_BYTES) } }
     this.#unwatch()
     this.#process.kill()
     this.#queue.length = 0

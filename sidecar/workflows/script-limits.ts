@@ -2,6 +2,7 @@
 import {
   MAX_AGENT_PROMPT_BYTES,
   MAX_AGENTS_PER_RUN,
+  MAX_WORKFLOW_ERROR_BYTES,
   MAX_WORKFLOW_ITEMS,
   MAX_WORKFLOW_LOG_BYTES,
   MAX_WORKFLOW_LOG_MESSAGE_BYTES,
@@ -20,6 +21,7 @@ export const SCRIPT_LIMITS: ScriptLimits = {
   maxLogBytes: MAX_WORKFLOW_LOG_BYTES,
   maxLogMessages: MAX_WORKFLOW_LOG_MESSAGES,
   maxResultBytes: MAX_WORKFLOW_RESULT_BYTES,
+  maxErrorBytes: MAX_WORKFLOW_ERROR_BYTES,
 }
 
 /** What the engine's WebAssembly memory starts with (the build's own default, 16 MiB). */

@@ -10,11 +10,13 @@ import {
   DEFAULT_WORKFLOW_CPU_TIME_MS,
   DEFAULT_WORKFLOW_WALL_TIME_MS,
   MAX_RUNNING_WORKFLOWS,
+  MAX_WORKFLOW_ERROR_BYTES,
   MAX_RUNNING_WORKFLOWS_PER_SESSION,
   MAX_RUNNING_WORKFLOWS_PER_TOKEN,
 } from '../../schema/limits.ts'
 import { GRANTS } from '../../schema/grants.ts'
 import { json, startHarness, type Harness } from '../api/harness.ts'
+import { within } from '../../sidecar/workflows/run.ts'
 import { AGENTS_ENV, endOf, expectValidLog, runEvents, startRun } from './support.ts'
 
 let h: Harness
@@ -136,6 +138,23 @@ describe("a run's own limits", () => {
       agentsStarted: 0,
     })
     await expectValidLog(h, admin, run.id, events)
+  })
+
+  it("a thrown error's text is stored cut at MAX_WORKFLOW_ERROR_BYTES, saying so (it was stored whole: megabytes per run)", async () => {
+    const script = "const e = new Error('y'); e.name = '€'.repeat(1e6); throw e"
+    const run = await startRun(h, admin, { script }, 's1')
+    const { error } = endOf(await runEvents(h, admin, run.id, undefined, 30_000))
+    expect(Buffer.byteLength(error)).toBeLessThanOrEqual(MAX_WORKFLOW_ERROR_BYTES)
+    expect(error).toMatch(new RegExp(`^(€){5000,} … \\(cut at ${MAX_WORKFLOW_ERROR_BYTES} bytes\\)$`))
+    const detail = (await (await h.request('GET', `/v1/sessions/s1/workflows/${run.id}`, { token: admin })).json()) as any
+    expect(detail.result.error).toBe(error)
+  })
+
+  it("the host cuts an error's text on its own, never inside a character", () => {
+    expect(within('short', 16)).toBe('short')
+    const note = ' … (cut at 40 bytes)'
+    expect(within('€'.repeat(20), 40)).toBe(`${'€'.repeat(6)}${note}`)
+    expect(Buffer.byteLength(within('€'.repeat(20), 40))).toBeLessThanOrEqual(40)
   })
 
   it('limits are bounded, default when omitted, and part of what an Idempotency-Key repeats', async () => {
