@@ -134,6 +134,40 @@ export function guestMain(
       waiting.set(call, { resolve, reject })
       send({ ...request, call } as FromScript)
     })
+  /**
+   * Sends requests through `limit` slots: one waits in the guest (in the script's memory) until a
+   * slot is free, so the host never holds more than `limit` of them for this run. A slot passes
+   * straight to the next request waiting, in order.
+   */
+  const gate = (limit: number) => {
+    let out = 0
+    const queue: (() => void)[] = []
+    const release = () => {
+      const next = queue.shift()
+      if (next) next()
+      else out--
+    }
+    return (request: Request): Promise<unknown> => {
+      const go = () =>
+        ask(request).then(
+          (value) => {
+            release()
+            return value
+          },
+          (error: unknown) => {
+            release()
+            throw error
+          },
+        )
+      if (out < limit) {
+        out++
+        return go()
+      }
+      return new Promise<void>((resolve) => queue.push(resolve)).then(go)
+    }
+  }
+  const askAgent = gate(start.concurrency)
+  const askRead = gate(limits.readsInFlight)
   const answer = (message: Reply) => {
     const waiter = waiting.get(message.call)
     if (!waiter) return
@@ -182,7 +216,7 @@ export function guestMain(
     if (!start.profiles.includes(chosen)) throw fatal('UNKNOWN_PROFILE', `no agent profile "${chosen}" (configured: ${profileList()})`)
     if (accepted >= limits.maxAgents) throw fatal('AGENT_CAP', `a run makes at most ${limits.maxAgents} agent() calls`)
     accepted++
-    return ask({ type: 'agent', prompt, label, profile: chosen })
+    return askAgent({ type: 'agent', prompt, label, profile: chosen })
   }
 
   /** One item's or stage's outcome: an agent that did not complete and ordinary errors are `null`. */
@@ -263,7 +297,7 @@ export function guestMain(
         'INVALID_ARGUMENT',
         'readText(address) takes an address ("path", "attachment:ID", "tool-result:ID"), a page\'s `next`, or {address, offset, limit}',
       )
-    return ask({ type: 'read-text', request })
+    return askRead({ type: 'read-text', request })
   }
 
   let logBytes = 0

@@ -57,7 +57,7 @@ export async function hostMain(message: ScriptStart & { program?: string }, port
   }
   process.on('unhandledRejection', () => {})
   process.on('uncaughtException', () => finish('the script process failed outside the script (an uncaught exception)'))
-  const { engine, script, input, profiles, defaultProfile, limits } = message
+  const { engine, script, input, profiles, defaultProfile, concurrency, limits } = message
   // Through eval: a bundler or test runner rewrites `import(` in this function's own source.
   const load = (0, eval)('(url) => import(url)') as (url: string) => Promise<unknown>
   let quickjs: QuickJS.QuickJSWASMModule
@@ -153,7 +153,7 @@ export async function hostMain(message: ScriptStart & { program?: string }, port
     const install = vm.unwrapResult(vm.evalCode(guestSource, 'termkeep'))
     const compiled = vm.evalCode(`(async function () {\n${script}\n})`, 'script')
     const body = compiled.error ?? compiled.value
-    const startText = vm.newString(JSON.stringify({ input, profiles, defaultProfile, limits }))
+    const startText = vm.newString(JSON.stringify({ input, profiles, defaultProfile, concurrency, limits }))
     const installed = vm.callFunction(install, vm.undefined, bridge, startText, body)
     for (const handle of [install, body, startText]) handle.dispose()
     if (installed.error) {

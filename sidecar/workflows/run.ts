@@ -3,11 +3,12 @@
  * settles exactly once, on the first of: the script's result (completed or error), a limit
  * running out (its wall-clock time here; the script's CPU time and memory in the engine, with the
  * sidecar's own measure behind them: usage.ts), the script process dying, or a cancel. Settling
- * kills the script process at once, drops queued agent() calls, cancels every open member
- * (closing its terminal, whose processes are killed, and logging its `agent-end` as
- * `cancelled`), ends whatever the members left running outside their terminals (leftovers.ts),
- * and only then logs `workflow/end`. Members take concurrency slots in FIFO order. Everything the
- * script process sends is validated here.
+ * kills the script process at once (with the agent() and readText() calls still waiting in it for
+ * a place), drops queued agent() calls, cancels every open member (closing its terminal, whose
+ * processes are killed, and logging its `agent-end` as `cancelled`), ends whatever the members
+ * left running outside their terminals (leftovers.ts), and only then logs `workflow/end`. Members
+ * take concurrency slots in FIFO order. Everything the script process sends is validated here,
+ * and it may have only so many calls out here at once (protocol.ts).
  */
 import { mkdirSync, rmSync } from 'node:fs'
 import * as v from 'valibot'
@@ -34,11 +35,12 @@ import { processStat } from '../pty/process-tree.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import { ProtocolViolation } from './channel.ts'
 import { endRunProcesses, type RunIdentity } from './leftovers.ts'
-import { Member } from './member.ts'
+import { Member, type MemberOutcome } from './member.ts'
 import { ScriptProcess, type Sandbox, type ScriptExit } from './process.ts'
 import type { Profiles } from './profiles.ts'
 import { FromScript, type HookError } from './protocol.ts'
 import type { WorkflowReader } from './read-text.ts'
+import type { ReadTextPage } from '../../schema/wire/files.ts'
 import { engineLimits, SCRIPT_LIMITS } from './script-limits.ts'
 import type { Ending, RunLog, RunStore } from './store.ts'
 import { WORKFLOW_CPU_BACKSTOP_GRACE_MS, WORKFLOW_PROCESS_MEMORY_SLACK_BYTES } from './tuning.ts'
@@ -116,8 +118,9 @@ export class WorkflowRun {
   #active = 0
   #logBytes = 0
   #logCount = 0
-  #reads = 0
-  readonly #readQueue: (() => void)[] = []
+  /** agent() and readText() calls the script process has out here (received, not yet answered). */
+  #agentsOut = 0
+  #readsOut = 0
 
   private constructor(spec: RunSpec, deps: RunDeps) {
     this.id = spec.id
@@ -169,6 +172,7 @@ export class WorkflowRun {
       input: this.#spec.input,
       profiles: profiles.names,
       defaultProfile: profiles.fallback(this.#spec.profile) ?? null,
+      concurrency: this.#spec.concurrency,
       limits: SCRIPT_LIMITS,
       engine: engineLimits(this.#spec.cpuTimeLimitMs),
     }
@@ -229,8 +233,11 @@ export class WorkflowRun {
   }
 
   #agent(message: Extract<FromScript, { type: 'agent' }>): void {
+    if (++this.#agentsOut > this.#spec.concurrency) {
+      return this.#fail(`the script process sent more agent() calls at once than the run's concurrency (${this.#spec.concurrency})`)
+    }
     const checked: { error: HookError } | { label?: string } = this.#doom ? { error: this.#doom } : this.#checkAgent(message)
-    if ('error' in checked) return this.#process.send({ type: 'agent-result', call: message.call, error: this.#doomed(checked.error) })
+    if ('error' in checked) return this.#answerAgent(message.call, { error: this.#doomed(checked.error) })
     const profileName = message.profile!
     const label = checked.label ?? titleFrom(message.prompt.split('\n')[0], AGENT_LABEL_DEFAULT_CHARS, `agent ${this.#accepted + 1}`)
     const seq = ++this.#accepted
@@ -292,12 +299,18 @@ export class WorkflowRun {
     return error
   }
 
+  /** Every agent() answer: the call's place is free before the script process hears of it. */
+  #answerAgent(call: number, outcome: MemberOutcome): void {
+    this.#agentsOut--
+    if (!this.#settling) this.#process.send({ type: 'agent-result', call, ...outcome })
+  }
+
   /** Starts queued members while slots are free, oldest first; none once the run is doomed. */
   #pump(): void {
     while (!this.#settling && this.#active < this.#spec.concurrency && this.#queue.length > 0) {
       const { member, call } = this.#queue.shift()!
       if (this.#doom) {
-        this.#process.send({ type: 'agent-result', call, error: this.#doom })
+        this.#answerAgent(call, { error: this.#doom })
         continue
       }
       this.#active++
@@ -306,7 +319,7 @@ export class WorkflowRun {
         .start()
         .then((outcome) => {
           if ('error' in outcome) this.#doomed(outcome.error)
-          if (!this.#settling) this.#process.send({ type: 'agent-result', call, ...outcome })
+          this.#answerAgent(call, outcome)
         })
         .catch((error: unknown) => this.#fail(`agent ${member.seq} failed in the host: ${(error as Error).message}`, error))
         .finally(() => {
@@ -317,23 +330,23 @@ export class WorkflowRun {
   }
 
   async #readText(call: number, request: unknown): Promise<void> {
-    if (this.#doom) return this.#process.send({ type: 'read-text-result', call, error: this.#doom })
-    if (this.#reads >= WORKFLOW_READS_IN_FLIGHT) await new Promise<void>((resolve) => this.#readQueue.push(resolve))
-    this.#reads++
+    if (++this.#readsOut > WORKFLOW_READS_IN_FLIGHT) {
+      return this.#fail(`the script process sent more readText() calls at once than ${WORKFLOW_READS_IN_FLIGHT} (WORKFLOW_READS_IN_FLIGHT)`)
+    }
+    const answer = await this.#readAnswer(request)
+    this.#readsOut--
+    if (!this.#settling) this.#process.send({ type: 'read-text-result', call, ...answer })
+  }
+
+  async #readAnswer(request: unknown): Promise<{ page: ReadTextPage } | { error: HookError }> {
+    if (this.#doom) return { error: this.#doom }
     try {
-      if (this.#doom) return this.#process.send({ type: 'read-text-result', call, error: this.#doom })
-      const page = await this.#deps.reader.read({ sessionId: this.sessionId, tokenId: this.#spec.tokenId }, request)
-      if (!this.#settling) this.#process.send({ type: 'read-text-result', call, page })
+      return { page: await this.#deps.reader.read({ sessionId: this.sessionId, tokenId: this.#spec.tokenId }, request) }
     } catch (error) {
-      if (this.#settling) return
       const known = error instanceof TermkeepError ? error : new TermkeepError('internal/error', 'readText failed in the host')
       if (!(error instanceof TermkeepError)) console.error(`termkeep sidecar: run ${this.id} readText`, error)
       const misuse = known.code === 'request/invalid'
-      const answer = this.#doomed({ code: misuse ? 'INVALID_ARGUMENT' : known.code, message: known.message, fatal: misuse })
-      this.#process.send({ type: 'read-text-result', call, error: answer })
-    } finally {
-      this.#reads--
-      this.#readQueue.shift()?.()
+      return { error: this.#doomed({ code: misuse ? 'INVALID_ARGUMENT' : known.code, message: known.message, fatal: misuse }) }
     }
   }
 

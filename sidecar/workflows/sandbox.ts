@@ -73,6 +73,7 @@ function tryScript(sandbox: Sandbox): Promise<string | undefined> {
     const request = {
       script: 'return 1',
       profiles: [],
+      concurrency: 1,
       defaultProfile: null,
       limits: SCRIPT_LIMITS,
       engine: engineLimits(WORKFLOW_SANDBOX_PROBE_MS),

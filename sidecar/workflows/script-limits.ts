@@ -8,6 +8,7 @@ import {
   MAX_WORKFLOW_LOG_MESSAGE_BYTES,
   MAX_WORKFLOW_LOG_MESSAGES,
   MAX_WORKFLOW_RESULT_BYTES,
+  WORKFLOW_READS_IN_FLIGHT,
   WORKFLOW_SCRIPT_MEMORY_BYTES,
   WORKFLOW_SCRIPT_STACK_BYTES,
 } from '../../schema/limits.ts'
@@ -22,6 +23,7 @@ export const SCRIPT_LIMITS: ScriptLimits = {
   maxLogMessages: MAX_WORKFLOW_LOG_MESSAGES,
   maxResultBytes: MAX_WORKFLOW_RESULT_BYTES,
   maxErrorBytes: MAX_WORKFLOW_ERROR_BYTES,
+  readsInFlight: WORKFLOW_READS_IN_FLIGHT,
 }
 
 /** What the engine's WebAssembly memory starts with (the build's own default, 16 MiB). */

@@ -16,6 +16,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { WORKFLOW_READS_IN_FLIGHT } from '../../schema/limits.ts'
 import { probeNamespaces, ScriptProcess, type Sandbox, type ScriptExit } from '../../sidecar/workflows/process.ts'
 import { engineFiles } from '../../sidecar/workflows/quickjs.ts'
 import { WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES } from '../../sidecar/workflows/tuning.ts'
@@ -147,6 +148,64 @@ describe('the channel: an escaped script cannot take the sidecar down through it
     expect(messages.map((message) => (message as Error).message)).toEqual(['the script process sent a line that is not JSON'])
     expect(exit.signal).toBe('SIGKILL')
   })
+})
+
+describe("what a run's script process has out at the sidecar at once", () => {
+  // Every call is made before the log line, which the sidecar hears after all of them.
+  const SCRIPT = `
+    const reads = []
+    for (let i = 0; i < 200; i++) reads.push(readText('f' + i).catch(() => 'no file'))
+    const agents = []
+    for (let i = 0; i < 20; i++) agents.push(agent('p' + i))
+    log('all asked')
+    await Promise.all([...reads, ...agents])
+    return 'all answered'`
+
+  for (const mode of ['namespaced', 'fallback'] as const) {
+    it(`is at most the run's concurrency of agent() calls and WORKFLOW_READS_IN_FLIGHT readText() calls; the rest wait in the guest (${mode})`, async () => {
+      const concurrency = 3
+      const out = { agent: new Set<number>(), 'read-text': new Set<number>() }
+      const most = { agent: 0, 'read-text': 0 }
+      const total = { agent: 0, 'read-text': 0 }
+      let asked: { agent: number; 'read-text': number } | undefined
+      const done = await new Promise<any>((resolve, reject) => {
+        const answer = (type: 'agent' | 'read-text', call: number) => {
+          out[type].delete(call)
+          if (type === 'agent') {
+            const result = { stopReason: 'completed' as const, text: 'ok', truncated: false, exitCode: 0, terminal: 't', seq: call }
+            child.send({ type: 'agent-result', call, result })
+          } else child.send({ type: 'read-text-result', call, error: { code: 'files/not-found', message: 'no', fatal: false } })
+        }
+        const child: ScriptProcess = new ScriptProcess(
+          { ...startOf(SCRIPT), concurrency },
+          (message: any) => {
+            if (message.type === 'agent' || message.type === 'read-text') {
+              const type = message.type as 'agent' | 'read-text'
+              out[type].add(message.call)
+              total[type]++
+              most[type] = Math.max(most[type], out[type].size)
+              // Answered a little later, so that a process that did not wait would show it.
+              if (asked) setTimeout(() => answer(type, message.call), 1)
+            }
+            if (message.type === 'log') {
+              asked = { agent: out.agent.size, 'read-text': out['read-text'].size }
+              for (const type of ['agent', 'read-text'] as const) for (const call of [...out[type]]) answer(type, call)
+            }
+            if (message.type === 'done') {
+              child.kill()
+              resolve(message)
+            }
+          },
+          SANDBOXES[mode],
+        )
+        void child.exited.then((exit) => reject(new Error(`exited first: ${JSON.stringify(exit)}`)))
+      })
+      expect(asked).toEqual({ agent: concurrency, 'read-text': WORKFLOW_READS_IN_FLIGHT })
+      expect(most).toEqual({ agent: concurrency, 'read-text': WORKFLOW_READS_IN_FLIGHT })
+      expect(total).toEqual({ agent: 20, 'read-text': 200 })
+      expect(done).toMatchObject({ stopReason: 'completed', value: '"all answered"' })
+    })
+  }
 })
 
 describe('establishing the sandbox at start', () => {
