@@ -209,6 +209,9 @@ export function guestMain(
     const label = hasOwn(given, 'label') ? given.label : undefined
     const profile = hasOwn(given, 'profile') ? given.profile : undefined
     if (label !== undefined && typeof label !== 'string') throw fatal('INVALID_ARGUMENT', 'agent() option "label" is a string')
+    if (label !== undefined && label.length > limits.maxLabelUnits) {
+      throw fatal('INVALID_ARGUMENT', `agent() option "label": agent labels are at most ${limits.maxLabelUnits} UTF-16 units`)
+    }
     if (profile !== undefined && typeof profile !== 'string') throw fatal('INVALID_ARGUMENT', 'agent() option "profile" is a string')
     const chosen = profile ?? start.defaultProfile
     if (start.profiles.length === 0) throw fatal('UNKNOWN_PROFILE', "no agent profiles are configured (the sidecar's TERMKEEP_AGENTS)")
@@ -297,6 +300,13 @@ export function guestMain(
         'INVALID_ARGUMENT',
         'readText(address) takes an address ("path", "attachment:ID", "tool-result:ID"), a page\'s `next`, or {address, offset, limit}',
       )
+    const size = bytes(stringify(request))
+    if (size > limits.maxReadRequestBytes) {
+      throw fatal(
+        'INVALID_ARGUMENT',
+        `readText(address): the address is at most ${limits.maxReadRequestBytes} bytes as JSON (this one is ${size})`,
+      )
+    }
     return askRead({ type: 'read-text', request })
   }
 

@@ -22,6 +22,10 @@ export interface ScriptLimits {
   maxErrorBytes: number
   /** readText() requests one run has out at the host at once (WORKFLOW_READS_IN_FLIGHT). */
   readsInFlight: number
+  /** Longer arguments are refused in the guest, so that every message stays far below
+   * WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES: a label's UTF-16 units, a readText() request as JSON. */
+  maxLabelUnits: number
+  maxReadRequestBytes: number
 }
 
 /** What the script process's host side applies to the engine (the sidecar checks them too). */

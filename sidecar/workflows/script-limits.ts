@@ -1,5 +1,7 @@
 /** The limits a run's script process applies, from the named constants the host enforces too. */
 import {
+  MAX_AGENT_LABEL_CHARS,
+  MAX_UTF16_UNITS_PER_GRAPHEME,
   MAX_AGENT_PROMPT_BYTES,
   MAX_AGENTS_PER_RUN,
   MAX_WORKFLOW_ERROR_BYTES,
@@ -24,6 +26,10 @@ export const SCRIPT_LIMITS: ScriptLimits = {
   maxResultBytes: MAX_WORKFLOW_RESULT_BYTES,
   maxErrorBytes: MAX_WORKFLOW_ERROR_BYTES,
   readsInFlight: WORKFLOW_READS_IN_FLIGHT,
+  // The host's own first check of a label (titleSchema).
+  maxLabelUnits: MAX_AGENT_LABEL_CHARS * MAX_UTF16_UNITS_PER_GRAPHEME,
+  // Beyond any valid request: a path of MAX_PATH_CHARS (each at most 6 bytes as JSON), a cursor of 8 KiB.
+  maxReadRequestBytes: 64 * 1024,
 }
 
 /** What the engine's WebAssembly memory starts with (the build's own default, 16 MiB). */

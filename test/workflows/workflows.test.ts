@@ -157,6 +157,10 @@ describe('failure discipline', () => {
       ['log("x".repeat(20000))', /^LOG_CAP: one log message/],
       ['await agent(42)', /^INVALID_ARGUMENT: agent\(prompt/],
       ['readText(7)', /^INVALID_ARGUMENT: readText/],
+      // Arguments too large to cross to the host are refused before they do (the run did not end on its channel's bound).
+      ["await agent('x', { label: 'l'.repeat(5e6) })", /^INVALID_ARGUMENT: agent\(\) option "label": agent labels are at most/],
+      ["await readText('x'.repeat(5e6))", /^INVALID_ARGUMENT: readText\(address\): the address is at most 65536 bytes/],
+      ["await readText({ address: 'a', offset: 'x'.repeat(5e6) })", /^INVALID_ARGUMENT: readText\(address\)/],
       ['return typeof require + typeof process + typeof setTimeout + typeof fetch', /^$/],
     ]
     for (const [script, error] of cases.slice(0, -1)) {
