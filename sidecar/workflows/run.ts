@@ -17,7 +17,6 @@ import {
   AGENT_LABEL_DEFAULT_CHARS,
   MAX_AGENT_LABEL_CHARS,
   MAX_AGENT_PROMPT_BYTES,
-  MAX_AGENT_STDIN_LINE_BYTES,
   MAX_AGENTS_PER_RUN,
   MAX_WORKFLOW_ERROR_BYTES,
   MAX_WORKFLOW_LOG_BYTES,
@@ -34,6 +33,7 @@ import { bootId, ticksSinceBoot } from '../pty/identity.ts'
 import { processStat } from '../pty/process-tree.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import { ProtocolViolation } from './channel.ts'
+import { promptProblem } from './prompt.ts'
 import { endRunProcesses, type RunIdentity } from './leftovers.ts'
 import { Member, type MemberOutcome } from './member.ts'
 import { ScriptProcess, type Sandbox, type ScriptExit } from './process.ts'
@@ -273,22 +273,8 @@ export class WorkflowRun {
     const chosen = profile === undefined ? undefined : this.#deps.profiles.get(profile)
     if (!chosen)
       return fatal('UNKNOWN_PROFILE', `no agent profile "${profile}" (configured: ${this.#deps.profiles.names.join(', ') || 'none'})`)
-    if (chosen.prompt === 'stdin') {
-      // Typed into a terminal: control characters would act (Ctrl-C interrupts), and the line
-      // discipline keeps only so much of one line.
-      if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(prompt)) {
-        return fatal(
-          'INVALID_ARGUMENT',
-          `profile "${profile}" takes its prompt on stdin, which cannot carry control characters (other than newline and tab)`,
-        )
-      }
-      if (prompt.split('\n').some((line) => bytes(line) > MAX_AGENT_STDIN_LINE_BYTES)) {
-        return fatal(
-          'PROMPT_CAP',
-          `profile "${profile}" takes its prompt on stdin: each line is at most ${MAX_AGENT_STDIN_LINE_BYTES} bytes`,
-        )
-      }
-    }
+    const problem = promptProblem(profile!, chosen, prompt)
+    if (problem) return problem
     if (this.#accepted >= MAX_AGENTS_PER_RUN) return fatal('AGENT_CAP', `a run makes at most ${MAX_AGENTS_PER_RUN} agent() calls`)
     return undefined
   }

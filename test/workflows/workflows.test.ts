@@ -6,6 +6,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { promptProblem } from '../../sidecar/workflows/prompt.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { json, readEvents, startHarness, type Harness } from '../api/harness.ts'
 import { createToken } from '../../api/auth/tokens.ts'
@@ -233,6 +234,33 @@ describe('prompts', () => {
     ].map((p) => () => p))`
     const { result } = await run({ script })
     expect(result.value).toEqual(['result: by argument', 'result: by stdin', 'result: by env'])
+  })
+
+  it('refuses a prompt its agent would not get as written: a NUL in an argument or the environment, an argument that reads as an option', async () => {
+    const cases: [string, RegExp][] = [
+      // The agent got "a" (the argument and the variable are C strings).
+      [
+        "await agent('a\\u0000b [result]')",
+        /^INVALID_ARGUMENT: profile "default" takes its prompt as an argument, which cannot carry a NUL/,
+      ],
+      [
+        "await agent('a\\u0000b [result]', { profile: 'env' })",
+        /^INVALID_ARGUMENT: profile "env" takes its prompt as an environment variable/,
+      ],
+      // The fake agent took it as its own option and read its prompt from the environment instead.
+      [
+        "await agent('--from=env [result]')",
+        /^INVALID_ARGUMENT: profile "default" takes its prompt as its last argument, where one starting with "-"/,
+      ],
+    ]
+    for (const [script, error] of cases) {
+      const { result } = await run({ script })
+      expect([result.stopReason, result.error, result.agentsStarted], script).toEqual(['error', expect.stringMatching(error), 0])
+    }
+    // After "--", or in the environment, a leading "-" is only text.
+    expect(promptProblem('p', { command: ['agent', '--'], prompt: 'argument' }, '--help')).toBeUndefined()
+    expect(promptProblem('p', { command: ['agent'], prompt: 'env' }, '--help')).toBeUndefined()
+    expect(promptProblem('p', { command: ['agent'], prompt: 'argument' }, 'fix --help')).toBeUndefined()
   })
 
   it('refuses a stdin prompt the terminal would mangle', async () => {
