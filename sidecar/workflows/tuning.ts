@@ -18,3 +18,7 @@ export const WORKFLOW_LEFTOVERS_WAIT_MS = 2_000
  * size once escaped; the guest refuses larger arguments before they cross. A longer line means
  * code escaped the engine: the run ends. */
 export const WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES = 4 * 1024 * 1024
+/** How long a script's parse check before its run is published may take (check.ts). Scripts a
+ * model writes parse in milliseconds; a 256 KiB script of 5,000 classes took 3.5 s on a loaded
+ * machine: one that takes longer than this is refused, and the check's worker replaced. */
+export const WORKFLOW_SCRIPT_CHECK_MS = 5_000

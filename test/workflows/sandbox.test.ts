@@ -20,6 +20,7 @@ import { WORKFLOW_READS_IN_FLIGHT } from '../../schema/limits.ts'
 import { probeNamespaces, ScriptProcess, type Sandbox, type ScriptExit } from '../../sidecar/workflows/process.ts'
 import { engineFiles } from '../../sidecar/workflows/quickjs.ts'
 import { WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES } from '../../sidecar/workflows/tuning.ts'
+import { ScriptCheck } from '../../sidecar/workflows/check.ts'
 import { establishSandbox, namespaceMode, sandboxWarning } from '../../sidecar/workflows/sandbox.ts'
 import { treeUsage, watchUsage } from '../../sidecar/workflows/usage.ts'
 import { runInProcess, SANDBOXES, startOf } from './script-process.ts'
@@ -260,6 +261,41 @@ describe('establishing the sandbox at start', () => {
     const state = await establishSandbox('off', { files: unreadable })
     expect(state.ready).toBe(false)
     expect(state.health.reason).toMatch(/^a script process does not start as configured: .*(could not load|ERR_ACCESS_DENIED)/)
+  })
+})
+
+describe('the parse check before a run is published', () => {
+  // QuickJS compiles this in time that grows with the square of its classes: seconds, not milliseconds.
+  const SLOW = Array.from({ length: 5000 }, (_, i) => `class C${i} { #a; m() { return this.#a } }`).join('\n')
+
+  it("runs off the sidecar's event loop, which keeps turning meanwhile", async () => {
+    const check = new ScriptCheck(engineFiles(), 120_000)
+    try {
+      expect(await check.problem('return (')).toMatch(/^the script does not parse: /)
+      let turns = 0
+      const timer = setInterval(() => turns++, 5)
+      const started = performance.now()
+      const problem = await check.problem(SLOW)
+      const took = performance.now() - started
+      clearInterval(timer)
+      expect(problem).toBeUndefined()
+      // Checked in this thread, not one turn happened until it was done.
+      expect(turns).toBeGreaterThan(Math.min(10, took / 50))
+      expect(await check.problem('return 1')).toBeUndefined()
+    } finally {
+      await check.close()
+    }
+  })
+
+  it('refuses a script that takes longer than its limit to parse, and checks the next one with a new worker', async () => {
+    const check = new ScriptCheck(engineFiles(), 100)
+    try {
+      expect(await check.problem('return 1')).toBeUndefined()
+      expect(await check.problem(SLOW)).toBe('the script takes too long to parse (over 0.1 s): it is refused')
+      expect(await check.problem('return (')).toMatch(/^the script does not parse: /)
+    } finally {
+      await check.close()
+    }
   })
 })
 
