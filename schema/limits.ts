@@ -306,6 +306,9 @@ export const MAX_WORKFLOW_SCRIPT_BYTES = 256 * KiB
 export const MAX_WORKFLOW_INPUT_BYTES = 512 * KiB
 /** The script's return value, serialized as JSON: it is stored with the run and sent whole. */
 export const MAX_WORKFLOW_RESULT_BYTES = 1 * MiB
+/** Arrays and objects nested in the return value. V8's JSON.stringify, which stores it, throws
+ * past about 4,000 levels; no result a person reads nests this deep. */
+export const MAX_WORKFLOW_RESULT_DEPTH = 200
 /** A failed run's `error` (its description of what the script threw, or why the run ended),
  * stored with the run and sent whole like the result: longer text is cut, and says so. */
 export const MAX_WORKFLOW_ERROR_BYTES = 16 * KiB

@@ -329,12 +329,32 @@ export function guestMain(
   }
 
   // ── the result ────────────────────────────────────────────────────────────
+  const tooDeep = `it nests more than ${limits.maxResultDepth} arrays and objects`
+  /** The most arrays and objects nested in JSON text. */
+  const nesting = (json: string): number => {
+    let depth = 0
+    let most = 0
+    let quoted = false
+    for (let i = 0; i < json.length; i++) {
+      const code = json.charCodeAt(i)
+      if (quoted) {
+        if (code === 0x5c) i++
+        else if (code === 0x22) quoted = false
+      } else if (code === 0x22) quoted = true
+      else if (code === 0x5b || code === 0x7b) {
+        depth++
+        if (depth > most) most = depth
+      } else if (code === 0x5d || code === 0x7d) depth--
+    }
+    return most
+  }
   /** Why `value` would not come back as it is from JSON, or undefined when it would. */
   const unlike = (value: unknown, depth: number, seen: Set<object>): string | undefined => {
     if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined
     if (typeof value === 'number') return Number.isFinite(value) ? undefined : `the number ${value}`
     if (typeof value !== 'object') return `a ${typeof value}`
-    if (seen.has(value) || depth > 200) return 'a cycle or a structure nested over 200 deep'
+    if (seen.has(value)) return 'a cycle'
+    if (depth >= limits.maxResultDepth) return tooDeep
     seen.add(value)
     const proto = getPrototypeOf(value)
     const array = isArray(value)
@@ -365,6 +385,9 @@ export function guestMain(
     const size = bytes(json)
     if (size > limits.maxResultBytes)
       return failed(fatal('RESULT_CAP', `the return value is at most ${limits.maxResultBytes} bytes as JSON (it is ${size})`))
+    // What was serialized, checked again: a getter or toJSON may answer the second read differently.
+    if (nesting(json) > limits.maxResultDepth)
+      return failed(fatal('RESULT_UNSERIALIZABLE', `the return value is not plain JSON: ${tooDeep}`))
     send({ type: 'done', stopReason: 'completed', value: json })
   }
   const settle = (outcome: () => void, cause?: unknown) => {

@@ -19,6 +19,7 @@ export interface ScriptLimits {
   maxLogBytes: number
   maxLogMessages: number
   maxResultBytes: number
+  maxResultDepth: number
   maxErrorBytes: number
   /** readText() requests one run has out at the host at once (WORKFLOW_READS_IN_FLIGHT). */
   readsInFlight: number

@@ -23,6 +23,7 @@ import {
   MAX_WORKFLOW_LOG_MESSAGE_BYTES,
   MAX_WORKFLOW_LOG_MESSAGES,
   MAX_WORKFLOW_RESULT_BYTES,
+  MAX_WORKFLOW_RESULT_DEPTH,
   WORKFLOW_READS_IN_FLIGHT,
   WORKFLOW_SCRIPT_HEAP_MB,
   WORKFLOW_SCRIPT_MEMORY_BYTES,
@@ -33,6 +34,7 @@ import { bootId, ticksSinceBoot } from '../pty/identity.ts'
 import { processStat } from '../pty/process-tree.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import { ProtocolViolation } from './channel.ts'
+import { nestsDeeper, within } from './host-checks.ts'
 import { promptProblem } from './prompt.ts'
 import { endRunProcesses, type RunIdentity } from './leftovers.ts'
 import { Member, type MemberOutcome } from './member.ts'
@@ -79,16 +81,6 @@ function limitError(limit: RunLimit, spec: RunSpec, detail?: string): string {
   if (limit === 'wall-time') return `WALL_TIME_LIMIT: the run reached its wall-clock limit of ${seconds(spec.wallTimeLimitMs)}`
   if (limit === 'cpu-time') return `CPU_TIME_LIMIT: the script used its CPU time limit of ${seconds(spec.cpuTimeLimitMs)}`
   return `MEMORY_LIMIT: the script ran out of its ${WORKFLOW_SCRIPT_MEMORY_BYTES / 1024 / 1024} MiB of memory${detail ? `: ${detail}` : ''}`
-}
-
-/** Pure: `text` within `max` bytes of UTF-8, cut (never inside a character) and saying so. */
-export function within(text: string, max: number): string {
-  if (Buffer.byteLength(text) <= max) return text
-  const note = ` … (cut at ${max} bytes)`
-  const bytes = Buffer.from(text)
-  let end = max - Buffer.byteLength(note)
-  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end-- // bytes[end] continues a character: cut before it
-  return bytes.subarray(0, end).toString('utf8') + note
 }
 
 const Label = titleSchema(MAX_AGENT_LABEL_CHARS, 'agent labels')
@@ -366,6 +358,11 @@ export class WorkflowRun {
     } catch {
       return this.#fail('the script process sent a return value that is not JSON')
     }
+    if (nestsDeeper(value, MAX_WORKFLOW_RESULT_DEPTH)) {
+      return this.#fail(
+        `RESULT_UNSERIALIZABLE: the return value is not plain JSON: it nests more than ${MAX_WORKFLOW_RESULT_DEPTH} arrays and objects`,
+      )
+    }
     void this.#settle({ status: 'completed', result: { stopReason: 'completed', value, agentsStarted } })
   }
 
@@ -403,7 +400,10 @@ export class WorkflowRun {
     const survivors = await endRunProcesses(this.#identity)
     if (survivors.length > 0) console.error(`termkeep sidecar: run ${this.id}: processes ${survivors.join(', ')} outlived it`)
     await this.#process.exited
-    await this.#log.end(ending).catch((error: unknown) => console.error(`termkeep sidecar: ending run ${this.id}`, error))
+    // A throw of its own (not only a rejection) is caught: settling must never reject.
+    await Promise.resolve()
+      .then(() => this.#log.end(ending))
+      .catch((error: unknown) => console.error(`termkeep sidecar: ending run ${this.id}`, error))
     rmSync(this.#spec.resultDir, { recursive: true, force: true })
     this.#markSettled()
   }

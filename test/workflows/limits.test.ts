@@ -11,12 +11,13 @@ import {
   DEFAULT_WORKFLOW_WALL_TIME_MS,
   MAX_RUNNING_WORKFLOWS,
   MAX_WORKFLOW_ERROR_BYTES,
+  MAX_WORKFLOW_RESULT_DEPTH,
   MAX_RUNNING_WORKFLOWS_PER_SESSION,
   MAX_RUNNING_WORKFLOWS_PER_TOKEN,
 } from '../../schema/limits.ts'
 import { GRANTS } from '../../schema/grants.ts'
 import { json, startHarness, type Harness } from '../api/harness.ts'
-import { within } from '../../sidecar/workflows/run.ts'
+import { nestsDeeper, within } from '../../sidecar/workflows/host-checks.ts'
 import { AGENTS_ENV, endOf, expectValidLog, runEvents, startRun } from './support.ts'
 
 let h: Harness
@@ -148,6 +149,14 @@ describe("a run's own limits", () => {
     expect(error).toMatch(new RegExp(`^(€){5000,} … \\(cut at ${MAX_WORKFLOW_ERROR_BYTES} bytes\\)$`))
     const detail = (await (await h.request('GET', `/v1/sessions/s1/workflows/${run.id}`, { token: admin })).json()) as any
     expect(detail.result.error).toBe(error)
+  })
+
+  it('the host bounds the nesting of a return value on its own, counting arrays and objects', () => {
+    const nested = (depth: number) => JSON.parse(`${'[{"a":'.repeat(depth / 2)}1${'}]'.repeat(depth / 2)}`)
+    expect(nestsDeeper(nested(MAX_WORKFLOW_RESULT_DEPTH), MAX_WORKFLOW_RESULT_DEPTH)).toBe(false)
+    expect(nestsDeeper(nested(MAX_WORKFLOW_RESULT_DEPTH + 2), MAX_WORKFLOW_RESULT_DEPTH)).toBe(true)
+    expect(nestsDeeper(nested(1_000_000), MAX_WORKFLOW_RESULT_DEPTH)).toBe(true)
+    expect(nestsDeeper('text', 0)).toBe(false)
   })
 
   it("the host cuts an error's text on its own, never inside a character", () => {

@@ -173,6 +173,26 @@ describe('failure discipline', () => {
     expect(result.value).toBe('undefinedundefinedundefinedundefined')
   })
 
+  it('a return value that reads deeper the second time (a getter) is refused, and the sidecar lives on', async () => {
+    // The guest checked the value once, then serialized a second read: 4,500 levels, past the
+    // ~4,000 at which V8's JSON.stringify throws, which killed the sidecar as it stored the result.
+    const script = `let reads = 0
+      const deep = () => { let v = 1; for (let i = 0; i < 4500; i++) v = [v]; return v }
+      return { get x() { return reads++ === 0 ? 1 : deep() } }`
+    const { result } = await run({ script })
+    expect([result.stopReason, result.error]).toEqual([
+      'error',
+      expect.stringMatching(/^RESULT_UNSERIALIZABLE: the return value is not plain JSON: it nests more than 200 arrays and objects/),
+    ])
+    expect(alive(h.sidecar.pid)).toBe(true)
+    // The bound, as the guest and the host both count it.
+    const nested = (depth: number) => `let v = 1; for (let i = 0; i < ${depth}; i++) v = [v]; return v`
+    const { result: at } = await run({ script: nested(200) })
+    expect(JSON.stringify(at.value)).toBe(`${'['.repeat(200)}1${']'.repeat(200)}`)
+    const { result: past } = await run({ script: nested(201) })
+    expect(past.error).toMatch(/^RESULT_UNSERIALIZABLE: the return value is not plain JSON: it nests more than 200 arrays and objects at 0/)
+  })
+
   it("an error names the script's own line and column, wherever it was thrown", async () => {
     const cases: [string, string][] = [
       ["throw new RangeError('first line')", 'RangeError: first line (line 1, column 21)'],
