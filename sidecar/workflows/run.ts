@@ -387,12 +387,23 @@ export class WorkflowRun {
     void this.#settle({ status: 'error', result: { stopReason: 'error', error, agentsStarted: this.#accepted } })
   }
 
+  /** Settles the run once; never rejects (a rejection here would be nobody's to catch). */
   async #settle(ending: Ending): Promise<void> {
     if (this.#settling) return this.settled
     this.#settling = true
     // The script process's text is cut by the host too: it may not be the guest that wrote it.
     const { error } = ending.result
     if (error !== undefined) ending = { ...ending, result: { ...ending.result, error: within(error, MAX_WORKFLOW_ERROR_BYTES) } }
+    try {
+      await this.#cleanUp(ending)
+    } catch (failure) {
+      console.error(`termkeep sidecar: ending run ${this.id}`, failure)
+    } finally {
+      this.#markSettled()
+    }
+  }
+
+  async #cleanUp(ending: Ending): Promise<void> {
     this.#unwatch()
     this.#process.kill()
     this.#queue.length = 0
@@ -400,11 +411,10 @@ export class WorkflowRun {
     const survivors = await endRunProcesses(this.#identity)
     if (survivors.length > 0) console.error(`termkeep sidecar: run ${this.id}: processes ${survivors.join(', ')} outlived it`)
     await this.#process.exited
-    // A throw of its own (not only a rejection) is caught: settling must never reject.
+    // A throw of its own (not only a rejection) is caught: the result directory still goes.
     await Promise.resolve()
       .then(() => this.#log.end(ending))
       .catch((error: unknown) => console.error(`termkeep sidecar: ending run ${this.id}`, error))
     rmSync(this.#spec.resultDir, { recursive: true, force: true })
-    this.#markSettled()
   }
 }
