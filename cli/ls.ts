@@ -10,6 +10,7 @@ import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { ApiError, type TermkeepClient } from '../web/client/api.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
 import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
+import { self } from './self.ts'
 
 const USAGE = `usage: termkeep ls [--json]
 
@@ -80,7 +81,9 @@ export async function lsCommand(args: string[], out: NodeJS.WritableStream = pro
     return 0
   }
   if (workspaces.length === 0 && standalone.length === 0) {
-    out.write('no workspaces and no sessions (`termkeep workspace add DIR` registers a directory; `termkeep new` starts a terminal)\n')
+    out.write(
+      `no workspaces and no sessions (\`${self()} workspace add DIR\` registers a directory; \`${self()} new\` starts a terminal)\n`,
+    )
   }
   for (const workspace of workspaces) {
     out.write(`${printable(workspace.title)}  ${printable(workspace.path)}  [${workspace.id}]\n`)

@@ -9,6 +9,7 @@ import { ConfigError, parseConfig } from '../schema/config.ts'
 import { describeRemoteError, pendingRequestUrl } from './remote.ts'
 import { REMOTE_TOKEN_COMMANDS } from './token-remote.ts'
 import { CommandError, HELP_OPTION, printedHelp, USAGE_EXIT, UsageError } from './usage.ts'
+import { self } from './self.ts'
 
 /** A command's run: its exit code, or -1 for one that keeps running (serve). */
 type Command = (args: string[]) => Promise<number>
@@ -100,7 +101,7 @@ export async function main(argv: string[]): Promise<number> {
 function failure(error: unknown, command: string | undefined): [string | unknown, number] {
   if (error instanceof UsageError) return [error.message, USAGE_EXIT]
   if (error instanceof Error && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) {
-    return [`termkeep: ${error.message} (\`termkeep ${command} --help\` shows the usage)`, USAGE_EXIT]
+    return [`termkeep: ${error.message} (\`${self()} ${command} --help\` shows the usage)`, USAGE_EXIT]
   }
   if (error instanceof ConfigError || error instanceof CommandError) return [error.message, 1]
   return [describeRemoteError(error) ?? error, 1]

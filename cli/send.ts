@@ -23,6 +23,7 @@ import { follow, type FollowEnd } from '../web/client/follow.ts'
 import { InputQueue, type InputFailure } from '../web/client/input.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, type CliClient } from './remote.ts'
 import { CommandError, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
+import { self } from './self.ts'
 
 const USAGE = `usage: termkeep send <session> <terminal> [TEXT ...] [--key NAME ...]
 
@@ -85,7 +86,9 @@ export async function sendCommand(args: string[]): Promise<number> {
   })
   if (printedHelp(values, USAGE)) return 0
   if (positionals.length < 2)
-    throw new UsageError('termkeep: send takes <session> <terminal> and then TEXT or --key NAME (`termkeep send --help` shows the usage)')
+    throw new UsageError(
+      `termkeep: send takes <session> <terminal> and then TEXT or --key NAME (\`${self()} send --help\` shows the usage)`,
+    )
   const [sessionId, terminalId] = positionals
   const pieces = piecesOf(tokens)
   if (pieces.length === 0) throw new UsageError('termkeep: send has nothing to send: give TEXT or --key NAME')

@@ -17,6 +17,7 @@ import { openStorage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
 import { SIDECAR_NODE_FLAGS } from '../sidecar/node-flags.ts'
 import { SidecarSupervisor, type StartingSidecar } from './supervise.ts'
+import { self } from './self.ts'
 
 const SIDECAR_ENTRY = fileURLToPath(new URL('../sidecar/main.ts', import.meta.url))
 const SIDECAR_START_TIMEOUT_MS = 30_000
@@ -139,6 +140,6 @@ export async function serveCommand(config: Config): Promise<void> {
   if (admin.secret) {
     console.log(`termkeep: admin token (shown once, stored hashed): ${admin.secret}`)
   } else {
-    console.log('termkeep: an admin token already exists; mint another with `npx termkeep token create --grant admin`')
+    console.log(`termkeep: an admin token already exists; mint another with \`${self()} token create --grant admin\``)
   }
 }
