@@ -18,12 +18,12 @@ export interface CliResult {
   bytes: Buffer
 }
 
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+export function runCli(args: string[], env: Record<string, string> = {}, cwd = process.cwd()): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [BIN, ...args],
-      { env: { ...process.env, TERMKEEP_URL: '', TERMKEEP_TOKEN: '', ...env }, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 },
+      { cwd, env: { ...process.env, TERMKEEP_URL: '', TERMKEEP_TOKEN: '', ...env }, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 },
       (error, stdout, stderr) =>
         resolve({
           code: error ? Number(error.code ?? 1) : 0,
