@@ -131,3 +131,15 @@ export function relativeLinks(markdown: string): Array<{ target: string; anchor:
   }
   return links
 }
+
+/** docs/operations.md's start lines: the sh block between its start-lines markers, comments off. */
+export function startLines(markdown: string): string[] {
+  const begin = markdown.indexOf('<!-- start-lines:begin')
+  const end = markdown.indexOf('<!-- start-lines:end', begin)
+  if (begin < 0 || end < 0) throw new Error('docs/operations.md has no start-lines markers')
+  const block = /```sh\n([\s\S]*?)```/.exec(markdown.slice(begin, end))?.[1] ?? ''
+  return block
+    .split('\n')
+    .map((line) => line.replace(/\s+#.*$/, '').trim())
+    .filter((line) => line !== '')
+}
