@@ -24,6 +24,9 @@ import { SidecarSupervisor, type StartingSidecar } from './supervise.ts'
 import { self } from './self.ts'
 
 const SIDECAR_ENTRY = fileURLToPath(new URL('../sidecar/main.ts', import.meta.url))
+/** tsx's loader by its full URL: `--import tsx` would be resolved from the working directory,
+ * which is not this package's when a linked `termkeep serve` runs elsewhere. */
+const TSX_LOADER = import.meta.resolve('tsx')
 const SIDECAR_START_TIMEOUT_MS = 30_000
 
 /** A database URL fit for a message: any password or query (an auth token) left out. */
@@ -56,7 +59,7 @@ export function localSidecarSecret(config: Config): string {
  * get there in time (then it is killed), rejects. */
 function startSidecar(config: Config, secret: string): StartingSidecar {
   const child = fork(SIDECAR_ENTRY, [], {
-    execArgv: ['--import', 'tsx', ...SIDECAR_NODE_FLAGS],
+    execArgv: ['--import', TSX_LOADER, ...SIDECAR_NODE_FLAGS],
     env: { ...process.env, SIDECAR_SECRET: secret, SIDECAR_URL: config.sidecarUrl, DATABASE_URL: config.databaseUrl },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
