@@ -248,6 +248,10 @@ describe('web page: what a tmux or VS Code terminal user expects (Chromium, full
       10_000,
       'the selection on the clipboard',
     )
+    // Ctrl+Shift+C copies the selection again (the terminal does not get the key).
+    await page.evaluate(() => navigator.clipboard.writeText('something else'))
+    await page.keyboard.press('Control+Shift+C')
+    await waitFor(async () => (await page.evaluate(() => navigator.clipboard.readText())) === '149', 10_000, 'Ctrl+Shift+C to copy')
     // Ctrl+Shift+V pastes the clipboard, wrapped for bracketed paste since bash asked for it.
     const sent: Buffer[] = []
     page.on('request', (request) => {
@@ -256,6 +260,8 @@ describe('web page: what a tmux or VS Code terminal user expects (Chromium, full
     await page.evaluate(() => navigator.clipboard.writeText('echo pasted-$((6*7))'))
     await page.locator('.xterm').click()
     await page.keyboard.press('Control+Shift+V')
+    // The clipboard is read asynchronously: Enter goes once the pasted text is on the line.
+    await waitForScreen(page, 'echo pasted-$((6*7))')
     await page.keyboard.press('Enter')
     await waitForScreen(page, '\npasted-42')
     expect(Buffer.concat(sent).toString()).toContain('\x1b[200~echo pasted-$((6*7))\x1b[201~')

@@ -94,6 +94,18 @@ describe('the CLI and the install step under an empty HOME, offline', () => {
     expect(spawnsTerminal(NODE_PTY)).toBe(true)
   })
 
+  it('npm link (into a scratch prefix) puts a working termkeep on PATH and keeps the build', async () => {
+    const before = buildIdentity(NODE_PTY)
+    const prefix = join(scratch, 'prefix')
+    const linked = await run('npm', ['link'], { ...env, npm_config_prefix: prefix })
+    expect(linked.code, linked.stdout + linked.stderr).toBe(0)
+    const help = await run(join(prefix, 'bin', 'termkeep'), ['--help'], env, scratch)
+    expect(help.code, help.stderr).toBe(0)
+    expect(help.stdout).toMatch(/^usage: termkeep <command>/)
+    expect(buildIdentity(NODE_PTY)).toBe(before)
+    expect(spawnsTerminal(NODE_PTY)).toBe(true)
+  })
+
   it('keeps a good build: a second run checks it and compiles nothing', async () => {
     const pkg = copyOfNodePty('kept', true)
     const before = buildIdentity(pkg)

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomSecret } from '../../api/auth/secrets.ts'
+import { SIDECAR_NODE_FLAGS } from '../../sidecar/node-flags.ts'
 import { displayToLines, readDisplay } from '../../web/client/display.ts'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { UNSET_CONFIG, ROOT } from '../smoke/targets.ts'
@@ -113,6 +114,8 @@ describe('the start lines in docs/operations.md', () => {
     })
 
     it('the sidecar alone starts with its flags (no warning)', async () => {
+      const script = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.sidecar as string
+      for (const flag of SIDECAR_NODE_FLAGS) expect(script.split(' ')).toContain(flag)
       const sidecar = start(lineFor(/npm run sidecar$/), {
         SIDECAR_URL: sidecarUrl,
         DATABASE_URL: sqld.url,
