@@ -8,12 +8,12 @@
 import { DEFAULT_COLS, DEFAULT_ROWS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import type { TermkeepClient } from '../client/api.ts'
-import { endedText, endedWord, isLive, sessionLabel, terminalName } from '../client/labels.ts'
+import { isLive, sessionLabel, terminalName } from '../client/labels.ts'
 import { failure, fill, h, randomId } from './dom.ts'
-import { routeHash } from './route.ts'
 import type { SessionIndex } from './session-index.ts'
 import { MARKER_TEXT } from './sidebar.ts'
 import { attachHint } from './hints.ts'
+import { terminalTab } from './terminal-tab.ts'
 import { TerminalView } from './terminal-view.ts'
 import { WorkflowsView } from './workflows-view.ts'
 
@@ -280,45 +280,11 @@ export class SessionView {
           this.#showEnded ? `Hide ${folded.length} ended` : `${folded.length} ended…`,
         ),
       )
-    fill(this.#tabs, ...shown.map((info) => this.#tab(info, info.id === current)), toggle)
-  }
-
-  /** One terminal's tab: its name (a link to it), a hover with where it started and what it runs,
-   * its state in words, and rename and close while it runs. */
-  #tab(info: TerminalInfo, current: boolean): HTMLElement {
-    const live = isLive(info)
-    const name = terminalName(info)
-    const state = live ? info.state : endedWord(info)
-    return h(
-      'li',
-      { class: 'terminal-tab', 'data-terminal-id': info.id, 'data-state': info.state },
-      h(
-        'a',
-        {
-          class: 'open',
-          href: routeHash({ sessionId: this.sessionId, terminalId: info.id }),
-          title: `${name} — started in ${info.cwd} (${info.shell.path}); ${info.cols}×${info.rows}; ${info.id}`,
-          'aria-current': current ? 'true' : undefined,
-        },
-        h('span', { class: 'tab-name' }, name),
-        info.workflow && h('span', { class: 'state' }, ` agent #${info.workflow.seq}`),
-        h(
-          'span',
-          {
-            class: `state ${live ? 'live' : 'ended'}`,
-            title: live ? undefined : `This terminal ${endedText(info, this.#closedHere.has(info.id))}`,
-          },
-          ` ${state}`,
-        ),
-      ),
-      live &&
-        h('button', { type: 'button', class: 'small', 'aria-label': `Rename ${name}`, onclick: () => void this.#rename(info) }, 'Rename'),
-      live &&
-        h(
-          'button',
-          { type: 'button', class: 'small danger', 'aria-label': `Close ${name}`, onclick: () => void this.#close(info) },
-          'Close',
-        ),
+    const actions = { rename: (info: TerminalInfo) => void this.#rename(info), close: (info: TerminalInfo) => void this.#close(info) }
+    fill(
+      this.#tabs,
+      ...shown.map((info) => terminalTab(info, { current: info.id === current, closedHere: this.#closedHere.has(info.id) }, actions)),
+      toggle,
     )
   }
 

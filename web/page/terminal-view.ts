@@ -13,11 +13,10 @@
  * and the user's own typing is never dropped.
  */
 import { FitAddon } from '@xterm/addon-fit'
-import { Terminal, type ITheme } from '@xterm/xterm'
+import type { Terminal } from '@xterm/xterm'
 import { replayAnsi } from '../../api/display/replay.ts'
-import { MAX_COLS, MAX_ROWS, MAX_VISIBLE_CELLS, MIN_COLS, MIN_ROWS, UNKNOWN_OUTCOME_RETRY_MS } from '../../schema/limits.ts'
+import { UNKNOWN_OUTCOME_RETRY_MS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
-import { useUnicode11 } from '../../sidecar/emulator/widths.ts'
 import { ApiError, type TermkeepClient } from '../client/api.ts'
 import { readDisplay } from '../client/display.ts'
 import { follow, type FollowEnd } from '../client/follow.ts'
@@ -26,19 +25,12 @@ import { endedText } from '../client/labels.ts'
 import { h, randomId } from './dom.ts'
 import { ReplayGuard } from './replay-guard.ts'
 import { BASE_FONT_SIZE, scaleToFit, type SizeMode } from './sizing.ts'
-import { equip, FindBar } from './terminal-tools.ts'
-
-export { isLeaveKey } from './terminal-tools.ts'
+import { TerminalBar } from './terminal-bar.ts'
+import { equip } from './terminal-tools.ts'
+import { fitGeometry, newTerminal } from './xterm.ts'
 
 /** Window resizes are acted on once they settle, not for every animation frame of a drag. */
 const RESIZE_DEBOUNCE_MS = 120
-
-export const THEME: ITheme = {
-  background: '#101317',
-  foreground: '#e6e6e6',
-  cursor: '#f5d76e',
-  selectionBackground: '#3a4a66',
-}
 
 export type ViewMode = 'connecting' | 'live' | 'read-only' | 'reconnecting' | 'display' | 'ended' | 'error'
 
@@ -58,30 +50,6 @@ export interface TerminalViewOptions {
   closedHere?: () => boolean
 }
 
-function newTerminal(readOnly: boolean): Terminal {
-  const term = new Terminal({
-    theme: THEME,
-    fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace',
-    fontSize: BASE_FONT_SIZE,
-    cursorBlink: !readOnly,
-    disableStdin: readOnly,
-    scrollback: 10_000,
-    // The unicode API (Unicode 11 widths, as the sidecar's emulator measures) and the search
-    // addon's match decorations are proposed APIs.
-    allowProposedApi: true,
-    screenReaderMode: false,
-  })
-  useUnicode11(term)
-  return term
-}
-
-function fitGeometry(cols: number, rows: number): { cols: number; rows: number } {
-  cols = Math.min(Math.max(cols, MIN_COLS), MAX_COLS)
-  rows = Math.min(Math.max(rows, MIN_ROWS), MAX_ROWS)
-  if (cols * rows > MAX_VISIBLE_CELLS) rows = Math.max(MIN_ROWS, Math.floor(MAX_VISIBLE_CELLS / cols))
-  return { cols, rows }
-}
-
 export class TerminalView {
   readonly element: HTMLElement
   term: Terminal
@@ -94,10 +62,8 @@ export class TerminalView {
   #controller = false
   /** Whether the program's size follows this window (./sizing.ts). */
   #follows: boolean
-  #size: HTMLElement
-  #badge: HTMLElement
-  #fitButton: HTMLButtonElement
-  readonly #find = new FindBar()
+  #size: SizeMode | undefined
+  readonly #bar = new TerminalBar(() => this.fitToWindow())
   /** Ends with the view (#abort is replaced when the view takes control again). */
   #disposed = new AbortController()
   #input = new InputQueue(
@@ -119,19 +85,8 @@ export class TerminalView {
   ) {
     this.#follows = options.fit === true
     this.#host = h('div', { class: 'xterm-host' })
-    this.#size = h('span', { class: 'muted size' })
-    this.#badge = h('span', { class: 'badge' })
-    this.#fitButton = h('button', { type: 'button', class: 'small fit', title: 'Resize the program to this window' }, 'Fit to this window')
-    this.#fitButton.addEventListener('click', () => this.fitToWindow())
-    const findButton = h('button', { type: 'button', class: 'small', title: 'Find in the scrollback (Ctrl+Shift+F)' }, 'Find')
-    findButton.addEventListener('click', () => this.#find.open())
-    this.element = h(
-      'div',
-      { class: 'terminal-view' },
-      h('div', { class: 'terminal-bar' }, this.#badge, this.#size, this.#fitButton, findButton, this.#find.element),
-      this.#host,
-    )
-    this.#find.onClose = () => this.term.focus()
+    this.element = h('div', { class: 'terminal-view' }, this.#bar.element, this.#host)
+    this.#bar.find.onClose = () => this.term.focus()
     this.term = this.#newTerminal(false, this.#host)
     this.term.loadAddon(this.#fit)
     this.#guard = new ReplayGuard(this.term)
@@ -187,13 +142,13 @@ export class TerminalView {
     this.#observer.disconnect()
     clearTimeout(this.#resizeTimer)
     this.#guard.dispose()
-    this.#find.dispose()
+    this.#bar.find.dispose()
     this.term.dispose()
   }
 
   #newTerminal(readOnly: boolean, host: HTMLElement): Terminal {
     const term = newTerminal(readOnly)
-    this.#find.use(equip(term, host, { find: () => this.#find.open(), leave: () => this.events.leave() }))
+    this.#bar.find.use(equip(term, host, { find: () => this.#bar.find.open(), leave: () => this.events.leave() }))
     return term
   }
 
@@ -380,28 +335,20 @@ export class TerminalView {
   }
 
   #sized(mode: SizeMode): void {
+    this.#size = mode
     this.element.dataset.size = mode
     this.#drawSize()
   }
 
-  /** The bar above the terminal: read-only or not, the program's size and who decides it. */
+  /** The bar: read-only or not, the program's size and who decides it. */
   #drawSize(): void {
-    const cols = this.#info?.cols ?? this.term.cols
-    const rows = this.#info?.rows ?? this.term.rows
-    const mode = this.element.dataset.size as SizeMode | undefined
-    const how =
-      mode === 'fit'
-        ? 'follows this window'
-        : mode === 'scaled'
-          ? 'shown smaller to fit this window'
-          : mode === 'scroll'
-            ? 'larger than this window: scroll to see it all'
-            : 'shown as it is'
-    this.#size.textContent = `${cols}×${rows} · ${how}`
-    const canFit = !this.#decides() && (this.#mode === 'live' || this.#mode === 'read-only')
-    this.#fitButton.hidden = !canFit
-    const finished = this.#mode === 'display' || this.#mode === 'ended'
-    this.#badge.textContent = finished ? 'read-only · last screen' : this.#mode === 'read-only' ? 'read-only' : ''
-    this.#badge.hidden = this.#badge.textContent === ''
+    this.#bar.show({
+      cols: this.#info?.cols ?? this.term.cols,
+      rows: this.#info?.rows ?? this.term.rows,
+      size: this.#size,
+      finished: this.#mode === 'display' || this.#mode === 'ended',
+      readOnly: this.#mode === 'read-only',
+      canFit: !this.#decides() && (this.#mode === 'live' || this.#mode === 'read-only'),
+    })
   }
 }
