@@ -275,6 +275,7 @@ describe('web page: what a tmux or VS Code terminal user expects (Chromium, full
     expect(await hint.textContent()).not.toContain('`')
     const commands = await hint.locator('code').allTextContents()
     expect(commands).toContain('./termkeep token create --help')
+    await other.screenshot({ path: `${ROOT}test-artifacts/clients-7-sign-in-hint.png` })
     // The sign-in hint's command runs in termkeep's directory, as it says.
     const help = await shell('./termkeep token create --help', {})
     expect(help.code, help.output).toBe(0)
