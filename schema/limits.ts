@@ -332,7 +332,8 @@ export const MAX_RUNNING_WORKFLOWS_PER_TOKEN = 4
  * each take minutes; a run that never returns ends instead of holding its place for ever. */
 export const DEFAULT_WORKFLOW_WALL_TIME_MS = 60 * 60_000
 export const MAX_WORKFLOW_WALL_TIME_MS = 24 * 60 * 60_000
-/** The script's own CPU time (its process's; agents run in terminals and are not counted): the
+/** The script's own CPU time (its process's, with the sidecar's time serving its readText() calls;
+ * agents run in terminals and are not counted): the
  * default and the most `limits.cpuTimeMs` may ask. A script orchestrates, it waits on agents far
  * more than it computes: a minute of CPU is a lot of orchestration. */
 export const DEFAULT_WORKFLOW_CPU_TIME_MS = 60_000

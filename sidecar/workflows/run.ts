@@ -79,7 +79,8 @@ export interface RunSpec {
 function limitError(limit: RunLimit, spec: RunSpec, detail?: string): string {
   const seconds = (ms: number) => `${ms / 1000} s`
   if (limit === 'wall-time') return `WALL_TIME_LIMIT: the run reached its wall-clock limit of ${seconds(spec.wallTimeLimitMs)}`
-  if (limit === 'cpu-time') return `CPU_TIME_LIMIT: the script used its CPU time limit of ${seconds(spec.cpuTimeLimitMs)}`
+  if (limit === 'cpu-time')
+    return `CPU_TIME_LIMIT: the script used its CPU time limit of ${seconds(spec.cpuTimeLimitMs)}${detail ? ` (${detail})` : ''}`
   return `MEMORY_LIMIT: the script ran out of its ${WORKFLOW_SCRIPT_MEMORY_BYTES / 1024 / 1024} MiB of memory${detail ? `: ${detail}` : ''}`
 }
 
@@ -113,6 +114,10 @@ export class WorkflowRun {
   /** agent() and readText() calls the script process has out here (received, not yet answered). */
   #agentsOut = 0
   #readsOut = 0
+  /** The sidecar's time serving the run's readText() calls (while any is out): it counts against
+   * the run's CPU time, since the script spends almost none of its own waiting for them. */
+  #readingMs = 0
+  #readingSince: number | undefined
 
   private constructor(spec: RunSpec, deps: RunDeps) {
     this.id = spec.id
@@ -180,8 +185,16 @@ export class WorkflowRun {
         cpuMs: this.#spec.cpuTimeLimitMs + WORKFLOW_CPU_BACKSTOP_GRACE_MS,
         rssBytes: WORKFLOW_SCRIPT_MEMORY_BYTES + WORKFLOW_PROCESS_MEMORY_SLACK_BYTES,
       }
-      stopWatch = watchUsage(pid, bounds, (limit, usage) =>
-        this.#limitReached(limit, `the sidecar measured ${Math.round(usage.cpuMs)} ms of CPU and ${usage.rssBytes} bytes resident`),
+      const reading = () => this.#readingMs + (this.#readingSince === undefined ? 0 : performance.now() - this.#readingSince)
+      stopWatch = watchUsage(
+        pid,
+        bounds,
+        (limit, usage) => {
+          if (limit === 'memory') return this.#limitReached(limit, `the sidecar measured ${usage.rssBytes} bytes resident`)
+          this.#limitReached(limit, `with the sidecar's time serving its readText() calls: ${Math.round(reading())} ms`)
+        },
+        undefined,
+        reading,
       )
     }
     this.#unwatch = () => {
@@ -311,8 +324,12 @@ export class WorkflowRun {
     if (++this.#readsOut > WORKFLOW_READS_IN_FLIGHT) {
       return this.#fail(`the script process sent more readText() calls at once than ${WORKFLOW_READS_IN_FLIGHT} (WORKFLOW_READS_IN_FLIGHT)`)
     }
+    this.#readingSince ??= performance.now()
     const answer = await this.#readAnswer(request)
-    this.#readsOut--
+    if (--this.#readsOut === 0 && this.#readingSince !== undefined) {
+      this.#readingMs += performance.now() - this.#readingSince
+      this.#readingSince = undefined
+    }
     if (!this.#settling) this.#process.send({ type: 'read-text-result', call, ...answer })
   }
 

@@ -127,6 +127,22 @@ describe("a run's own limits", () => {
     })
   })
 
+  it("a run whose readText() calls keep the sidecar busy ends at its CPU-time limit: the sidecar's time serving them counts", async () => {
+    // Its own process used a fraction of the sidecar's time (0.06 to 0.14 of a core against 0.4 to
+    // 0.7 measured), and it ran until its wall-clock limit.
+    const script = "for (;;) { try { await readText('no-such-file') } catch {} }"
+    const run = await startRun(h, admin, { script, limits: { cpuTimeMs: 5000, wallTimeMs: 50_000 } }, 's1')
+    const result = endOf(await runEvents(h, admin, run.id, undefined, 60_000))
+    expect(result).toEqual({
+      stopReason: 'error',
+      limit: 'cpu-time',
+      error: expect.stringMatching(
+        /^CPU_TIME_LIMIT: the script used its CPU time limit of 5 s \(with the sidecar's time serving its readText\(\) calls: \d+ ms\)$/,
+      ),
+      agentsStarted: 0,
+    })
+  }, 70_000)
+
   it('an allocating run ends at its memory limit, naming its line', async () => {
     const run = await startRun(h, admin, { script: "const all = []\nfor (;;) all.push('x'.repeat(1 << 20) + all.length)" }, 's1')
     const events = await runEvents(h, admin, run.id, undefined, 30_000)
