@@ -4,7 +4,7 @@
  * session, and the API serves runs and events from libSQL. Every run's log is checked with the
  * invariant checker, as streamed and as stored.
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promptProblem } from '../../sidecar/workflows/prompt.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -231,6 +231,30 @@ describe('failure discipline', () => {
     expect(events.filter((e) => e.event === 'workflow/agent-end').map((e) => json(e).outcome)).toEqual(['cancelled'])
     expect(processesOfRun(started.id)).toEqual([])
     await expectValidLog(h, token, started.id, events)
+  })
+
+  it("a script process holds none of the sidecar's descriptors: no terminal, database or journal", async () => {
+    const started = await startRun(h, token, { script: "await agent('held [hang]')" })
+    await runEvents(h, token, started.id, (e) => e.some((x) => x.event === 'workflow/agent-start'))
+    const [row] = (await h.storage.client.execute({ sql: 'SELECT pid FROM workflow_runs WHERE id = ?', args: [started.id] })).rows
+    const tree = (pid: number): number[] => [
+      pid,
+      ...readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').split(' ').filter(Boolean).map(Number).flatMap(tree),
+    ]
+    const targets = (pid: number) =>
+      readdirSync(`/proc/${pid}/fd`).map((fd) => {
+        try {
+          return readlinkSync(`/proc/${pid}/fd/${fd}`)
+        } catch {
+          return 'gone'
+        }
+      })
+    const sidecar = targets(h.sidecar.pid)
+    const theirs = (found: string[]) => found.filter((target) => /^\/dev\/(ptmx|pts\/)|\.db|\.journal$/.test(target))
+    // What there is to leak: the member's terminal, the database, its journal.
+    expect(theirs(sidecar).length).toBeGreaterThanOrEqual(3)
+    for (const pid of tree(Number(row.pid))) expect(theirs(targets(pid)), `process ${pid}`).toEqual([])
+    expect((await h.request('POST', `/v1/sessions/s1/workflows/${started.id}/cancel`, { token, body: {} })).status).toBe(200)
   })
 
   it('returns what the script returns, with input in scope and logs in order', async () => {
