@@ -346,7 +346,7 @@ export const MIN_WORKFLOW_TIME_LIMIT_MS = 100
  * with `limit: 'memory'`. */
 export const WORKFLOW_SCRIPT_MEMORY_BYTES = 64 * MiB
 /** The script's stack in its engine: a recursion deeper than it throws `InternalError: stack
- * overflow` in the script (about 400 nested calls). The engine's frames run on the script
+ * overflow` in the script (measured: 1,361 nested calls of a small function, 680 of an async one). The engine's frames run on the script
  * process's native stack too, and beyond about 300 KiB a deep recursion overflowed that first. */
 export const WORKFLOW_SCRIPT_STACK_BYTES = 256 * KiB
 /** The script process's own V8 heap (the host side that relays messages; the script's memory is
