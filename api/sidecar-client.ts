@@ -4,7 +4,7 @@
  * rebuilt as the same TermkeepError on this side of the wire.
  */
 import { errorFromBody, TermkeepError } from '../schema/errors.ts'
-import { deriveSigningKey } from './auth/secrets.ts'
+import { deriveSigningKey } from '../common/crypto.ts'
 import {
   CLOSE_DRAIN_MS,
   CLOSE_KILL_GRACE_MS,

@@ -13,7 +13,7 @@ import { printable } from '../schema/wire/common.ts'
 import type { AgentEndData, AgentStartData, LogData, RunEndData, StartWorkflow, WorkflowResult } from '../schema/wire/workflows.ts'
 import { outcomeUnknown, UnreachableError } from '../web/client/api.ts'
 import { CLI_RECONNECT_GIVE_UP_MS, UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
-import { retrying } from '../schema/retry.ts'
+import { retrying } from '../common/retry.ts'
 import { type CliClient, NoAnswerError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, seconds } from './remote.ts'
 import { CommandError, exactArgs, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 

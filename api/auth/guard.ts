@@ -19,7 +19,7 @@ import type { Database } from '../../storage/client.ts'
 import type { AppEnv } from '../deps.ts'
 import { SSE_HEADERS, type SseOptions } from '../sse.ts'
 import { documented } from '../validate.ts'
-import { hashSecret } from './secrets.ts'
+import { hashSecret } from '../../common/crypto.ts'
 import { redeemTicket, ticketHolder } from './tickets.ts'
 
 export type { Authority }

@@ -10,7 +10,7 @@ import { TermkeepError } from '../../schema/errors.ts'
 import { TICKET_TTL_MS } from '../../schema/limits.ts'
 import { streamTickets } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
-import { hashSecret, randomSecret } from './secrets.ts'
+import { hashSecret, randomSecret } from '../../common/crypto.ts'
 
 const SEGMENT = '[\\w-]{1,128}'
 

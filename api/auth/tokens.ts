@@ -6,7 +6,7 @@ import { and, asc, eq, gt, inArray, isNull, or } from 'drizzle-orm'
 import { GRANTS, type Grant } from '../../schema/grants.ts'
 import { tokenGrants, tokenObserveEnv, tokens, tokenSessions } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
-import { hashSecret, randomId, randomSecret } from './secrets.ts'
+import { hashSecret, randomId, randomSecret } from '../../common/crypto.ts'
 
 export interface TokenSpec {
   name: string

@@ -21,8 +21,8 @@ import { freePort, waitFor } from '../../test/support/ports.ts'
 import { createApp } from '../app.ts'
 import { createToken } from '../auth/tokens.ts'
 import { SidecarClient } from '../sidecar-client.ts'
-import { DisplayStager, readDisplayResponse } from './client.ts'
-import { decodeDisplay } from './decode.ts'
+import { DisplayStager, readDisplayResponse } from '../../common/display/staging.ts'
+import { decodeDisplay } from '../../common/display/decode.ts'
 
 let dir: string
 let storage: Storage

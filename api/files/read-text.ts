@@ -3,7 +3,7 @@
  * filesystem authority), a session attachment or an archived tool result (from libSQL, here),
  * with a signed continuation bound to the session and the calling token.
  */
-import { pageOfBytes } from '../../schema/line-page.ts'
+import { pageOfBytes } from '../../common/line-page.ts'
 import { MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES } from '../../schema/limits.ts'
 import type { ReadTextPage, ReadTextRequest } from '../../schema/wire/files.ts'
 import type { Database } from '../../storage/client.ts'

@@ -15,7 +15,7 @@ import { MAX_RESOURCE_BYTES, RESOURCE_PART_BYTES, RESOURCE_UPLOAD_ABANDON_MS } f
 import { attachments, resourceParts, resourceUploads, toolResults } from '../../schema/tables.ts'
 import type { StoreAttachment, StoredResource, StoreToolResult } from '../../schema/wire/files.ts'
 import type { Database } from '../../storage/client.ts'
-import { randomId } from '../auth/secrets.ts'
+import { randomId } from '../../common/crypto.ts'
 import { yieldToLoop } from '../event-loop.ts'
 import { concatBytes, decodeBase64, encodeUtf8 } from './content.ts'
 

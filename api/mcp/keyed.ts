@@ -8,8 +8,8 @@
  */
 import { TermkeepError } from '../../schema/errors.ts'
 import { MCP_RETRY_MS } from '../../schema/limits.ts'
-import { retrying } from '../../schema/retry.ts'
-import { randomId } from '../auth/secrets.ts'
+import { retrying } from '../../common/retry.ts'
+import { randomId } from '../../common/crypto.ts'
 import type { Dispatcher } from './dispatch.ts'
 
 export interface KeyedOptions {

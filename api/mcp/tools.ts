@@ -9,7 +9,7 @@
  * route read to a bound is a `streamReadTool` (stream-read.ts). catalog.test.ts fails for a tool
  * whose route is not mounted, and for one missing from docs/mcp.md.
  */
-import { randomId } from '../auth/secrets.ts'
+import { randomId } from '../../common/crypto.ts'
 import { DEFAULT_COLS, DEFAULT_ROWS } from '../../schema/limits.ts'
 import { SessionId } from '../../schema/wire/common.ts'
 import { type FileText, ListQuery, PathQuery, type ReadTextPage, ReadTextRequest, TextQuery } from '../../schema/wire/files.ts'

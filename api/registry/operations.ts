@@ -14,7 +14,7 @@ import { titleFrom } from '../../schema/wire/common.ts'
 import type { Session, Workspace } from '../../schema/wire/registry.ts'
 import type { Database } from '../../storage/client.ts'
 import type { Authority } from '../auth/guard.ts'
-import { randomId } from '../auth/secrets.ts'
+import { randomId } from '../../common/crypto.ts'
 import type { SidecarClient } from '../sidecar-client.ts'
 import {
   appendEvent,

@@ -6,7 +6,7 @@
  * event. Resuming with Last-Event-ID (or ?after=) sends exactly what followed that sequence.
  */
 import { WORKFLOW_EVENTS_POLL_MS } from '../../schema/limits.ts'
-import { pause } from '../../schema/retry.ts'
+import { pause } from '../../common/retry.ts'
 import type { Database } from '../../storage/client.ts'
 import type { SseSink } from '../sse.ts'
 import { eventsAfter, runState } from './store.ts'

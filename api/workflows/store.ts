@@ -7,7 +7,7 @@ import { and, asc, desc, eq, gt, inArray, lt, or } from 'drizzle-orm'
 import { TermkeepError } from '../../schema/errors.ts'
 import { DEFAULT_WORKFLOW_RUNS_PAGE } from '../../schema/limits.ts'
 import { workflowEvents, workflowRuns } from '../../schema/tables.ts'
-import { checkRunLog, foldMembers, type LoggedEvent } from '../../schema/workflow-log.ts'
+import { checkRunLog, foldMembers, type LoggedEvent } from '../../common/workflow-log.ts'
 import {
   sameStart,
   type RunDetail,

@@ -17,7 +17,7 @@
  * repeat of the key).
  */
 import * as v from 'valibot'
-import { utf8Length } from '../display-pack.ts'
+import { utf8Length } from '../../common/display/pack.ts'
 import {
   DEFAULT_WORKFLOW_CONCURRENCY,
   MAX_AGENT_PROFILES,

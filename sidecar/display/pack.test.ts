@@ -4,9 +4,9 @@
  * issue 18 for everything that fits; alternate capture and the history allowance.
  */
 import { describe, expect, it } from 'vitest'
-import { ChunkPacker, planChunks as plan, utf8Length, type PlannedRow } from '../../schema/display-pack.ts'
+import { ChunkPacker, planChunks as plan, utf8Length, type PlannedRow } from '../../common/display/pack.ts'
 import type { CellStyle, EncodedRow, RowsEvent } from '../../schema/wire/display.ts'
-import { decodeDisplay } from '../../api/display/decode.ts'
+import { decodeDisplay } from '../../common/display/decode.ts'
 import { historyRowsFor, resizeWithAllowance } from './allowance.ts'
 import { decode, emulator, referenceRevision, transferOf } from './testing/harness.ts'
 import { legacyPlanChunks } from './testing/legacy-plan.ts'

@@ -10,7 +10,7 @@
  * where every row is at hand, so `begin` is exactly what the whole-revision encoder sent.
  * Must run where the headless Terminal lives (the emulator worker).
  */
-import { ChunkPacker, type PackSummary, type PlannedRow } from '../../schema/display-pack.ts'
+import { ChunkPacker, type PackSummary, type PlannedRow } from '../../common/display/pack.ts'
 import { MAX_DISPLAY_BYTES, MAX_DISPLAY_EVENT_BYTES } from '../../schema/limits.ts'
 import type { CellStyle, Cursor, EncodedRow, InputModes, Palette } from '../../schema/wire/display.ts'
 import { RowEncoder } from './encode.ts'

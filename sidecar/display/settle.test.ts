@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import xterm from '@xterm/headless'
 import { and, eq } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { decodeDisplay } from '../../api/display/decode.ts'
+import { decodeDisplay } from '../../common/display/decode.ts'
 import { beginOf, chunksOf, latestRevision } from '../../api/display/store.ts'
 import { displayRevisions } from '../../schema/tables.ts'
 import type { RowsEvent } from '../../schema/wire/display.ts'
@@ -22,7 +22,7 @@ import { Journal } from '../journal/journal.ts'
 import { historyRowsFor } from './allowance.ts'
 import { DisplayService } from './service.ts'
 import { bufferDiff, replay } from './testing/harness.ts'
-import { useUnicode11 } from '../emulator/widths.ts'
+import { useUnicode11 } from '../../common/xterm/widths.ts'
 
 const { Terminal } = xterm
 let dir: string

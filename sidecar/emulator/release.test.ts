@@ -19,7 +19,7 @@ import { startSidecar, type RunningSidecar } from '../../test/support/sidecar.ts
 import { insertSession, shellsFixture, SidecarHttp } from '../../test/support/terminals.ts'
 import type { DisplayStats } from '../display/service.ts'
 import { emulator, referenceRevision } from '../display/testing/harness.ts'
-import { cursorRestoreSuffix } from './cursor.ts'
+import { cursorRestoreSuffix } from '../../common/xterm/snapshot-suffix.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-release-'))
 const FIFO = join(dir, 'more')

@@ -16,12 +16,12 @@ import { scratchDatabase } from '../display/testing/database.ts'
 import { bufferDiff, referenceRevision, type ReferenceRevision } from '../display/testing/harness.ts'
 import type { DisplayTracker } from '../display/tracker.ts'
 import { DISPLAY_ENCODE, trackerOf, type DisplayEncodeResult } from '../display/worker.ts'
-import { cursorRestoreSuffix } from './cursor.ts'
+import { cursorRestoreSuffix } from '../../common/xterm/snapshot-suffix.ts'
 import { requestHandler, runScreenRestores, runScreenSetups, type EmulatorContext } from './handlers.ts'
 import { historyRows } from './protocol.ts'
 import { replayRevision } from './rebuild.ts'
 import { captureState } from './restore.ts'
-import { useUnicode11 } from './widths.ts'
+import { useUnicode11 } from '../../common/xterm/widths.ts'
 
 const { Terminal: HeadlessTerminal } = xterm
 const { SerializeAddon } = serializeModule

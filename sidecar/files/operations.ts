@@ -5,7 +5,7 @@
 import { lstat, readdir, type FileHandle } from 'node:fs/promises'
 import { dirname, isAbsolute, join } from 'node:path'
 import { TermkeepError } from '../../schema/errors.ts'
-import { LinePager } from '../../schema/line-page.ts'
+import { LinePager } from '../../common/line-page.ts'
 import { MAX_FILE_BYTES, MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES, MAX_LIST_ENTRIES, MAX_SKIPPED_LINE_BYTES } from '../../schema/limits.ts'
 import type { DirectoryListing, FileBytes, FileStat, FileText } from '../../schema/wire/files.ts'
 import {

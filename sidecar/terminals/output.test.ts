@@ -13,7 +13,7 @@ import type { OutputItem } from '../../schema/wire/output.ts'
 import { waitFor } from '../../test/support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../../test/support/sidecar.ts'
 import { insertSession, rssKiB, shellsFixture, SidecarHttp, type SseMessage, type SseStream } from '../../test/support/terminals.ts'
-import { cursorHidden } from '../emulator/cursor.ts'
+import { cursorHidden } from '../../common/xterm/snapshot-suffix.ts'
 
 const { Terminal } = headless
 const work = mkdtempSync(join(tmpdir(), 'termkeep-output-'))

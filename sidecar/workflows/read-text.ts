@@ -8,7 +8,7 @@
  */
 import * as v from 'valibot'
 import { readText } from '../../api/files/read-text.ts'
-import { deriveSigningKey } from '../../api/auth/secrets.ts'
+import { deriveSigningKey } from '../../common/crypto.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import { ReadTextRequest, type ReadTextPage } from '../../schema/wire/files.ts'
 import { authenticateTokenId, coversSession } from '../../storage/authority.ts'

@@ -7,7 +7,7 @@
  */
 import { and, eq, lt } from 'drizzle-orm'
 import { workflowEvents, workflowRuns, type WorkflowEventType, type WorkflowStatus } from '../../schema/tables.ts'
-import { RunLogChecker } from '../../schema/workflow-log.ts'
+import { RunLogChecker } from '../../common/workflow-log.ts'
 import type { StartWorkflow, WorkflowResult } from '../../schema/wire/workflows.ts'
 import { repeatedStart } from '../../api/workflows/store.ts'
 import type { Database } from '../../storage/client.ts'

@@ -8,7 +8,7 @@
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { hashSecret } from '../../api/auth/secrets.ts'
+import { hashSecret } from '../../common/crypto.ts'
 import { createToken } from '../../api/auth/tokens.ts'
 import { GRANTS, type Grant } from '../../schema/grants.ts'
 import { readEvents, startHarness, type Harness } from './harness.ts'

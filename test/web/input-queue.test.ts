@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { MAX_INPUT_BYTES } from '../../schema/limits.ts'
-import { GaveUpError, retrying } from '../../schema/retry.ts'
+import { GaveUpError, retrying } from '../../common/retry.ts'
 import { ApiError, outcomeUnknown, TransportError, UnreachableError } from '../../web/client/api.ts'
 import { InputQueue, type InputFailure } from '../../web/client/input.ts'
 

@@ -6,8 +6,8 @@
  * (api/display/decode.ts, api/display/replay.ts: pure, runtime-free); this file adds the transfer
  * and a printable form for `termkeep display`.
  */
-import { decodeDisplay, type DecodedDisplay, type DecodedRow } from '../../api/display/decode.ts'
-import { sgr } from '../../api/display/replay.ts'
+import { decodeDisplay, type DecodedDisplay, type DecodedRow } from '../../common/display/decode.ts'
+import { sgr } from '../../common/display/replay.ts'
 import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../schema/wire/display.ts'
 import { terminalPath, type TermkeepClient } from './api.ts'
 

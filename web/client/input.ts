@@ -14,7 +14,7 @@
  */
 import { concatBytes } from '../../api/files/content.ts'
 import { MAX_INPUT_BYTES } from '../../schema/limits.ts'
-import { retrying } from '../../schema/retry.ts'
+import { retrying } from '../../common/retry.ts'
 import { ApiError, outcomeUnknown } from './api.ts'
 
 export interface InputFailure {

@@ -12,11 +12,11 @@
  */
 import { FitAddon } from '@xterm/addon-fit'
 import { Terminal, type ITheme } from '@xterm/xterm'
-import { useUnicode11 } from '../../sidecar/emulator/widths.ts'
+import { useUnicode11 } from '../../common/xterm/widths.ts'
 import { MAX_COLS, MAX_ROWS, MAX_VISIBLE_CELLS, MIN_COLS, MIN_ROWS, UNKNOWN_OUTCOME_RETRY_MS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { ApiError, type TermkeepClient } from '../client/api.ts'
-import { replayAnsi } from '../../api/display/replay.ts'
+import { replayAnsi } from '../../common/display/replay.ts'
 import { readDisplay } from '../client/display.ts'
 import { follow, type FollowEnd } from '../client/follow.ts'
 import { InputQueue, type InputFailure } from '../client/input.ts'

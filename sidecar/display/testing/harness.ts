@@ -3,11 +3,11 @@
  * decoder and replay, and a cell-by-cell buffer comparison through the public buffer API.
  */
 import xterm, { type IBuffer, type IBufferCell, type Terminal as TerminalType } from '@xterm/headless'
-import { decodeDisplay, type DecodedDisplay } from '../../../api/display/decode.ts'
-import { replayAnsi } from '../../../api/display/replay.ts'
+import { decodeDisplay, type DecodedDisplay } from '../../../common/display/decode.ts'
+import { replayAnsi } from '../../../common/display/replay.ts'
 import { MAX_DISPLAY_BYTES, MAX_DISPLAY_EVENT_BYTES } from '../../../schema/limits.ts'
 import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../../schema/wire/display.ts'
-import { useUnicode11 } from '../../emulator/widths.ts'
+import { useUnicode11 } from '../../../common/xterm/widths.ts'
 import { historyRowsFor } from '../allowance.ts'
 import { RowEncoder } from '../encode.ts'
 import { metaOf, regionRows, type RevisionMeta } from '../revision.ts'

@@ -9,8 +9,8 @@
  * it checks as valid with `ended: false`.
  */
 import * as v from 'valibot'
-import type { WorkflowEventType } from './tables.ts'
-import { AgentEndData, AgentStartData, LogData, RunEndData, RunStartData, type RunMember } from './wire/workflows.ts'
+import type { WorkflowEventType } from '../schema/tables.ts'
+import { AgentEndData, AgentStartData, LogData, RunEndData, RunStartData, type RunMember } from '../schema/wire/workflows.ts'
 
 export interface LoggedEvent {
   sequence: number

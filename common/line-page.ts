@@ -13,7 +13,7 @@
  * - A skipped line longer than `maxSkippedLineBytes` is `files/too-large` (a file without newlines
  *   would otherwise be scanned to its end to find a line that is not there).
  */
-import { TermkeepError } from './errors.ts'
+import { TermkeepError } from '../schema/errors.ts'
 
 export interface LinePage {
   text: string

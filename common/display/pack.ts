@@ -16,7 +16,7 @@
  * contract: schema/wire/display.ts). Only a single cell larger than an event (tens of thousands of
  * combining marks on one character) is cut to fit, and counted in `cutCells`.
  */
-import type { CellStyle, EncodedRow, Region, RowContent } from './wire/display.ts'
+import type { CellStyle, EncodedRow, Region, RowContent } from '../../schema/wire/display.ts'
 
 export interface PlannedRow {
   region: Region

@@ -1,6 +1,6 @@
 /** The page rules, table-driven on in-memory bytes (the sidecar streams the same pager from disk). */
 import { describe, expect, it } from 'vitest'
-import { TermkeepError } from './errors.ts'
+import { TermkeepError } from '../schema/errors.ts'
 import { LinePager, pageOfBytes } from './line-page.ts'
 
 const bytes = (s: string) => new TextEncoder().encode(s)

@@ -6,7 +6,7 @@
  * to repeat: idempotent ones, or ones that carry an Idempotency-Key. Timers only, no runtime
  * built-ins: the page, the CLI and the API's MCP tools share it.
  */
-import { RETRY_FIRST_DELAY_MS, RETRY_MAX_DELAY_MS, UNKNOWN_OUTCOME_RETRY_MS } from './limits.ts'
+import { RETRY_FIRST_DELAY_MS, RETRY_MAX_DELAY_MS, UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
 
 export interface RetryOptions {
   /** Whether another attempt may help (the outcome is unknown, or nothing was done yet). */
