@@ -6,7 +6,7 @@
  * Two stored formats (schema/tables.ts). Format 1 (older deployments): every event is stored as
  * streamed. Format 2 (incremental): the viewport and alternate events are stored as streamed; the
  * history is rows shared with the terminal's other revisions, which are packed here into events
- * with the sidecar's own packer (schema/display-pack.ts), continuing its style table: the events
+ * with the sidecar's own packer (common/display/pack.ts), continuing its style table: the events
  * come out byte for byte as the whole-revision encoder made them.
  */
 import { and, asc, desc, eq, gte, lt } from 'drizzle-orm'
@@ -212,7 +212,7 @@ export async function* chunksOf(db: Database, header: Header): AsyncGenerator<st
 }
 
 /**
- * The revision as parts a decoder takes (api/display/decode.ts), without building the wire events:
+ * The revision as parts a decoder takes (common/display/decode.ts), without building the wire events:
  * the head events parsed, then the history rows newest first in the revision's style ids, in as
  * few parts as there are stored chunks. What a released emulator is rebuilt from (format 2 only).
  */

@@ -2,7 +2,7 @@
  * Client side of readDisplay, for any runtime with fetch (browsers, Node, Deno, Workers): stage
  * `begin` and every `rows`, and produce a display only when `end` arrives. A transfer that breaks
  * off before `end` yields nothing, so a caller keeps showing what it had. The result feeds
- * `replayAnsi` (api/display/replay.ts) to rebuild the screen exactly in a fresh terminal.
+ * `replayAnsi` (common/display/replay.ts) to rebuild the screen exactly in a fresh terminal.
  * (The bundled web page has its own equivalent in web/client/display.ts.)
  */
 import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../schema/wire/display.ts'

@@ -232,7 +232,7 @@ export const RunDetail = v.object({
   script: v.string(),
   input: v.optional(v.unknown()),
   lastSequence: v.number(),
-  /** The invariant check of the run's event log (schema/workflow-log.ts). */
+  /** The invariant check of the run's event log (common/workflow-log.ts). */
   log: v.object({ valid: v.boolean(), problem: v.optional(v.string()) }),
 })
 export type RunDetail = v.InferOutput<typeof RunDetail>

@@ -1,5 +1,5 @@
 /**
- * The packer (schema/display-pack.ts): retention order, truncation at small budgets, event limits,
+ * The packer (common/display/pack.ts): retention order, truncation at small budgets, event limits,
  * rows too large for one event (split, never stripped), and its equality with the packer before
  * issue 18 for everything that fits; alternate capture and the history allowance.
  */

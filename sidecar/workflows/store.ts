@@ -1,7 +1,7 @@
 /**
  * Workflow runs and their event logs in libSQL. The sidecar that runs a run is the only writer of
  * its rows. `RunLog` appends one run's events in order, each checked against the log invariant
- * (schema/workflow-log.ts) before it is written: a violation is a bug in the engine and is
+ * (common/workflow-log.ts) before it is written: a violation is a bug in the engine and is
  * refused, never stored. A database that cannot take a write is waited out (sidecar/retry.ts);
  * the events keep their order.
  */

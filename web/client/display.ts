@@ -3,7 +3,7 @@
  * transfer privately — `begin`, ordered `rows`, then `end` — and yields a display only when `end`
  * arrived; an interrupted or cancelled transfer yields nothing, and the caller keeps showing what
  * it showed. Decoding and replay into a terminal are the display module's own
- * (api/display/decode.ts, api/display/replay.ts: pure, runtime-free); this file adds the transfer
+ * (common/display/decode.ts, common/display/replay.ts: pure, runtime-free); this file adds the transfer
  * and a printable form for `termkeep display`.
  */
 import { decodeDisplay, type DecodedDisplay, type DecodedRow } from '../../common/display/decode.ts'
