@@ -14,7 +14,7 @@ export interface AppDeps {
   /** Name of the runtime serving the app, reported by health ("node", "deno", "workerd"). */
   runtime: string
   /** Where a filesystem is (the Node entry, a `file:` database): whether the database's path
-   * still names the file this process opened (storage/file-identity.ts). */
+   * still names the file this process opened (storage/node/file-identity.ts). */
   databaseFile?: () => FileFinding | undefined
   /** Test and benchmark knobs; production uses the named limits. */
   tuning?: {

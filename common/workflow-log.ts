@@ -9,7 +9,7 @@
  * it checks as valid with `ended: false`.
  */
 import * as v from 'valibot'
-import type { WorkflowEventType } from '../schema/tables.ts'
+import type { WorkflowEventType } from '../storage/tables.ts'
 import { AgentEndData, AgentStartData, LogData, RunEndData, RunStartData, type RunMember } from '../schema/wire/workflows.ts'
 
 export interface LoggedEvent {

@@ -474,7 +474,7 @@ export const DB_LOCK_DEGRADED_MS = 2_000
 /** While the write lock is found held, the probe is tried again after this long (it costs
  * nothing: it fails at once), so a lock's start and end are seen within it, not DB_WRITE_PROBE_MS. */
 export const DB_LOCK_RECHECK_MS = 250
-/** A real write's failure (sidecar/retry.ts: a display revision, a terminal row, a journal flush)
+/** A real write's failure (sidecar/write-retry.ts: a display revision, a terminal row, a journal flush)
  * counts for health until that writer succeeds, or this long after its last failure: a writer
  * still failing retries at least every PERSIST_RETRY_MAX_MS, so it renews within this. */
 export const WRITE_FAILURE_WINDOW_MS = 2 * PERSIST_RETRY_MAX_MS

@@ -6,7 +6,7 @@
  */
 import { and, eq, isNull, type SQL } from 'drizzle-orm'
 import type { Grant } from '../schema/grants.ts'
-import { tokenGrants, tokens, tokenSessions } from '../schema/tables.ts'
+import { tokenGrants, tokens, tokenSessions } from './tables.ts'
 import type { Database } from './client.ts'
 
 export interface Authority {

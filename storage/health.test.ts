@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DB_LOCK_DEGRADED_MS, DB_LOCK_RECHECK_MS, DB_WRITE_PROBE_MS } from '../schema/limits.ts'
 import { openStorage, type Storage } from './client.ts'
-import { DatabaseFile } from './file-identity.ts'
+import { DatabaseFile } from './node/file-identity.ts'
 import { StorageHealth } from './health.ts'
 import { migrate } from './migrate.ts'
 

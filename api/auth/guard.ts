@@ -13,14 +13,14 @@ import { eq } from 'drizzle-orm'
 import type { Context, MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Grant } from '../../schema/grants.ts'
-import { sessions, tokens } from '../../schema/tables.ts'
+import { sessions, tokens } from '../../storage/tables.ts'
 import { authenticateTokenId, authorityOf, coversSession, type Authority } from '../../storage/authority.ts'
 import type { Database } from '../../storage/client.ts'
 import type { AppEnv } from '../deps.ts'
 import { SSE_HEADERS, type SseOptions } from '../sse.ts'
 import { documented } from '../validate.ts'
 import { hashSecret } from '../../common/crypto.ts'
-import { redeemTicket, ticketHolder } from './tickets.ts'
+import { redeemTicket, ticketHolder } from '../../storage/tickets.ts'
 
 export type { Authority }
 

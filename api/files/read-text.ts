@@ -9,7 +9,7 @@ import type { ReadTextPage, ReadTextRequest } from '../../schema/wire/files.ts'
 import type { Database } from '../../storage/client.ts'
 import type { SidecarClient } from '../sidecar-client.ts'
 import { openContinuation, signContinuation, type Binding, type Continuation } from './next.ts'
-import { parseAddress, resourceBytes } from './resources.ts'
+import { parseAddress, resourceBytes } from '../../storage/resources.ts'
 
 export const READ_TEXT_KEY_PURPOSE = 'read-text-continuation'
 

@@ -31,7 +31,7 @@ import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { relaySSE } from '../sse.ts'
 import { validate } from '../validate.ts'
 import { readText } from './read-text.ts'
-import { storeAttachment, storeToolResult } from './resources.ts'
+import { storeAttachment, storeToolResult } from '../../storage/resources.ts'
 
 const tags = ['files']
 const SessionOnly = v.object({ sid: SessionId })

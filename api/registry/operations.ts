@@ -9,7 +9,7 @@
 import { and, eq, sql } from 'drizzle-orm'
 import { TermkeepError } from '../../schema/errors.ts'
 import { MAX_WORKSPACE_TITLE_CHARS } from '../../schema/limits.ts'
-import { archivedSessions, sessions, workspaces, workspaceSessions } from '../../schema/tables.ts'
+import { archivedSessions, sessions, workspaces, workspaceSessions } from '../../storage/tables.ts'
 import { titleFrom } from '../../schema/wire/common.ts'
 import type { Session, Workspace } from '../../schema/wire/registry.ts'
 import type { Database } from '../../storage/client.ts'
@@ -34,7 +34,7 @@ import {
   workspaceOrder,
   type Queryable,
   type Tx,
-} from './store.ts'
+} from '../../storage/registry/workspaces.ts'
 import { mayRegister, scopeOrder, scopeWorkspace, seesWorkspace } from './scope.ts'
 
 /** The canonical directory for `path`, or a typed 400 (503 when the sidecar is away). */

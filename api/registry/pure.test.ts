@@ -6,7 +6,7 @@ import { printable } from '../../schema/wire/common.ts'
 import { WorkspaceTitle } from '../../schema/wire/registry.ts'
 import { defaultTitle } from './operations.ts'
 import { mayRegister, RegistryView, scopeList, scopeOrder, seesWorkspace } from './scope.ts'
-import { moveBefore } from './store.ts'
+import { moveBefore } from '../../storage/registry/workspaces.ts'
 
 describe('moveBefore', () => {
   it.each([

@@ -15,7 +15,7 @@ import type { Database } from '../../storage/client.ts'
 import type { Authority } from '../auth/guard.ts'
 import type { SseSink } from '../sse.ts'
 import { RegistryView } from './scope.ts'
-import { eventsAfter, latestSeq, listWorkspaces, oldestSeq, onMutation } from './store.ts'
+import { eventsAfter, latestSeq, listWorkspaces, oldestSeq, onMutation } from '../../storage/registry/workspaces.ts'
 
 const PAGE = 500
 

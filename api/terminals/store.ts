@@ -5,7 +5,7 @@
  */
 import { and, asc, eq } from 'drizzle-orm'
 import { TermkeepError } from '../../schema/errors.ts'
-import { terminals } from '../../schema/tables.ts'
+import { terminals } from '../../storage/tables.ts'
 import { terminalInfoOf, type TerminalInfo } from '../../schema/wire/terminals.ts'
 import type { Database } from '../../storage/client.ts'
 

@@ -9,7 +9,7 @@ import { WORKFLOW_EVENTS_POLL_MS } from '../../schema/limits.ts'
 import { pause } from '../../common/retry.ts'
 import type { Database } from '../../storage/client.ts'
 import type { SseSink } from '../sse.ts'
-import { eventsAfter, runState } from './store.ts'
+import { eventsAfter, runState } from '../../storage/workflows/runs.ts'
 
 const PAGE = 500
 

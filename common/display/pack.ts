@@ -8,7 +8,7 @@
  *
  * Runtime-neutral (no Buffer): the sidecar packs a revision's viewport and alternate screen with
  * it when it encodes, and the API packs the stored history rows with the same code when it
- * streams a revision (api/display/store.ts), so both produce byte-identical events.
+ * streams a revision (storage/displays/revisions.ts), so both produce byte-identical events.
  *
  * A row that cannot share a fresh event with its styles (≈ 900+ columns of per-cell distinct
  * styles) is not cut: its styles go first in style-only events (`rows: []`), and a row still too

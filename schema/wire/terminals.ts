@@ -19,7 +19,7 @@
  */
 import * as v from 'valibot'
 import { MAX_COMMAND_CHARS, MAX_TITLE_CHARS, MAX_VISIBLE_CELLS } from '../limits.ts'
-import { TERMINAL_STATES, type terminals } from '../tables.ts'
+import { TERMINAL_STATES, type terminals } from '../../storage/tables.ts'
 import { AttachmentId, CELLS_MESSAGE, Cols, Geometry, Rows, SessionId, TerminalId, titleSchema } from './common.ts'
 
 /** Header naming the follow attachment that sends input or resizes. */

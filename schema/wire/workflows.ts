@@ -27,7 +27,7 @@ import {
   MAX_WORKFLOW_RUNS_PAGE,
   MAX_WORKFLOW_SCRIPT_BYTES,
 } from '../limits.ts'
-import { AGENT_OUTCOMES, WORKFLOW_STATUSES } from '../tables.ts'
+import { AGENT_OUTCOMES, WORKFLOW_STATUSES } from '../../storage/tables.ts'
 import { SessionId } from './common.ts'
 
 /** Run ids are minted by the sidecar (`wf_…`); anything of the id alphabet is looked up. */

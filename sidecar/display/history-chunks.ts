@@ -1,7 +1,7 @@
 /**
  * Pure: a revision's new history rows as display_history chunks. Each chunk holds consecutive
  * rows (oldest first) with its own style table, so it reads the same whichever revision it is
- * read for; the API maps its ids into each revision's table as it streams (api/display/store.ts).
+ * read for; the API maps its ids into each revision's table as it streams (storage/displays/revisions.ts).
  * The newest chunk of an epoch, while small, absorbs the next rows (it is written again whole, as
  * a superset of itself), so history does not end up as one chunk per revision.
  */

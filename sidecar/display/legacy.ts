@@ -9,7 +9,7 @@
 import { and, count, eq, like } from 'drizzle-orm'
 import xterm from '@xterm/headless'
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS } from '../../schema/limits.ts'
-import { dataMigrations, displayRevisions, legacyTerminalRecords } from '../../schema/tables.ts'
+import { dataMigrations, displayRevisions, legacyTerminalRecords } from '../../storage/tables.ts'
 import type { Database } from '../../storage/client.ts'
 import { useUnicode11 } from '../../common/xterm/widths.ts'
 import { historyRowsFor } from './allowance.ts'

@@ -1,5 +1,5 @@
 /**
- * Writes display revisions to libSQL, incrementally (format 2, schema/tables.ts): a revision
+ * Writes display revisions to libSQL, incrementally (format 2, storage/tables.ts): a revision
  * writes its header, its viewport and alternate events, and only the history rows the database
  * does not hold yet; the rows already stored are shared with the revisions before it.
  *
@@ -18,10 +18,10 @@ import { and, eq, inArray, lt, lte, max, sql, type SQL } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
 import { utf8Length } from '../../common/display/pack.ts'
 import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../schema/limits.ts'
-import { displayChunks, displayHistory, displayRevisions } from '../../schema/tables.ts'
+import { displayChunks, displayHistory, displayRevisions } from '../../storage/tables.ts'
 import type { Database } from '../../storage/client.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
-import { Retry } from '../retry.ts'
+import { Retry } from '../write-retry.ts'
 import { chunkBody, historyChunks, type HistoryChunk } from './history-chunks.ts'
 import type { EncodedRevision } from './revision.ts'
 
@@ -174,7 +174,7 @@ function revisionStatements(
   return statements
 }
 
-/** A chunk's stored body (schema/tables.ts: displayHistory.body); kept on the chunk for `bytesOf`. */
+/** A chunk's stored body (storage/tables.ts: displayHistory.body); kept on the chunk for `bytesOf`. */
 function deflated(chunk: HistoryChunk): Uint8Array {
   chunk.stored ??= deflateSync(chunkBody(chunk))
   return chunk.stored

@@ -5,7 +5,7 @@
  *   - the *head*: the viewport and alternate events, verbatim, rewritten by every revision;
  *   - the *history*: rows located in their epoch (history.ts), of which a revision carries only
  *     those the database does not hold yet (`from` onward); the API re-packs the stored rows into
- *     the same events (api/display/store.ts).
+ *     the same events (storage/displays/revisions.ts).
  * The totals of the whole packing (events, bytes, history rows kept, truncated) are computed here,
  * where every row is at hand, so `begin` is exactly what the whole-revision encoder sent.
  * Must run where the headless Terminal lives (the emulator worker).

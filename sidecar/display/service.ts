@@ -6,7 +6,7 @@
  *   const displays = new DisplayService(storage.db)
  *   const emulators = new EmulatorPool(EMULATOR_WORKERS, displays.observer)
  */
-import { beginOf, latestRevision, revisionParts } from '../../api/display/store.ts'
+import { beginOf, latestRevision, revisionParts } from '../../storage/displays/revisions.ts'
 import { DISPLAY_DRAIN_MS, DISPLAY_PRUNE_SWEEP_MS } from '../../schema/limits.ts'
 import type { Database } from '../../storage/client.ts'
 import type { Emulator, EmulatorObserver } from '../emulator/emulator.ts'

@@ -11,7 +11,7 @@
  */
 import { and, eq, isNull, lt } from 'drizzle-orm'
 import { GENERATION_HEARTBEAT_MS } from '../../schema/limits.ts'
-import { hostGenerations } from '../../schema/tables.ts'
+import { hostGenerations } from '../../storage/tables.ts'
 import type { Database } from '../../storage/client.ts'
 import { here as seenHere, liveness, thisRunner, type GenerationRecord, type Here } from './liveness.ts'
 

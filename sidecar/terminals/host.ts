@@ -34,7 +34,7 @@ import { killLeftovers } from '../pty/orphans.ts'
 import { listShells } from '../pty/shells.ts'
 import { PtyThread } from '../pty/pty-thread.ts'
 import { LiveTerminal } from './terminal.ts'
-import type { TerminalStore } from './store.ts'
+import type { TerminalStore } from '../../storage/terminals.ts'
 
 export interface TerminalHostOptions {
   store: TerminalStore

@@ -5,7 +5,7 @@
  */
 import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
-import { TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
+import { TERMINAL_STATES, type TerminalState } from '../../storage/tables.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { Sender, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import type { Emulator } from '../emulator/emulator.ts'
@@ -16,10 +16,10 @@ import { ForegroundTracker } from '../observation/foreground.ts'
 import { executableNameOf } from '../observation/proc.ts'
 import { leaderIdentity, ticksSinceBoot, type TerminalIdentity } from '../pty/identity.ts'
 import { killSession } from '../pty/kill.ts'
-import { Retry } from '../retry.ts'
+import { Retry } from '../write-retry.ts'
 import type { PtyThread, RemotePty } from '../pty/pty-thread.ts'
 import { InputKeys } from './input-keys.ts'
-import type { TerminalPatch, TerminalStore } from './store.ts'
+import type { TerminalPatch, TerminalStore } from '../../storage/terminals.ts'
 
 export interface TerminalInit {
   sessionId: string

@@ -13,12 +13,12 @@ import { MAX_RUNNING_WORKFLOWS } from '../../schema/limits.ts'
 import { startedAs, type StartWorkflow } from '../../schema/wire/workflows.ts'
 import { randomId } from '../../common/crypto.ts'
 import type { TerminalHost } from '../terminals/host.ts'
-import type { TerminalStore } from '../terminals/store.ts'
+import type { TerminalStore } from '../../storage/terminals.ts'
 import { killIfSame, type Sandbox } from './process.ts'
 import type { Profiles } from './profiles.ts'
 import type { WorkflowReader } from './read-text.ts'
 import { WorkflowRun } from './run.ts'
-import type { RunStore } from './store.ts'
+import type { RunStore } from './run-log.ts'
 
 export interface EngineDeps {
   host: TerminalHost

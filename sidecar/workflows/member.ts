@@ -17,7 +17,7 @@ import type { TerminalHost } from '../terminals/host.ts'
 import type { LiveTerminal } from '../terminals/terminal.ts'
 import { AGENT_TEXT, type RenderedText } from './agent-text.ts'
 import type { HookError } from './protocol.ts'
-import type { RunLog } from './store.ts'
+import type { RunLog } from './run-log.ts'
 
 export interface MemberSpec {
   runId: string

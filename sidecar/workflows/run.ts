@@ -31,7 +31,7 @@ import { ScriptProcess, type Sandbox, type ScriptExit } from './process.ts'
 import type { Profiles } from './profiles.ts'
 import { FromScript, type HookError, type ScriptLimits } from './protocol.ts'
 import type { WorkflowReader } from './read-text.ts'
-import type { Ending, RunLog, RunStore } from './store.ts'
+import type { Ending, RunLog, RunStore } from './run-log.ts'
 
 export interface RunDeps {
   host: TerminalHost

@@ -14,7 +14,7 @@ import { nodeFetch } from '../../api/runtime/node-transport.ts'
 import { SidecarClient } from '../../api/sidecar-client.ts'
 import { GRANTS } from '../../schema/grants.ts'
 import { SIDECAR_SLOW_CALL_TIMEOUT_MS } from '../../schema/limits.ts'
-import { hostGenerations, terminals } from '../../schema/tables.ts'
+import { hostGenerations, terminals } from '../../storage/tables.ts'
 import { freePort } from '../support/ports.ts'
 import { send, startHarness, type Harness } from './harness.ts'
 

@@ -9,7 +9,7 @@
 import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { resourceBytes } from '../../api/files/resources.ts'
+import { resourceBytes } from '../../storage/resources.ts'
 import { GRANTS } from '../../schema/grants.ts'
 import {
   MAX_RESOURCE_BYTES,

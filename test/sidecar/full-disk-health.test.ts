@@ -1,7 +1,7 @@
 /**
  * A full disk under the database, for real (a 4 MiB tmpfs; the test needs `mount`, as root, and
  * says so and skips where it cannot): a writer's write fails with SQLITE_FULL while `SELECT 1`
- * answers, so health must learn it from the writer (sidecar/retry.ts → WriteFailures), not from
+ * answers, so health must learn it from the writer (sidecar/write-retry.ts → WriteFailures), not from
  * its probe; the free-space check says it too; both clear once there is room and the write lands.
  */
 import { execFileSync } from 'node:child_process'
@@ -11,11 +11,11 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { waitFor } from '../support/ports.ts'
 import { openStorage, type Storage } from '../../storage/client.ts'
-import { lowSpace } from '../../storage/free-space.ts'
+import { lowSpace } from '../../storage/node/free-space.ts'
 import { StorageHealth } from '../../storage/health.ts'
 import { migrate } from '../../storage/migrate.ts'
 import { WriteFailures } from '../../storage/write-failures.ts'
-import { Retry } from '../../sidecar/retry.ts'
+import { Retry } from '../../sidecar/write-retry.ts'
 
 const MiB = 1024 * 1024
 const root = mkdtempSync(join(tmpdir(), 'termkeep-full-db-'))

@@ -87,7 +87,7 @@ describeDatabase('a real sqld server', async () => {
 })
 
 describe('bundled migrations', () => {
-  it('match the drizzle-kit SQL in migrations/ (run npm run db:generate after changing schema/tables.ts)', () => {
+  it('match the drizzle-kit SQL in migrations/ (run npm run db:generate after changing storage/tables.ts)', () => {
     const fromDisk = readMigrationFiles({ migrationsFolder: new URL('../../migrations', import.meta.url).pathname })
     expect(bundled).toEqual(fromDisk.map((m) => ({ hash: m.hash, folderMillis: m.folderMillis, sql: m.sql })))
   })

@@ -12,7 +12,7 @@
  * told (`failed`), and the input queued behind the batch is dropped with it: typing resumes from a
  * known point, never with a gap in the middle.
  */
-import { concatBytes } from '../../api/files/content.ts'
+import { concatBytes } from '../../common/bytes.ts'
 import { MAX_INPUT_BYTES } from '../../schema/limits.ts'
 import { retrying } from '../../common/retry.ts'
 import { ApiError, outcomeUnknown } from './api.ts'

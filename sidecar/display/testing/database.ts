@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll } from 'vitest'
-import { sessions } from '../../../schema/tables.ts'
+import { sessions } from '../../../storage/tables.ts'
 import { openStorage, type Storage } from '../../../storage/client.ts'
 import { migrate } from '../../../storage/migrate.ts'
 

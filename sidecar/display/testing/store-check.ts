@@ -1,11 +1,11 @@
 /**
  * Test helpers for incremental revisions: read a stored revision back the way the API streams it
- * (api/display/store.ts), and check the store's invariant — every revision's history rows are all
+ * (storage/displays/revisions.ts), and check the store's invariant — every revision's history rows are all
  * present, no chunk is left that no revision overlaps.
  */
 import { and, asc, eq } from 'drizzle-orm'
-import { beginOf, chunksOf, type Header } from '../../../api/display/store.ts'
-import { displayHistory, displayRevisions } from '../../../schema/tables.ts'
+import { beginOf, chunksOf, type Header } from '../../../storage/displays/revisions.ts'
+import { displayHistory, displayRevisions } from '../../../storage/tables.ts'
 import type { DisplayBegin } from '../../../schema/wire/display.ts'
 import type { Database } from '../../../storage/client.ts'
 

@@ -10,14 +10,14 @@
  */
 import { and, asc, eq, inArray, lt } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
-import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_RESOURCE_BYTES, RESOURCE_PART_BYTES, RESOURCE_UPLOAD_ABANDON_MS } from '../../schema/limits.ts'
-import { attachments, resourceParts, resourceUploads, toolResults } from '../../schema/tables.ts'
-import type { StoreAttachment, StoredResource, StoreToolResult } from '../../schema/wire/files.ts'
-import type { Database } from '../../storage/client.ts'
-import { randomId } from '../../common/crypto.ts'
-import { yieldToLoop } from '../event-loop.ts'
-import { concatBytes, decodeBase64, encodeUtf8 } from './content.ts'
+import { TermkeepError } from '../schema/errors.ts'
+import { MAX_RESOURCE_BYTES, RESOURCE_PART_BYTES, RESOURCE_UPLOAD_ABANDON_MS } from '../schema/limits.ts'
+import { attachments, resourceParts, resourceUploads, toolResults } from './tables.ts'
+import type { StoreAttachment, StoredResource, StoreToolResult } from '../schema/wire/files.ts'
+import type { Database } from './client.ts'
+import { randomId } from '../common/crypto.ts'
+import { yieldToLoop } from '../common/event-loop.ts'
+import { concatBytes, decodeBase64, encodeUtf8 } from '../common/bytes.ts'
 
 export type ResourceKind = 'attachment' | 'tool-result'
 

@@ -7,9 +7,9 @@
 import { and, asc, desc, eq, gt, lte, sql } from 'drizzle-orm'
 import { TermkeepError } from '../../schema/errors.ts'
 import { REGISTRY_EVENTS_KEPT } from '../../schema/limits.ts'
-import { archivedSessions, registryEvents, sessions, workspaces, workspaceSessions } from '../../schema/tables.ts'
+import { archivedSessions, registryEvents, sessions, workspaces, workspaceSessions } from '../tables.ts'
 import type { RegistryIncrement, Session, Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
-import type { Database } from '../../storage/client.ts'
+import type { Database } from '../client.ts'
 
 export type Tx = Parameters<Parameters<Database['transaction']>[0]>[0]
 export type Queryable = Database | Tx

@@ -6,10 +6,10 @@
  */
 import { and, desc, eq, inArray, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { MAX_SESSION_PAGE } from '../../schema/limits.ts'
-import { sessions } from '../../schema/tables.ts'
+import { sessions } from '../tables.ts'
 import { NO_WORKSPACE, type Session, type SessionList, type SessionListQuery } from '../../schema/wire/registry.ts'
-import type { Authority } from '../auth/guard.ts'
-import type { Queryable } from './store.ts'
+import type { Authority } from '../../api/auth/guard.ts'
+import type { Queryable } from './workspaces.ts'
 
 /**
  * The workspace a session belongs to (its listing whose path is the session's cwd), or NULL. The

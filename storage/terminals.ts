@@ -4,9 +4,9 @@
  * (starting → running → exited → closed → retired): the UPDATE itself refuses to go back.
  */
 import { and, asc, eq, inArray, isNotNull, lt, ne } from 'drizzle-orm'
-import { sessions, terminals, TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
-import type { Database } from '../../storage/client.ts'
-import type { RecordedTerminal } from '../pty/orphans.ts'
+import { sessions, terminals, TERMINAL_STATES, type TerminalState } from './tables.ts'
+import type { Database } from './client.ts'
+import type { RecordedTerminal } from '../sidecar/pty/orphans.ts'
 
 export type TerminalRow = typeof terminals.$inferSelect
 export type TerminalPatch = Partial<

@@ -6,11 +6,11 @@
  * refused for any reason (a bad query, a bad Last-Event-ID) leaves the ticket unspent.
  */
 import { and, eq, gt, isNull, lt } from 'drizzle-orm'
-import { TermkeepError } from '../../schema/errors.ts'
-import { TICKET_TTL_MS } from '../../schema/limits.ts'
-import { streamTickets } from '../../schema/tables.ts'
-import type { Database } from '../../storage/client.ts'
-import { hashSecret, randomSecret } from '../../common/crypto.ts'
+import { TermkeepError } from '../schema/errors.ts'
+import { TICKET_TTL_MS } from '../schema/limits.ts'
+import { streamTickets } from './tables.ts'
+import type { Database } from './client.ts'
+import { hashSecret, randomSecret } from '../common/crypto.ts'
 
 const SEGMENT = '[\\w-]{1,128}'
 

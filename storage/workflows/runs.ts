@@ -6,7 +6,7 @@
 import { and, asc, desc, eq, gt, inArray, lt, or } from 'drizzle-orm'
 import { TermkeepError } from '../../schema/errors.ts'
 import { DEFAULT_WORKFLOW_RUNS_PAGE } from '../../schema/limits.ts'
-import { workflowEvents, workflowRuns } from '../../schema/tables.ts'
+import { workflowEvents, workflowRuns } from '../tables.ts'
 import { checkRunLog, foldMembers, type LoggedEvent } from '../../common/workflow-log.ts'
 import {
   sameStart,
@@ -17,7 +17,7 @@ import {
   type WorkflowEvent,
   type WorkflowResult,
 } from '../../schema/wire/workflows.ts'
-import type { Database } from '../../storage/client.ts'
+import type { Database } from '../client.ts'
 
 type RunRow = typeof workflowRuns.$inferSelect
 

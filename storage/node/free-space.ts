@@ -4,8 +4,8 @@
  * it once they do). One statfs per directory: cheap enough for every health answer.
  */
 import { statfsSync } from 'node:fs'
-import { DISK_FREE_MIN_BYTES } from '../schema/limits.ts'
-import type { HealthFinding } from './health.ts'
+import { DISK_FREE_MIN_BYTES } from '../../schema/limits.ts'
+import type { HealthFinding } from '../health.ts'
 
 const MiB = 1024 * 1024
 

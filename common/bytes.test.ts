@@ -1,9 +1,9 @@
 /** Resource content from wire text: sizes from the text alone, slice-wise conversion exact across
  * slice boundaries, typed refusals. */
 import { describe, expect, it } from 'vitest'
-import { TermkeepError } from '../../schema/errors.ts'
-import { CONTENT_SLICE_SIZE } from '../../schema/limits.ts'
-import { base64DecodedLength, decodeBase64, encodeUtf8, utf8Length } from './content.ts'
+import { TermkeepError } from '../schema/errors.ts'
+import { CONTENT_SLICE_SIZE } from '../schema/limits.ts'
+import { base64DecodedLength, decodeBase64, encodeUtf8, utf8Length } from './bytes.ts'
 
 async function codeOf(run: () => unknown): Promise<string> {
   try {

@@ -2,17 +2,17 @@
  * Workflow runs and their event logs in libSQL. The sidecar that runs a run is the only writer of
  * its rows. `RunLog` appends one run's events in order, each checked against the log invariant
  * (common/workflow-log.ts) before it is written: a violation is a bug in the engine and is
- * refused, never stored. A database that cannot take a write is waited out (sidecar/retry.ts);
+ * refused, never stored. A database that cannot take a write is waited out (sidecar/write-retry.ts);
  * the events keep their order.
  */
 import { and, eq, lt } from 'drizzle-orm'
-import { workflowEvents, workflowRuns, type WorkflowEventType, type WorkflowStatus } from '../../schema/tables.ts'
+import { workflowEvents, workflowRuns, type WorkflowEventType, type WorkflowStatus } from '../../storage/tables.ts'
 import { RunLogChecker } from '../../common/workflow-log.ts'
 import type { StartWorkflow, WorkflowResult } from '../../schema/wire/workflows.ts'
-import { repeatedStart } from '../../api/workflows/store.ts'
+import { repeatedStart } from '../../storage/workflows/runs.ts'
 import type { Database } from '../../storage/client.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
-import { Retry } from '../retry.ts'
+import { Retry } from '../write-retry.ts'
 
 export type RunRow = typeof workflowRuns.$inferInsert
 
@@ -129,7 +129,7 @@ export class RunStore {
       .where(eq(workflowRuns.id, runId))
   }
 
-  /** The run an earlier start under `key` started (api/workflows/store.ts `repeatedStart`). */
+  /** The run an earlier start under `key` started (storage/workflows/runs.ts `repeatedStart`). */
   repeatedStart(sessionId: string, tokenId: string, key: string, request: StartWorkflow): Promise<string | undefined> {
     return repeatedStart(this.#db, sessionId, tokenId, key, request)
   }

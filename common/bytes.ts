@@ -7,9 +7,9 @@
  * Measured here: a whole 32 MiB `Uint8Array.from(atob(…))` held the loop for 2.4 s; a slice
  * takes a few milliseconds.
  */
-import { TermkeepError } from '../../schema/errors.ts'
-import { CONTENT_SLICE_SIZE } from '../../schema/limits.ts'
-import { yieldToLoop } from '../event-loop.ts'
+import { TermkeepError } from '../schema/errors.ts'
+import { CONTENT_SLICE_SIZE } from '../schema/limits.ts'
+import { yieldToLoop } from './event-loop.ts'
 
 function invalidBase64(why: string): TermkeepError {
   return new TermkeepError('request/invalid', `content is not valid base64: ${why}`)

@@ -3,7 +3,7 @@
  * at a time, so a 64 MiB revision is never held in memory whole. Works with the sidecar stopped,
  * on every runtime (drizzle over @libsql/client; no Node built-ins).
  *
- * Two stored formats (schema/tables.ts). Format 1 (older deployments): every event is stored as
+ * Two stored formats (storage/tables.ts). Format 1 (older deployments): every event is stored as
  * streamed. Format 2 (incremental): the viewport and alternate events are stored as streamed; the
  * history is rows shared with the terminal's other revisions, which are packed here into events
  * with the sidecar's own packer (common/display/pack.ts), continuing its style table: the events
@@ -12,9 +12,9 @@
 import { and, asc, desc, eq, gte, lt } from 'drizzle-orm'
 import { ChunkPacker, utf8Length, type PlannedRow } from '../../common/display/pack.ts'
 import { MAX_DISPLAY_BYTES, MAX_DISPLAY_EVENT_BYTES } from '../../schema/limits.ts'
-import { displayChunks, displayHistory, displayRevisions } from '../../schema/tables.ts'
+import { displayChunks, displayHistory, displayRevisions } from '../tables.ts'
 import type { CellStyle, DisplayBegin, EncodedRow, InputModes, Palette, RowsEvent } from '../../schema/wire/display.ts'
-import type { Database } from '../../storage/client.ts'
+import type { Database } from '../client.ts'
 
 /** Chunks fetched per query (≤ 64 KiB each, so ≤ 1 MiB per page). */
 const CHUNKS_PER_PAGE = 16
@@ -122,7 +122,7 @@ async function* historyRows(
   }
 }
 
-/** A stored history chunk's body (deflated JSON, schema/tables.ts), with the web platform's own
+/** A stored history chunk's body (deflated JSON, storage/tables.ts), with the web platform's own
  * decompressor: the same on Node, Deno and Workers. */
 async function inflate(bytes: Uint8Array): Promise<string> {
   const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream('deflate'))

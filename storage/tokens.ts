@@ -3,10 +3,10 @@
  * token that `npm start` provisions, and lookup by secret.
  */
 import { and, asc, eq, gt, inArray, isNull, or } from 'drizzle-orm'
-import { GRANTS, type Grant } from '../../schema/grants.ts'
-import { tokenGrants, tokenObserveEnv, tokens, tokenSessions } from '../../schema/tables.ts'
-import type { Database } from '../../storage/client.ts'
-import { hashSecret, randomId, randomSecret } from '../../common/crypto.ts'
+import { GRANTS, type Grant } from '../schema/grants.ts'
+import { tokenGrants, tokenObserveEnv, tokens, tokenSessions } from './tables.ts'
+import type { Database } from './client.ts'
+import { hashSecret, randomId, randomSecret } from '../common/crypto.ts'
 
 export interface TokenSpec {
   name: string
