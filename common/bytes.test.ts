@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest'
 import { TermkeepError } from '../schema/errors.ts'
 import { CONTENT_SLICE_SIZE } from '../schema/limits.ts'
-import { base64DecodedLength, decodeBase64, encodeUtf8, utf8Length } from './bytes.ts'
+import { base64DecodedLength, decodeBase64, encodeUtf8, fromBase64, fromBase64url, toBase64, toBase64url } from './bytes.ts'
 
 async function codeOf(run: () => unknown): Promise<string> {
   try {
@@ -64,17 +64,38 @@ describe('decodeBase64', () => {
   })
 })
 
-describe('encodeUtf8 and utf8Length', () => {
+describe('encodeUtf8', () => {
   it('never splits a surrogate pair at a slice boundary', async () => {
     const text = `${'a'.repeat(CONTENT_SLICE_SIZE - 1)}😀${'é'.repeat(10)}`
     const expected = Buffer.from(text, 'utf8')
     expect(Buffer.from(await encodeUtf8(text, Infinity)).equals(expected)).toBe(true)
-    expect(await utf8Length(text, Infinity)).toBe(expected.length)
   })
 
   it('refuses text over the limit in bytes, not characters (413)', async () => {
-    expect(await utf8Length('éé', 4)).toBe(4)
+    expect((await encodeUtf8('éé', 4)).length).toBe(4)
     expect(await codeOf(() => encodeUtf8('ééé', 5))).toBe('request/too-large')
-    expect(await codeOf(() => utf8Length('é'.repeat(CONTENT_SLICE_SIZE), CONTENT_SLICE_SIZE))).toBe('request/too-large')
+    expect(await codeOf(() => encodeUtf8('é'.repeat(CONTENT_SLICE_SIZE), CONTENT_SLICE_SIZE))).toBe('request/too-large')
+  })
+})
+
+describe('base64 and base64url', () => {
+  const sizes = [0, 1, 2, 3, 4, 5, 0x8000 - 1, 0x8000, 0x8000 + 1, 100_000]
+  it.each(sizes)('round-trips %i bytes, equal to Node’s encoders', (n) => {
+    const raw = Buffer.from(Array.from({ length: n }, (_, i) => (i * 7 + 3) % 256))
+    expect(toBase64(raw)).toBe(raw.toString('base64'))
+    expect(toBase64url(raw)).toBe(raw.toString('base64url'))
+    expect(Buffer.from(fromBase64(raw.toString('base64'))).equals(raw)).toBe(true)
+    expect(Buffer.from(fromBase64url(raw.toString('base64url'))!).equals(raw)).toBe(true)
+  })
+
+  it('decodes only the canonical base64url spelling', () => {
+    const canonical = toBase64url(new Uint8Array([0xff, 0xee]))
+    const flipped = canonical.slice(0, -1) + String.fromCharCode(canonical.charCodeAt(canonical.length - 1) + 1)
+    expect(fromBase64url(canonical)).toEqual(new Uint8Array([0xff, 0xee]))
+    for (const text of [flipped, `${canonical}=`, 'a+b/', 'a', '!!']) expect(fromBase64url(text), text).toBeUndefined()
+  })
+
+  it('throws for text that is not base64', () => {
+    expect(() => fromBase64('!!!!')).toThrow()
   })
 })

@@ -1,15 +1,53 @@
 /**
- * A stored resource's bytes from its wire text (UTF-8 text, or base64), without holding the event
- * loop: the size is known before any byte is made (an oversized resource is refused from its
+ * Bytes and their text forms, the one home of base64 for every runtime (Web APIs only: atob, btoa,
+ * TextEncoder). The plain conversions first; then a stored resource's bytes from its wire text
+ * (UTF-8 text, or base64), without holding the event loop: the size is known before any byte is made (an oversized resource is refused from its
  * length alone), and the text is converted in slices of CONTENT_SLICE_SIZE with a yield to the
  * loop between them, so every other request keeps being served while a 32 MiB attachment is
- * stored. Web APIs only (atob, TextEncoder, setTimeout): the same code runs on every runtime.
+ * stored.
  * Measured here: a whole 32 MiB `Uint8Array.from(atob(…))` held the loop for 2.4 s; a slice
  * takes a few milliseconds.
  */
 import { TermkeepError } from '../schema/errors.ts'
 import { CONTENT_SLICE_SIZE } from '../schema/limits.ts'
 import { yieldToLoop } from './event-loop.ts'
+
+/** `bytes` as base64. */
+export function toBase64(bytes: Uint8Array): string {
+  let binary = ''
+  // In slices: String.fromCharCode takes its arguments on the stack.
+  for (let at = 0; at < bytes.length; at += 0x8000) binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000))
+  return btoa(binary)
+}
+
+/** Base64 `text` as bytes; throws (atob's DOMException) for text that is not base64. */
+export function fromBase64(text: string): Uint8Array<ArrayBuffer> {
+  const binary = atob(text)
+  const bytes = new Uint8Array(binary.length)
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
+  return bytes
+}
+
+/** Unpadded base64url, the one spelling termkeep issues (secrets, ids, signed cursors). */
+export function toBase64url(bytes: Uint8Array): string {
+  return toBase64(bytes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+}
+
+/**
+ * Unpadded base64url `text` as bytes, or undefined. Only the canonical encoding decodes: base64
+ * leaves spare low bits in a final partial character, so without the round-trip check several
+ * strings (a "flipped" last character) would decode to the same bytes.
+ */
+export function fromBase64url(text: string): Uint8Array<ArrayBuffer> | undefined {
+  if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined
+  let bytes: Uint8Array<ArrayBuffer>
+  try {
+    bytes = fromBase64(text.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (text.length % 4)) % 4))
+  } catch {
+    return undefined
+  }
+  return toBase64url(bytes) === text ? bytes : undefined
+}
 
 function invalidBase64(why: string): TermkeepError {
   return new TermkeepError('request/invalid', `content is not valid base64: ${why}`)
@@ -50,9 +88,9 @@ export async function decodeBase64(text: string, limit: number): Promise<Uint8Ar
     if (data.length > slice) await yieldToLoop()
     const part = data.slice(at, at + slice)
     if (!BASE64_SLICE.test(part)) throw invalidBase64('only A–Z, a–z, 0–9, "+" and "/", then at most two "="')
-    const binary = atob(part)
-    for (let i = 0; i < binary.length; i++) bytes[written + i] = binary.charCodeAt(i)
-    written += binary.length
+    const decoded = fromBase64(part)
+    bytes.set(decoded, written)
+    written += decoded.length
   }
   return bytes
 }
@@ -91,11 +129,4 @@ export function concatBytes(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffe
     offset += part.length
   }
   return bytes
-}
-
-/** The UTF-8 length of `text` (at most `limit` bytes, else 413), without keeping the bytes. */
-export async function utf8Length(text: string, limit: number): Promise<number> {
-  let length = 0
-  for await (const part of utf8Slices(text, limit)) length += part.length
-  return length
 }

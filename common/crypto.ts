@@ -1,15 +1,9 @@
-/** Random secrets and their stored form (SHA-256, hex), with Web Crypto only. */
-
-/** Unpadded base64url, the one spelling termkeep issues. */
-export function base64url(bytes: Uint8Array): string {
-  let binary = ''
-  for (const byte of bytes) binary += String.fromCharCode(byte)
-  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
-}
+/** Random secrets and ids, their stored form (SHA-256, hex) and derived signing keys, with Web Crypto only. */
+import { toBase64url } from './bytes.ts'
 
 /** A fresh random secret with a recognizable prefix (e.g. `tk_…`). */
 export function randomSecret(prefix: string, bytes = 24): string {
-  return `${prefix}_${base64url(crypto.getRandomValues(new Uint8Array(bytes)))}`
+  return `${prefix}_${toBase64url(crypto.getRandomValues(new Uint8Array(bytes)))}`
 }
 
 export function randomId(prefix: string): string {

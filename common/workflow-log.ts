@@ -9,8 +9,15 @@
  * it checks as valid with `ended: false`.
  */
 import * as v from 'valibot'
-import type { WorkflowEventType } from '../storage/tables.ts'
-import { AgentEndData, AgentStartData, LogData, RunEndData, RunStartData, type RunMember } from '../schema/wire/workflows.ts'
+import {
+  AgentEndData,
+  AgentStartData,
+  LogData,
+  RunEndData,
+  RunStartData,
+  type RunMember,
+  type WorkflowEventType,
+} from '../schema/wire/workflows.ts'
 
 export interface LoggedEvent {
   sequence: number

@@ -6,6 +6,8 @@
  */
 import { sql } from 'drizzle-orm'
 import { blob, customType, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { TERMINAL_STATES } from '../schema/wire/terminals.ts'
+import { AGENT_OUTCOMES, WORKFLOW_EVENT_TYPES, WORKFLOW_STATUSES } from '../schema/wire/workflows.ts'
 
 const now = sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`
 
@@ -70,9 +72,6 @@ export const registryEvents = sqliteTable('registry_events', {
 })
 
 // ── Terminals ───────────────────────────────────────────────────────────────
-
-export const TERMINAL_STATES = ['starting', 'running', 'exited', 'closed', 'retired'] as const
-export type TerminalState = (typeof TERMINAL_STATES)[number]
 
 /**
  * The last write each component's health proved it could make (one row per writer: `api`,
@@ -270,19 +269,6 @@ export const dataMigrations = sqliteTable('data_migrations', {
 })
 
 // ── Workflows ───────────────────────────────────────────────────────────────
-
-export const WORKFLOW_STATUSES = ['running', 'completed', 'error', 'cancelled', 'interrupted'] as const
-export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number]
-export const WORKFLOW_EVENT_TYPES = [
-  'workflow/start',
-  'workflow/agent-start',
-  'workflow/agent-end',
-  'workflow/log',
-  'workflow/end',
-] as const
-export type WorkflowEventType = (typeof WORKFLOW_EVENT_TYPES)[number]
-export const AGENT_OUTCOMES = ['completed', 'failed', 'cancelled'] as const
-export type AgentOutcome = (typeof AGENT_OUTCOMES)[number]
 
 /**
  * One workflow run. The sidecar that runs it is its only writer; `status` moves forward only

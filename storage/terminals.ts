@@ -4,11 +4,21 @@
  * (starting → running → exited → closed → retired): the UPDATE itself refuses to go back.
  */
 import { and, asc, eq, inArray, isNotNull, lt, ne } from 'drizzle-orm'
-import { sessions, terminals, TERMINAL_STATES, type TerminalState } from './tables.ts'
+import { TermkeepError } from '../schema/errors.ts'
+import { TERMINAL_STATES, type TerminalInfo, type TerminalState, type TerminalWorkflow } from '../schema/wire/terminals.ts'
+import { sessions, terminals } from './tables.ts'
 import type { Database } from './client.ts'
-import type { RecordedTerminal } from '../sidecar/pty/orphans.ts'
 
 export type TerminalRow = typeof terminals.$inferSelect
+
+/** What a start needs to find an earlier generation's processes again (sidecar/pty/identity.ts). */
+export interface RecordedTerminal {
+  sessionId: string
+  id: string
+  leaderPid: number
+  leaderStartTicks: number
+  bootId: string
+}
 export type TerminalPatch = Partial<
   Pick<
     TerminalRow,
@@ -97,4 +107,48 @@ export class TerminalStore {
       .where(and(lt(terminals.hostGeneration, generation), ne(terminals.state, 'retired')))
     return result.rowsAffected
   }
+}
+
+/**
+ * Pure: a stored `terminals` row as the wire's TerminalInfo. The table does not hold the live
+ * controller, so `controllerId` is null unless the live terminal supplies it.
+ */
+export function terminalInfoOf(row: TerminalRow, controllerId: string | null = null): TerminalInfo {
+  return {
+    sessionId: row.sessionId,
+    id: row.id,
+    title: row.title,
+    shell: { path: row.shellPath, args: row.shellArgs, name: row.shellPath.split('/').at(-1) ?? row.shellPath },
+    cwd: row.cwd,
+    cols: row.cols,
+    rows: row.rows,
+    state: row.state,
+    exitCode: row.exitCode,
+    exitSignal: row.exitSignal,
+    error: row.error,
+    hostGeneration: row.hostGeneration,
+    controllerId,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    foregroundCommand: row.foregroundCommand,
+    ...workflowOf(row),
+  }
+}
+
+/** Pure: the `workflow` field of a sub-agent terminal's info (nothing for other terminals). */
+export function workflowOf(row: { workflowRun: string | null; workflowSeq: number | null }): { workflow?: TerminalWorkflow } {
+  return row.workflowRun !== null && row.workflowSeq !== null ? { workflow: { run: row.workflowRun, seq: row.workflowSeq } } : {}
+}
+
+/** The session's terminals as stored, live and retired: the API answers from them while the sidecar is down. `controllerId` is
+ * live-only state the table does not hold; it is null here (follow's `state` events carry it). */
+export async function storedTerminals(db: Database, sessionId: string): Promise<TerminalInfo[]> {
+  return (await new TerminalStore(db).list(sessionId)).map((row) => terminalInfoOf(row))
+}
+
+/** One stored terminal, or `terminal/not-found`. */
+export async function storedTerminal(db: Database, sessionId: string, id: string): Promise<TerminalInfo> {
+  const row = await new TerminalStore(db).get(sessionId, id)
+  if (!row) throw new TermkeepError('terminal/not-found', `no terminal ${id} in session ${sessionId}`)
+  return terminalInfoOf(row)
 }

@@ -5,7 +5,7 @@
  * continuation", answered exactly like a missing resource. Web Crypto only.
  */
 import { TermkeepError } from '../../schema/errors.ts'
-import { base64url } from '../../common/crypto.ts'
+import { fromBase64url, toBase64url } from '../../common/bytes.ts'
 import type { ReadTextNext } from '../../schema/wire/files.ts'
 
 /** What a continuation remembers. `byte` is where line `offset` starts (immutable resources only). */
@@ -24,32 +24,15 @@ export interface Binding {
 
 const encoder = new TextEncoder()
 
-/**
- * Only the canonical encoding decodes: base64 leaves spare low bits in a final partial character,
- * so without the round-trip check several cursor strings (a "flipped" last character) would
- * decode to the same MAC and be accepted as the one that was issued.
- */
-function fromBase64url(text: string): Uint8Array<ArrayBuffer> | undefined {
-  if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined
-  let bytes: Uint8Array<ArrayBuffer>
-  try {
-    const binary = atob(text.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (text.length % 4)) % 4))
-    bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0))
-  } catch {
-    return undefined
-  }
-  return base64url(bytes) === text ? bytes : undefined
-}
-
 /** Pure: the exact bytes the MAC covers. Newlines cannot occur in ids or base64url. */
 function signedBytes(binding: Binding, payload: string): Uint8Array<ArrayBuffer> {
   return encoder.encode(`termkeep.read-text.v1\n${binding.sessionId}\n${binding.tokenId}\n${payload}`)
 }
 
 export async function signContinuation(key: CryptoKey, binding: Binding, continuation: Continuation): Promise<ReadTextNext> {
-  const payload = base64url(encoder.encode(JSON.stringify(continuation)))
+  const payload = toBase64url(encoder.encode(JSON.stringify(continuation)))
   const mac = new Uint8Array(await crypto.subtle.sign('HMAC', key, signedBytes(binding, payload)))
-  return { cursor: `${payload}.${base64url(mac)}` }
+  return { cursor: `${payload}.${toBase64url(mac)}` }
 }
 
 export function unknownContinuation(): TermkeepError {

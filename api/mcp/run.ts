@@ -15,7 +15,8 @@ import { SessionId } from '../../schema/wire/common.ts'
 import { randomId } from '../../common/crypto.ts'
 import { EventStream } from './events.ts'
 import { toolInput } from './input.ts'
-import { fromBase64, OutputTail } from './text.ts'
+import { fromBase64 } from '../../common/bytes.ts'
+import { OutputTail } from './text.ts'
 import { T, textResult, type Tool } from './tool.ts'
 
 const FOLLOW = `${T}/follow`

@@ -25,12 +25,12 @@ import {
   TerminalParams,
   type Sender,
 } from '../../schema/wire/terminals.ts'
+import { storedTerminal, storedTerminals } from '../../storage/terminals.ts'
 import { guard, openStream } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sidecarDownUnknown, sse } from '../openapi.ts'
 import { lastEventId, relaySSE } from '../sse.ts'
 import { issuesTouch, sizeLimit, validate } from '../validate.ts'
-import { listTerminals, terminalInfo } from './store.ts'
 
 const tags = ['terminals']
 const SessionOnly = v.object({ sid: SessionId })
@@ -109,7 +109,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     }),
     guard({ anyOf: ['terminals:control', 'terminals:display'] }),
     validate('param', SessionOnly),
-    async (c) => c.json({ terminals: await listTerminals(c.var.deps.db, c.req.valid('param').sid) }),
+    async (c) => c.json({ terminals: await storedTerminals(c.var.deps.db, c.req.valid('param').sid) }),
   )
   .put(
     '/v1/sessions/:sid/terminals/:tid',
@@ -145,7 +145,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     validate('param', TerminalParams),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return c.json(await terminalInfo(c.var.deps.db, sid, tid))
+      return c.json(await storedTerminal(c.var.deps.db, sid, tid))
     },
   )
   .patch(

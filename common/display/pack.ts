@@ -16,6 +16,7 @@
  * contract: schema/wire/display.ts). Only a single cell larger than an event (tens of thousands of
  * combining marks on one character) is cut to fit, and counted in `cutCells`.
  */
+import { utf8Length } from '../../schema/utf8.ts'
 import type { CellStyle, EncodedRow, Region, RowContent } from '../../schema/wire/display.ts'
 
 export interface PlannedRow {
@@ -49,21 +50,6 @@ export interface PackState {
   /** How much the budget check counted the last event over its size while it was open (1 per
    * non-empty array): the first check of a continuing packer counts it too, as one packer would. */
   slack: number
-}
-
-/** UTF-8 byte length (what Buffer.byteLength gives; a lone surrogate counts as U+FFFD, 3 bytes). */
-export function utf8Length(s: string): number {
-  let n = s.length
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i)
-    if (c < 0x80) continue
-    if (c < 0x800) n += 1
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      n += 2 // four bytes for the pair's two code units
-      i++
-    } else n += 2
-  }
-  return n
 }
 
 const envelope = (r: Region, i: number, base: number) => `{"region":"${r}","index":${i},"styleBase":${base},"styles":[],"rows":[]}`

@@ -4,7 +4,7 @@
  * `tools/list` are generated from these and from the routes' schemas (api/mcp/input.ts).
  */
 import * as v from 'valibot'
-import { utf8Length } from '../../common/display/pack.ts'
+import { utf8Length } from '../utf8.ts'
 import { keyBytes } from '../keys.ts'
 import {
   MAX_INPUT_BYTES,

@@ -19,7 +19,6 @@
  */
 import * as v from 'valibot'
 import { MAX_COMMAND_CHARS, MAX_TITLE_CHARS, MAX_VISIBLE_CELLS } from '../limits.ts'
-import { TERMINAL_STATES, type terminals } from '../../storage/tables.ts'
 import { AttachmentId, CELLS_MESSAGE, Cols, Geometry, Rows, SessionId, TerminalId, titleSchema } from './common.ts'
 
 /** Header naming the follow attachment that sends input or resizes. */
@@ -63,7 +62,10 @@ export type TerminalEnvironment = v.InferOutput<typeof TerminalEnvironment>
 export const ShellList = v.object({ shells: v.array(TerminalShell) })
 export type ShellList = v.InferOutput<typeof ShellList>
 
+/** A terminal's states, in the only order it moves through them (a contract: stored and sent as is). */
+export const TERMINAL_STATES = ['starting', 'running', 'exited', 'closed', 'retired'] as const
 export const TerminalState = v.picklist(TERMINAL_STATES)
+export type TerminalState = (typeof TERMINAL_STATES)[number]
 
 /** A workflow run's sub-agent terminal: its run and its member seq (schema/wire/workflows.ts). */
 export const TerminalWorkflow = v.object({ run: v.string(), seq: v.number() })
@@ -94,37 +96,6 @@ export const TerminalInfo = v.object({
   workflow: v.optional(TerminalWorkflow),
 })
 export type TerminalInfo = v.InferOutput<typeof TerminalInfo>
-
-/**
- * Pure: a stored `terminals` row as the wire's TerminalInfo. The table does not hold the live
- * controller, so `controllerId` is null unless the live terminal supplies it.
- */
-export function terminalInfoOf(row: typeof terminals.$inferSelect, controllerId: string | null = null): TerminalInfo {
-  return {
-    sessionId: row.sessionId,
-    id: row.id,
-    title: row.title,
-    shell: { path: row.shellPath, args: row.shellArgs, name: row.shellPath.split('/').at(-1) ?? row.shellPath },
-    cwd: row.cwd,
-    cols: row.cols,
-    rows: row.rows,
-    state: row.state,
-    exitCode: row.exitCode,
-    exitSignal: row.exitSignal,
-    error: row.error,
-    hostGeneration: row.hostGeneration,
-    controllerId,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
-    foregroundCommand: row.foregroundCommand,
-    ...workflowOf(row),
-  }
-}
-
-/** Pure: the `workflow` field of a sub-agent terminal's info (nothing for other terminals). */
-export function workflowOf(row: { workflowRun: string | null; workflowSeq: number | null }): { workflow?: TerminalWorkflow } {
-  return row.workflowRun !== null && row.workflowSeq !== null ? { workflow: { run: row.workflowRun, seq: row.workflowSeq } } : {}
-}
 
 export const TerminalList = v.object({ terminals: v.array(TerminalInfo) })
 export type TerminalList = v.InferOutput<typeof TerminalList>

@@ -17,7 +17,7 @@
  * repeat of the key).
  */
 import * as v from 'valibot'
-import { utf8Length } from '../../common/display/pack.ts'
+import { utf8Length } from '../utf8.ts'
 import {
   DEFAULT_WORKFLOW_CONCURRENCY,
   MAX_AGENT_PROFILES,
@@ -27,7 +27,6 @@ import {
   MAX_WORKFLOW_RUNS_PAGE,
   MAX_WORKFLOW_SCRIPT_BYTES,
 } from '../limits.ts'
-import { AGENT_OUTCOMES, WORKFLOW_STATUSES } from '../../storage/tables.ts'
 import { SessionId } from './common.ts'
 
 /** Run ids are minted by the sidecar (`wf_…`); anything of the id alphabet is looked up. */
@@ -164,6 +163,20 @@ export const WorkflowResult = v.object({
 })
 export type WorkflowResult = v.InferOutput<typeof WorkflowResult>
 
+/** A run's statuses (stored and sent as is); `status` moves forward only. */
+export const WORKFLOW_STATUSES = ['running', 'completed', 'error', 'cancelled', 'interrupted'] as const
+export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number]
+/** The event types of a run's log: the SSE event names of its stream. */
+export const WORKFLOW_EVENT_TYPES = [
+  'workflow/start',
+  'workflow/agent-start',
+  'workflow/agent-end',
+  'workflow/log',
+  'workflow/end',
+] as const
+export type WorkflowEventType = (typeof WORKFLOW_EVENT_TYPES)[number]
+/** How a sub-agent ended. */
+export const AGENT_OUTCOMES = ['completed', 'failed', 'cancelled'] as const
 export const AgentOutcome = v.picklist(AGENT_OUTCOMES)
 export type AgentOutcome = v.InferOutput<typeof AgentOutcome>
 

@@ -5,7 +5,7 @@
  * The newest chunk of an epoch, while small, absorbs the next rows (it is written again whole, as
  * a superset of itself), so history does not end up as one chunk per revision.
  */
-import { utf8Length } from '../../common/display/pack.ts'
+import { utf8Length } from '../../schema/utf8.ts'
 import { DISPLAY_HISTORY_CHUNK_BYTES, DISPLAY_HISTORY_MERGE_BYTES } from '../../schema/limits.ts'
 import type { CellStyle, EncodedRow } from '../../schema/wire/display.ts'
 

@@ -4,7 +4,8 @@
  * issue 18 for everything that fits; alternate capture and the history allowance.
  */
 import { describe, expect, it } from 'vitest'
-import { ChunkPacker, planChunks as plan, utf8Length, type PlannedRow } from '../../common/display/pack.ts'
+import { ChunkPacker, planChunks as plan, type PlannedRow } from '../../common/display/pack.ts'
+import { utf8Length } from '../../schema/utf8.ts'
 import type { CellStyle, EncodedRow, RowsEvent } from '../../schema/wire/display.ts'
 import { decodeDisplay } from '../../common/display/decode.ts'
 import { historyRowsFor, resizeWithAllowance } from './allowance.ts'

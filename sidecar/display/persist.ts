@@ -16,7 +16,7 @@
 import { deflateSync } from 'node:zlib'
 import { and, eq, inArray, lt, lte, max, sql, type SQL } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
-import { utf8Length } from '../../common/display/pack.ts'
+import { utf8Length } from '../../schema/utf8.ts'
 import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../schema/limits.ts'
 import { displayChunks, displayHistory, displayRevisions } from '../../storage/tables.ts'
 import type { Database } from '../../storage/client.ts'

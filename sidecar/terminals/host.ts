@@ -20,21 +20,14 @@ import {
 } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
-import {
-  terminalInfoOf,
-  type CreateTerminal,
-  type TerminalEnvironment,
-  type TerminalInfo,
-  type TerminalShell,
-  type TerminalWorkflow,
-} from '../../schema/wire/terminals.ts'
+import type { CreateTerminal, TerminalEnvironment, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
 import { killLeftovers } from '../pty/orphans.ts'
 import { listShells } from '../pty/shells.ts'
 import { PtyThread } from '../pty/pty-thread.ts'
 import { LiveTerminal } from './terminal.ts'
-import type { TerminalStore } from '../../storage/terminals.ts'
+import { terminalInfoOf, type TerminalStore } from '../../storage/terminals.ts'
 
 export interface TerminalHostOptions {
   store: TerminalStore

@@ -5,7 +5,7 @@
  */
 import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
-import { TERMINAL_STATES, type TerminalState } from '../../storage/tables.ts'
+import { TERMINAL_STATES, type TerminalState } from '../../schema/wire/terminals.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { Sender, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import type { Emulator } from '../emulator/emulator.ts'

@@ -6,7 +6,8 @@
  * the events keep their order.
  */
 import { and, eq, lt } from 'drizzle-orm'
-import { workflowEvents, workflowRuns, type WorkflowEventType, type WorkflowStatus } from '../../storage/tables.ts'
+import type { WorkflowEventType, WorkflowStatus } from '../../schema/wire/workflows.ts'
+import { workflowEvents, workflowRuns } from '../../storage/tables.ts'
 import { RunLogChecker } from '../../common/workflow-log.ts'
 import type { StartWorkflow, WorkflowResult } from '../../schema/wire/workflows.ts'
 import { repeatedStart } from '../../storage/workflows/runs.ts'

@@ -10,7 +10,8 @@
  * come out byte for byte as the whole-revision encoder made them.
  */
 import { and, asc, desc, eq, gte, lt } from 'drizzle-orm'
-import { ChunkPacker, utf8Length, type PlannedRow } from '../../common/display/pack.ts'
+import { ChunkPacker, type PlannedRow } from '../../common/display/pack.ts'
+import { utf8Length } from '../../schema/utf8.ts'
 import { MAX_DISPLAY_BYTES, MAX_DISPLAY_EVENT_BYTES } from '../../schema/limits.ts'
 import { displayChunks, displayHistory, displayRevisions } from '../tables.ts'
 import type { CellStyle, DisplayBegin, EncodedRow, InputModes, Palette, RowsEvent } from '../../schema/wire/display.ts'
