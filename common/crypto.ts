@@ -6,6 +6,7 @@ export function randomSecret(prefix: string, bytes = 24): string {
   return `${prefix}_${toBase64url(crypto.getRandomValues(new Uint8Array(bytes)))}`
 }
 
+/** A random id fit for every termkeep id (`^[\w-]{1,128}$`): the prefix, `_`, 16 base64url characters. */
 export function randomId(prefix: string): string {
   return randomSecret(prefix, 12)
 }

@@ -4,11 +4,13 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { DisplayBegin, RowsEvent } from '../../schema/wire/display.ts'
-import { DisplayStaging, displayToLines } from './display.ts'
+import { DisplayStaging } from '../../common/display/staging.ts'
+import { displayToLines } from './display.ts'
 
-const begin = (cols: number, rows: number, alternateScreen = false) =>
+const begin = (cols: number, rows: number, alternateScreen = false, chunks = 1) =>
   ({
     revision: 3,
+    chunks,
     cols,
     rows,
     alternateScreen,
@@ -45,6 +47,29 @@ describe('DisplayStaging', () => {
       ])?.viewport,
     ).toHaveLength(1)
   })
+
+  it('yields nothing when a rows event is missing or the end is of another revision', () => {
+    const complete: [string, unknown][] = [
+      ['begin', begin(10, 2, false, 2)],
+      ['rows', rows],
+      ['rows', { ...rows, index: 1 }],
+      ['end', { revision: 3, truncated: false }],
+    ]
+    expect(stage(complete)?.viewport).toHaveLength(2)
+    expect(stage(complete.filter((_, i) => i !== 2))).toBeUndefined()
+    expect(stage([...complete.slice(0, 3), ['end', { revision: 4, truncated: false }]])).toBeUndefined()
+  })
+
+  it('starts over at a new begin', () => {
+    const staged = stage([
+      ['begin', begin(10, 2)],
+      ['rows', rows],
+      ['begin', begin(10, 2)],
+      ['rows', rows],
+      ['end', { revision: 3, truncated: false }],
+    ])
+    expect(staged?.viewport).toHaveLength(1)
+  })
 })
 
 describe('displayToLines', () => {
@@ -57,7 +82,7 @@ describe('displayToLines', () => {
   it('prints history (oldest first) then the viewport, in colour, with styled blanks', () => {
     const display = stage(
       events(
-        begin(8, 3),
+        begin(8, 3, false, 2),
         {
           region: 'viewport',
           index: 0,
@@ -103,7 +128,7 @@ describe('displayToLines', () => {
     expect(displayToLines(wrapped, { color: false })).toBe('ab  世c\n')
     const alternate = stage(
       events(
-        begin(4, 1, true),
+        begin(4, 1, true, 2),
         { region: 'viewport', index: 0, styleBase: 1, styles: [], rows: [[0, 0, 'main']] },
         { region: 'alternate', index: 0, styleBase: 1, styles: [], rows: [[0, 0, 'vim']] },
       ),

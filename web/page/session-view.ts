@@ -5,7 +5,8 @@
 import { DEFAULT_COLS, DEFAULT_ROWS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { sessionLabel, type TermkeepClient } from '../client/api.ts'
-import { failure, fill, h, randomId } from './dom.ts'
+import { randomId } from '../../common/crypto.ts'
+import { failure, fill, h } from './dom.ts'
 import { TerminalView } from './terminal-view.ts'
 import { WorkflowsView } from './workflows-view.ts'
 

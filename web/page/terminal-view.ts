@@ -20,7 +20,8 @@ import { replayAnsi } from '../../common/display/replay.ts'
 import { readDisplay } from '../client/display.ts'
 import { follow, type FollowEnd } from '../client/follow.ts'
 import { InputQueue, type InputFailure } from '../client/input.ts'
-import { h, randomId } from './dom.ts'
+import { randomId } from '../../common/crypto.ts'
+import { h } from './dom.ts'
 import { ReplayGuard } from './replay-guard.ts'
 
 /** Window resizes are sent once they settle, not for every animation frame of a drag. */
