@@ -26,7 +26,7 @@ import type { DirectoryListing, Handle, ListOptions } from '../../schema/wire/ob
 import { handlePath } from '../files/confine.ts'
 import { OwnStateLook } from '../files/own-state.ts'
 import { TreeWatch } from '../files/tree-watch.ts'
-import type { SseEvent } from '../http/sse.ts'
+import type { SseEvent } from '../../common/sse.ts'
 import { Notifier } from '../journal/notifier.ts'
 import { objectOf, type ObjectIdentity, type PathIdentity } from './handles.ts'
 import type { ObservedTerminal } from './observed.ts'

@@ -1,6 +1,6 @@
 /** The fetch-SSE reader shared by the page and the CLI: table-driven over the spec's cases. */
 import { describe, expect, it } from 'vitest'
-import { readSse, type SseEvent } from './sse.ts'
+import { readSse, type SseMessage } from './sse.ts'
 
 /** A body that arrives in exactly these chunks. */
 function bodyOf(chunks: (string | Uint8Array)[]): ReadableStream<Uint8Array> {
@@ -13,14 +13,14 @@ function bodyOf(chunks: (string | Uint8Array)[]): ReadableStream<Uint8Array> {
   })
 }
 
-async function parseAll(chunks: (string | Uint8Array)[]): Promise<SseEvent[]> {
-  const events: SseEvent[] = []
+async function parseAll(chunks: (string | Uint8Array)[]): Promise<SseMessage[]> {
+  const events: SseMessage[] = []
   for await (const event of readSse(bodyOf(chunks))) events.push(event)
   return events
 }
 
 describe('readSse', () => {
-  const cases: [string, string[], SseEvent[]][] = [
+  const cases: [string, string[], SseMessage[]][] = [
     ['a named event with an id', ['event: output\nid: 7\ndata: {"a":1}\n\n'], [{ event: 'output', id: '7', data: '{"a":1}' }]],
     ['default name, multi-line data', ['data: one\ndata: two\n\n'], [{ event: 'message', data: 'one\ntwo' }]],
     ['comments (heartbeats) are ignored', [': hb\n\n: hb\ndata: x\n\n'], [{ event: 'message', data: 'x' }]],
@@ -69,7 +69,7 @@ describe('readSse', () => {
 
   it('drops an incomplete event at the end of the body', async () => {
     const body = new Response('data: done\n\ndata: cut off').body!
-    const events: SseEvent[] = []
+    const events: SseMessage[] = []
     for await (const event of readSse(body)) events.push(event)
     expect(events).toEqual([{ event: 'message', data: 'done' }])
   })
