@@ -1,7 +1,7 @@
 import type { Client } from '@libsql/client'
 import type { Database } from '../storage/client.ts'
 import type { FileFinding } from '../storage/health.ts'
-import type { Authority } from './auth/guard.ts'
+import type { Authority } from '../storage/authority.ts'
 import type { SidecarClient } from './sidecar-client.ts'
 
 /** Everything the stateless app needs; each runtime entry builds these and calls createApp. */

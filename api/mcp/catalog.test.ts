@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { createApp } from '../app.ts'
-import type { Authority } from '../auth/guard.ts'
+import type { Authority } from '../../storage/authority.ts'
 import type { AppDeps } from '../deps.ts'
 import { GRANTS, type Grant } from '../../schema/grants.ts'
 import { Catalog } from './catalog.ts'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { Authority } from '../auth/guard.ts'
+import type { Authority } from '../../storage/authority.ts'
 import * as v from 'valibot'
 import { MAX_WORKSPACE_TITLE_CHARS } from '../../schema/limits.ts'
 import { printable } from '../../schema/wire/common.ts'

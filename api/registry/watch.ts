@@ -12,7 +12,7 @@
  */
 import { REGISTRY_POLL_MS } from '../../schema/limits.ts'
 import type { Database } from '../../storage/client.ts'
-import type { Authority } from '../auth/guard.ts'
+import type { Authority } from '../../storage/authority.ts'
 import type { SseSink } from '../sse.ts'
 import { RegistryView } from './scope.ts'
 import { eventsAfter, latestSeq, listWorkspaces, oldestSeq, onMutation } from '../../storage/registry/workspaces.ts'

@@ -8,7 +8,7 @@ import { and, desc, eq, inArray, isNull, lt, or, sql, type SQL } from 'drizzle-o
 import { MAX_SESSION_PAGE } from '../../schema/limits.ts'
 import { sessions } from '../tables.ts'
 import { NO_WORKSPACE, type Session, type SessionList, type SessionListQuery } from '../../schema/wire/registry.ts'
-import type { Authority } from '../../api/auth/guard.ts'
+import type { Authority } from '../authority.ts'
 import type { Queryable } from './workspaces.ts'
 
 /**
@@ -54,4 +54,8 @@ export async function listSessions(q: Queryable, authority: Authority, query: Se
     .limit(limit + 1)
   const page = rows.slice(0, limit).map((row): Session => ({ ...row, archived: Boolean(row.archived) }))
   return { sessions: page, next: rows.length > limit ? cursorOf(page[page.length - 1]) : null }
+}
+
+export async function sessionExists(db: Queryable, id: string): Promise<boolean> {
+  return (await db.select({ id: sessions.id }).from(sessions).where(eq(sessions.id, id)).limit(1)).length > 0
 }
