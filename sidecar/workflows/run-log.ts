@@ -1,27 +1,30 @@
 /**
- * Workflow runs and their event logs in libSQL. The sidecar that runs a run is the only writer of
- * its rows. `RunLog` appends one run's events in order, each checked against the log invariant
+ * Writing workflow runs and their event logs (the queries: storage/workflows/writes.ts). The
+ * sidecar that runs a run is the only writer of its rows. `RunLog` appends one run's events in order, each checked against the log invariant
  * (common/workflow-log.ts) before it is written: a violation is a bug in the engine and is
  * refused, never stored. A database that cannot take a write is waited out (sidecar/write-retry.ts);
  * the events keep their order.
  */
-import { and, eq, lt } from 'drizzle-orm'
-import type { WorkflowEventType, WorkflowStatus } from '../../schema/wire/workflows.ts'
-import { workflowEvents, workflowRuns } from '../../storage/tables.ts'
+import type { WorkflowEventType } from '../../schema/wire/workflows.ts'
+import {
+  appendRunEvent,
+  endRun,
+  insertRun,
+  interruptRunsBefore,
+  runOfSession,
+  setRunProcess,
+  type Ending,
+  type RunEventRow,
+  type RunRow,
+} from '../../storage/workflows/writes.ts'
 import { RunLogChecker } from '../../common/workflow-log.ts'
-import type { StartWorkflow, WorkflowResult } from '../../schema/wire/workflows.ts'
+import type { StartWorkflow, } from '../../schema/wire/workflows.ts'
 import { repeatedStart } from '../../storage/workflows/runs.ts'
 import type { Database } from '../../storage/client.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Retry } from '../write-retry.ts'
 
-export type RunRow = typeof workflowRuns.$inferInsert
-
-export interface Ending {
-  status: Exclude<WorkflowStatus, 'running' | 'interrupted'>
-  result: WorkflowResult
-  cancelReason?: string
-}
+export type { Ending, RunRow }
 
 export class RunLog {
   readonly #db: Database
@@ -39,46 +42,21 @@ export class RunLog {
 
   /** The run's row and its `workflow/start`, in one transaction: the run exists once this resolves. */
   begin(row: RunRow, data: unknown): Promise<void> {
-    return this.#append('workflow/start', data, (event) =>
-      this.#db.batch([this.#db.insert(workflowRuns).values(row), this.#db.insert(workflowEvents).values(event)]),
-    )
+    return this.#append('workflow/start', data, (event) => insertRun(this.#db, row, event))
   }
 
   /** Appends an event after every earlier one; resolves once it is durable. */
   append(type: Exclude<WorkflowEventType, 'workflow/start' | 'workflow/end'>, data: unknown): Promise<void> {
-    return this.#append(type, data, (event) =>
-      this.#db.batch([
-        this.#db.insert(workflowEvents).values(event),
-        this.#db.update(workflowRuns).set({ lastSequence: event.sequence, updatedAt: Date.now() }).where(eq(workflowRuns.id, this.#runId)),
-      ]),
-    )
+    return this.#append(type, data, (event) => appendRunEvent(this.#db, event))
   }
 
   /** `workflow/end` and the run's final row, in one transaction. */
-  end({ status, result, cancelReason }: Ending): Promise<void> {
+  end(ending: Ending): Promise<void> {
     const at = Date.now()
-    return this.#append('workflow/end', { result, at }, (event) =>
-      this.#db.batch([
-        this.#db.insert(workflowEvents).values(event),
-        this.#db
-          .update(workflowRuns)
-          .set({
-            status,
-            lastSequence: event.sequence,
-            stopReason: result.stopReason,
-            error: result.error ?? null,
-            value: result.value === undefined ? null : JSON.stringify(result.value),
-            agentsStarted: result.agentsStarted,
-            cancelReason: cancelReason ?? null,
-            updatedAt: at,
-            endedAt: at,
-          })
-          .where(and(eq(workflowRuns.id, this.#runId), eq(workflowRuns.status, 'running'))),
-      ]),
-    )
+    return this.#append('workflow/end', { result: ending.result, at }, (event) => endRun(this.#db, event, ending, at))
   }
 
-  #append(type: WorkflowEventType, data: unknown, write: (event: typeof workflowEvents.$inferInsert) => Promise<unknown>): Promise<void> {
+  #append(type: WorkflowEventType, data: unknown, write: (event: RunEventRow) => Promise<unknown>): Promise<void> {
     const sequence = this.#sequence + 1
     // Throws for an event that would break the invariant: nothing is queued or written then.
     this.#checker.accept({ sequence, type, data })
@@ -123,11 +101,8 @@ export class RunStore {
     return new RunLog(this.#db, runId)
   }
 
-  async setProcess(runId: string, pid: number, startTicks: number | undefined): Promise<void> {
-    await this.#db
-      .update(workflowRuns)
-      .set({ pid, pidStartTicks: startTicks ?? null })
-      .where(eq(workflowRuns.id, runId))
+  setProcess(runId: string, pid: number, startTicks: number | undefined): Promise<void> {
+    return setRunProcess(this.#db, runId, pid, startTicks)
   }
 
   /** The run an earlier start under `key` started (storage/workflows/runs.ts `repeatedStart`). */
@@ -135,13 +110,8 @@ export class RunStore {
     return repeatedStart(this.#db, sessionId, tokenId, key, request)
   }
 
-  async get(sessionId: string, runId: string): Promise<{ id: string } | undefined> {
-    const [row] = await this.#db
-      .select({ id: workflowRuns.id })
-      .from(workflowRuns)
-      .where(and(eq(workflowRuns.id, runId), eq(workflowRuns.sessionId, sessionId)))
-      .limit(1)
-    return row
+  get(sessionId: string, runId: string): Promise<{ id: string } | undefined> {
+    return runOfSession(this.#db, sessionId, runId)
   }
 
   /**
@@ -149,12 +119,7 @@ export class RunStore {
    * members' terminals with it; they read as interrupted from now on. Returns their script
    * processes, for the caller to make sure none survived.
    */
-  async interruptEarlier(generation: number): Promise<{ id: string; pid: number | null; pidStartTicks: number | null }[]> {
-    const now = Date.now()
-    return this.#db
-      .update(workflowRuns)
-      .set({ status: 'interrupted', updatedAt: now, endedAt: now })
-      .where(and(eq(workflowRuns.status, 'running'), lt(workflowRuns.hostGeneration, generation)))
-      .returning({ id: workflowRuns.id, pid: workflowRuns.pid, pidStartTicks: workflowRuns.pidStartTicks })
+  interruptEarlier(generation: number): Promise<{ id: string; pid: number | null; pidStartTicks: number | null }[]> {
+    return interruptRunsBefore(this.#db, generation)
   }
 }
