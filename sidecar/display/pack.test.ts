@@ -9,8 +9,8 @@ import { utf8Length } from '../../schema/utf8.ts'
 import type { CellStyle, EncodedRow, RowsEvent } from '../../schema/wire/display.ts'
 import { decodeDisplay } from '../../common/display/decode.ts'
 import { historyRowsFor, resizeWithAllowance } from './allowance.ts'
-import { decode, emulator, referenceRevision, transferOf } from './testing/harness.ts'
-import { legacyPlanChunks } from './testing/legacy-plan.ts'
+import { decode, emulator, referenceRevision, transferOf } from '../../test/support/display/harness.ts'
+import { legacyPlanChunks } from '../../test/support/display/legacy-plan.ts'
 
 const planChunks = (rows: PlannedRow[], budget: number, limit: number) => {
   const p = plan(rows, budget, limit)

@@ -14,7 +14,8 @@ import type { Journal } from '../journal/journal.ts'
 import type { RestorePayload } from '../emulator/protocol.ts'
 import type { EmulatorState } from '../emulator/restore.ts'
 import { DisplayKeeper, type KeeperOptions } from './keeper.ts'
-import { pruneDisplayRevisions, RevisionWriter } from './persist.ts'
+import { pruneDisplayRevisions } from '../../storage/displays/writes.ts'
+import { RevisionWriter } from './persist.ts'
 
 export interface DisplayServiceOptions extends KeeperOptions {
   drainMs?: number

@@ -21,7 +21,7 @@ import { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
 import { historyRowsFor } from './allowance.ts'
 import { DisplayService } from './service.ts'
-import { bufferDiff, replay } from './testing/harness.ts'
+import { bufferDiff, replay } from '../../test/support/display/harness.ts'
 import { useUnicode11 } from '../../common/xterm/widths.ts'
 
 const { Terminal } = xterm

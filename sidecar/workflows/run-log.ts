@@ -18,7 +18,7 @@ import {
   type RunRow,
 } from '../../storage/workflows/writes.ts'
 import { RunLogChecker } from '../../common/workflow-log.ts'
-import type { StartWorkflow, } from '../../schema/wire/workflows.ts'
+import type { StartWorkflow } from '../../schema/wire/workflows.ts'
 import { repeatedStart } from '../../storage/workflows/runs.ts'
 import type { Database } from '../../storage/client.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'

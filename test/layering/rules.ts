@@ -70,7 +70,8 @@ export function checkLayering(graph: readonly Import[], layers: Record<string, L
       }
       const target = layerOf(edge.to, layers)
       const owner = owners.get(edge.to)
-      if (owner !== undefined && owner !== name && layer.uses !== '*') findings.push({ ...at, message: `imports ${edge.to}, which only ${owner} may use` })
+      if (owner !== undefined && owner !== name && layer.uses !== '*')
+        findings.push({ ...at, message: `imports ${edge.to}, which only ${owner} may use` })
       if (target === undefined) findings.push({ ...at, message: `imports ${edge.to}, which belongs to no layer` })
       else if (!mayUse(layer, name, target)) {
         findings.push({ ...at, message: `${name} imports ${target} (${edge.to}): ${name} may use ${describeUses(layer)}` })

@@ -18,7 +18,7 @@ import { migrate } from '../../../storage/migrate.ts'
 import { waitFor } from '../../support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../../support/sidecar.ts'
 import { insertSession, shellsFixture, SidecarHttp } from '../../support/terminals.ts'
-import { readAllEvents } from '../../../sidecar/display/testing/sse.ts'
+import { readAllEvents } from '../../support/display/sse.ts'
 
 const PROGRAM = String.raw`printf '\033]2;e2e title\007\033[1;31mred bold\033[0m \033[38;2;10;200;30mrgb\033[0m\r\n\033[44m   \033[0m spaces\r\n\033[45mtail\033[K\033[0m\r\n'
 exec sleep 120`

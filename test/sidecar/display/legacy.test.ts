@@ -19,7 +19,7 @@ import { waitFor } from '../../support/ports.ts'
 import { LEGACY_LEDGER_PREFIX, ledgerName, migrateLegacyRecords } from '../../../sidecar/display/legacy.ts'
 import { persistRevision } from '../../../sidecar/display/persist.ts'
 import { encodeRevision } from '../../../sidecar/display/revision.ts'
-import { emulator } from '../../../sidecar/display/testing/harness.ts'
+import { emulator } from '../../support/display/harness.ts'
 
 const dirs: string[] = []
 const storages: Storage[] = []
@@ -150,7 +150,7 @@ describe('legacy text-record migration', () => {
   it('survives SIGKILL of a real migrating process', async () => {
     const { storage, url } = await database()
     const records = await seed(storage, 120)
-    const child = fork(new URL('../../../sidecar/display/testing/migrate-child.ts', import.meta.url).pathname, [url], {
+    const child = fork(new URL('../../support/display/migrate-child.ts', import.meta.url).pathname, [url], {
       execArgv: ['--import', 'tsx'],
       stdio: 'ignore',
     })

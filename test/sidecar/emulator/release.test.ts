@@ -18,7 +18,7 @@ import { waitFor } from '../../support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../../support/sidecar.ts'
 import { insertSession, shellsFixture, SidecarHttp } from '../../support/terminals.ts'
 import type { DisplayStats } from '../../../sidecar/display/service.ts'
-import { emulator, referenceRevision } from '../../../sidecar/display/testing/harness.ts'
+import { emulator, referenceRevision } from '../../support/display/harness.ts'
 import { cursorRestoreSuffix } from '../../../common/xterm/snapshot-suffix.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-release-'))

@@ -4,7 +4,7 @@
  * it lands mid-run, never after the last record.
  */
 import { openStorage } from '../../../storage/client.ts'
-import { migrateLegacyRecords } from '../legacy.ts'
+import { migrateLegacyRecords } from '../../../sidecar/display/legacy.ts'
 
 const STALL_AFTER = 60
 
