@@ -30,7 +30,7 @@ import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { relaySSE } from '../sse.ts'
 import { validate } from '../validate.ts'
-import { readText } from './read-text.ts'
+import { readText } from '../../common/files/read-text.ts'
 import { storeAttachment, storeToolResult } from '../../storage/resources.ts'
 
 const tags = ['files']

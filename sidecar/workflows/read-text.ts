@@ -1,5 +1,5 @@
 /**
- * A workflow's `readText(address)`: Files.readText (api/files/read-text.ts, the one implementation)
+ * A workflow's `readText(address)`: Files.readText (common/files/read-text.ts, the one implementation)
  * under the authority of the token that started the run. That authority is re-derived from libSQL
  * on every call (storage/authority.ts): a token revoked, expired, stripped of `files:read` or of
  * the session since the run began reads nothing more. Workspace text comes from this sidecar's own
@@ -7,7 +7,7 @@
  * same secret, bound to the session and the token, so a page's `next` also continues over HTTP.
  */
 import * as v from 'valibot'
-import { readText } from '../../api/files/read-text.ts'
+import { readText } from '../../common/files/read-text.ts'
 import { deriveSigningKey } from '../../common/crypto.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import { ReadTextRequest, type ReadTextPage } from '../../schema/wire/files.ts'

@@ -3,11 +3,11 @@
  * filesystem authority), a session attachment or an archived tool result (from libSQL, here),
  * with a signed continuation bound to the session and the calling token.
  */
-import { pageOfBytes } from '../../common/line-page.ts'
+import { pageOfBytes } from '../line-page.ts'
 import { MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES } from '../../schema/limits.ts'
 import type { ReadTextPage, ReadTextRequest } from '../../schema/wire/files.ts'
 import type { Database } from '../../storage/client.ts'
-import type { SidecarClient } from '../sidecar-client.ts'
+import type { SidecarClient } from '../../api/sidecar-client.ts'
 import { openContinuation, signContinuation, type Binding, type Continuation } from './next.ts'
 import { parseAddress, resourceBytes } from '../../storage/resources.ts'
 

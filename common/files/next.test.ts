@@ -1,7 +1,7 @@
 /** Continuations: a round trip works only for the exact session, token and unaltered cursor. */
 import { describe, expect, it } from 'vitest'
 import { TermkeepError } from '../../schema/errors.ts'
-import { SidecarClient } from '../sidecar-client.ts'
+import { SidecarClient } from '../../api/sidecar-client.ts'
 import { openContinuation, signContinuation } from './next.ts'
 import { parseAddress } from '../../storage/resources.ts'
 

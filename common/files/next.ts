@@ -5,7 +5,7 @@
  * continuation", answered exactly like a missing resource. Web Crypto only.
  */
 import { TermkeepError } from '../../schema/errors.ts'
-import { fromBase64url, toBase64url } from '../../common/bytes.ts'
+import { fromBase64url, toBase64url } from '../bytes.ts'
 import type { ReadTextNext } from '../../schema/wire/files.ts'
 
 /** What a continuation remembers. `byte` is where line `offset` starts (immutable resources only). */
