@@ -18,15 +18,7 @@ import type { Database } from './client.ts'
 import { randomId } from '../common/crypto.ts'
 import { yieldToLoop } from '../common/event-loop.ts'
 import { concatBytes, decodeBase64, encodeUtf8 } from '../common/bytes.ts'
-
-export type ResourceKind = 'attachment' | 'tool-result'
-
-/** Pure: what an address names. Anything without a resource prefix is a workspace path. */
-export function parseAddress(address: string): { kind: 'file'; path: string } | { kind: ResourceKind; id: string } {
-  const match = /^(attachment|tool-result):(.*)$/s.exec(address)
-  if (!match) return { kind: 'file', path: address }
-  return { kind: match[1] as ResourceKind, id: match[2] }
-}
+import type { ResourceKind } from '../common/files/read-text.ts'
 
 type Blob = (typeof resourceParts.$inferInsert)['content']
 // drizzle types blob columns as Node's Buffer; libSQL takes any Uint8Array.

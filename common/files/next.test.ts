@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { TermkeepError } from '../../schema/errors.ts'
 import { SidecarClient } from '../../api/sidecar-client.ts'
 import { openContinuation, signContinuation } from './next.ts'
-import { parseAddress } from '../../storage/resources.ts'
+import { parseAddress } from './read-text.ts'
 
 const client = (secret: string) => new SidecarClient({ url: 'http://127.0.0.1:1', secret })
 const binding = { sessionId: 's1', tokenId: 'tok_a' }

@@ -42,7 +42,7 @@ async function withFile<T>(scope: Scope, path: string, hooks: OpenHooks | undefi
 /** A page of UTF-8 lines (see common/line-page.ts for the exact rules). A line before the page
  * longer than `maxSkippedLine` is `too-large`: a file without newlines is refused after that many
  * bytes instead of being read to its end. */
-export function readText(
+export function readFileText(
   scope: Scope,
   path: string,
   range: { offset?: number; limit?: number } = {},

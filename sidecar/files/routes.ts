@@ -22,7 +22,7 @@ import { sessionWorkspace } from '../../storage/bindings.ts'
 import type { Storage } from '../../storage/client.ts'
 import { FileChangeHub, dedupe } from './changes.ts'
 import type { Scope } from './confine.ts'
-import { list, readAll, readBytes, readRelated, readText, stat } from './operations.ts'
+import { list, readAll, readBytes, readFileText, readRelated, stat } from './operations.ts'
 
 export interface FileRoutesDeps {
   storage: Storage
@@ -62,7 +62,7 @@ export function fileRoutes(deps: FileRoutesDeps): Hono {
   return new Hono()
     .get('/v1/sessions/:sid/files/text', async (c) => {
       const q = query(c, TextQuery)
-      return c.json(await readText(await scope(c), q.path, q, { signal: c.req.raw.signal }))
+      return c.json(await readFileText(await scope(c), q.path, q, { signal: c.req.raw.signal }))
     })
     .get('/v1/sessions/:sid/files/bytes', async (c) => {
       const q = query(c, BytesQuery)

@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TermkeepError } from '../../../schema/errors.ts'
 import { MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES, MAX_SKIPPED_LINE_BYTES } from '../../../schema/limits.ts'
 import { isInside, lexicalTarget, type Scope } from '../../../sidecar/files/confine.ts'
-import { list, readAll, readBytes, readRelated, readText, stat } from '../../../sidecar/files/operations.ts'
+import { list, readAll, readBytes, readRelated, readFileText, stat } from '../../../sidecar/files/operations.ts'
 
 let base: string
 let root: string
@@ -75,36 +75,36 @@ describe('pure confinement', () => {
 
 describe('read (text pages)', () => {
   it('reads a page with version, size and canonical path', async () => {
-    const page = await readText(scope, 'hello.txt', { offset: 2, limit: 1 })
+    const page = await readFileText(scope, 'hello.txt', { offset: 2, limit: 1 })
     expect(page).toMatchObject({ text: 'two', lines: 1, offset: 2, eof: false, bytes: 14, absolutePath: join(root, 'hello.txt') })
     expect(typeof page.version).toBe('string')
-    expect(await readText(scope, 'hello.txt', { offset: 3 })).toMatchObject({ text: 'three', eof: true })
-    expect(await readText(scope, 'hello.txt', { offset: 4 })).toMatchObject({ text: '', lines: 0, eof: true })
+    expect(await readFileText(scope, 'hello.txt', { offset: 3 })).toMatchObject({ text: 'three', eof: true })
+    expect(await readFileText(scope, 'hello.txt', { offset: 4 })).toMatchObject({ text: '', lines: 0, eof: true })
   })
 
   it('handles exactly 5,000 lines, an empty file, no final newline and CRLF', async () => {
     const lines = Array.from({ length: MAX_FILE_PAGE_LINES }, (_, i) => `l${i + 1}`)
     write('5000.txt', `${lines.join('\n')}\n`)
-    expect(await readText(scope, '5000.txt')).toMatchObject({ lines: MAX_FILE_PAGE_LINES, eof: true, text: lines.join('\n') })
+    expect(await readFileText(scope, '5000.txt')).toMatchObject({ lines: MAX_FILE_PAGE_LINES, eof: true, text: lines.join('\n') })
     write('5001.txt', `${lines.join('\n')}\nlast`)
-    expect(await readText(scope, '5001.txt')).toMatchObject({ lines: MAX_FILE_PAGE_LINES, eof: false })
-    expect(await readText(scope, '5001.txt', { offset: 5001 })).toMatchObject({ lines: 1, text: 'last', eof: true })
+    expect(await readFileText(scope, '5001.txt')).toMatchObject({ lines: MAX_FILE_PAGE_LINES, eof: false })
+    expect(await readFileText(scope, '5001.txt', { offset: 5001 })).toMatchObject({ lines: 1, text: 'last', eof: true })
     write('empty.txt', '')
-    expect(await readText(scope, 'empty.txt')).toMatchObject({ text: '', lines: 0, eof: true, bytes: 0 })
+    expect(await readFileText(scope, 'empty.txt')).toMatchObject({ text: '', lines: 0, eof: true, bytes: 0 })
     write('crlf.txt', 'a\r\nb\r\nc')
-    expect(await readText(scope, 'crlf.txt')).toMatchObject({ text: 'a\nb\nc', lines: 3, eof: true })
+    expect(await readFileText(scope, 'crlf.txt')).toMatchObject({ text: 'a\nb\nc', lines: 3, eof: true })
   })
 
   it('accepts a page of exactly 2 MiB and refuses a huge single line with too-large', async () => {
     write('2mib.txt', `${'x'.repeat(MAX_FILE_PAGE_BYTES)}\n`)
-    const exact = await readText(scope, '2mib.txt')
+    const exact = await readFileText(scope, '2mib.txt')
     expect(exact.text.length).toBe(MAX_FILE_PAGE_BYTES)
     write('huge-line.txt', `short\n${'y'.repeat(MAX_FILE_PAGE_BYTES + 1)}\nafter\n`)
-    const error = await failure(readText(scope, 'huge-line.txt'))
+    const error = await failure(readFileText(scope, 'huge-line.txt'))
     expect(error.code).toBe('files/too-large')
     expect(error.details).toMatchObject({ limit: MAX_FILE_PAGE_BYTES, path: 'huge-line.txt' })
-    expect(await readText(scope, 'huge-line.txt', { limit: 1 })).toMatchObject({ text: 'short', eof: false })
-    expect(await readText(scope, 'huge-line.txt', { offset: 3 })).toMatchObject({ text: 'after', eof: true })
+    expect(await readFileText(scope, 'huge-line.txt', { limit: 1 })).toMatchObject({ text: 'short', eof: false })
+    expect(await readFileText(scope, 'huge-line.txt', { offset: 3 })).toMatchObject({ text: 'after', eof: true })
   })
 
   it('gives up on a line without an end after MAX_SKIPPED_LINE_BYTES, not at the end of the file', async () => {
@@ -112,7 +112,7 @@ describe('read (text pages)', () => {
     truncateSync(join(root, 'no-newline.bin'), 100 * 1024 ** 3) // 100 GiB of zeros, sparse
     try {
       const started = Date.now()
-      const error = await failure(readText(scope, 'no-newline.bin', { offset: 2 }))
+      const error = await failure(readFileText(scope, 'no-newline.bin', { offset: 2 }))
       expect(Date.now() - started).toBeLessThan(5_000)
       expect(error.code).toBe('files/too-large')
       expect(error.details).toEqual({ limit: MAX_SKIPPED_LINE_BYTES, line: 1, byte: 0, path: 'no-newline.bin' })
@@ -122,16 +122,16 @@ describe('read (text pages)', () => {
     }
     // Lines of several MB are still skipped on the way to a later one.
     write('long-lines.txt', `${'x'.repeat(5 * 1024 * 1024)}\n${'y'.repeat(3 * 1024 * 1024)}\nwanted\n`)
-    expect(await readText(scope, 'long-lines.txt', { offset: 3 })).toMatchObject({ text: 'wanted', eof: true })
+    expect(await readFileText(scope, 'long-lines.txt', { offset: 3 })).toMatchObject({ text: 'wanted', eof: true })
     // The bound holds exactly, also when resuming from a remembered line start.
     write('bounded.txt', `a\n${'b'.repeat(1000)}\nc\n${'d'.repeat(1001)}\ne\n`)
-    expect(await readText(scope, 'bounded.txt', { offset: 3, limit: 1 }, undefined, 1000)).toMatchObject({ text: 'c', eof: false })
-    expect((await failure(readText(scope, 'bounded.txt', { offset: 5 }, undefined, 1000))).details).toMatchObject({
+    expect(await readFileText(scope, 'bounded.txt', { offset: 3, limit: 1 }, undefined, 1000)).toMatchObject({ text: 'c', eof: false })
+    expect((await failure(readFileText(scope, 'bounded.txt', { offset: 5 }, undefined, 1000))).details).toMatchObject({
       limit: 1000,
       line: 4,
       byte: 1005,
     })
-    expect((await failure(readText(scope, 'bounded.txt', { offset: 3 }, undefined, 999))).details).toMatchObject({
+    expect((await failure(readFileText(scope, 'bounded.txt', { offset: 3 }, undefined, 999))).details).toMatchObject({
       limit: 999,
       line: 2,
       byte: 2,
@@ -141,16 +141,16 @@ describe('read (text pages)', () => {
   it('refuses NUL and invalid UTF-8 as not-text', async () => {
     write('nul.txt', 'a\0b\n')
     write('latin1.txt', Uint8Array.of(0x63, 0x61, 0x66, 0xe9, 0x0a))
-    expect((await failure(readText(scope, 'nul.txt'))).code).toBe('files/not-text')
-    expect((await failure(readText(scope, 'latin1.txt'))).code).toBe('files/not-text')
+    expect((await failure(readFileText(scope, 'nul.txt'))).code).toBe('files/not-text')
+    expect((await failure(readFileText(scope, 'latin1.txt'))).code).toBe('files/not-text')
   })
 
   it('answers missing and non-regular entries with their typed errors', async () => {
-    expect(await failure(readText(scope, 'missing.txt'))).toMatchObject({ code: 'files/not-found', details: { path: 'missing.txt' } })
-    expect(await failure(readText(scope, 'sub'))).toMatchObject({ code: 'files/not-regular-file', details: { kind: 'directory' } })
+    expect(await failure(readFileText(scope, 'missing.txt'))).toMatchObject({ code: 'files/not-found', details: { path: 'missing.txt' } })
+    expect(await failure(readFileText(scope, 'sub'))).toMatchObject({ code: 'files/not-regular-file', details: { kind: 'directory' } })
     execFileSync('mkfifo', [join(root, 'fifo')])
-    expect(await failure(readText(scope, 'fifo'))).toMatchObject({ code: 'files/not-regular-file', details: { kind: 'other' } })
-    expect((await failure(readText(scope, 'hello.txt/x'))).code).toBe('files/not-found')
+    expect(await failure(readFileText(scope, 'fifo'))).toMatchObject({ code: 'files/not-regular-file', details: { kind: 'other' } })
+    expect((await failure(readFileText(scope, 'hello.txt/x'))).code).toBe('files/not-found')
   })
 
   it('pages on from remembered line starts, and never from a stale one after a rewrite', async () => {
@@ -161,14 +161,14 @@ describe('read (text pages)', () => {
       make(40, (i) => i % 7),
     )
     const pages: string[] = []
-    for (let offset = 1; offset <= 40; offset += 10) pages.push((await readText(scope, 'paged.txt', { offset, limit: 10 })).text)
+    for (let offset = 1; offset <= 40; offset += 10) pages.push((await readFileText(scope, 'paged.txt', { offset, limit: 10 })).text)
     expect(pages.join('\n')).toBe(make(40, (i) => i % 7))
     write(
       'paged.txt',
       make(40, (i) => (i * 13) % 5),
     ) // new lengths: old positions would land mid-line
-    expect((await readText(scope, 'paged.txt', { offset: 11, limit: 1 })).text).toBe(`11:${'z'.repeat((10 * 13) % 5)}`)
-    expect((await readText(scope, 'paged.txt', { offset: 21, limit: 20 })).text).toBe(
+    expect((await readFileText(scope, 'paged.txt', { offset: 11, limit: 1 })).text).toBe(`11:${'z'.repeat((10 * 13) % 5)}`)
+    expect((await readFileText(scope, 'paged.txt', { offset: 21, limit: 20 })).text).toBe(
       make(40, (i) => (i * 13) % 5)
         .split('\n')
         .slice(20)
@@ -178,37 +178,37 @@ describe('read (text pages)', () => {
 
   it('changes the version when the file is written', async () => {
     write('versioned.txt', 'v1\n')
-    const first = await readText(scope, 'versioned.txt')
-    expect((await readText(scope, 'versioned.txt')).version).toBe(first.version)
+    const first = await readFileText(scope, 'versioned.txt')
+    expect((await readFileText(scope, 'versioned.txt')).version).toBe(first.version)
     appendFileSync(join(root, 'versioned.txt'), 'v2\n')
-    const second = await readText(scope, 'versioned.txt')
+    const second = await readFileText(scope, 'versioned.txt')
     expect(second.version).not.toBe(first.version)
     // The version is (device, inode, size, mtime, ctime): a same-size rewrite differs only in its
     // timestamps, which older kernels advance once per clock tick (1–4 ms), so let one pass.
     await new Promise((resolve) => setTimeout(resolve, 20))
     write('versioned.txt', 'v3\nv3\n') // same size as before the append, new content
-    expect((await readText(scope, 'versioned.txt')).version).not.toBe(second.version)
+    expect((await readFileText(scope, 'versioned.txt')).version).not.toBe(second.version)
   })
 })
 
 describe('confinement', () => {
   it('refuses .. and absolute paths that leave the workspace, allows them inside', async () => {
-    expect((await failure(readText(scope, '../outside/secret.txt'))).code).toBe('files/outside-workspace')
-    expect((await failure(readText(scope, 'sub/../../outside/secret.txt'))).code).toBe('files/outside-workspace')
-    expect((await failure(readText(scope, join(outside, 'secret.txt')))).code).toBe('files/outside-workspace')
-    expect((await failure(readText(scope, '/etc/passwd'))).code).toBe('files/outside-workspace')
+    expect((await failure(readFileText(scope, '../outside/secret.txt'))).code).toBe('files/outside-workspace')
+    expect((await failure(readFileText(scope, 'sub/../../outside/secret.txt'))).code).toBe('files/outside-workspace')
+    expect((await failure(readFileText(scope, join(outside, 'secret.txt')))).code).toBe('files/outside-workspace')
+    expect((await failure(readFileText(scope, '/etc/passwd'))).code).toBe('files/outside-workspace')
     // Missing outside paths are outside too: nothing is learned about what exists there.
-    expect((await failure(readText(scope, '../outside/nope.txt'))).code).toBe('files/outside-workspace')
-    expect((await readText(scope, join(root, 'sub/inner.txt'))).text).toBe('inner')
-    expect((await readText(scope, 'sub/deeper/../../hello.txt')).text).toBe('one\ntwo\nthree')
-    expect((await readText(scope, '../ws/hello.txt')).text).toBe('one\ntwo\nthree')
+    expect((await failure(readFileText(scope, '../outside/nope.txt'))).code).toBe('files/outside-workspace')
+    expect((await readFileText(scope, join(root, 'sub/inner.txt'))).text).toBe('inner')
+    expect((await readFileText(scope, 'sub/deeper/../../hello.txt')).text).toBe('one\ntwo\nthree')
+    expect((await readFileText(scope, '../ws/hello.txt')).text).toBe('one\ntwo\nthree')
   })
 
   it('treats URL-encoded traversal as a literal name', async () => {
-    expect((await failure(readText(scope, '%2e%2e/outside/secret.txt'))).code).toBe('files/not-found')
+    expect((await failure(readFileText(scope, '%2e%2e/outside/secret.txt'))).code).toBe('files/not-found')
     mkdirSync(join(root, '%2e%2e'))
     write('%2e%2e/literal.txt', 'literal\n')
-    expect((await readText(scope, '%2e%2e/literal.txt')).text).toBe('literal')
+    expect((await readFileText(scope, '%2e%2e/literal.txt')).text).toBe('literal')
   })
 
   it('follows symlinks that stay inside, refuses any link or chain that leaves', async () => {
@@ -220,27 +220,27 @@ describe('confinement', () => {
     symlinkSync('nowhere', join(root, 'dangling'))
     symlinkSync('loop-b', join(root, 'loop-a'))
     symlinkSync('loop-a', join(root, 'loop-b'))
-    const inside = await readText(scope, 'chain-in')
+    const inside = await readFileText(scope, 'chain-in')
     expect(inside).toMatchObject({ text: 'one\ntwo\nthree', absolutePath: join(root, 'hello.txt') })
     for (const path of ['link-out', 'chain-out', 'dir-out/secret.txt', 'dir-out/missing']) {
-      expect((await failure(readText(scope, path))).code, path).toBe('files/outside-workspace')
+      expect((await failure(readFileText(scope, path))).code, path).toBe('files/outside-workspace')
     }
     expect((await failure(list(scope, 'dir-out'))).code).toBe('files/outside-workspace')
-    expect((await failure(readText(scope, 'dangling'))).code).toBe('files/not-found')
-    expect(await failure(readText(scope, 'loop-a'))).toMatchObject({ code: 'files/not-found', details: { reason: 'symlink-loop' } })
+    expect((await failure(readFileText(scope, 'dangling'))).code).toBe('files/not-found')
+    expect(await failure(readFileText(scope, 'loop-a'))).toMatchObject({ code: 'files/not-found', details: { reason: 'symlink-loop' } })
   })
 
   it('allows reads outside only when the deployment says so', async () => {
     const open: Scope = { root, allowOutside: true }
-    expect((await readText(open, '../outside/secret.txt')).text).toBe('TOP SECRET')
-    expect((await readText(open, 'link-out')).text).toBe('TOP SECRET')
+    expect((await readFileText(open, '../outside/secret.txt')).text).toBe('TOP SECRET')
+    expect((await readFileText(open, 'link-out')).text).toBe('TOP SECRET')
   })
 
   it('defeats a file swapped for an outside symlink between check and open', async () => {
     write('swap.txt', 'innocent\n')
     let swapped = false
     const error = await failure(
-      readText(
+      readFileText(
         scope,
         'swap.txt',
         {},
@@ -274,7 +274,7 @@ describe('confinement', () => {
         renameSync(join(root, 'd'), join(base, `parked-${hook}`))
         symlinkSync(join(outside, 'd'), join(root, 'd'))
       }
-      const error = await failure(readText(scope, 'd/file.txt', {}, { [hook]: swap }))
+      const error = await failure(readFileText(scope, 'd/file.txt', {}, { [hook]: swap }))
       expect(swapped).toBe(true)
       expect(error.code, hook).toBe('files/outside-workspace')
     }
@@ -287,7 +287,7 @@ describe('a directory on the path replaced by a file while it is opened', () => 
     write('gone/file.txt', 'inside\n')
     let swapped = false
     const error = await failure(
-      readText(
+      readFileText(
         scope,
         'gone/file.txt',
         {},
@@ -311,7 +311,7 @@ describe('a file that keeps changing identity while it is opened', () => {
     write('flapping.txt', 'v0\n')
     let swaps = 0
     const error = await failure(
-      readText(
+      readFileText(
         scope,
         'flapping.txt',
         {},
@@ -327,7 +327,7 @@ describe('a file that keeps changing identity while it is opened', () => {
     )
     expect(swaps).toBe(3)
     expect(error).toMatchObject({ code: 'files/not-found', details: { reason: 'changed-while-opening' } })
-    expect((await readText(scope, 'flapping.txt')).text).toBe('v3')
+    expect((await readFileText(scope, 'flapping.txt')).text).toBe('v3')
   })
 })
 
@@ -440,10 +440,10 @@ describe('edge cases a client can send', () => {
     const long = 'a'.repeat(300)
     // One at a time: started together, one could reject while another is awaited (unhandled).
     const operations = [
-      () => readText(scope, long),
+      () => readFileText(scope, long),
       () => stat(scope, long),
       () => list(scope, long),
-      () => readText(scope, `sub/${long}/x.txt`),
+      () => readFileText(scope, `sub/${long}/x.txt`),
     ]
     for (const operation of operations) {
       const error = await failure(operation())
@@ -489,7 +489,7 @@ describe('edge cases a client can send', () => {
       setTimeout(() => abort.abort(), 100)
       const started = Date.now()
       // Without the skipped-line bound, which would otherwise answer first.
-      await expect(readText(scope, 'sparse.bin', { offset: 2 }, { signal: abort.signal }, Infinity)).rejects.toThrow(/abort/i)
+      await expect(readFileText(scope, 'sparse.bin', { offset: 2 }, { signal: abort.signal }, Infinity)).rejects.toThrow(/abort/i)
       // Scanning 4 GB of zeros for line 2 takes many seconds; the abort ends it within a chunk.
       expect(Date.now() - started).toBeLessThan(3_000)
     } finally {
