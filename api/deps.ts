@@ -1,6 +1,6 @@
 import type { Client } from '@libsql/client'
 import type { Database } from '../storage/client.ts'
-import type { FileFinding } from '../storage/health.ts'
+import type { FileFinding } from '../storage/findings.ts'
 import type { Authority } from '../storage/authority.ts'
 import type { SidecarClient } from './sidecar-client.ts'
 

@@ -8,7 +8,7 @@
  */
 import { HEALTH_ERROR_TEXT_CHARS, WRITE_FAILURE_WINDOW_MS } from '../schema/limits.ts'
 import { causes, codeOf, hasCode } from './causes.ts'
-import type { HealthFinding } from './health.ts'
+import type { HealthFinding } from './findings.ts'
 
 interface Failure {
   at: number

@@ -9,7 +9,7 @@
 import { readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 
-import type { FileFinding } from '../health.ts'
+import type { FileFinding } from '../findings.ts'
 
 interface Identity {
   dev: number

@@ -5,7 +5,7 @@
  */
 import { statfsSync } from 'node:fs'
 import { DISK_FREE_MIN_BYTES } from '../../schema/limits.ts'
-import type { HealthFinding } from '../health.ts'
+import type { HealthFinding } from '../findings.ts'
 
 const MiB = 1024 * 1024
 
