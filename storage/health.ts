@@ -12,7 +12,7 @@
  */
 import type { Client } from '@libsql/client'
 import { DB_LOCK_DEGRADED_MS, DB_LOCK_RECHECK_MS, DB_WRITE_PROBE_MS } from '../schema/limits.ts'
-import type { DatabaseHealth, HealthProblem, } from '../schema/wire/health.ts'
+import type { DatabaseHealth, HealthProblem } from '../schema/wire/health.ts'
 import { hasCode } from './causes.ts'
 import type { FileFinding, HealthFinding } from './findings.ts'
 import { describeError, type WriteFailures } from './write-failures.ts'
