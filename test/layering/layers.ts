@@ -40,6 +40,12 @@ export const LAYERS = {
     runtime: 'neutral',
     why: 'code shared by the API, the sidecar, the page and the CLI alike (display codec, xterm conventions, crypto, bytes, SSE framing)',
   },
+  xterm: {
+    paths: ['common/xterm/'],
+    uses: ['contracts', 'common'],
+    runtime: 'browser',
+    why: "conventions every xterm.js instance shares (widths, the snapshot suffix), for the page, the CLI and the sidecar's emulators; the addon's typings bring the DOM, so no neutral layer uses it",
+  },
   storage: {
     paths: ['storage/', 'migrations/'],
     uses: ['contracts', 'common'],
@@ -73,14 +79,14 @@ export const LAYERS = {
   },
   sidecar: {
     paths: ['sidecar/'],
-    uses: [...BELOW_PEERS, 'storage-node'],
+    uses: [...BELOW_PEERS, 'storage-node', 'xterm'],
     runtime: 'node',
     owns: ['node-pty'],
     why: 'the host process: PTYs, journals, emulators, files; a peer of the API that never imports it',
   },
   web: {
     paths: ['web/'],
-    uses: ['contracts', 'common'],
+    uses: ['contracts', 'common', 'xterm'],
     runtime: 'browser',
     why: 'the page and the fetch-and-SSE client it shares with the CLI: it runs in a browser, so only the neutral layers',
   },
@@ -92,7 +98,7 @@ export const LAYERS = {
   },
   cli: {
     paths: ['cli/'],
-    uses: [...BELOW_PEERS, 'storage-node', 'api', 'api-node', 'sidecar', 'web'],
+    uses: [...BELOW_PEERS, 'xterm', 'storage-node', 'api', 'api-node', 'sidecar', 'web'],
     runtime: 'node',
     why: 'a client on top: it starts the processes (`serve`) and opens the database (`serve`, `token`), else speaks HTTP',
   },
