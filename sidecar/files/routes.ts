@@ -35,7 +35,7 @@ export interface FileRoutesDeps {
 const canonical = (path: string) => realpath(path).catch(() => undefined)
 
 /** The session's file scope, re-derived from libSQL and the filesystem on every call. */
-export async function scopeOf(deps: Pick<FileRoutesDeps, 'storage' | 'filesAllowOutside'>, sessionId: string): Promise<Scope> {
+export async function workspaceScope(deps: Pick<FileRoutesDeps, 'storage' | 'filesAllowOutside'>, sessionId: string): Promise<Scope> {
   const binding = await sessionWorkspace(deps.storage.db, sessionId, canonical)
   if (!binding) throw new TermkeepError('session/not-found', `no session ${sessionId}`)
   if (!binding.workspace) {
@@ -58,7 +58,7 @@ function query<S extends v.GenericSchema>(c: Context, schema: S): v.InferOutput<
 
 export function fileRoutes(deps: FileRoutesDeps): Hono {
   const hub = deps.fileChanges ?? new FileChangeHub()
-  const scope = (c: Context) => scopeOf(deps, c.req.param('sid')!)
+  const scope = (c: Context) => workspaceScope(deps, c.req.param('sid')!)
   return new Hono()
     .get('/v1/sessions/:sid/files/text', async (c) => {
       const q = query(c, TextQuery)

@@ -14,7 +14,7 @@ import { ReadTextRequest, type ReadTextPage } from '../../schema/wire/files.ts'
 import { authenticateTokenId, coversSession } from '../../storage/authority.ts'
 import type { Storage } from '../../storage/client.ts'
 import { resourceBytes } from '../../storage/resources.ts'
-import { scopeOf } from '../files/routes.ts'
+import { workspaceScope } from '../files/routes.ts'
 import { readFileText } from '../files/operations.ts'
 
 export interface WorkflowReaderDeps {
@@ -47,7 +47,7 @@ export class WorkflowReader {
     const source = {
       signingKey: (purpose: string) => this.#key(purpose),
       readFileText: async (sessionId: string, query: { path: string; offset: number; limit: number }) =>
-        readFileText(await scopeOf(this.#deps, sessionId), query.path, query),
+        readFileText(await workspaceScope(this.#deps, sessionId), query.path, query),
       resourceBytes: (sessionId: string, kind: ResourceKind, id: string) => resourceBytes(db, sessionId, kind, id),
     }
     return readText(source, binding, parsed.output)
