@@ -5,14 +5,13 @@
  */
 import { errorFromBody, TermkeepError } from '../schema/errors.ts'
 import { deriveSigningKey } from '../common/crypto.ts'
+import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../schema/limits.ts'
 import {
-  CLOSE_DRAIN_MS,
-  CLOSE_KILL_GRACE_MS,
   SIDECAR_CONNECT_TIMEOUT_MS,
   SIDECAR_LIVENESS_PROBE_MS,
   SIDECAR_LIVENESS_TIMEOUT_MS,
   SIDECAR_SLOW_CALL_TIMEOUT_MS,
-} from '../schema/limits.ts'
+} from './tuning.ts'
 import { afterDeadline, SidecarLiveness } from './sidecar-liveness.ts'
 import { IDEMPOTENCY_KEY_HEADER, type Geometry } from '../schema/wire/common.ts'
 import type {

@@ -2,7 +2,7 @@
  * slice boundaries, typed refusals. */
 import { describe, expect, it } from 'vitest'
 import { TermkeepError } from '../schema/errors.ts'
-import { CONTENT_SLICE_SIZE } from '../schema/limits.ts'
+import { CONTENT_SLICE_SIZE } from './bytes.ts'
 import { base64DecodedLength, decodeBase64, encodeUtf8, fromBase64, fromBase64url, toBase64, toBase64url } from './bytes.ts'
 
 async function codeOf(run: () => unknown): Promise<string> {

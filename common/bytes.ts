@@ -9,8 +9,12 @@
  * takes a few milliseconds.
  */
 import { TermkeepError } from '../schema/errors.ts'
-import { CONTENT_SLICE_SIZE } from '../schema/limits.ts'
 import { yieldToLoop } from './event-loop.ts'
+
+/** Characters of a resource's wire text (base64 or UTF-8), or bytes of a large JSON body, the API
+ * converts at once before it yields to its event loop: a few milliseconds each, where a whole
+ * 32 MiB attachment held every other request for seconds. */
+export const CONTENT_SLICE_SIZE = 1024 * 1024
 
 /** `bytes` as base64. */
 export function toBase64(bytes: Uint8Array): string {

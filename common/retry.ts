@@ -6,7 +6,12 @@
  * to repeat: idempotent ones, or ones that carry an Idempotency-Key. Timers only, no runtime
  * built-ins: the page, the CLI and the API's MCP tools share it.
  */
-import { RETRY_FIRST_DELAY_MS, RETRY_MAX_DELAY_MS, UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
+import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
+
+/** The wait before the first such retry, doubling up to the max: quick after a blip, while a
+ * server that stays away is asked once every few seconds, not hammered. */
+export const RETRY_FIRST_DELAY_MS = 250
+export const RETRY_MAX_DELAY_MS = 4_000
 
 export interface RetryOptions {
   /** Whether another attempt may help (the outcome is unknown, or nothing was done yet). */

@@ -7,7 +7,7 @@
  *   const retry = new Retry(`persisting terminal ${key}`)
  *   try { await write(); retry.succeeded() } catch (error) { retry.failed(error, () => void again()) }
  */
-import { PERSIST_RETRY_MAX_MS, PERSIST_RETRY_MS } from '../schema/limits.ts'
+import { PERSIST_RETRY_MAX_MS, PERSIST_RETRY_MS } from '../storage/tuning.ts'
 import { WriteFailures } from '../storage/write-failures.ts'
 
 /** The sidecar's real writes that failed lately, for its health (main.ts hands it over). */

@@ -11,7 +11,8 @@
  * checks share one. Each change of state is logged once, loudly. Web APIs only (every runtime).
  */
 import type { Client } from '@libsql/client'
-import { DB_LOCK_DEGRADED_MS, DB_LOCK_RECHECK_MS, DB_WRITE_PROBE_MS } from '../schema/limits.ts'
+import { DB_LOCK_DEGRADED_MS, DB_WRITE_PROBE_MS } from '../schema/limits.ts'
+import { DB_LOCK_RECHECK_MS } from './tuning.ts'
 import type { DatabaseHealth, HealthProblem } from '../schema/wire/health.ts'
 import { hasCode } from './causes.ts'
 import type { FileFinding, HealthFinding } from './findings.ts'

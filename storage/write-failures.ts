@@ -6,7 +6,7 @@
  * its last failure (a writer that gave up — its terminal closed — stops renewing it). Web APIs
  * only (every runtime).
  */
-import { HEALTH_ERROR_TEXT_CHARS, WRITE_FAILURE_WINDOW_MS } from '../schema/limits.ts'
+import { HEALTH_ERROR_TEXT_CHARS, WRITE_FAILURE_WINDOW_MS } from './tuning.ts'
 import { causes, codeOf, hasCode } from './causes.ts'
 import type { HealthFinding } from './findings.ts'
 

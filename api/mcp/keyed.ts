@@ -7,7 +7,7 @@
  * repeated by the agent, a tool call is a new request with a new key.
  */
 import { TermkeepError } from '../../schema/errors.ts'
-import { MCP_RETRY_MS } from '../../schema/limits.ts'
+import { MCP_RETRY_MS } from '../tuning.ts'
 import { retrying } from '../../common/retry.ts'
 import { randomId } from '../../common/crypto.ts'
 import type { Dispatcher } from './dispatch.ts'

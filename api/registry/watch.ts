@@ -10,7 +10,7 @@
  * the stream has shown it, which a cursor does not carry, so its reconnect always starts with a
  * new baseline (a client already handles one: any reconnect may get it).
  */
-import { REGISTRY_POLL_MS } from '../../schema/limits.ts'
+import { REGISTRY_POLL_MS } from '../tuning.ts'
 import type { Database } from '../../storage/client.ts'
 import type { Authority } from '../../storage/authority.ts'
 import type { SseSink } from '../sse.ts'

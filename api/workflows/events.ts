@@ -5,7 +5,7 @@
  * `workflow/end`; a run whose sidecar died ends it with `interrupted` (no id) after its last
  * event. Resuming with Last-Event-ID (or ?after=) sends exactly what followed that sequence.
  */
-import { WORKFLOW_EVENTS_POLL_MS } from '../../schema/limits.ts'
+import { WORKFLOW_EVENTS_POLL_MS } from '../tuning.ts'
 import { pause } from '../../common/retry.ts'
 import type { Database } from '../../storage/client.ts'
 import type { SseSink } from '../sse.ts'

@@ -6,7 +6,8 @@
  * a superset of itself), so history does not end up as one chunk per revision.
  */
 import { utf8Length } from '../../schema/utf8.ts'
-import { DISPLAY_HISTORY_CHUNK_BYTES, DISPLAY_HISTORY_MERGE_BYTES } from '../../schema/limits.ts'
+import { DISPLAY_HISTORY_CHUNK_BYTES } from '../../storage/tuning.ts'
+import { DISPLAY_HISTORY_MERGE_BYTES } from '../tuning.ts'
 import type { CellStyle, EncodedRow } from '../../schema/wire/display.ts'
 
 /** One chunk as built: its rows' JSON (chunk-local style ids) and its style table's JSON. */

@@ -9,7 +9,7 @@
  */
 import { and, eq, sql } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
-import { DISPLAY_KEEP_MS } from '../../schema/limits.ts'
+import { DISPLAY_KEEP_MS } from '../../storage/tuning.ts'
 import { displayChunks, displayRevisions } from '../../storage/tables.ts'
 import { HistoryPosition } from './history.ts'
 import { persistRevision, type StoredHistory } from './persist.ts'

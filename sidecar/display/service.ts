@@ -7,7 +7,7 @@
  *   const emulators = new EmulatorPool(EMULATOR_WORKERS, displays.observer)
  */
 import { beginOf, latestRevision, revisionParts } from '../../storage/displays/revisions.ts'
-import { DISPLAY_DRAIN_MS, DISPLAY_PRUNE_SWEEP_MS } from '../../schema/limits.ts'
+import { DISPLAY_DRAIN_MS, DISPLAY_PRUNE_SWEEP_MS } from '../tuning.ts'
 import type { Database } from '../../storage/client.ts'
 import type { Emulator, EmulatorObserver } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'

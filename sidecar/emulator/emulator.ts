@@ -20,12 +20,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Worker } from 'node:worker_threads'
 import { TermkeepError } from '../../schema/errors.ts'
-import {
-  EMULATOR_FAST_FORWARD_WINDOW_BYTES,
-  EMULATOR_MAX_INFLIGHT_BYTES,
-  EMULATOR_MAX_REBUILDS,
-  EMULATOR_WORKERS,
-} from '../../schema/limits.ts'
+import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_MAX_REBUILDS, EMULATOR_WORKERS } from '../tuning.ts'
 import type { Journal } from '../journal/journal.ts'
 import { startTsWorker } from '../worker-thread.ts'
 import type { EmulatorSnapshot, FromWorker, RestorePayload, ToWorker, WireRecord } from './protocol.ts'

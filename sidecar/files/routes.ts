@@ -7,7 +7,8 @@ import { Hono, type Context } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_FILE_CHANGES_QUEUED, SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
+import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
+import { MAX_FILE_CHANGES_QUEUED } from '../tuning.ts'
 import {
   BytesQuery,
   EmptyQuery,

@@ -9,7 +9,7 @@
  * but only earlier ones count. While it runs, a generation refreshes its heartbeat; a clean stop
  * records its end.
  */
-import { GENERATION_HEARTBEAT_MS } from '../../schema/limits.ts'
+import { GENERATION_HEARTBEAT_MS } from '../tuning.ts'
 import { beat, endGeneration, insertGeneration, unendedBefore } from '../../storage/generations.ts'
 import type { Database } from '../../storage/client.ts'
 import { here as seenHere, liveness, thisRunner, type GenerationRecord, type Here } from './liveness.ts'

@@ -16,12 +16,8 @@
 import type { BigIntStats } from 'node:fs'
 import { lstat, readdir } from 'node:fs/promises'
 import { join, relative } from 'node:path'
-import {
-  OBSERVE_MAX_LIST_SCANNED,
-  OBSERVE_MAX_WATCHED_DIRECTORIES,
-  OBSERVE_WATCH_SETTLE_MS,
-  SSE_HEARTBEAT_MS,
-} from '../../schema/limits.ts'
+import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
+import { OBSERVE_MAX_LIST_SCANNED, OBSERVE_MAX_WATCHED_DIRECTORIES, OBSERVE_WATCH_SETTLE_MS } from '../tuning.ts'
 import type { DirectoryListing, Handle, ListOptions } from '../../schema/wire/observation.ts'
 import { handlePath } from '../files/confine.ts'
 import { OwnStateLook } from '../files/own-state.ts'

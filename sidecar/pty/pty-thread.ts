@@ -7,7 +7,8 @@
  */
 import type { Worker } from 'node:worker_threads'
 import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_INPUT_BACKLOG_BYTES, PTY_EXIT_WAIT_MS } from '../../schema/limits.ts'
+import { MAX_INPUT_BACKLOG_BYTES } from '../../schema/limits.ts'
+import { PTY_EXIT_WAIT_MS } from '../tuning.ts'
 import type { Journal } from '../journal/journal.ts'
 import { Retry } from '../write-retry.ts'
 import { startTsWorker } from '../worker-thread.ts'

@@ -7,7 +7,6 @@
 import { existsSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import {
-  CLOSE_RETRY_MS,
   HISTORY_CELLS,
   MAX_COLS,
   MAX_INPUT_BYTES,
@@ -16,8 +15,8 @@ import {
   MAX_VISIBLE_CELLS,
   MIN_COLS,
   MIN_ROWS,
-  TERMINAL_IDLE_RECLAIM_MS,
 } from '../../schema/limits.ts'
+import { CLOSE_RETRY_MS, TERMINAL_IDLE_RECLAIM_MS } from '../tuning.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { CreateTerminal, TerminalEnvironment, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'

@@ -20,9 +20,9 @@ import {
   MAX_WORKFLOW_LOG_MESSAGE_BYTES,
   MAX_WORKFLOW_LOG_MESSAGES,
   MAX_WORKFLOW_RESULT_BYTES,
-  WORKFLOW_READS_IN_FLIGHT,
   WORKFLOW_SCRIPT_HEAP_MB,
 } from '../../schema/limits.ts'
+import { WORKFLOW_READS_IN_FLIGHT } from '../tuning.ts'
 import { titleFrom, titleSchema } from '../../schema/wire/common.ts'
 import { processStat } from '../pty/process-tree.ts'
 import type { TerminalHost } from '../terminals/host.ts'

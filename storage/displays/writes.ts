@@ -8,7 +8,7 @@
  */
 import { and, count, eq, inArray, lt, lte, max, sql, type SQL } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
-import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../schema/limits.ts'
+import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../tuning.ts'
 import type { Cursor, InputModes, Palette } from '../../schema/wire/display.ts'
 import type { Database } from '../client.ts'
 import { dataMigrations, displayChunks, displayHistory, displayRevisions } from '../tables.ts'

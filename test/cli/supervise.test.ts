@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process'
 import { afterEach, describe, expect, it } from 'vitest'
-import { SIDECAR_HEALTHY_RESET_MS, SIDECAR_RESTART_MAX_MS, SIDECAR_RESTART_MIN_MS } from '../../schema/limits.ts'
+import { SIDECAR_HEALTHY_RESET_MS, SIDECAR_RESTART_MAX_MS, SIDECAR_RESTART_MIN_MS } from '../../cli/tuning.ts'
 import { exitCause, restartDelay, SidecarSupervisor, type StartingSidecar } from '../../cli/supervise.ts'
 
 describe('restartDelay', () => {
