@@ -36,6 +36,8 @@ import {
   type CloseResult,
   type FollowControl,
   type Sender,
+  type SendKeys,
+  type SentKeys,
   type CreateTerminal,
   type ShellList,
   type TerminalEnvironment,
@@ -183,6 +185,14 @@ export class SidecarClient {
     if (key !== undefined) headers.set(IDEMPOTENCY_KEY_HEADER, key)
     const response = await this.request(`${terminal(sid, tid)}/input`, { method: 'POST', headers, body: bytes })
     await response.body?.cancel()
+  }
+
+  /** Text and named keys in one write under control taken for it alone (POST …/keys). */
+  sendKeys(sid: string, tid: string, from: Sender, request: SendKeys, key?: string): Promise<SentKeys> {
+    const init = jsonInit('POST', request)
+    senderHeaders(init.headers as Headers, from)
+    if (key !== undefined) (init.headers as Headers).set(IDEMPOTENCY_KEY_HEADER, key)
+    return this.json(`${terminal(sid, tid)}/keys`, init)
   }
 
   resize(sid: string, tid: string, from: Sender, geometry: Geometry): Promise<TerminalInfo> {
