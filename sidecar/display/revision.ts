@@ -12,23 +12,12 @@
  */
 import { ChunkPacker, type PackSummary, type PlannedRow } from '../../common/display/pack.ts'
 import { MAX_DISPLAY_BYTES, MAX_DISPLAY_EVENT_BYTES } from '../../schema/limits.ts'
-import type { CellStyle, Cursor, EncodedRow, InputModes, Palette } from '../../schema/wire/display.ts'
+import type { CellStyle, EncodedRow } from '../../schema/wire/display.ts'
 import { RowEncoder } from './encode.ts'
+import type { RevisionMeta } from '../../storage/displays/writes.ts'
 import type { EmulatorState } from '../emulator/restore.ts'
 import type { HistoryLocation, HistoryPosition } from './history.ts'
 import type { CapturedScreen, DisplayTracker } from './tracker.ts'
-
-export interface RevisionMeta {
-  cols: number
-  rows: number
-  cursor: Cursor
-  title: string
-  alternateScreen: boolean
-  palette: Palette
-  inputModes: InputModes
-  /** Output sequence the emulator had applied. */
-  sequence: number
-}
 
 /** The history a revision shows, and the rows of it it carries. */
 export interface HistoryPart extends HistoryLocation {

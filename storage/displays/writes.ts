@@ -8,6 +8,7 @@
  */
 import { and, count, eq, inArray, lt, lte, max, sql, type SQL } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
+import type { PackSummary } from '../../common/display/pack.ts'
 import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../tuning.ts'
 import type { Cursor, InputModes, Palette } from '../../schema/wire/display.ts'
 import type { Database } from '../client.ts'
@@ -16,25 +17,24 @@ import { dataMigrations, displayChunks, displayHistory, displayRevisions } from 
 /** Chunk rows per INSERT statement (5–6 bound parameters each). */
 const CHUNKS_PER_INSERT = 100
 
-/** One revision as it is stored: its header's facts and its head events. */
-export interface RevisionRecord {
-  meta: {
-    cols: number
-    rows: number
-    cursor: Cursor
-    title: string
-    alternateScreen: boolean
-    palette: Palette
-    inputModes: InputModes
-    sequence: number
-  }
+/** A revision's header facts besides its packing. */
+export interface RevisionMeta {
+  cols: number
+  rows: number
+  cursor: Cursor
+  title: string
+  alternateScreen: boolean
+  palette: Palette
+  inputModes: InputModes
+  /** Output sequence the emulator had applied. */
+  sequence: number
+}
+
+/** One revision as it is stored: its header's facts, its packing and its head events. */
+export interface RevisionRecord extends PackSummary {
+  meta: RevisionMeta
+  /** The viewport and alternate `rows` events, verbatim. */
   head: string[]
-  viewportRows: number
-  alternateRows: number
-  historyRows: number
-  truncated: boolean
-  encodedBytes: number
-  chunks: number
   history: { first: number; end: number }
 }
 

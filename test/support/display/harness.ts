@@ -10,7 +10,8 @@ import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../../schema/wire/d
 import { useUnicode11 } from '../../../common/xterm/widths.ts'
 import { historyRowsFor } from '../../../sidecar/display/allowance.ts'
 import { RowEncoder } from '../../../sidecar/display/encode.ts'
-import { metaOf, regionRows, type RevisionMeta } from '../../../sidecar/display/revision.ts'
+import { metaOf, regionRows } from '../../../sidecar/display/revision.ts'
+import type { RevisionMeta } from '../../../storage/displays/writes.ts'
 import { DisplayTracker } from '../../../sidecar/display/tracker.ts'
 import { legacyPlanChunks, type ChunkPlan } from './legacy-plan.ts'
 
