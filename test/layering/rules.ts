@@ -74,7 +74,7 @@ export function checkLayering(graph: readonly Import[], layers: Record<string, L
         findings.push({ ...at, message: `imports ${edge.to}, which only ${owner} may use` })
       if (target === undefined) findings.push({ ...at, message: `imports ${edge.to}, which belongs to no layer` })
       else if (!mayUse(layer, name, target)) {
-        findings.push({ ...at, message: `${name} imports ${target} (${edge.to}): ${name} may use ${describeUses(layer)}` })
+        findings.push({ ...at, message: `${name} imports ${target} (${edge.to}): ${name} may use ${describeUses(layer)} (${layer.why})` })
       }
       continue
     }
