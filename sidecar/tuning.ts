@@ -124,20 +124,6 @@ export const FOREGROUND_CHECK_DELAY_MS = 150
  * starts `sleep`): two /proc reads per live terminal. */
 export const FOREGROUND_POLL_MS = 2_000
 
-// ── Workflows ─────────────────────────────────────────────────────────────────
-/** Sub-agent terminals start at this size: wide enough that an agent's plain output is rarely
- * wrapped in its rendered text; a person attaching resizes it to their window. */
-export const AGENT_COLS = 120
-export const AGENT_ROWS = 40
-/** `readText()` calls of one run served at once; later ones wait their turn (a page is 2 MiB). */
-export const WORKFLOW_READS_IN_FLIGHT = 2
-export const MAX_AGENT_PROFILES_FILE_BYTES = 1 * MiB
-/** Bytes of a script process's stderr kept to explain its unexpected exit (an out-of-memory death). */
-export const WORKFLOW_STDERR_TAIL_BYTES = 4 * KiB
-/** The one probe at sidecar start of whether script processes can start in new namespaces: a
- * Node start takes well under a second; a hung unshare must not hold the sidecar's start. */
-export const WORKFLOW_SANDBOX_PROBE_MS = 10_000
-
 // ── HTTP and the database ─────────────────────────────────────────────────────
 /** The sidecar keeps an idle kept-alive connection of the API's open this long (Node's default is
  * 5 s). A sidecar that resumes after a stall runs its due timers before it reads its sockets, so

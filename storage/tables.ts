@@ -7,7 +7,7 @@
 import { sql } from 'drizzle-orm'
 import { blob, customType, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import { TERMINAL_STATES } from '../schema/wire/terminals.ts'
-import { AGENT_OUTCOMES, WORKFLOW_EVENT_TYPES, WORKFLOW_STATUSES } from '../schema/wire/workflows.ts'
+import { AGENT_OUTCOMES, RUN_LIMITS, WORKFLOW_EVENT_TYPES, WORKFLOW_STATUSES } from '../schema/wire/workflows.ts'
 
 const now = sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`
 
@@ -287,6 +287,9 @@ export const workflowRuns = sqliteTable(
     concurrency: integer('concurrency').notNull(),
     /** The run's default agent profile, when the request named one. */
     profile: text('profile'),
+    /** The run's time limits (null: started before runs had them). */
+    wallTimeLimitMs: integer('wall_time_limit_ms'),
+    cpuTimeLimitMs: integer('cpu_time_limit_ms'),
     /** The caller's token: the authority `readText()` is re-derived from on every call. */
     tokenId: text('token_id').notNull(),
     /** The start's Idempotency-Key, if it had one: unique per session and token, and kept as long
@@ -301,6 +304,8 @@ export const workflowRuns = sqliteTable(
     lastSequence: integer('last_sequence').notNull().default(0),
     stopReason: text('stop_reason', { enum: ['completed', 'error', 'cancelled'] }),
     error: text('error'),
+    /** Which limit ended the run, if one did. */
+    stopLimit: text('stop_limit', { enum: RUN_LIMITS }),
     value: text('value'),
     agentsStarted: integer('agents_started'),
     cancelReason: text('cancel_reason'),

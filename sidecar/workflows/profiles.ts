@@ -7,7 +7,7 @@
 import { readFileSync, statSync } from 'node:fs'
 import * as v from 'valibot'
 import { ConfigError } from '../../schema/config.ts'
-import { MAX_AGENT_PROFILES_FILE_BYTES } from '../tuning.ts'
+import { MAX_AGENT_PROFILES_FILE_BYTES } from '../../schema/limits.ts'
 import { AgentProfiles, type AgentProfile } from '../../schema/wire/workflows.ts'
 
 export const AGENTS_VARIABLE = 'TERMKEEP_AGENTS'

@@ -14,6 +14,7 @@ import {
   runOfSession,
   setRunProcess,
   type Ending,
+  type Interrupted,
   type RunEventRow,
   type RunRow,
 } from '../../storage/workflows/writes.ts'
@@ -24,7 +25,7 @@ import type { Database } from '../../storage/client.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Retry } from '../write-retry.ts'
 
-export type { Ending, RunRow }
+export type { Ending, Interrupted, RunRow }
 
 export class RunLog {
   readonly #db: Database
@@ -119,7 +120,7 @@ export class RunStore {
    * members' terminals with it; they read as interrupted from now on. Returns their script
    * processes, for the caller to make sure none survived.
    */
-  interruptEarlier(generation: number): Promise<{ id: string; pid: number | null; pidStartTicks: number | null }[]> {
+  interruptEarlier(generation: number): Promise<Interrupted[]> {
     return interruptRunsBefore(this.#db, generation)
   }
 }

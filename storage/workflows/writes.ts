@@ -40,6 +40,7 @@ export async function endRun(db: Database, event: RunEventRow, { status, result,
         lastSequence: event.sequence,
         stopReason: result.stopReason,
         error: result.error ?? null,
+        stopLimit: result.limit ?? null,
         value: result.value === undefined ? null : JSON.stringify(result.value),
         agentsStarted: result.agentsStarted,
         cancelReason: cancelReason ?? null,
@@ -66,16 +67,28 @@ export async function runOfSession(db: Database, sessionId: string, runId: strin
   return row
 }
 
+/** A run an earlier sidecar left running, and its script process. */
+export interface Interrupted {
+  id: string
+  sessionId: string
+  createdAt: number
+  pid: number | null
+  pidStartTicks: number | null
+}
+
 /** Runs an earlier sidecar generation left running now read as interrupted; returns their script
  * processes. */
-export function interruptRunsBefore(
-  db: Database,
-  generation: number,
-): Promise<{ id: string; pid: number | null; pidStartTicks: number | null }[]> {
+export function interruptRunsBefore(db: Database, generation: number): Promise<Interrupted[]> {
   const now = Date.now()
   return db
     .update(workflowRuns)
     .set({ status: 'interrupted', updatedAt: now, endedAt: now })
     .where(and(eq(workflowRuns.status, 'running'), lt(workflowRuns.hostGeneration, generation)))
-    .returning({ id: workflowRuns.id, pid: workflowRuns.pid, pidStartTicks: workflowRuns.pidStartTicks })
+    .returning({
+      id: workflowRuns.id,
+      sessionId: workflowRuns.sessionId,
+      createdAt: workflowRuns.createdAt,
+      pid: workflowRuns.pid,
+      pidStartTicks: workflowRuns.pidStartTicks,
+    })
 }
