@@ -130,6 +130,7 @@ export function terminalInfoOf(row: TerminalRow, controllerId: string | null = n
     controllerId,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
+    closedAt: row.closedAt,
     foregroundCommand: row.foregroundCommand,
     ...workflowOf(row),
   }

@@ -67,6 +67,7 @@ export class LiveTerminal {
   error: string | null = null
   /** The foreground program's name (observation/foreground.ts); null before spawn and after exit. */
   foregroundCommand: string | null = null
+  closedAt: number | null = null
   updatedAt: number
   /** Open retain streams and follow streams: either suspends idle reclamation. */
   holds = 0
@@ -146,6 +147,7 @@ export class LiveTerminal {
       controllerId: this.state === 'retired' || this.state === 'closed' ? null : this.controllerId,
       createdAt: this.createdAt,
       updatedAt: this.updatedAt,
+      closedAt: this.closedAt,
       foregroundCommand: this.foregroundCommand,
       ...(this.workflow ? { workflow: this.workflow } : {}),
     }
@@ -358,7 +360,8 @@ export class LiveTerminal {
       if (!this.journal.ended) await this.#pty.forceClose()
       this.journal.end()
     }
-    this.#advance('closed', { closedAt: Date.now() })
+    this.closedAt = Date.now()
+    this.#advance('closed', { closedAt: this.closedAt })
     this.emulator.dispose()
     this.journal.retire()
     this.#advance('retired', {})
