@@ -52,6 +52,11 @@ function sender(c: Context): Sender {
   return { attachment: attachmentHeader(c), principal: principalHeader(c) }
 }
 
+function idempotencyKey(c: Context): string | undefined {
+  const header = c.req.header(IDEMPOTENCY_KEY_HEADER)
+  return header === undefined ? undefined : parse(IdempotencyKey, header, 'request/invalid')
+}
+
 /** A bad `after` is a bad cursor; anything else (`limit`) a bad request. */
 const cursorOrRequest = (keys: string[]) => (keys.includes('after') ? 'output/invalid-cursor' : 'request/invalid')
 
@@ -98,8 +103,7 @@ export function terminalRoutes(host: TerminalHost): Hono {
   app.post(`${one}/input`, async (c) => {
     const { sid, tid } = ids(c)
     const from = sender(c)
-    const header = c.req.header(IDEMPOTENCY_KEY_HEADER)
-    const key = header === undefined ? undefined : parse(IdempotencyKey, header, 'request/invalid')
+    const key = idempotencyKey(c)
     const terminal = await host.live(sid, tid)
     const bytes = await rawBody(c.req.raw, MAX_INPUT_BYTES, 'terminal/input-too-large')
     // A repeat of an applied key gets the same 204: the batch was typed, once.
@@ -109,8 +113,7 @@ export function terminalRoutes(host: TerminalHost): Hono {
   app.post(`${one}/keys`, async (c) => {
     const { sid, tid } = ids(c)
     const from = sender(c)
-    const header = c.req.header(IDEMPOTENCY_KEY_HEADER)
-    const key = header === undefined ? undefined : parse(IdempotencyKey, header, 'request/invalid')
+    const key = idempotencyKey(c)
     const request = parse(SendKeys, await jsonBody(c.req.raw), 'request/invalid')
     const terminal = await host.live(sid, tid)
     const keys = request.keys ?? []
