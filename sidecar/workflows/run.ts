@@ -24,7 +24,6 @@ import {
   MAX_WORKFLOW_LOG_MESSAGES,
   MAX_WORKFLOW_RESULT_BYTES,
   MAX_WORKFLOW_RESULT_DEPTH,
-  WORKFLOW_READS_IN_FLIGHT,
   WORKFLOW_SCRIPT_HEAP_MB,
   WORKFLOW_SCRIPT_MEMORY_BYTES,
 } from '../../schema/limits.ts'
@@ -43,9 +42,9 @@ import type { Profiles } from './profiles.ts'
 import { FromScript, type HookError } from './protocol.ts'
 import type { WorkflowReader } from './read-text.ts'
 import type { ReadTextPage } from '../../schema/wire/files.ts'
+import type { Ending, RunLog, RunStore } from './run-log.ts'
 import { engineLimits, SCRIPT_LIMITS } from './script-limits.ts'
-import type { Ending, RunLog, RunStore } from './store.ts'
-import { WORKFLOW_CPU_BACKSTOP_GRACE_MS, WORKFLOW_PROCESS_MEMORY_SLACK_BYTES } from './tuning.ts'
+import { WORKFLOW_CPU_BACKSTOP_GRACE_MS, WORKFLOW_PROCESS_MEMORY_SLACK_BYTES, WORKFLOW_READS_IN_FLIGHT } from './tuning.ts'
 import { watchUsage } from './usage.ts'
 
 export interface RunDeps {

@@ -11,11 +11,11 @@ import {
   MAX_WORKFLOW_LOG_MESSAGES,
   MAX_WORKFLOW_RESULT_BYTES,
   MAX_WORKFLOW_RESULT_DEPTH,
-  WORKFLOW_READS_IN_FLIGHT,
   WORKFLOW_SCRIPT_MEMORY_BYTES,
   WORKFLOW_SCRIPT_STACK_BYTES,
 } from '../../schema/limits.ts'
 import type { EngineLimits, ScriptLimits } from './protocol.ts'
+import { WORKFLOW_READS_IN_FLIGHT } from './tuning.ts'
 
 export const SCRIPT_LIMITS: ScriptLimits = {
   maxAgents: MAX_AGENTS_PER_RUN,

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { promptProblem } from '../../sidecar/workflows/prompt.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { json, readEvents, startHarness, type Harness } from '../api/harness.ts'
-import { createToken } from '../../api/auth/tokens.ts'
+import { createToken } from '../../storage/tokens.ts'
 import { processStat } from '../../sidecar/pty/process-tree.ts'
 import {
   AGENTS_ENV,
