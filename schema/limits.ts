@@ -58,8 +58,15 @@ export const RETRY_MAX_DELAY_MS = 4_000
 export const MAX_COMMAND_CHARS = 16_384
 /** Terminal titles after trimming (and at least one visible character). */
 export const MAX_TITLE_CHARS = 120
-/** Live (not yet closed) terminals per session, counting pending and failed creates. */
+/** Running terminals per session: creates in flight and terminals whose program still runs
+ * (`starting`, `running`). A terminal whose program exited holds no process of its own and does
+ * not count; its record, journal and screen stay readable until it is closed. */
 export const MAX_TERMINALS_PER_SESSION = 16
+/** Exited terminals a session keeps open for inspection (a `run_command` leaves one per call):
+ * a create closes the oldest beyond this many that nobody follows or holds, so their journals on
+ * disk stay bounded while an agent's recent results stay readable. Their records and screens
+ * stay in the database. */
+export const MAX_EXITED_TERMINALS_PER_SESSION = 64
 
 /** UTF-16 units one grapheme of a title or name may take: a text longer than its grapheme limit
  * times this is refused before its graphemes are counted, because Intl.Segmenter is quadratic in

@@ -65,6 +65,8 @@ export class LiveTerminal {
   exitCode: number | null = null
   exitSignal: number | null = null
   error: string | null = null
+  /** When the program exited (or failed to start); null while it runs. */
+  exitedAt: number | null = null
   /** The foreground program's name (observation/foreground.ts); null before spawn and after exit. */
   foregroundCommand: string | null = null
   updatedAt: number
@@ -178,7 +180,8 @@ export class LiveTerminal {
         this.exitCode = exitCode
         this.exitSignal = signal
         this.foregroundCommand = null
-        this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: Date.now(), foregroundCommand: null })
+        this.exitedAt = Date.now()
+        this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: this.exitedAt, foregroundCommand: null })
       })
       this.foregroundCommand = started
       // Recorded with the state, so that a sidecar after a crash of this one finds its processes.
@@ -186,7 +189,8 @@ export class LiveTerminal {
     } catch (error) {
       this.error = `spawn failed: ${(error as Error).message}`
       this.journal.end()
-      this.#advance('exited', { error: this.error, exitedAt: Date.now() })
+      this.exitedAt = Date.now()
+      this.#advance('exited', { error: this.error, exitedAt: this.exitedAt })
       throw new TermkeepError('terminal/spawn-failed', this.error)
     }
   }
