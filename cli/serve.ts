@@ -102,7 +102,7 @@ export async function serveCommand(config: Config): Promise<void> {
     // Wait for the sidecar's own shutdown (last screens saved, processes killed, rows retired): a
     // supervisor that kills what is left once this process exits would cut it short.
     await sidecar.stop()
-    storage.close()
+    await storage.shutdown()
     process.exit(code)
   }
   try {

@@ -4,7 +4,7 @@
  * no longer live here (410). A terminal row from any earlier generation is history: its id can
  * never be created again.
  */
-import { existsSync, rmSync, statSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   CLOSE_RETRY_MS,
@@ -31,6 +31,7 @@ import {
 } from '../../schema/wire/terminals.ts'
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
+import { removeSpoolTree } from '../journal/spool.ts'
 import { killLeftovers } from '../pty/orphans.ts'
 import { listShells } from '../pty/shells.ts'
 import { PtyThread } from '../pty/pty-thread.ts'
@@ -118,7 +119,7 @@ export class TerminalHost {
     }
     if (survivors.length > 0) console.error(`termkeep sidecar: processes of earlier terminals survived SIGKILL: ${survivors.join(' ')}`)
     await this.#options.store.retireEarlierGenerations(this.generation)
-    rmSync(join(this.#options.dataDir, 'spool'), { recursive: true, force: true })
+    removeSpoolTree(join(this.#options.dataDir, 'spool'))
   }
 
   async environment(sessionId: string): Promise<TerminalEnvironment> {
