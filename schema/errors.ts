@@ -128,3 +128,21 @@ export function errorFromBody(body: unknown): TermkeepError | undefined {
   if (!isErrorCode(code)) return undefined
   return new TermkeepError(code, typeof message === 'string' ? message : code, details)
 }
+
+/** The realm every termkeep 401 names in its challenge. */
+export const AUTH_REALM = 'termkeep'
+
+/**
+ * The `WWW-Authenticate` challenge a 401 carries (RFC 6750 §3), undefined for any other error: a
+ * request with no credentials gets the plain `Bearer realm=…` (the RFC says no error code then),
+ * one whose token was presented but is wrong gets `error="invalid_token"`. A client (the MCP
+ * Inspector, an OAuth-aware SDK) reads this to tell a wrong token from a server asking it to log in.
+ */
+export function bearerChallenge(error: TermkeepError): string | undefined {
+  if (error.status !== 401) return undefined
+  const realm = `Bearer realm="${AUTH_REALM}"`
+  if (error.code !== 'auth/invalid-token') return realm
+  // error_description allows printable ASCII but the quote and the backslash.
+  const description = error.message.replace(/["\\]/g, "'").replace(/[^\x20-\x7e]/g, '?')
+  return `${realm}, error="invalid_token", error_description="${description}"`
+}

@@ -8,7 +8,8 @@ import { join } from 'node:path'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { GRANTS } from '../../schema/grants.ts'
-import { callTool, errorOf, factsOf, mcpStack, type McpStack, textOf } from '../support/mcp.ts'
+import { extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js'
+import { callTool, errorOf, factsOf, mcpClient, mcpStack, type McpStack, textOf } from '../support/mcp.ts'
 import { readEvents, startHarness, type Harness } from './harness.ts'
 
 let h: Harness
@@ -120,6 +121,30 @@ describe('tools/list and authority', () => {
       body: '{}',
     })
     expect(unauthenticated.status).toBe(401)
+  })
+
+  it('tells the SDK client a wrong token from one it never sent (RFC 6750 challenge), not a login to start', async () => {
+    const wrong = mcpClient(stack.api.url, 'tk_wrong-token-for-this-test')
+    await expect(wrong).rejects.toMatchObject({ code: 401, message: expect.stringContaining('auth/invalid-token') })
+    const initialize = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    })
+    const post = (headers: Record<string, string>) =>
+      fetch(`${stack.api.url}/mcp`, {
+        method: 'POST',
+        headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...headers },
+        body: initialize,
+      })
+    // Parsed as the SDK's own transport parses a 401: no resource metadata to start OAuth from.
+    const refused = await post({ authorization: 'Bearer tk_wrong-token-for-this-test' })
+    expect(refused.status).toBe(401)
+    expect(extractWWWAuthenticateParams(refused)).toEqual({ resourceMetadataUrl: undefined, scope: undefined, error: 'invalid_token' })
+    const none = await post({})
+    expect(none.headers.get('www-authenticate')).toBe('Bearer realm="termkeep"')
+    expect(extractWWWAuthenticateParams(none)).toEqual({})
   })
 })
 
