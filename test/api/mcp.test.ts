@@ -19,6 +19,34 @@ let adminToken: string
 let dir: string
 const client = (token: string) => stack.client(token)
 
+/** Keywords whose value may be a boolean (JSON Schema); anywhere else `true`/`false` stands for a schema. */
+const BOOLEAN_VALUED = new Set(['additionalProperties', 'unevaluatedProperties', 'uniqueItems', 'exclusiveMinimum', 'exclusiveMaximum'])
+/** Keywords that say something about the value: a schema with none accepts anything (`{}`). */
+const CONSTRAINING = new Set(['type', 'enum', 'const', 'anyOf', 'oneOf', 'allOf', 'not', '$ref', 'properties', 'items', 'pattern'])
+
+/** What MCP Inspector's `tools/list --strict` reports (its schema lint): untyped schemas, `type`
+ * arrays, bare boolean schemas, remote refs; as paths into the schema. */
+function schemaFindings(node: unknown, path = '', keyword?: string): string[] {
+  if (typeof node === 'boolean') return keyword !== undefined && BOOLEAN_VALUED.has(keyword) ? [] : [`${path}: a bare boolean schema`]
+  if (typeof node !== 'object' || node === null) return []
+  const schema = node as Record<string, unknown>
+  const found: string[] = []
+  if (!Object.keys(schema).some((key) => CONSTRAINING.has(key))) found.push(`${path || '(root)'}: constrains nothing`)
+  if (Array.isArray(schema.type)) found.push(`${path}: type is an array`)
+  if (typeof schema.$ref === 'string' && !schema.$ref.startsWith('#')) found.push(`${path}: a remote $ref`)
+  for (const key of ['properties', '$defs', 'patternProperties']) {
+    for (const [name, sub] of Object.entries((schema[key] as Record<string, unknown>) ?? {}))
+      found.push(...schemaFindings(sub, `${path}.${key}.${name}`, key))
+  }
+  for (const key of ['anyOf', 'oneOf', 'allOf']) {
+    for (const [i, sub] of ((schema[key] as unknown[]) ?? []).entries()) found.push(...schemaFindings(sub, `${path}.${key}[${i}]`, key))
+  }
+  for (const key of ['items', 'additionalProperties', 'propertyNames', 'not']) {
+    if (key in schema) found.push(...schemaFindings(schema[key], `${path}.${key}`, key))
+  }
+  return found
+}
+
 async function terminalRows(): Promise<unknown[]> {
   return (await h.storage.client.execute('SELECT session_id, id, state FROM terminals ORDER BY rowid')).rows
 }
@@ -69,6 +97,15 @@ describe('tools/list and authority', () => {
     expect(create.inputSchema.required).toEqual(['sid'])
     const file = tools.find((t) => t.name === 'read_file')!
     expect(file.inputSchema.properties).toMatchObject({ offset: { type: 'integer', minimum: 1 } })
+  })
+
+  it('gives every tool a schema a strict client takes: every node constrains, no type unions, no bare booleans', async () => {
+    const { tools } = await admin.listTools()
+    const findings = tools.flatMap((tool) => schemaFindings(tool.inputSchema).map((finding) => `${tool.name}: ${finding}`))
+    expect(findings).toEqual([])
+    const run = tools.find((t) => t.name === 'run_workflow')!.inputSchema as any
+    expect(run.properties.input).toEqual({ $ref: '#/$defs/JsonValue' })
+    expect(run.$defs.JsonValue.anyOf.map((branch: any) => branch.type)).toEqual(['string', 'number', 'boolean', 'null', 'array', 'object'])
   })
 
   it('shows a narrow token only the tools its grants allow; the others are refused and change nothing', async () => {
@@ -145,6 +182,25 @@ describe('tools/list and authority', () => {
     const none = await post({})
     expect(none.headers.get('www-authenticate')).toBe('Bearer realm="termkeep"')
     expect(extractWWWAuthenticateParams(none)).toEqual({})
+  })
+})
+
+describe('sessions', () => {
+  it("lists the sessions in no workspace (workspace: none), and a workspace's own, through list_sessions", async () => {
+    const loose = realpathSync((mkdirSync(join(h.dir, 'loose'), { recursive: true }), join(h.dir, 'loose')))
+    await h.request('POST', '/v1/sessions', { token: adminToken, body: { id: 's-loose', cwd: loose } })
+    const none = factsOf(await callTool(admin, 'list_sessions', { workspace: 'none' }))
+    expect(none.sessions.map((s: { id: string }) => s.id)).toEqual(['s-loose'])
+    const all = factsOf(await callTool(admin, 'list_sessions', { limit: 1 }))
+    expect(all.sessions).toHaveLength(1)
+    expect(all.next).not.toBeNull()
+    const rest = factsOf(await callTool(admin, 'list_sessions', { cursor: all.next }))
+    expect([...all.sessions, ...rest.sessions].map((s: { id: string }) => s.id).sort()).toEqual(['s-loose', 's1'])
+    // A terminal of such a session is reached as any other.
+    const run = factsOf(await callTool(admin, 'run_command', { sid: 's-loose', command: 'pwd' }))
+    expect(run.exitCode).toBe(0)
+    const bad = errorOf(await callTool(admin, 'list_sessions', { workspace: '../x' }))
+    expect(bad.code).toBe('request/invalid')
   })
 })
 
