@@ -19,13 +19,17 @@ import { health } from './routes/health.ts'
 import { tokenRoutes } from './routes/tokens.ts'
 import { web } from './routes/web.ts'
 import { headWithoutStreams } from './sse.ts'
+import { streamRoutes, type StreamRoutes } from './stream-routes.ts'
 import { terminalRoutes } from './terminals/routes.ts'
 import { workflowRoutes } from './workflows/routes.ts'
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
+  // Read from the routes once all are mounted, at the first request.
+  let streams: StreamRoutes | undefined
   app.use(async (c, next) => {
     c.set('deps', deps)
+    c.set('streams', (streams ??= streamRoutes(app)))
     await next()
   })
   app.use(headWithoutStreams)

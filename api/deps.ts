@@ -3,6 +3,7 @@ import type { Database } from '../storage/client.ts'
 import type { FileFinding } from '../storage/health.ts'
 import type { Authority } from './auth/guard.ts'
 import type { SidecarClient } from './sidecar-client.ts'
+import type { StreamRoutes } from './stream-routes.ts'
 
 /** Everything the stateless app needs; each runtime entry builds these and calls createApp. */
 export interface AppDeps {
@@ -43,5 +44,7 @@ export interface AppEnv {
     auth: Authority
     /** The EventSource ticket the request came with, until `openStream` spends it (auth/guard.ts). */
     ticket: string | undefined
+    /** The app's SSE routes (stream-routes.ts): what a ticket may open. */
+    streams: StreamRoutes
   }
 }

@@ -156,17 +156,38 @@ async function checkJsonBody(c: Context): Promise<boolean> {
   return large
 }
 
+/** The query field an EventSource's ticket travels in: guard's (auth/guard.ts), not the route's. */
+const TICKET_FIELD = 'ticket'
+
+/** `schema` over the query without its ticket, so a strict query schema never refuses one. */
+function withoutTicket<S extends StandardSchemaV1>(schema: S): S {
+  const standard = schema['~standard']
+  const validate = (value: unknown) => {
+    if (typeof value !== 'object' || value === null || !(TICKET_FIELD in value)) return standard.validate(value)
+    const { [TICKET_FIELD]: _, ...rest } = value as Record<string, unknown>
+    return standard.validate(rest)
+  }
+  return { '~standard': { ...standard, validate } } as unknown as S
+}
+
 export function validate<S extends StandardSchemaV1, T extends keyof ValidationTargets, E extends Env = Env, P extends string = string>(
   target: T,
   schema: S,
   options: ValidateOptions = {},
 ) {
-  const inner = validator<S, T, E, P>(target, schema, (result) => {
+  const hook = (result: { success: boolean; error?: unknown }) => {
     if (result.success) return
     const issues = result.error as readonly StandardSchemaV1.Issue[]
     const code = typeof options.code === 'function' ? options.code(issues) : (options.code ?? 'request/invalid')
     throw new TermkeepError(code, describeIssues(target, issues))
-  })
+  }
+  if (target === 'query') {
+    const checking = validator<S, T, E, P>(target, withoutTicket(schema), hook)
+    // Documented from the route's own schema (the ticket is documented with the tickets route).
+    const documenting = validator<S, T, E, P>(target, schema, hook) as unknown as Record<symbol, unknown>
+    return Object.assign(checking, { [uniqueSymbol]: documenting[uniqueSymbol] })
+  }
+  const inner = validator<S, T, E, P>(target, schema, hook)
   if (target !== 'json') return inner
   const limit = options.maxBytes ?? MAX_JSON_BODY_BYTES
   const sizeCheck = sizeLimit(limit, () => Promise.reject(tooLarge(limit)))

@@ -63,7 +63,7 @@ export const tokenRoutes = new Hono<AppEnv>()
     validate('json', TicketRequest),
     async (c) => {
       const { path } = c.req.valid('json')
-      const minted = await mintTicket(c.get('deps').db, c.get('auth').tokenId, path)
+      const minted = await mintTicket(c.get('deps').db, c.get('auth').tokenId, path, c.get('streams'))
       return c.json({ ticket: minted.ticket, path, expiresAt: minted.expiresAt }, 201)
     },
   )
