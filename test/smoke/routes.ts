@@ -37,7 +37,7 @@ export const ROUTE_CHECKS: RouteCheck[] = [
         status: 'ok',
         runtime,
         database: { reachable: true, writable: true },
-        sidecar: { reachable: true, generation: backend.sidecar.generation },
+        sidecar: { reachable: true, generation: backend.sidecar.generation, ageMs: expect.any(Number) },
         problems: [],
       })
     },

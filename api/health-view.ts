@@ -1,0 +1,106 @@
+/**
+ * What `/v1/health` says about the sidecar without ever waiting on it: a stopped (SIGSTOP) or
+ * hung sidecar holds its health request open, and a health check that waits for it is no health
+ * check. Each request asks the sidecar's health (one ask out at a time, shared by every request
+ * meanwhile) and waits at most HEALTH_WAIT_MS for it: an answer in time is reported as it is
+ * (age 0); otherwise the state last known is reported with its age and how long the ask has been
+ * waiting. The ask itself goes on to its own deadline (SIDECAR_LIVENESS_TIMEOUT_MS), and its
+ * outcome — an answer, or "not reachable" — becomes the state last known. Web APIs only.
+ */
+import { HEALTH_ERROR_TEXT_CHARS, HEALTH_WAIT_MS } from '../schema/limits.ts'
+import type { HealthProblem, SidecarHealth } from '../schema/wire/health.ts'
+
+/** The sidecar as health reports it. */
+export interface SidecarView {
+  reachable: boolean
+  generation?: number
+  error?: string
+  /** How old this state is (ms): 0 when the sidecar answered this request. */
+  ageMs: number
+  /** While an ask is out unanswered past the wait: for how long (ms). */
+  waitingMs?: number
+  /** The sidecar's own findings, as of its last answer. */
+  problems: HealthProblem[]
+}
+
+interface Known {
+  at: number
+  reachable: boolean
+  generation?: number
+  error?: string
+  problems: HealthProblem[]
+}
+
+/** Pure: resolves with `promise`'s value, or `undefined` once `ms` passed first. */
+export function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
+}
+
+export class SidecarHealthView {
+  readonly #ask: () => Promise<SidecarHealth>
+  readonly #now: () => number
+  #known: Known | undefined
+  #asking: { since: number; outcome: Promise<Known> } | undefined
+
+  /** `ask`: the sidecar's health request (it rejects at its own deadline). */
+  constructor(ask: () => Promise<SidecarHealth>, now: () => number = Date.now) {
+    this.#ask = ask
+    this.#now = now
+  }
+
+  /**
+   * The sidecar's state within HEALTH_WAIT_MS. `keep` is given the ask still out when the wait
+   * ended, for a runtime that ends a request's work with its response (Workers' waitUntil).
+   */
+  async current(keep?: (pending: Promise<unknown>) => void): Promise<SidecarView> {
+    const asking = (this.#asking ??= this.#start())
+    const answered = await within(asking.outcome, HEALTH_WAIT_MS)
+    if (answered) return { ...viewOf(answered), ageMs: Math.max(0, this.#now() - answered.at) }
+    keep?.(asking.outcome)
+    const waitingMs = this.#now() - asking.since
+    const known = this.#known
+    if (!known) {
+      return {
+        reachable: false,
+        error: `the sidecar has not answered its health yet (asked ${waitingMs} ms ago)`,
+        ageMs: 0,
+        waitingMs,
+        problems: [],
+      }
+    }
+    return { ...viewOf(known), ageMs: this.#now() - known.at, waitingMs }
+  }
+
+  #start(): { since: number; outcome: Promise<Known> } {
+    const since = this.#now()
+    const outcome = this.#ask().then(
+      (h): Known => ({ at: this.#now(), reachable: true, generation: h.generation, problems: h.problems ?? [] }),
+      (error: unknown): Known => ({
+        at: this.#now(),
+        reachable: false,
+        error: String((error as Error)?.message ?? error).slice(0, HEALTH_ERROR_TEXT_CHARS),
+        problems: [],
+      }),
+    )
+    const asking = {
+      since,
+      outcome: outcome.then((known) => {
+        this.#known = known
+        if (this.#asking === asking) this.#asking = undefined
+        return known
+      }),
+    }
+    return asking
+  }
+}
+
+function viewOf(known: Known): Omit<SidecarView, 'ageMs'> {
+  return {
+    reachable: known.reachable,
+    ...(known.generation === undefined ? {} : { generation: known.generation }),
+    ...(known.error === undefined ? {} : { error: known.error }),
+    problems: known.problems,
+  }
+}
