@@ -7,6 +7,7 @@
  */
 import { Hono } from 'hono'
 import { describeRoute } from 'hono-openapi'
+import { originGuard } from './auth/origin.ts'
 import type { AppDeps, AppEnv } from './deps.ts'
 import { displayRoutes } from './display/routes.ts'
 import { notFound, onError } from './errors.ts'
@@ -33,6 +34,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     await next()
   })
   app.use(headWithoutStreams)
+  app.use('/v1/*', originGuard())
+  app.use('/mcp', originGuard())
   app.onError(onError)
   app.notFound(notFound)
   app.route('/', health)

@@ -2,6 +2,7 @@ import type { Client } from '@libsql/client'
 import type { Database } from '../storage/client.ts'
 import type { FileFinding } from '../storage/health.ts'
 import type { Authority } from './auth/guard.ts'
+import type { OriginPolicy } from './auth/origin.ts'
 import type { SidecarClient } from './sidecar-client.ts'
 import type { StreamRoutes } from './stream-routes.ts'
 
@@ -17,6 +18,8 @@ export interface AppDeps {
   /** Where a filesystem is (the Node entry, a `file:` database): whether the database's path
    * still names the file this process opened (storage/file-identity.ts). */
   databaseFile?: () => FileFinding | undefined
+  /** Which Origin and Host headers are answered (auth/origin.ts; default: loopback only). */
+  origins?: OriginPolicy
   /** Test and benchmark knobs; production uses the named limits. */
   tuning?: {
     /** SSE comment heartbeat interval (default SSE_HEARTBEAT_MS). */

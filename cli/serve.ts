@@ -126,6 +126,7 @@ export async function serveCommand(config: Config): Promise<void> {
       host: config.host,
       port: config.port,
       databaseUrl: config.databaseUrl,
+      allowed: config,
     })
     admin = await ensureAdminToken(storage.db, config.adminToken)
   } catch (error) {

@@ -17,6 +17,10 @@ export const ERROR_STATUS = {
   'route/not-found': 404,
   /** The path exists, not for this method (GET and DELETE on the stateless `/mcp`). */
   'request/method-not-allowed': 405,
+  /** A browser page of an origin the API does not answer (api/auth/origin.ts: DNS rebinding). */
+  'request/origin-not-allowed': 403,
+  /** A Host the API does not answer to (a name it was not configured for). */
+  'request/host-not-allowed': 403,
   // authority
   'auth/missing-token': 401,
   'auth/invalid-token': 401,

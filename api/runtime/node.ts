@@ -9,6 +9,7 @@ import { LISTEN_BACKLOG } from '../../schema/limits.ts'
 import type { Storage } from '../../storage/client.ts'
 import { DatabaseFile } from '../../storage/file-identity.ts'
 import { createApp } from '../app.ts'
+import { originPolicy } from '../auth/origin.ts'
 import { SidecarClient } from '../sidecar-client.ts'
 import { withNodeRelays } from './node-relay.ts'
 import { createNodeServer } from './node-server.ts'
@@ -24,6 +25,8 @@ export interface NodeApiOptions {
   /** The database's URL: for a `file:` one, health checks that its path still names the file
    * opened (storage/file-identity.ts). */
   databaseUrl?: string
+  /** TERMKEEP_ALLOWED_ORIGINS and TERMKEEP_ALLOWED_HOSTS (auth/origin.ts); default none. */
+  allowed?: { allowedOrigins: readonly string[]; allowedHosts: readonly string[] | undefined }
 }
 
 export interface RunningApi {
@@ -32,7 +35,15 @@ export interface RunningApi {
   close(): Promise<void>
 }
 
-export function startNodeApi({ storage, sidecarUrl, sidecarSecret, host, port, databaseUrl }: NodeApiOptions): Promise<RunningApi> {
+export function startNodeApi({
+  storage,
+  sidecarUrl,
+  sidecarSecret,
+  host,
+  port,
+  databaseUrl,
+  allowed,
+}: NodeApiOptions): Promise<RunningApi> {
   const file = databaseUrl === undefined ? undefined : DatabaseFile.opened(databaseUrl)
   const app = createApp({
     db: storage.db,
@@ -41,6 +52,7 @@ export function startNodeApi({ storage, sidecarUrl, sidecarSecret, host, port, d
     sidecar: new SidecarClient({ url: sidecarUrl, secret: sidecarSecret, fetch: nodeFetch }),
     runtime: 'node',
     databaseFile: file && (() => file.check()),
+    origins: originPolicy(allowed ?? { allowedOrigins: [], allowedHosts: undefined }, host),
   })
   return new Promise((resolve, reject) => {
     const server = createNodeServer(withNodeRelays(app.fetch), host)

@@ -4,6 +4,7 @@
  * refused without their routes' grants (changing nothing), and drive real terminals and files.
  */
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
 import { join } from 'node:path'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -182,6 +183,89 @@ describe('tools/list and authority', () => {
     const none = await post({})
     expect(none.headers.get('www-authenticate')).toBe('Bearer realm="termkeep"')
     expect(extractWWWAuthenticateParams(none)).toEqual({})
+  })
+})
+
+describe('transport rules beside the conformance suite', () => {
+  const STREAMABLE = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }
+  const post = (body: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${stack.api.url}/mcp`, {
+      method: 'POST',
+      headers: { ...STREAMABLE, authorization: `Bearer ${adminToken}`, ...headers },
+      body: JSON.stringify(body),
+    })
+  /** The JSON-RPC messages of an SSE answer. */
+  const messages = async (response: Response) =>
+    (await response.text())
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => JSON.parse(line.slice(6)))
+  const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' }
+
+  /** A request with exactly these headers (fetch will not send a Host of one's choosing). */
+  const raw = (method: string, path: string, headers: Record<string, string>, body?: string) =>
+    new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const url = new URL(path, stack.api.url)
+      const request = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method, headers }, (response) => {
+        let text = ''
+        response.on('data', (chunk: Buffer) => (text += chunk))
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text.startsWith('{') ? JSON.parse(text) : text }))
+      })
+      request.on('error', reject)
+      request.end(body)
+    })
+
+  it('refuses a present, invalid Origin and a spoofed Host with 403, on /mcp and on /v1 routes; no Origin passes', async () => {
+    const auth = { authorization: `Bearer ${adminToken}` }
+    for (const [headers, code] of [
+      [{ origin: 'http://evil.example.com' }, 'request/origin-not-allowed'],
+      [{ origin: 'null' }, 'request/origin-not-allowed'],
+      [{ host: 'evil.example.com' }, 'request/host-not-allowed'],
+      [{ host: 'evil.example.com:8787', origin: 'http://evil.example.com:8787' }, 'request/host-not-allowed'],
+    ] as [Record<string, string>, string][]) {
+      const refused = await raw('POST', '/mcp', { ...STREAMABLE, ...auth, ...headers }, JSON.stringify(list))
+      expect([refused.status, refused.body.error?.code], JSON.stringify(headers)).toEqual([403, code])
+      const route = await raw('GET', '/v1/workspaces', { ...auth, ...headers })
+      expect([route.status, route.body.error?.code], JSON.stringify(headers)).toEqual([403, code])
+    }
+    // The page's own origin, another loopback one, and none at all.
+    for (const headers of [{ origin: stack.api.url }, { origin: 'http://localhost:5173' }, {}] as Record<string, string>[]) {
+      const answered = await post(list, headers)
+      expect(answered.status, JSON.stringify(headers)).toBe(200)
+      expect((await messages(answered))[0].result.tools.length).toBeGreaterThan(10)
+    }
+  })
+
+  it('takes a JSON-RPC batch from a 2025-03-26 client, and refuses one under 2025-06-18 and later', async () => {
+    const batch = [list, { jsonrpc: '2.0', id: 2, method: 'ping' }, { jsonrpc: '2.0', method: 'notifications/initialized' }]
+    for (const headers of [{}, { 'mcp-protocol-version': '2025-03-26' }] as Record<string, string>[]) {
+      const answered = await post(batch, headers)
+      expect(answered.status, JSON.stringify(headers)).toBe(200)
+      const answers = await messages(answered)
+      expect(answers.map((m: { id: number }) => m.id).sort()).toEqual([1, 2])
+      expect(answers.find((m: { id: number }) => m.id === 2).result).toEqual({})
+    }
+    for (const version of ['2025-06-18', '2025-11-25']) {
+      const refused = await post(batch, { 'mcp-protocol-version': version })
+      const body = await refused.json()
+      expect([refused.status, body.error.code]).toEqual([400, 'request/invalid'])
+      expect(body.error.message).toContain('batches')
+    }
+  })
+
+  it('answers malformed params -32602 naming what is wrong, not -32603 with a schema dump', async () => {
+    const cases: [unknown, RegExp][] = [
+      [{ jsonrpc: '2.0', id: 7, method: 'tools/call', params: {} }, /^invalid params for tools\/call: params\.name: /],
+      [{ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 5 } }, /^invalid params for tools\/call: params\.name: /],
+      [{ jsonrpc: '2.0', id: 7, method: 'resources/read', params: {} }, /^invalid params for resources\/read: params\.uri: /],
+      [{ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'no_such_tool' } }, /^unknown tool no_such_tool$/],
+    ]
+    for (const [request, message] of cases) {
+      const [answer] = await messages(await post(request))
+      expect(answer.error.code, JSON.stringify(request)).toBe(-32602)
+      expect(answer.error.message, JSON.stringify(request)).toMatch(message)
+      expect(answer.error.message.length).toBeLessThan(300)
+    }
   })
 })
 
