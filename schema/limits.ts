@@ -386,6 +386,10 @@ export const MAX_RESOURCE_NAME_CHARS = 255
 // ── HTTP ────────────────────────────────────────────────────────────────────
 /** SSE comment heartbeat, so proxies and clients see a live stream. */
 export const SSE_HEARTBEAT_MS = 15_000
+/** The controlling follow's stream is never quiet longer than this: a closed client is found by
+ * the next write failing, on every runtime (Workers notices no disconnect otherwise), so input
+ * control is free again within about this long after the controller's client left. */
+export const CONTROL_RENEW_MS = 1_000
 /** Connections a listening socket (the API's, the sidecar's) queues before it accepts them, up to
  * the kernel's somaxconn. Node's default, 511, overflowed under a burst of streams: the SYNs it
  * dropped were retried a second later, which the API's 2 s connect budget to the sidecar often

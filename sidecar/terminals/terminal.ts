@@ -122,6 +122,11 @@ export class LiveTerminal {
     return this.#pty?.ttyIndex
   }
 
+  /** Does the follow that attached as `key` hold control now? */
+  controls(key: string): boolean {
+    return this.#controller?.key === key
+  }
+
   get controllerId(): string | null {
     return this.#controller?.id ?? null
   }
