@@ -8,13 +8,15 @@
  * outcome — an answer, or "not reachable" — becomes the state last known. Web APIs only.
  */
 import { HEALTH_ERROR_TEXT_CHARS, HEALTH_WAIT_MS } from '../schema/limits.ts'
-import type { HealthProblem, SidecarHealth } from '../schema/wire/health.ts'
+import type { HealthProblem, SidecarHealth, WorkflowsHealth } from '../schema/wire/health.ts'
 
 /** The sidecar as health reports it. */
 export interface SidecarView {
   reachable: boolean
   generation?: number
   error?: string
+  /** How it runs workflow scripts, as of its last answer (once it knows). */
+  workflows?: WorkflowsHealth
   /** How old this state is (ms): 0 when the sidecar answered this request. */
   ageMs: number
   /** While an ask is out unanswered past the wait: for how long (ms). */
@@ -28,6 +30,7 @@ interface Known {
   reachable: boolean
   generation?: number
   error?: string
+  workflows?: WorkflowsHealth
   problems: HealthProblem[]
 }
 
@@ -76,7 +79,13 @@ export class SidecarHealthView {
   #start(): { since: number; outcome: Promise<Known> } {
     const since = this.#now()
     const outcome = this.#ask().then(
-      (h): Known => ({ at: this.#now(), reachable: true, generation: h.generation, problems: h.problems ?? [] }),
+      (h): Known => ({
+        at: this.#now(),
+        reachable: true,
+        generation: h.generation,
+        ...(h.workflows ? { workflows: h.workflows } : {}),
+        problems: h.problems ?? [],
+      }),
       (error: unknown): Known => ({
         at: this.#now(),
         reachable: false,
@@ -101,6 +110,7 @@ function viewOf(known: Known): Omit<SidecarView, 'ageMs'> {
     reachable: known.reachable,
     ...(known.generation === undefined ? {} : { generation: known.generation }),
     ...(known.error === undefined ? {} : { error: known.error }),
+    ...(known.workflows === undefined ? {} : { workflows: known.workflows }),
     problems: known.problems,
   }
 }

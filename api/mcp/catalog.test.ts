@@ -81,12 +81,13 @@ describe('the MCP tool table', () => {
 
   it("is documented in docs/mcp.md with each tool's grants", () => {
     const doc = readFileSync(new URL('../../docs/mcp.md', import.meta.url), 'utf8')
-    // Table cells are padded to the column's width (the formatter aligns markdown tables).
-    const rows = new Set(doc.split('\n').map((line) => line.replace(/ *\| */g, '|')))
-    for (const tool of TOOLS)
-      expect(
-        [...rows].some((row) => row.startsWith(`|\`${tool.name}\`|${catalog.grants(tool)}|`)),
-        tool.name,
-      ).toBe(true)
+    // Cells are padded by the formatter: compare them trimmed.
+    const rows = new Map(
+      doc
+        .split('\n')
+        .map((line) => line.split('|').map((cell) => cell.trim()))
+        .map((cells) => [cells[1], cells[2]]),
+    )
+    for (const tool of TOOLS) expect(rows.get(`\`${tool.name}\``), tool.name).toBe(catalog.grants(tool))
   })
 })
