@@ -5,7 +5,9 @@
  * meanwhile) and waits at most HEALTH_WAIT_MS for it: an answer in time is reported as it is
  * (age 0); otherwise the state last known is reported with its age and how long the ask has been
  * waiting. The ask itself goes on to its own deadline (SIDECAR_LIVENESS_TIMEOUT_MS), and its
- * outcome — an answer, or "not reachable" — becomes the state last known. Web APIs only.
+ * outcome — an answer, or "not reachable" — becomes the state last known. Before anything is known
+ * (an API's first ask) there is nothing to report instead, so that one is waited for, to its
+ * deadline; the Node entry asks once at start (`prime`), so its health never waits. Web APIs only.
  */
 import { HEALTH_ERROR_TEXT_CHARS, HEALTH_WAIT_MS } from '../schema/limits.ts'
 import type { HealthProblem, SidecarHealth, WorkflowsHealth } from '../schema/wire/health.ts'
@@ -59,21 +61,16 @@ export class SidecarHealthView {
    */
   async current(keep?: (pending: Promise<unknown>) => void): Promise<SidecarView> {
     const asking = (this.#asking ??= this.#start())
-    const answered = await within(asking.outcome, HEALTH_WAIT_MS)
+    const answered = this.#known ? await within(asking.outcome, HEALTH_WAIT_MS) : await asking.outcome
     if (answered) return { ...viewOf(answered), ageMs: Math.max(0, this.#now() - answered.at) }
     keep?.(asking.outcome)
-    const waitingMs = this.#now() - asking.since
-    const known = this.#known
-    if (!known) {
-      return {
-        reachable: false,
-        error: `the sidecar has not answered its health yet (asked ${waitingMs} ms ago)`,
-        ageMs: 0,
-        waitingMs,
-        problems: [],
-      }
-    }
-    return { ...viewOf(known), ageMs: this.#now() - known.at, waitingMs }
+    const known = this.#known!
+    return { ...viewOf(known), ageMs: this.#now() - known.at, waitingMs: this.#now() - asking.since }
+  }
+
+  /** Asks now, so that a first health call finds a state known (an API's start). */
+  prime(): void {
+    void this.current()
   }
 
   #start(): { since: number; outcome: Promise<Known> } {

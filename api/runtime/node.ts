@@ -10,6 +10,8 @@ import type { Storage } from '../../storage/client.ts'
 import { DatabaseFile } from '../../storage/file-identity.ts'
 import { createApp } from '../app.ts'
 import { originPolicy } from '../auth/origin.ts'
+import type { AppDeps } from '../deps.ts'
+import { primeHealth } from '../routes/health.ts'
 import { SidecarClient } from '../sidecar-client.ts'
 import { withNodeRelays } from './node-relay.ts'
 import { createNodeServer } from './node-server.ts'
@@ -45,7 +47,7 @@ export function startNodeApi({
   allowed,
 }: NodeApiOptions): Promise<RunningApi> {
   const file = databaseUrl === undefined ? undefined : DatabaseFile.opened(databaseUrl)
-  const app = createApp({
+  const deps: AppDeps = {
     db: storage.db,
     client: storage.client,
     probe: storage.probe,
@@ -53,10 +55,12 @@ export function startNodeApi({
     runtime: 'node',
     databaseFile: file && (() => file.check()),
     origins: originPolicy(allowed ?? { allowedOrigins: [], allowedHosts: undefined }, host),
-  })
+  }
+  const app = createApp(deps)
   return new Promise((resolve, reject) => {
     const server = createNodeServer(withNodeRelays(app.fetch), host)
     server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
+      primeHealth(deps)
       const info = server.address() as AddressInfo
       const shownHost = host.includes(':') ? `[${host}]` : host
       resolve({
