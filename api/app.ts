@@ -7,7 +7,7 @@
  */
 import { Hono } from 'hono'
 import { describeRoute } from 'hono-openapi'
-import { originGuard } from './auth/origin.ts'
+import { originGuard } from './auth/origin-guard.ts'
 import type { AppDeps, AppEnv } from './deps.ts'
 import { displayRoutes } from './display/routes.ts'
 import { notFound, onError } from './errors.ts'

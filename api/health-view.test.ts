@@ -1,6 +1,6 @@
 /** The sidecar's health as /v1/health reports it: never waiting past HEALTH_WAIT_MS. */
 import { describe, expect, it } from 'vitest'
-import { HEALTH_WAIT_MS } from '../schema/limits.ts'
+import { HEALTH_WAIT_MS } from './tuning.ts'
 import type { SidecarHealth } from '../schema/wire/health.ts'
 import { SidecarHealthView } from './health-view.ts'
 

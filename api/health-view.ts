@@ -9,7 +9,8 @@
  * (an API's first ask) there is nothing to report instead, so that one is waited for, to its
  * deadline; the Node entry asks once at start (`prime`), so its health never waits. Web APIs only.
  */
-import { HEALTH_ERROR_TEXT_CHARS, HEALTH_WAIT_MS } from '../schema/limits.ts'
+import { HEALTH_ERROR_TEXT_CHARS } from '../storage/tuning.ts'
+import { HEALTH_WAIT_MS } from './tuning.ts'
 import type { HealthProblem, SidecarHealth, WorkflowsHealth } from '../schema/wire/health.ts'
 
 /** The sidecar as health reports it. */

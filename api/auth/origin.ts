@@ -10,11 +10,9 @@
  *   on a non-loopback address, or runs on Deno or Workers) and none are configured, any Host.
  * - `Origin`, when present: a loopback origin, one the deployment allows (TERMKEEP_ALLOWED_ORIGINS),
  *   or the page's own — the request's scheme and Host, once that Host passed the check above.
+ *
+ * The decisions, pure; origin-guard.ts applies them to each request.
  */
-import type { MiddlewareHandler } from 'hono'
-import { TermkeepError } from '../../schema/errors.ts'
-import type { AppEnv } from '../deps.ts'
-
 export interface OriginPolicy {
   /** Origins allowed besides loopback ones and the page's own. */
   allowedOrigins: readonly string[]
@@ -68,28 +66,4 @@ export function originAllowed(policy: OriginPolicy, origin: string, own: string)
   }
   if (parsed.origin !== origin || !/^https?:$/.test(parsed.protocol)) return false
   return isLoopbackName(parsed.hostname) || policy.allowedOrigins.includes(origin) || origin === own.toLowerCase()
-}
-
-export function originGuard(): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    const policy = c.var.deps.origins ?? LOOPBACK_ONLY
-    const url = new URL(c.req.url)
-    const host = c.req.header('host') ?? url.host
-    if (!hostAllowed(policy, host)) {
-      throw new TermkeepError(
-        'request/host-not-allowed',
-        `this API does not answer requests for host ${host}; a deployment reached under that name lists it in TERMKEEP_ALLOWED_HOSTS`,
-        { host },
-      )
-    }
-    const origin = c.req.header('origin')
-    if (origin !== undefined && !originAllowed(policy, origin, `${url.protocol}//${host}`)) {
-      throw new TermkeepError(
-        'request/origin-not-allowed',
-        `requests from pages of ${origin} are refused; a page served elsewhere is allowed by listing its origin in TERMKEEP_ALLOWED_ORIGINS`,
-        { origin },
-      )
-    }
-    await next()
-  }
 }

@@ -1,6 +1,6 @@
 import { type Context, Hono } from 'hono'
 import { describeRoute } from 'hono-openapi'
-import { HEALTH_WAIT_MS } from '../../schema/limits.ts'
+import { HEALTH_WAIT_MS } from '../tuning.ts'
 import { Health, type HealthProblem } from '../../schema/wire/health.ts'
 import { StorageHealth } from '../../storage/health.ts'
 import type { AppDeps, AppEnv } from '../deps.ts'

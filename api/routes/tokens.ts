@@ -5,8 +5,8 @@ import { describeRoute } from 'hono-openapi'
 import { TermkeepError } from '../../schema/errors.ts'
 import { CreateToken, Revoked, Ticket, TicketRequest, TokenCreated, TokenList, TokenParams } from '../../schema/wire/tokens.ts'
 import { AUTHENTICATED, guard } from '../auth/guard.ts'
-import { mintTicket } from '../auth/tickets.ts'
-import { createToken, listTokens, revokeToken } from '../auth/tokens.ts'
+import { mintTicket } from '../../storage/tickets.ts'
+import { createToken, listTokens, revokeToken } from '../../storage/tokens.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json } from '../openapi.ts'
 import { validate } from '../validate.ts'
@@ -63,7 +63,11 @@ export const tokenRoutes = new Hono<AppEnv>()
     validate('json', TicketRequest),
     async (c) => {
       const { path } = c.req.valid('json')
-      const minted = await mintTicket(c.get('deps').db, c.get('auth').tokenId, path, c.get('streams'))
+      const streams = c.get('streams')
+      if (!streams.matches(path)) {
+        throw new TermkeepError('request/invalid', `tickets open only SSE stream paths (${streams.paths.join(', ')}), not ${path}`)
+      }
+      const minted = await mintTicket(c.get('deps').db, c.get('auth').tokenId, path)
       return c.json({ ticket: minted.ticket, path, expiresAt: minted.expiresAt }, 201)
     },
   )

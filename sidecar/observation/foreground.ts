@@ -17,7 +17,7 @@
  * and so read through the thread pool.
  */
 import { open } from 'node:fs/promises'
-import { FOREGROUND_CHECK_DELAY_MS, FOREGROUND_POLL_MS } from '../../schema/limits.ts'
+import { FOREGROUND_CHECK_DELAY_MS, FOREGROUND_POLL_MS } from '../tuning.ts'
 import { argvFrom, executableNameOf, processTable, readStat, terminalTree, type ProcStat } from './proc.ts'
 
 /**
