@@ -7,6 +7,7 @@
  */
 import { Hono } from 'hono'
 import { describeRoute } from 'hono-openapi'
+import { originGuard } from './auth/origin-guard.ts'
 import type { AppDeps, AppEnv } from './deps.ts'
 import { displayRoutes } from './display/routes.ts'
 import { notFound, onError } from './errors.ts'
@@ -19,16 +20,22 @@ import { health } from './routes/health.ts'
 import { tokenRoutes } from './routes/tokens.ts'
 import { web } from './routes/web.ts'
 import { headWithoutStreams } from './sse.ts'
+import { streamRoutes, type StreamRoutes } from './stream-routes.ts'
 import { terminalRoutes } from './terminals/routes.ts'
 import { workflowRoutes } from './workflows/routes.ts'
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
+  // Read from the routes once all are mounted, at the first request.
+  let streams: StreamRoutes | undefined
   app.use(async (c, next) => {
     c.set('deps', deps)
+    c.set('streams', (streams ??= streamRoutes(app)))
     await next()
   })
   app.use(headWithoutStreams)
+  app.use('/v1/*', originGuard())
+  app.use('/mcp', originGuard())
   app.onError(onError)
   app.notFound(notFound)
   app.route('/', health)

@@ -111,6 +111,7 @@ async function startApi(config: Config, storage: Storage, secret: string): Promi
     host: config.host,
     port: config.port,
     databaseUrl: config.databaseUrl,
+    allowed: config,
   })
   const admin = await ensureAdminToken(storage.db, config.adminToken)
   console.log(`termkeep: API listening on ${api.url}`)
@@ -178,7 +179,7 @@ export async function serveCommand(config: Config): Promise<void> {
     // Wait for the sidecar's own shutdown (last screens saved, processes killed, rows retired): a
     // supervisor that kills what is left once this process exits would cut it short.
     await sidecar.stop()
-    storage.close()
+    await storage.shutdown()
     process.exit(code)
   }
   try {

@@ -49,8 +49,15 @@ export const UNKNOWN_OUTCOME_RETRY_MS = 60_000
 export const MAX_COMMAND_CHARS = 16_384
 /** Terminal titles after trimming (and at least one visible character). */
 export const MAX_TITLE_CHARS = 120
-/** Live (not yet closed) terminals per session, counting pending and failed creates. */
+/** Running terminals per session: creates in flight and terminals whose program still runs
+ * (`starting`, `running`). A terminal whose program exited holds no process of its own and does
+ * not count; its record, journal and screen stay readable until it is closed. */
 export const MAX_TERMINALS_PER_SESSION = 16
+/** Exited terminals a session keeps open for inspection (a `run_command` leaves one per call):
+ * a create closes the oldest beyond this many that nobody follows or holds, so their journals on
+ * disk stay bounded while an agent's recent results stay readable. Their records and screens
+ * stay in the database. */
+export const MAX_EXITED_TERMINALS_PER_SESSION = 64
 
 /** UTF-16 units one grapheme of a title or name may take: a text longer than its grapheme limit
  * times this is refused before its graphemes are counted, because Intl.Segmenter is quadratic in
@@ -252,6 +259,10 @@ export const MAX_RESOURCE_NAME_CHARS = 255
 // ── HTTP ────────────────────────────────────────────────────────────────────
 /** SSE comment heartbeat, so proxies and clients see a live stream. */
 export const SSE_HEARTBEAT_MS = 15_000
+/** The controlling follow's stream is never quiet longer than this: a closed client is found by
+ * the next write failing, on every runtime (Workers notices no disconnect otherwise), so input
+ * control is free again within about this long after the controller's client left. */
+export const CONTROL_RENEW_MS = 1_000
 /** Connections a listening socket (the API's, the sidecar's) queues before it accepts them, up to
  * the kernel's somaxconn. Node's default, 511, overflowed under a burst of streams: the SYNs it
  * dropped were retried a second later, which the API's 2 s connect budget to the sidecar often

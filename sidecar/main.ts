@@ -165,7 +165,7 @@ async function main(): Promise<void> {
     await terminals.shutdown().catch((error: unknown) => console.error('termkeep sidecar: shutdown', error))
     await emulators.close()
     await claimed.end().catch((error: unknown) => console.error('termkeep sidecar: recording the end of this generation', error))
-    storage.close()
+    await storage.shutdown()
     process.exit(0)
   }
   process.once('SIGTERM', stop)

@@ -16,7 +16,6 @@ import {
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   ReadResourceRequestSchema,
   Server,
   type CallToolResult,
@@ -61,10 +60,16 @@ function known(error: unknown, what: string): TermkeepError {
   return new TermkeepError('internal/error', 'internal error')
 }
 
+/** A JSON-RPC error as the SDK sends what a handler throws (`code`, `message`, `data`). Not an
+ * McpError: its message carries an "MCP error -32602:" prefix, which a client's McpError adds again. */
+function rpcFailure(code: number, message: string, data?: unknown): Error {
+  return Object.assign(new Error(message), { code, ...(data === undefined ? {} : { data }) })
+}
+
 /** A failure of a request that has no error result of its own (resources) as a JSON-RPC error. */
-function rpcError(error: TermkeepError): McpError {
+function rpcError(error: TermkeepError): Error {
   const code = error.code.endsWith('/not-found') ? -32002 : error.status < 500 ? ErrorCode.InvalidParams : ErrorCode.InternalError
-  return new McpError(code, `${error.code}: ${error.message}`, error.toBody())
+  return rpcFailure(code, `${error.code}: ${error.message}`, error.toBody())
 }
 
 export function mcpServer({ catalog, authority, dispatcher, requestSignal, tuning }: McpCall): Server {
@@ -100,7 +105,7 @@ export function mcpServer({ catalog, authority, dispatcher, requestSignal, tunin
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const tool = catalog.find(request.params.name)
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`)
+    if (!tool) throw rpcFailure(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`)
     if (!catalog.allows(tool, authority)) {
       // The routes' own requirements, checked before anything runs: a composite tool must not do
       // its first step when a later one would be refused.

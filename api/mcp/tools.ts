@@ -16,7 +16,7 @@ import { type FileText, ListQuery, PathQuery, type ReadTextPage, ReadTextRequest
 import type { ScreenProjection } from '../../schema/wire/display.ts'
 import { ScreenArgs } from '../../schema/wire/mcp.ts'
 import { OutputQuery, type OutputPage } from '../../schema/wire/output.ts'
-import { CreateSession, CreateWorkspace } from '../../schema/wire/registry.ts'
+import { CreateSession, CreateWorkspace, SessionListQuery } from '../../schema/wire/registry.ts'
 import { CreateTerminal, TerminalParams } from '../../schema/wire/terminals.ts'
 import * as v from 'valibot'
 import { runCommand } from './run.ts'
@@ -79,6 +79,16 @@ export const TOOLS: readonly Tool[] = [
     method: 'POST',
     path: '/v1/sessions',
     body: CreateSession,
+  }),
+  routeTool({
+    name: 'list_sessions',
+    title: 'List sessions',
+    description:
+      'Recorded sessions this token may touch, newest first, a page at a time. `workspace`: a workspace id for its sessions, or `none` for the sessions that belong to no workspace (they have terminals but no files); `cursor`: the `next` of the previous page.',
+    annotations: READ,
+    method: 'GET',
+    path: '/v1/sessions',
+    query: SessionListQuery,
   }),
   routeTool({
     name: 'list_terminals',

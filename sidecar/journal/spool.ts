@@ -4,10 +4,26 @@
  * kept); reads are positioned and asynchronous, one per reader, each at its own pace.
  *
  * The file stays open while any reader holds it, so retiring a journal never cuts off a reader that
- * is draining; it is unlinked when the last holder lets go.
+ * is draining; it is emptied, then unlinked, when the last holder lets go. Emptied first because
+ * unlinking removes only this name: a hard link someone made to the journal (a process in the
+ * terminal can, as its user) would otherwise keep the whole output, no longer inside the data
+ * directory, where nothing would know it as termkeep's (files/own-state.ts).
  */
-import { closeSync, mkdirSync, openSync, read, rmdirSync, rmSync, writeSync, writevSync } from 'node:fs'
-import { dirname } from 'node:path'
+import {
+  closeSync,
+  constants,
+  ftruncateSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  read,
+  readdirSync,
+  rmdirSync,
+  rmSync,
+  writeSync,
+  writevSync,
+} from 'node:fs'
+import { dirname, join } from 'node:path'
 
 export class Spool {
   readonly path: string
@@ -88,6 +104,7 @@ export class Spool {
   #drop(): void {
     if (--this.#holders > 0) return
     this.#closed = true
+    ftruncateSync(this.#fd, 0)
     closeSync(this.#fd)
     rmSync(this.path, { force: true })
     // The session's spool directory goes with its last file (one per session otherwise stayed
@@ -97,5 +114,40 @@ export class Spool {
     } catch {
       // other terminals' spools are still in it
     }
+  }
+}
+
+/**
+ * Removes a tree of spool files (an earlier sidecar's, at start), each emptied before it is
+ * unlinked, as a released spool is. A name is opened without following a symlink and emptied
+ * only when it is a regular file: a link planted in the spool never truncates what it points at.
+ */
+export function removeSpoolTree(dir: string): void {
+  const entries = (() => {
+    try {
+      return readdirSync(dir, { withFileTypes: true })
+    } catch {
+      return []
+    }
+  })()
+  for (const entry of entries) {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) removeSpoolTree(path)
+    else if (entry.isFile()) emptyFile(path)
+  }
+  rmSync(dir, { recursive: true, force: true })
+}
+
+function emptyFile(path: string): void {
+  let fd: number
+  try {
+    fd = openSync(path, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  } catch {
+    return // gone, or not ours to open: removed below all the same
+  }
+  try {
+    if (fstatSync(fd).isFile()) ftruncateSync(fd, 0)
+  } finally {
+    closeSync(fd)
   }
 }

@@ -4,11 +4,12 @@
  * no longer live here (410). A terminal row from any earlier generation is history: its id can
  * never be created again.
  */
-import { existsSync, rmSync, statSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   HISTORY_CELLS,
   MAX_COLS,
+  MAX_EXITED_TERMINALS_PER_SESSION,
   MAX_INPUT_BYTES,
   MAX_ROWS,
   MAX_TERMINALS_PER_SESSION,
@@ -22,6 +23,7 @@ import type { Geometry } from '../../schema/wire/common.ts'
 import type { CreateTerminal, TerminalEnvironment, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
+import { removeSpoolTree } from '../journal/spool.ts'
 import { killLeftovers } from '../pty/orphans.ts'
 import { listShells } from '../pty/shells.ts'
 import { PtyThread } from '../pty/pty-thread.ts'
@@ -109,7 +111,7 @@ export class TerminalHost {
     }
     if (survivors.length > 0) console.error(`termkeep sidecar: processes of earlier terminals survived SIGKILL: ${survivors.join(' ')}`)
     await this.#options.store.retireEarlierGenerations(this.generation)
-    rmSync(join(this.#options.dataDir, 'spool'), { recursive: true, force: true })
+    removeSpoolTree(join(this.#options.dataDir, 'spool'))
   }
 
   async environment(sessionId: string): Promise<TerminalEnvironment> {
@@ -267,12 +269,9 @@ export class TerminalHost {
   async #admit(sessionId: string, id: string): Promise<string> {
     if (await this.#options.store.get(sessionId, id)) throw closed(id)
     const cwd = await this.#sessionCwd(sessionId)
-    const count = this.#countIn(sessionId) - 1 // this create is pending too
-    if (count >= MAX_TERMINALS_PER_SESSION) {
-      throw new TermkeepError('terminal/limit-reached', `at most ${MAX_TERMINALS_PER_SESSION} live terminals per session`, {
-        limit: MAX_TERMINALS_PER_SESSION,
-      })
-    }
+    const running = this.#runningIn(sessionId).filter((other) => other !== id) // this create is pending too
+    if (running.length >= MAX_TERMINALS_PER_SESSION) throw limitReached(sessionId, running)
+    this.#closeOldestExited(sessionId)
     return cwd
   }
 
@@ -326,12 +325,32 @@ export class TerminalHost {
     return { ...env, TERM: TERMINAL_TYPE, COLORTERM: 'truecolor', TERMKEEP_SESSION_ID: sessionId, TERMKEEP_TERMINAL_ID: id }
   }
 
-  /** Live and pending terminals of a session (a spawning one is both: counted once). */
-  #countIn(sessionId: string): number {
-    const keys = new Set<string>()
-    for (const [key, terminal] of this.#live) if (terminal.sessionId === sessionId) keys.add(key)
-    for (const key of this.#creating.keys()) if (key.startsWith(`${sessionId}/`)) keys.add(key)
-    return keys.size
+  /** Ids of a session's creates in flight and terminals whose program runs (a spawning one is
+   * both: counted once). An exited terminal is not running, whoever still reads it. */
+  #runningIn(sessionId: string): string[] {
+    const ids = new Set<string>()
+    for (const terminal of this.#live.values()) {
+      if (terminal.sessionId === sessionId && (terminal.state === 'starting' || terminal.state === 'running')) ids.add(terminal.id)
+    }
+    for (const key of this.#creating.keys()) if (key.startsWith(`${sessionId}/`)) ids.add(key.slice(sessionId.length + 1))
+    return [...ids]
+  }
+
+  /** Exited terminals kept for inspection are bounded per session: the oldest beyond the limit
+   * that nobody follows or holds are closed (their rows and screens stay in the database). */
+  #closeOldestExited(sessionId: string): void {
+    const exited = [...this.#live.values()]
+      .filter((t) => t.sessionId === sessionId && t.state === 'exited' && !t.closeRequested)
+      .sort((a, b) => (a.exitedAt ?? 0) - (b.exitedAt ?? 0))
+    let excess = exited.length - MAX_EXITED_TERMINALS_PER_SESSION
+    for (const terminal of exited) {
+      if (excess <= 0) break
+      if (terminal.holds > 0 || terminal.followers > 0) continue
+      excess--
+      void this.close(sessionId, terminal.id).catch((error: unknown) =>
+        console.error(`termkeep sidecar: closing exited terminal ${sessionId}/${terminal.id} beyond the kept ones`, error),
+      )
+    }
   }
 
   async #sessionCwd(sessionId: string): Promise<string> {
@@ -362,5 +381,13 @@ const unavailable = (id: string) =>
   new TermkeepError('terminal/unavailable', `terminal ${id} is no longer live (closed, or from an earlier sidecar)`, {
     terminalId: id,
   })
+const limitReached = (sessionId: string, running: string[]) =>
+  new TermkeepError(
+    'terminal/limit-reached',
+    `at most ${MAX_TERMINALS_PER_SESSION} running terminals per session, and ${running.length} are running (${running.join(', ')}); ` +
+      'a terminal whose program exited does not count. Close one (DELETE /v1/sessions/' +
+      `${sessionId}/terminals/<id>, MCP close_terminal) or let its program end to free a place`,
+    { limit: MAX_TERMINALS_PER_SESSION, running },
+  )
 const closed = (id: string) =>
   new TermkeepError('terminal/closed', `terminal id ${id} was closed and cannot be created again`, { terminalId: id })

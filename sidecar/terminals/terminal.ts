@@ -65,6 +65,8 @@ export class LiveTerminal {
   exitCode: number | null = null
   exitSignal: number | null = null
   error: string | null = null
+  /** When the program exited (or failed to start); null while it runs. */
+  exitedAt: number | null = null
   /** The foreground program's name (observation/foreground.ts); null before spawn and after exit. */
   foregroundCommand: string | null = null
   closedAt: number | null = null
@@ -119,6 +121,11 @@ export class LiveTerminal {
   /** N of the PTY's slave /dev/pts/N, when the kernel proved it for the master descriptor. */
   get ttyIndex(): number | undefined {
     return this.#pty?.ttyIndex
+  }
+
+  /** Does the follow that attached as `key` hold control now? */
+  controls(key: string): boolean {
+    return this.#controller?.key === key
   }
 
   get controllerId(): string | null {
@@ -180,7 +187,8 @@ export class LiveTerminal {
         this.exitCode = exitCode
         this.exitSignal = signal
         this.foregroundCommand = null
-        this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: Date.now(), foregroundCommand: null })
+        this.exitedAt = Date.now()
+        this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: this.exitedAt, foregroundCommand: null })
       })
       this.foregroundCommand = started
       // Recorded with the state, so that a sidecar after a crash of this one finds its processes.
@@ -188,7 +196,8 @@ export class LiveTerminal {
     } catch (error) {
       this.error = `spawn failed: ${(error as Error).message}`
       this.journal.end()
-      this.#advance('exited', { error: this.error, exitedAt: Date.now() })
+      this.exitedAt = Date.now()
+      this.#advance('exited', { error: this.error, exitedAt: this.exitedAt })
       throw new TermkeepError('terminal/spawn-failed', this.error)
     }
   }
