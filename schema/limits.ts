@@ -204,9 +204,9 @@ export const MAX_RUNNING_WORKFLOWS_PER_TOKEN = 4
 export const DEFAULT_WORKFLOW_WALL_TIME_MS = 60 * 60_000
 export const MAX_WORKFLOW_WALL_TIME_MS = 24 * 60 * 60_000
 /** The script's own CPU time (its process's, with the sidecar's time serving its readText() calls;
- * agents run in terminals and are not counted): the
- * default and the most `limits.cpuTimeMs` may ask. A script orchestrates, it waits on agents far
- * more than it computes: a minute of CPU is a lot of orchestration. */
+ * agents run in terminals and are not counted): the default and the most `limits.cpuTimeMs` may
+ * ask. A script orchestrates, it waits on agents far more than it computes: a minute of CPU is a
+ * lot of orchestration. */
 export const DEFAULT_WORKFLOW_CPU_TIME_MS = 60_000
 export const MAX_WORKFLOW_CPU_TIME_MS = 10 * 60_000
 /** The least either time limit may be set to. */
@@ -217,8 +217,9 @@ export const MIN_WORKFLOW_TIME_LIMIT_MS = 100
  * with `limit: 'memory'`. */
 export const WORKFLOW_SCRIPT_MEMORY_BYTES = 64 * MiB
 /** The script's stack in its engine: a recursion deeper than it throws `InternalError: stack
- * overflow` in the script (measured: 1,361 nested calls of a small function, 680 of an async one). The engine's frames run on the script
- * process's native stack too, and beyond about 300 KiB a deep recursion overflowed that first. */
+ * overflow` in the script (measured: 1,361 nested calls of a small function, 680 of an async
+ * one). The engine's frames run on the script process's native stack too, and beyond about
+ * 300 KiB a deep recursion overflowed that first. */
 export const WORKFLOW_SCRIPT_STACK_BYTES = 256 * KiB
 /** The script process's own V8 heap (the host side that relays messages; the script's memory is
  * WORKFLOW_SCRIPT_MEMORY_BYTES, in WebAssembly memory): a bound for escaped code, not for scripts. */
