@@ -8,6 +8,7 @@
 import { Hono } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import type { AppDeps, AppEnv } from './deps.ts'
+import { commandRoutes } from './commands/routes.ts'
 import { displayRoutes } from './display/routes.ts'
 import { notFound, onError } from './errors.ts'
 import { fileRoutes } from './files/routes.ts'
@@ -36,6 +37,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', tokenRoutes)
   app.route('/', registryRoutes)
   app.route('/', terminalRoutes)
+  app.route('/', commandRoutes)
   app.route('/', displayRoutes)
   app.route('/', fileRoutes)
   app.route('/', observationRoutes)

@@ -10,6 +10,7 @@ import type { Storage } from '../storage/client.ts'
 import type { StorageHealth } from '../storage/health.ts'
 import type { SidecarHealth } from '../schema/wire/health.ts'
 import { isDatabaseUnavailable } from '../storage/unavailable.ts'
+import { commandRoutes } from './commands/routes.ts'
 import { displayStatsRoute, screenRoutes } from './display/routes.ts'
 import type { DisplayService } from './display/service.ts'
 import { fileRoutes } from './files/routes.ts'
@@ -58,6 +59,7 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.get('/v1/health', (c) => c.json(sidecarHealth(deps)))
   app.route('/', paths)
   app.route('/', terminalRoutes(deps.terminals))
+  app.route('/', commandRoutes(deps.terminals))
   app.route('/', screenRoutes(deps.terminals))
   const displays = deps.displays
   if (displays)

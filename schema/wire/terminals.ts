@@ -18,8 +18,8 @@
  *   GET    /v1/sessions/:sid/terminals/:tid/retain                 SSE `retained`, then heartbeats
  */
 import * as v from 'valibot'
-import { MAX_COMMAND_CHARS, MAX_TITLE_CHARS, MAX_VISIBLE_CELLS } from '../limits.ts'
-import { TERMINAL_STATES, type terminals } from '../tables.ts'
+import { MAX_COMMAND_CHARS, MAX_NAME_CHARS, MAX_TITLE_CHARS, MAX_VISIBLE_CELLS, NAME_PATTERN } from '../limits.ts'
+import { COMMAND_MARKS, TERMINAL_STATES, type terminals } from '../tables.ts'
 import { AttachmentId, CELLS_MESSAGE, Cols, Geometry, Rows, SessionId, TerminalId, titleSchema } from './common.ts'
 
 /** Header naming the follow attachment that sends input or resizes. */
@@ -92,6 +92,11 @@ export const TerminalInfo = v.object({
   foregroundCommand: v.nullable(v.string()),
   /** Only on a workflow run's sub-agent terminal. */
   workflow: v.optional(TerminalWorkflow),
+  /** A name people type (`termkeep attach api:build`), unique in the session; null: none. */
+  name: v.nullable(v.string()),
+  /** Where its command marks come from (docs/commands.md): `injected` (termkeep's shell
+   * integration), `detected` (a prompt that emits them itself) or `none` (no command records). */
+  commandMarks: v.picklist(COMMAND_MARKS),
 })
 export type TerminalInfo = v.InferOutput<typeof TerminalInfo>
 
@@ -118,6 +123,8 @@ export function terminalInfoOf(row: typeof terminals.$inferSelect, controllerId:
     updatedAt: row.updatedAt,
     foregroundCommand: row.foregroundCommand,
     ...workflowOf(row),
+    name: row.name,
+    commandMarks: row.commandMarks,
   }
 }
 
@@ -130,6 +137,13 @@ export const TerminalList = v.object({ terminals: v.array(TerminalInfo) })
 export type TerminalList = v.InferOutput<typeof TerminalList>
 
 export const Title = titleSchema(MAX_TITLE_CHARS, 'titles')
+
+/** A session's or terminal's name (docs/api.md#names): a letter, then letters, digits, `.`, `_`, `-`. */
+export const Name = v.pipe(
+  v.string(),
+  v.maxLength(MAX_NAME_CHARS, `names are at most ${MAX_NAME_CHARS} characters`),
+  v.regex(NAME_PATTERN, 'names start with a letter, then letters, digits, `.`, `_` or `-` (no `:`, no spaces)'),
+)
 
 /** A command the shell runs instead of an interactive session (`shell -c command`). */
 export const Command = v.pipe(
@@ -150,6 +164,10 @@ export const CreateTerminalFields = v.object({
   rows: Rows,
   title: v.optional(Title),
   command: v.optional(Command),
+  /** A name people type, unique in the session (409 `name/conflict` when taken). */
+  name: v.optional(Name),
+  /** termkeep's shell integration for bash, zsh and fish (docs/commands.md); default true. */
+  shellIntegration: v.optional(v.boolean()),
 })
 export const CreateTerminal = v.pipe(
   CreateTerminalFields,
@@ -157,7 +175,12 @@ export const CreateTerminal = v.pipe(
 )
 export type CreateTerminal = v.InferOutput<typeof CreateTerminal>
 
-export const RenameTerminal = v.object({ title: Title })
+/** A new title, name (null removes it), or both. */
+export const RenameTerminal = v.pipe(
+  v.object({ title: v.optional(Title), name: v.optional(v.nullable(Name)) }),
+  v.check((r) => r.title !== undefined || r.name !== undefined, 'give a title or a name'),
+)
+export type RenameTerminal = v.InferOutput<typeof RenameTerminal>
 export const ResizeTerminal = Geometry
 
 export const CloseResult = v.object({ closed: v.literal(true), info: TerminalInfo })

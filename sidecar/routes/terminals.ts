@@ -84,8 +84,7 @@ export function terminalRoutes(host: TerminalHost): Hono {
   })
   app.patch(one, async (c) => {
     const { sid, tid } = ids(c)
-    const { title } = parse(RenameTerminal, await jsonBody(c.req.raw))
-    return c.json(await host.rename(sid, tid, title))
+    return c.json(await host.rename(sid, tid, parse(RenameTerminal, await jsonBody(c.req.raw))))
   })
   app.delete(one, async (c) => {
     const { sid, tid } = ids(c)

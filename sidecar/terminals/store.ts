@@ -25,6 +25,8 @@ export type TerminalPatch = Partial<
     | 'leaderPid'
     | 'leaderStartTicks'
     | 'bootId'
+    | 'name'
+    | 'commandMarks'
   >
 >
 

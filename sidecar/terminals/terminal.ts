@@ -5,9 +5,10 @@
  */
 import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
-import { TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
+import { type CommandMarks, TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { Sender, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
+import type { CommandTracker } from '../commands/tracker.ts'
 import type { Emulator } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
@@ -35,6 +36,9 @@ export interface TerminalInit {
   store: TerminalStore
   /** A workflow run's sub-agent terminal. */
   workflow?: TerminalWorkflow
+  name?: string | null
+  /** Where its command marks come from (sidecar/commands/integration.ts). */
+  commandMarks?: CommandMarks
 }
 
 interface Controller {
@@ -65,6 +69,10 @@ export class LiveTerminal {
   exitCode: number | null = null
   exitSignal: number | null = null
   error: string | null = null
+  name: string | null
+  commandMarks: CommandMarks
+  /** Its commands, from the marks in its journal (sidecar/commands/); set once at launch. */
+  commands: CommandTracker | undefined
   /** The foreground program's name (observation/foreground.ts); null before spawn and after exit. */
   foregroundCommand: string | null = null
   updatedAt: number
@@ -107,6 +115,8 @@ export class LiveTerminal {
     this.journal = init.journal
     this.emulator = init.emulator
     this.workflow = init.workflow
+    this.name = init.name ?? null
+    this.commandMarks = init.commandMarks ?? 'none'
     this.#store = init.store
   }
 
@@ -148,14 +158,16 @@ export class LiveTerminal {
       updatedAt: this.updatedAt,
       foregroundCommand: this.foregroundCommand,
       ...(this.workflow ? { workflow: this.workflow } : {}),
+      name: this.name,
+      commandMarks: this.commandMarks,
     }
   }
 
   /** Spawns the shell in the PTY thread, output into this terminal's journal. A spawn failure is
    * kept as an exited terminal with its error. */
-  async spawn(thread: PtyThread, env: Record<string, string>): Promise<void> {
+  async spawn(thread: PtyThread, env: Record<string, string>, argv = { file: this.shell.path, args: this.shell.args }): Promise<void> {
     try {
-      const options = { file: this.shell.path, args: this.shell.args, cwd: this.cwd, env, cols: this.cols, rows: this.rows }
+      const options = { ...argv, cwd: this.cwd, env, cols: this.cols, rows: this.rows }
       const before = ticksSinceBoot()
       const pty = await thread.spawn(options, this.journal)
       this.#pty = pty
@@ -197,6 +209,7 @@ export class LiveTerminal {
       throw new TermkeepError('terminal/control-unavailable', `terminal ${this.id} is not running`, { reason: 'not-running' })
     }
     this.#pty.write(bytes)
+    this.commands?.typed()
   }
 
   /**
@@ -207,6 +220,7 @@ export class LiveTerminal {
   write(sender: Sender, bytes: Uint8Array, key?: string): void {
     const write = () => {
       this.#requireControl(sender).write(bytes)
+      this.commands?.typed()
       this.lastActivity = Date.now()
       this.#foreground?.poke()
     }
@@ -236,6 +250,19 @@ export class LiveTerminal {
   rename(title: string): void {
     this.title = title
     this.#changed({ title })
+  }
+
+  /** A new name (null: none); the caller checked it is free. */
+  setName(name: string | null): void {
+    this.name = name
+    this.#changed({ name })
+  }
+
+  /** A prompt of its own emits command marks (the tracker saw them; no integration was injected). */
+  marksDetected(): void {
+    if (this.commandMarks !== 'none') return
+    this.commandMarks = 'detected'
+    this.#changed({ commandMarks: 'detected' })
   }
 
   /** A follow stream attaches: it becomes the exclusive controller; the previous one is read-only.
