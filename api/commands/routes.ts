@@ -70,9 +70,7 @@ export const commandRoutes = new Hono<AppEnv>()
         409: error('`command/not-at-prompt`, or a person controls the terminal (`terminal/control-unavailable`)'),
         ...NOT_FOUND,
         ...GONE,
-        ...sidecarDownUnknown(
-          'The command may have been typed: list the commands (or watch them) to see whether it started before running it again.',
-        ),
+        ...sidecarDownUnknown('Retry only after listing the commands (or watching them): the command may have been typed and started.'),
       },
     }),
     guard({ allOf: ['terminals:control', 'terminals:output'] }),

@@ -39,16 +39,19 @@ describe('the MCP tool table', () => {
         .map((t) => t.name)
         .sort()
     expect(names([])).toEqual([])
-    expect(names(['terminals:screen'])).toEqual(['read_screen', 'wait_for'])
+    expect(names(['terminals:screen'])).toEqual(['list_commands', 'read_screen', 'wait_for'])
     expect(names(['files:read'])).toEqual(['list_directory', 'read_file', 'read_text', 'stat_file'])
     // send_keys follows (control + output) and writes input (control): control alone is not enough.
     expect(names(['terminals:control'])).toEqual(['close_terminal', 'create_terminal', 'list_terminals'])
     expect(names(['terminals:control', 'terminals:output'])).toEqual([
       'close_terminal',
+      'command_output',
       'create_terminal',
+      'list_commands',
       'list_terminals',
       'read_output',
       'run_command',
+      'run_in_terminal',
       'send_keys',
     ])
     // Reading runs is workflows:read; starting and cancelling them workflows:run, as the routes' guards say.
@@ -80,7 +83,8 @@ describe('the MCP tool table', () => {
   })
 
   it("is documented in docs/mcp.md with each tool's grants", () => {
-    const doc = readFileSync(new URL('../../docs/mcp.md', import.meta.url), 'utf8')
+    // The table's columns are padded for reading: compare cells, not spacing.
+    const doc = readFileSync(new URL('../../docs/mcp.md', import.meta.url), 'utf8').replace(/ {2,}\|/g, ' |')
     for (const tool of TOOLS) expect(doc, tool.name).toContain(`| \`${tool.name}\` | ${catalog.grants(tool)} |`)
   })
 })

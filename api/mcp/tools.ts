@@ -19,6 +19,7 @@ import { OutputQuery, type OutputPage } from '../../schema/wire/output.ts'
 import { CreateSession, CreateWorkspace } from '../../schema/wire/registry.ts'
 import { CreateTerminal, TerminalParams } from '../../schema/wire/terminals.ts'
 import * as v from 'valibot'
+import { COMMAND_TOOLS } from './commands.ts'
 import { runCommand } from './run.ts'
 import { sendKeys } from './send.ts'
 import { fromBase64, plainText, screenText } from './text.ts'
@@ -100,6 +101,7 @@ export const TOOLS: readonly Tool[] = [
     defaults: { tid: () => randomId('t'), cols: () => DEFAULT_COLS, rows: () => DEFAULT_ROWS },
   }),
   runCommand,
+  ...COMMAND_TOOLS,
   sendKeys,
   routeTool({
     name: 'read_screen',

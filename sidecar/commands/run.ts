@@ -42,19 +42,38 @@ export function typedBytes(command: string, bracketedPaste: boolean): Uint8Array
   return new TextEncoder().encode(text)
 }
 
+/**
+ * A shell just started (no prompt yet) or drawing its prompt is waited for, within the run's own
+ * timeout and at most this long: a terminal created a moment ago is not refused for being young,
+ * while rc files that take longer than this are reported (409 no-prompt) rather than waited out.
+ */
+const PROMPT_START_WAIT_MS = 10_000
+
+async function untilPrompt(tracker: CommandTracker | undefined, deadline: number, signal: AbortSignal): Promise<void> {
+  if (!tracker) return
+  while (!tracker.finished && !tracker.reserved && (tracker.phase === 'unknown' || tracker.phase === 'prompt')) {
+    const left = deadline - Date.now()
+    // A terminal without integration may never show a marked prompt: nothing to wait for.
+    if (left <= 0 || (tracker.phase === 'unknown' && tracker.marks !== 'injected')) return
+    if ((await tracker.changes.wait(left, signal)) !== 'changed') return
+  }
+}
+
 export async function runInTerminal(terminal: LiveTerminal, request: RunCommand, from: Sender, signal: AbortSignal): Promise<CommandRun> {
+  const deadline = Date.now() + request.timeoutMs
+  await untilPrompt(terminal.commands, Math.min(deadline, Date.now() + PROMPT_START_WAIT_MS), signal)
   const tracker = requireAtPrompt(terminal.commands)
   tracker.reserved = true
   try {
-    const before = { newest: tracker.newest, prompts: tracker.prompts }
-    const deadline = Date.now() + request.timeoutMs
+    const before = { newest: tracker.newest, prompts: tracker.prompts, accepted: tracker.accepted, paste: tracker.bracketedPaste }
     tracker.expect(request.command)
     type(terminal, typedBytes(request.command, tracker.bracketedPaste), from)
     let endedAt: number | undefined
     for (;;) {
       const started = tracker.newest > before.newest ? tracker.record(before.newest + 1) : undefined
       if (started?.state === 'ended') endedAt ??= Date.now()
-      const back = tracker.prompts > before.prompts
+      // Back at a prompt after the line was accepted (with bracketed paste, its end tells when).
+      const back = tracker.prompts > before.prompts && (!before.paste || tracker.accepted > before.accepted)
       const done =
         tracker.finished ||
         (started === undefined && back) ||
@@ -64,7 +83,7 @@ export async function runInTerminal(terminal: LiveTerminal, request: RunCommand,
       if ((await tracker.changes.wait(left, signal)) === 'aborted') break
     }
     await tracker.flushed()
-    return answer(tracker, before.newest + 1, tracker.prompts > before.prompts)
+    return answer(tracker, before.newest + 1, tracker.prompts > before.prompts && (!before.paste || tracker.accepted > before.accepted))
   } finally {
     tracker.reserved = false
   }

@@ -70,8 +70,11 @@ export class CommandTracker {
   phase: Phase = 'unknown'
   /** The newest command number (0: none yet). */
   newest = 0
-  /** Prompts seen so far (B marks): a run tells from it that the shell came back. */
+  /** Prompts seen so far (A marks): a run tells from it that the shell came back. */
   prompts = 0
+  /** Lines the line editor accepted (bracketed paste turned off): a prompt drawn again while a
+   * line is being edited (a long pasted line wraps, Ctrl-L) is no prompt after it. */
+  accepted = 0
   cwd: string | null = null
   bracketedPaste = false
   /** Something was typed since the prompt (a half-typed line a command must not be appended to). */
@@ -206,6 +209,8 @@ export class CommandTracker {
   #apply(mark: Mark, recordLength: number): void {
     switch (mark.kind) {
       case 'paste':
+        // A line editor turns bracketed paste off when it accepts a line.
+        if (this.bracketedPaste && mark.on !== true) this.accepted++
         this.bracketedPaste = mark.on === true
         return
       case 'cwd':
@@ -215,16 +220,17 @@ export class CommandTracker {
         this.#pendingLine = (mark.commandLine ?? '').slice(0, MAX_RECORDED_COMMAND_CHARS)
         break
       case 'A':
-        // A prompt that never said D ended the command it interrupts.
+        // A new prompt: one that never said D ended the command it interrupts.
         if (this.#running) this.#end(null, mark.start)
         this.phase = 'prompt'
-        break
-      case 'B':
-        if (this.#running) this.#end(null, mark.start)
-        this.phase = 'input'
         this.inputSincePrompt = false
         this.#expected = undefined
         this.prompts++
+        break
+      case 'B':
+        // The prompt drawn (again, on a redisplay: nothing typed since is forgotten).
+        if (this.#running) this.#end(null, mark.start)
+        if (this.phase === 'prompt' || this.phase === 'unknown') this.phase = 'input'
         break
       case 'C':
         if (this.#running) this.#end(null, mark.start)

@@ -57,6 +57,9 @@ describe.each(SHELLS)('$name', ({ name, path, prompt, set, hook }) => {
     expect(state.body).toMatchObject({ exitCode: 0, text: '42\n/tmp', cwd: '/tmp' })
     expect((await c.run(tid, 'false')).body).toMatchObject({ exitCode: 1, command: { n: 4, command: 'false' } })
     expect((await c.run(tid, "sh -c 'exit 3'")).body.exitCode).toBe(3)
+    // Longer than the terminal is wide: the line editor redraws its prompt as the line wraps.
+    const long = `echo ${'x'.repeat(150)}`
+    expect((await c.run(tid, long)).body).toMatchObject({ exitCode: 0, text: 'x'.repeat(150), command: { command: long } })
     const info = await c.call('GET', c.terminal(tid))
     expect(info.body.commandMarks).toBe('injected')
   })
@@ -74,8 +77,8 @@ describe.each(SHELLS)('$name', ({ name, path, prompt, set, hook }) => {
 
   test('the records are durable, paged newest last, with their text and exact bytes', async () => {
     const page = await c.call('GET', `${c.terminal(tid)}/commands?limit=2`)
-    expect(page.body.newest).toBe(5)
-    expect(page.body.commands.map((r: { n: number }) => r.n)).toEqual([4, 5])
+    expect(page.body.newest).toBe(6)
+    expect(page.body.commands.map((r: { n: number }) => r.n)).toEqual([5, 6])
     const earlier = await c.call('GET', `${c.terminal(tid)}/commands?before=4&limit=10`)
     expect(earlier.body.commands.map((r: { command: string }) => r.command)).toEqual(['cd /tmp && echo hello', set, 'echo $TK_X; pwd'])
     const text = await c.call('GET', `${c.terminal(tid)}/commands/1/output`)
@@ -182,7 +185,11 @@ describe('refusals', () => {
     const person2 = await attachPerson(c, tid)
     await person2.type('\u0003') // C-c: a fresh prompt
     person2.close()
-    expect((await c.run(tid, 'echo again')).body.text).toBe('again')
+    const again = await waitFor(async () => {
+      const answer = await c.call('POST', `${c.terminal(tid)}/commands`, { json: { command: 'echo again' } })
+      return answer.status === 200 && answer
+    }, 5_000, 'a fresh prompt after C-c')
+    expect(again.body.text).toBe('again')
   })
 })
 

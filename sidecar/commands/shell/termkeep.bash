@@ -61,8 +61,8 @@ if [[ -n "${__tk_nonce-}" ]] && ((BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4
 	}
 
 	# First in PROMPT_COMMAND: the end of the command (only after one ran: an empty line runs
-	# nothing), the directory, and the prompt wrapped again if the user replaced PS1 or PS0. Returns
-	# the command's status, so the user's PROMPT_COMMAND after it sees `$?` as before.
+	# nothing), the directory, the prompt wrapped again if the user replaced PS1 or PS0, and the
+	# prompt's start. Returns the command's status, so the user's PROMPT_COMMAND after it sees `$?`.
 	__tk_precmd() {
 		builtin local status=$?
 		if [[ -n "${__tk_ran-}" ]]; then
@@ -77,14 +77,16 @@ if [[ -n "${__tk_nonce-}" ]] && ((BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4
 		fi
 		__tk_histcmd=$HISTCMD
 		__tk_wrap
+		# Once per prompt (PS1 is drawn again on every redisplay: B only is in it).
+		builtin printf '\e]133;A;tk=%s\a' "$__tk_nonce"
 		builtin return "$status"
 	}
 
-	# The user's PS1 between the prompt marks and PS0 followed by the output-start mark. The nonce
-	# is expanded when the prompt is (promptvars), so the variables themselves never hold it.
+	# The user's PS1 followed by the input-start mark, and PS0 followed by the output-start mark.
+	# The nonce is expanded when the prompt is (promptvars), so the variables never hold it.
 	__tk_wrap() {
 		if [[ -z "${__tk_ps1+x}" || "${PS1-}" != "$__tk_ps1" ]]; then
-			__tk_ps1='\[\e]133;A;tk=${__tk_nonce}\a\]'"${PS1-}"'\[\e]133;B;tk=${__tk_nonce}\a\]'
+			__tk_ps1="${PS1-}"'\[\e]133;B;tk=${__tk_nonce}\a\]'
 			PS1=$__tk_ps1
 		fi
 		if [[ -z "${__tk_ps0+x}" || "${PS0-}" != "$__tk_ps0" ]]; then

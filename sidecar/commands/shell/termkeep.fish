@@ -40,15 +40,14 @@ if test -n "$__tk_nonce"
         end
     end
 
-    # The user's prompt between the prompt marks; wrapped again when the user replaces fish_prompt.
+    # The user's prompt followed by the input-start mark; wrapped again when the user replaces
+    # fish_prompt. fish calls fish_prompt on every repaint: only B is in it.
     function __tk_wrap
         if functions -q fish_prompt
             functions -e __tk_user_prompt
             functions -c fish_prompt __tk_user_prompt
         end
         function fish_prompt
-            __tk_cwd
-            printf '\e]133;A;tk=%s\a' $__tk_nonce
             if functions -q __tk_user_prompt
                 __tk_user_prompt
             end
@@ -57,11 +56,14 @@ if test -n "$__tk_nonce"
         set -g __tk_wrapped (functions fish_prompt | string join \n)
     end
 
-    function __tk_rewrap --on-event fish_prompt
+    # Once per prompt: the directory and the prompt's start.
+    function __tk_prompt_start --on-event fish_prompt
         set -l current (functions fish_prompt | string join \n)
         if test "$current" != "$__tk_wrapped"
             __tk_wrap
         end
+        __tk_cwd
+        printf '\e]133;A;tk=%s\a' $__tk_nonce
     end
 
     __tk_wrap

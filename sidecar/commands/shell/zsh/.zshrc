@@ -69,14 +69,16 @@ if [[ -n ${__tk_nonce-} ]]; then
     return $status_
   }
 
-  # Last of the precmd hooks: the user's PS1 (as the hooks before it left it) between the prompt
-  # marks. PS1 holds the nonce, so it is kept out of the environment of the user's programs.
+  # Last of the precmd hooks: the prompt's start (once per prompt: PS1 is drawn again on every
+  # redisplay, so only the input-start mark is in it), after the user's PS1 as the hooks before
+  # left it. PS1 holds the nonce, so it is kept out of the environment of the user's programs.
   __tk_prompt() {
-    if [[ $PS1 != ${__tk_ps1-} ]]; then
-      __tk_ps1="%{$(builtin printf '\e]133;A;tk=%s\a' "$__tk_nonce")%}$PS1%{$(builtin printf '\e]133;B;tk=%s\a' "$__tk_nonce")%}"
+    if [[ -z ${__tk_ps1+x} || $PS1 != $__tk_ps1 ]]; then
+      __tk_ps1="$PS1%{$(builtin printf '\e]133;B;tk=%s\a' "$__tk_nonce")%}"
       PS1=$__tk_ps1
       typeset +x PS1
     fi
+    builtin printf '\e]133;A;tk=%s\a' "$__tk_nonce"
   }
 
   precmd_functions=(__tk_precmd ${precmd_functions:#__tk_precmd} __tk_prompt)
