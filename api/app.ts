@@ -15,6 +15,7 @@ import { fileRoutes } from './files/routes.ts'
 import { mcpRoutes } from './mcp/routes.ts'
 import { observationRoutes } from './observation/routes.ts'
 import { openApiDocument } from './openapi.ts'
+import { nameRoutes } from './registry/name-routes.ts'
 import { registryRoutes } from './registry/routes.ts'
 import { health } from './routes/health.ts'
 import { tokenRoutes } from './routes/tokens.ts'
@@ -36,6 +37,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', web)
   app.route('/', tokenRoutes)
   app.route('/', registryRoutes)
+  app.route('/', nameRoutes)
   app.route('/', terminalRoutes)
   app.route('/', commandRoutes)
   app.route('/', displayRoutes)

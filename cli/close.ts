@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
+import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
 import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
 
@@ -14,6 +15,7 @@ const USAGE = `usage: termkeep close <session> <terminal> [--json]
   succeeds. Its last screen stays readable with termkeep display.
 
   --json                    print the server's answer ({closed, info}) as JSON
+${TARGET_USAGE}
 ${REMOTE_USAGE}`
 
 /** "(exit code 0)", "(signal 9)", or nothing. */
@@ -30,8 +32,10 @@ export async function closeCommand(args: string[], out: NodeJS.WritableStream = 
     options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION },
   })
   if (printedHelp(values, USAGE, out)) return 0
-  const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'close')
-  const result = await remoteClient(values).closeTerminal(sessionId, terminalId)
+  const target = targetOf(positionals, 'close')
+  const client = remoteClient(values)
+  const { sessionId, terminalId } = await resolveTarget(client, target)
+  const result = await client.closeTerminal(sessionId, terminalId)
   if (values.json) printJson(out, result)
   else out.write(`closed ${sessionId}/${terminalId}: ${result.info.state}${exitOf(result.info)}\n`)
   return 0

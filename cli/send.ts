@@ -21,6 +21,7 @@ import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { follow, type FollowEnd } from '../web/client/follow.ts'
 import { InputQueue, type InputFailure } from '../web/client/input.ts'
+import { resolveTarget, TARGET_USAGE, targetOf, targetWords } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, type CliClient } from './remote.ts'
 import { CommandError, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
@@ -37,20 +38,22 @@ const USAGE = `usage: termkeep send <session> <terminal> [TEXT ...] [--key NAME 
   until then (termkeep attach takes control back by itself; the page offers "Take control").
 
   --key NAME                a key to send (repeatable), e.g. --key Enter, --key C-c
+${TARGET_USAGE}
 ${REMOTE_USAGE}`
 
 /** What to type, in order: literal text, or a key by name. */
 export type Piece = { text: string } | { key: string }
 
-/** Pure: the pieces of a `send` command line after <session> <terminal>, in their order. */
+/** Pure: the pieces of a `send` command line after its target (`targetWords` positionals), in their order. */
 export function piecesOf(
   tokens: readonly ({ kind: 'positional'; value: string } | { kind: 'option'; name: string; value?: string } | { kind: string })[],
+  targetWords = 2,
 ): Piece[] {
   const pieces: Piece[] = []
   let positionals = 0
   for (const token of tokens) {
     if (token.kind === 'positional' && 'value' in token) {
-      if (positionals++ < 2) continue // <session> <terminal>
+      if (positionals++ < targetWords) continue // <session> <terminal>, or session:terminal
       const last = pieces.at(-1)
       if (last && 'text' in last) last.text += ` ${token.value}`
       else pieces.push({ text: token.value })
@@ -84,10 +87,13 @@ export async function sendCommand(args: string[]): Promise<number> {
     options: { ...REMOTE_OPTIONS, ...HELP_OPTION, key: { type: 'string', multiple: true, default: [] } },
   })
   if (printedHelp(values, USAGE)) return 0
-  if (positionals.length < 2)
-    throw new UsageError('termkeep: send takes <session> <terminal> and then TEXT or --key NAME (`termkeep send --help` shows the usage)')
-  const [sessionId, terminalId] = positionals
-  const pieces = piecesOf(tokens)
+  const words = targetWords(positionals)
+  if (words < 2 && !positionals[0]?.includes(':'))
+    throw new UsageError(
+      'termkeep: send takes <session> <terminal> (or session:terminal) and then TEXT or --key NAME (`termkeep send --help` shows the usage)',
+    )
+  const target = targetOf(positionals.slice(0, words), 'send')
+  const pieces = piecesOf(tokens, words)
   if (pieces.length === 0) throw new UsageError('termkeep: send has nothing to send: give TEXT or --key NAME')
   for (const piece of pieces) {
     if ('key' in piece && keyBytes(piece.key) === undefined) {
@@ -97,6 +103,7 @@ export async function sendCommand(args: string[]): Promise<number> {
     }
   }
   const client = remoteClient(values)
+  const { sessionId, terminalId } = await resolveTarget(client, target)
   const info = await client.terminal(sessionId, terminalId)
   if (info.state !== 'starting' && info.state !== 'running')
     throw new CommandError(`termkeep: terminal ${sessionId}/${terminalId} is ${info.state}; nothing was sent`)

@@ -56,8 +56,6 @@ export const ERROR_STATUS = {
   /** The name is taken in its scope (another session, or a terminal of the same session), or is
    * the id of another one. */
   'name/conflict': 409,
-  /** A target (`api`, `api:build`) names nothing the token may see. */
-  'name/not-found': 404,
   /** A target is the id of one and the name of another. */
   'name/ambiguous': 409,
   'display/not-found': 404,

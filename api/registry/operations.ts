@@ -35,6 +35,7 @@ import {
   type Queryable,
   type Tx,
 } from './store.ts'
+import { claimSessionName } from './names.ts'
 import { mayRegister, scopeOrder, scopeWorkspace, seesWorkspace } from './scope.ts'
 
 /** The canonical directory for `path`, or a typed 400 (503 when the sidecar is away). */
@@ -271,7 +272,7 @@ export async function createSession(
   db: Database,
   sidecar: SidecarClient,
   authority: Authority,
-  input: { id?: string; cwd: string; title?: string },
+  input: { id?: string; cwd: string; title?: string; name?: string },
 ): Promise<{ session: Session; created: boolean }> {
   const confined = authority.sessions !== 'all'
   if (confined) {
@@ -294,6 +295,7 @@ export async function createSession(
       return { session: existing, created: false }
     }
     await tx.insert(sessions).values({ id, cwd, title: input.title ?? null, createdAt: Date.now() })
+    if (input.name !== undefined) await claimSessionName(tx, id, input.name)
     if (owner) {
       await tx
         .insert(workspaceSessions)

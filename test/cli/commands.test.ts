@@ -256,7 +256,9 @@ describe('termkeep client commands against a real stack', () => {
     expectUsage(badAfter)
     expectRefused(beyond, 'terminal/not-found')
     expectRefused(noGrant, 'auth/forbidden')
-    expectUsage(oneArg)
+    // A session alone means its newest live terminal (docs/cli.md#targets): it has none left.
+    expect(oneArg.code, oneArg.stderr).toBe(1)
+    expect(oneArg.stderr).toContain('has no live terminal')
     expectRefused(screenGone, 'terminal/not-found')
   })
 

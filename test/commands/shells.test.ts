@@ -185,10 +185,14 @@ describe('refusals', () => {
     const person2 = await attachPerson(c, tid)
     await person2.type('\u0003') // C-c: a fresh prompt
     person2.close()
-    const again = await waitFor(async () => {
-      const answer = await c.call('POST', `${c.terminal(tid)}/commands`, { json: { command: 'echo again' } })
-      return answer.status === 200 && answer
-    }, 5_000, 'a fresh prompt after C-c')
+    const again = await waitFor(
+      async () => {
+        const answer = await c.call('POST', `${c.terminal(tid)}/commands`, { json: { command: 'echo again' } })
+        return answer.status === 200 && answer
+      },
+      5_000,
+      'a fresh prompt after C-c',
+    )
     expect(again.body.text).toBe('again')
   })
 })
