@@ -10,6 +10,7 @@ import { describeRoute } from 'hono-openapi'
 import type { AppDeps, AppEnv } from './deps.ts'
 import { commandRoutes } from './commands/routes.ts'
 import { displayRoutes } from './display/routes.ts'
+import { scrollbackRoutes } from './display/scrollback.ts'
 import { notFound, onError } from './errors.ts'
 import { fileRoutes } from './files/routes.ts'
 import { mcpRoutes } from './mcp/routes.ts'
@@ -22,6 +23,7 @@ import { tokenRoutes } from './routes/tokens.ts'
 import { web } from './routes/web.ts'
 import { headWithoutStreams } from './sse.ts'
 import { terminalRoutes } from './terminals/routes.ts'
+import { sessionTerminalRoutes } from './terminals/session-routes.ts'
 import { workflowRoutes } from './workflows/routes.ts'
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
@@ -39,8 +41,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', registryRoutes)
   app.route('/', nameRoutes)
   app.route('/', terminalRoutes)
+  app.route('/', sessionTerminalRoutes)
   app.route('/', commandRoutes)
   app.route('/', displayRoutes)
+  app.route('/', scrollbackRoutes)
   app.route('/', fileRoutes)
   app.route('/', observationRoutes)
   app.route('/', workflowRoutes)

@@ -28,6 +28,7 @@ import type {
 } from '../schema/wire/files.ts'
 import type { CommandOutput, CommandRun, RunCommand } from '../schema/wire/commands.ts'
 import type { SidecarHealth } from '../schema/wire/health.ts'
+import type { SearchQuery, SearchResult, SessionSearch } from '../schema/wire/search.ts'
 import { OBSERVE_ENV_HEADER, type ObservationFacts } from '../schema/wire/observation.ts'
 import { observationPath, type ObservationOperationName, type ObservationRequest } from '../schema/wire/observation-operations.ts'
 import type { OutputPage } from '../schema/wire/output.ts'
@@ -250,6 +251,23 @@ export class SidecarClient {
       streamInit(signal, query.lastEventId),
       SIDECAR_SLOW_CALL_TIMEOUT_MS,
     )
+  }
+
+  /** Closes every live terminal of the session; each close waits for its processes' end. */
+  closeSession(sid: string): Promise<{ closed: TerminalInfo[] }> {
+    return this.json(`${session(sid)}/terminals`, { method: 'DELETE' }, CLOSE_BUDGET_MS)
+  }
+
+  // ── Search (schema/wire/search.ts) ────────────────────────────────────────
+
+  search(sid: string, tid: string, query: SearchQuery): Promise<SearchResult> {
+    const params = new URLSearchParams({ pattern: query.pattern, after: query.after, limit: String(query.limit) })
+    return this.json(`${terminal(sid, tid)}/search?${params}`, {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  searchSession(sid: string, query: SearchQuery): Promise<SessionSearch> {
+    const params = new URLSearchParams({ pattern: query.pattern, limit: String(query.limit) })
+    return this.json(`${session(sid)}/search?${params}`, {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   // ── Terminal observation (schema/wire/observation.ts) ─────────────────────

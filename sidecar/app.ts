@@ -16,6 +16,7 @@ import type { DisplayService } from './display/service.ts'
 import { fileRoutes } from './files/routes.ts'
 import { observationRoutes } from './observation/routes.ts'
 import { paths } from './paths.ts'
+import { searchRoutes } from './search/routes.ts'
 import { terminalRoutes } from './routes/terminals.ts'
 import type { TerminalHost } from './terminals/host.ts'
 import type { WorkflowEngine } from './workflows/engine.ts'
@@ -60,6 +61,7 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.route('/', paths)
   app.route('/', terminalRoutes(deps.terminals))
   app.route('/', commandRoutes(deps.terminals))
+  app.route('/', searchRoutes(deps.terminals))
   app.route('/', screenRoutes(deps.terminals))
   const displays = deps.displays
   if (displays)

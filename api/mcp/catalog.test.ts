@@ -42,16 +42,28 @@ describe('the MCP tool table', () => {
     expect(names(['terminals:screen'])).toEqual(['list_commands', 'read_screen', 'wait_for'])
     expect(names(['files:read'])).toEqual(['list_directory', 'read_file', 'read_text', 'stat_file'])
     // send_keys follows (control + output) and writes input (control): control alone is not enough.
-    expect(names(['terminals:control'])).toEqual(['close_terminal', 'create_terminal', 'list_terminals'])
+    expect(names(['terminals:control'])).toEqual([
+      'close_session',
+      'close_terminal',
+      'create_terminal',
+      'find',
+      'list_terminals',
+      'rename_terminal',
+    ])
     expect(names(['terminals:control', 'terminals:output'])).toEqual([
+      'close_session',
       'close_terminal',
       'command_output',
       'create_terminal',
+      'find',
       'list_commands',
       'list_terminals',
       'read_output',
+      'rename_terminal',
       'run_command',
       'run_in_terminal',
+      'search_output',
+      'search_session',
       'send_keys',
     ])
     // Reading runs is workflows:read; starting and cancelling them workflows:run, as the routes' guards say.

@@ -9,6 +9,7 @@ import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import type { Authority } from '../auth/guard.ts'
 import type { Catalog } from './catalog.ts'
 import type { Dispatcher } from './dispatch.ts'
+import { resolveNames } from './names.ts'
 import { listScreens, readScreen, TEMPLATES } from './resources.ts'
 import {
   CallToolRequestSchema,
@@ -116,7 +117,8 @@ export function mcpServer({ catalog, authority, dispatcher, requestSignal, tunin
           const needed = catalog.routeGrants(routes)
           throw new TermkeepError('auth/forbidden', `${purpose} needs ${needed}, which this token lacks`, { required: needed })
         }
-        return await tool.run(tool.input.split(request.params.arguments), { call, need, tuning })
+        const args = await resolveNames(call, request.params.arguments)
+        return await tool.run(tool.input.split(args), { call, need, tuning })
       } catch (error) {
         return errorResult(known(error, `tool ${tool.name}`))
       }

@@ -21,6 +21,7 @@ import { CreateTerminal, TerminalParams } from '../../schema/wire/terminals.ts'
 import * as v from 'valibot'
 import { COMMAND_TOOLS } from './commands.ts'
 import { runCommand } from './run.ts'
+import { SESSION_TOOLS } from './sessions.ts'
 import { sendKeys } from './send.ts'
 import { fromBase64, plainText, screenText } from './text.ts'
 import { routeTool, T, textResult, type Tool } from './tool.ts'
@@ -189,6 +190,7 @@ export const TOOLS: readonly Tool[] = [
       return textResult(text, facts)
     },
   }),
+  ...SESSION_TOOLS,
   ...WORKFLOW_TOOLS,
   ...OBSERVATION_TOOLS,
 ]

@@ -267,6 +267,19 @@ export class TerminalHost {
     return this.info(sessionId, id)
   }
 
+  /** Closes every live terminal of the session (tmux kill-session); answers their final infos. A
+   * terminal whose cleanup failed is still tried by the others' closes, then its error is thrown. */
+  async closeSession(sessionId: string): Promise<TerminalInfo[]> {
+    await this.#sessionCwd(sessionId)
+    const ids = new Set<string>()
+    for (const terminal of this.#live.values()) if (terminal.sessionId === sessionId) ids.add(terminal.id)
+    for (const key of this.#creating.keys()) if (key.startsWith(`${sessionId}/`)) ids.add(key.slice(sessionId.length + 1))
+    const results = await Promise.allSettled([...ids].map((id) => this.close(sessionId, id)))
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+    if (failed) throw failed.reason
+    return results.map((r) => (r as PromiseFulfilledResult<TerminalInfo>).value)
+  }
+
   /** Sidecar shutdown: kill every session, retire every journal and row; no drain. */
   async shutdown(): Promise<void> {
     clearInterval(this.#idleTimer)
