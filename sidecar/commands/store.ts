@@ -3,8 +3,8 @@
  * them (api/commands/store.ts), so they answer after the terminal was retired and without the
  * sidecar.
  */
-import { and, eq, lte } from 'drizzle-orm'
-import { terminalCommands } from '../../schema/tables.ts'
+import { and, eq, inArray, isNull, lt, lte, sql } from 'drizzle-orm'
+import { terminalCommands, terminals } from '../../schema/tables.ts'
 import type { Database } from '../../storage/client.ts'
 
 export type CommandRow = typeof terminalCommands.$inferSelect
@@ -29,6 +29,21 @@ export class CommandStore {
       .update(terminalCommands)
       .set(end)
       .where(this.#one(sessionId, terminalId, n))
+  }
+
+  /**
+   * Ends, at `now` and with no exit code, the records left running by terminals of earlier
+   * generations (a sidecar that crashed never saw their end). Their output cursors stay open.
+   */
+  async endAbandoned(generation: number, now = Date.now()): Promise<void> {
+    const earlier = this.#db
+      .select({ sessionId: terminals.sessionId, id: terminals.id })
+      .from(terminals)
+      .where(lt(terminals.hostGeneration, generation))
+    await this.#db
+      .update(terminalCommands)
+      .set({ endedAt: now })
+      .where(and(isNull(terminalCommands.endedAt), inArray(sql`(${terminalCommands.sessionId}, ${terminalCommands.terminalId})`, earlier)))
   }
 
   /** Removes the records up to and including `n` (retention). */

@@ -56,7 +56,6 @@ export class CommandTracker {
   readonly #retry: Retry
   readonly #queue: (() => Promise<void>)[] = []
   #writing: Promise<void> | undefined
-  #stopped = false
   #detected = false
   #running: Tracked | undefined
   #pendingLine: string | undefined
@@ -141,12 +140,6 @@ export class CommandTracker {
     while (this.#writing) await this.#writing
   }
 
-  stop(): void {
-    this.#stopped = true
-    this.#retry.cancel()
-    this.changes.notify()
-  }
-
   #find(n: number): Tracked | undefined {
     const first = this.#records[0]?.record.n ?? 1
     return this.#records[n - first]
@@ -156,7 +149,7 @@ export class CommandTracker {
     const release = this.#journal.attach()
     try {
       let cursor = 0
-      while (!this.#stopped) {
+      for (;;) {
         const records = await this.#journal.readRecords(cursor, READ_WINDOW_BYTES)
         for (const record of records) {
           if (record.kind === 'data') this.#feed(record.bytes, record.sequence)
@@ -169,8 +162,9 @@ export class CommandTracker {
     } finally {
       release()
     }
-    // The output ended with a command still running: it ends there, its exit unknown.
-    if (this.#running && this.#journal.ended) {
+    // The output ended (or the terminal was retired at shutdown) with a command still running: it
+    // ends there, its exit unknown.
+    if (this.#running) {
       const { sequence, length, abs } = this.#lastData
       this.#end(null, { sequence, offset: length, abs })
     }
@@ -329,7 +323,7 @@ export class CommandTracker {
         try {
           await this.#queue[0]!()
         } catch (error) {
-          if (isDatabaseUnavailable(error) && !this.#stopped) {
+          if (isDatabaseUnavailable(error)) {
             this.#retry.failed(error, () => (this.#writing ??= this.#drain()))
             return
           }

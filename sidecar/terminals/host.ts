@@ -137,6 +137,7 @@ export class TerminalHost {
     }
     if (survivors.length > 0) console.error(`termkeep sidecar: processes of earlier terminals survived SIGKILL: ${survivors.join(' ')}`)
     await this.#options.store.retireEarlierGenerations(this.generation)
+    await this.#options.commands?.endAbandoned(this.generation)
     rmSync(join(this.#options.dataDir, 'spool'), { recursive: true, force: true })
     rmSync(join(this.#options.dataDir, 'shell-integration'), { recursive: true, force: true })
   }
@@ -290,6 +291,9 @@ export class TerminalHost {
       terminals.map(async (terminal) => {
         terminal.emulator.dispose()
         terminal.journal.retire()
+        // A command still running ends with the journal; its record is written before the exit.
+        await terminal.commands?.done
+        await terminal.commands?.flushed()
         await terminal.retireRow()
       }),
     )
