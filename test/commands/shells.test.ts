@@ -73,6 +73,19 @@ describe.each(SHELLS)('$name', ({ name, path, prompt, set, hook }) => {
     expect(lines.at(-1)).toMatch(prompt)
     expect(lines.join('\n')).toContain('hello')
     expect(lines.join('\n')).not.toMatch(MARK_TRACES)
+    // Nor the persisted screen (readDisplay's rows hold cell text).
+    const display = await waitFor(
+      async () => {
+        const response = await fetch(`${c.stack.api.url}${c.terminal(tid)}/display`, {
+          headers: { authorization: `Bearer ${c.stack.token}` },
+        })
+        const text = await response.text()
+        return response.status === 200 && text.includes('hello') && text
+      },
+      10_000,
+      'a settled screen',
+    )
+    expect(display).not.toMatch(MARK_TRACES)
   })
 
   test('the records are durable, paged newest last, with their text and exact bytes', async () => {
