@@ -53,11 +53,13 @@ async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T
 function writeSession(out: NodeJS.WritableStream, session: ListedSession, showCwd: boolean): void {
   const title = session.title ? `  "${printable(session.title)}"` : ''
   const where = showCwd ? `  ${printable(session.cwd)}` : ''
-  out.write(`  session ${session.id}${title}${where}${session.archived ? '  (archived)' : ''}\n`)
+  const name = session.name ? `  (${session.name})` : ''
+  out.write(`  session ${session.id}${name}${title}${where}${session.archived ? '  (archived)' : ''}\n`)
   if (session.terminals === null) return void out.write(`    (terminals not listed: ${session.terminalsError})\n`)
   if (session.terminals.length === 0) out.write('    (no terminals)\n')
   for (const t of session.terminals) {
-    out.write(`    ${t.id}  ${t.state}  ${t.cols}x${t.rows}  ${printable(t.shell.name)}  "${printable(t.title)}"\n`)
+    const named = t.name ? `  (${t.name})` : ''
+    out.write(`    ${t.id}${named}  ${t.state}  ${t.cols}x${t.rows}  ${printable(t.shell.name)}  "${printable(t.title)}"\n`)
   }
 }
 

@@ -37,6 +37,9 @@ test('new -s NAME, numbered terminals, exec and output --command by name', async
   expect([one.code, one.stdout]).toEqual([0, 'made\n'])
   const raw = await runCli(['output', `${sid}:2`, '--command', '1', '--raw'], env)
   expect(raw.stdout).toContain('made\r\n')
+  const ls = await runCli(['ls'], env)
+  expect(ls.stdout).toContain(`session ${sid}  (api)`)
+  expect(ls.stdout).toMatch(/^ {4}2 {2}\(build\) {2}running/m)
 })
 
 test('a name not found, or ambiguous, is said so; exec refusals exit 1', async () => {
