@@ -54,7 +54,7 @@ export interface Mark {
   end: Position
 }
 
-type State = 'ground' | 'esc' | 'osc' | 'osc-esc' | 'csi'
+type State = 'ground' | 'esc' | 'osc' | 'osc-esc' | 'csi-start' | 'csi'
 
 export class MarkScanner {
   #state: State = 'ground'
@@ -65,7 +65,11 @@ export class MarkScanner {
   #parts: Uint8Array[] = []
   #length = 0
   #overflow = false
-  #csi = ''
+  /** The private CSI being read: its length, the parameter being read, and whether one of its
+   * parameters was 2004 (bracketed paste). */
+  #csiLength = 0
+  #param = 0
+  #paste = false
 
   /** The marks completed in `bytes` (the Data record `sequence`), in order. */
   feed(bytes: Uint8Array, sequence: number): Mark[] {
@@ -82,6 +86,11 @@ export class MarkScanner {
             i = buffer.length
             break
           }
+          // The common case, a CSI that is not private (colours, cursor moves), needs nothing more.
+          if (buffer[next + 1] === 0x5b && next + 2 < buffer.length && buffer[next + 2] !== 0x3f) {
+            i = next + 3
+            break
+          }
           this.#start = at(next)
           this.#state = 'esc'
           i = next + 1
@@ -96,8 +105,9 @@ export class MarkScanner {
             this.#overflow = false
             i++
           } else if (byte === 0x5b) {
-            this.#state = 'csi'
-            this.#csi = ''
+            // Only a private CSI (`ESC [ ?`) can switch bracketed paste; any other holds no ESC
+            // or BEL and is skipped as plain bytes (colour-heavy output is mostly CSI).
+            this.#state = 'csi-start'
             i++
           } else if (byte === ESC) {
             this.#start = at(i)
@@ -142,17 +152,33 @@ export class MarkScanner {
           }
           break
         }
+        case 'csi-start': {
+          this.#state = buffer[i] === 0x3f ? 'csi' : 'ground'
+          if (this.#state === 'csi') {
+            this.#csiLength = 1
+            this.#param = 0
+            this.#paste = false
+            i++
+          }
+          break
+        }
         case 'csi': {
+          // Parameters are read as numbers, no strings.
           const byte = buffer[i]!
           i++
           if (byte >= 0x40 && byte <= 0x7e) {
-            const paste = this.#csi.startsWith('?') && this.#csi.slice(1).split(';').includes('2004')
-            if (paste && (byte === 0x68 || byte === 0x6c)) marks.push({ kind: 'paste', on: byte === 0x68, start: this.#start, end: at(i) })
+            if (this.#param === 2004) this.#paste = true
+            if (this.#paste && (byte === 0x68 || byte === 0x6c)) {
+              marks.push({ kind: 'paste', on: byte === 0x68, start: this.#start, end: at(i) })
+            }
             this.#state = 'ground'
-          } else if (this.#csi.length >= MAX_CSI_BYTES || byte < 0x20) {
+          } else if (++this.#csiLength > MAX_CSI_BYTES || byte < 0x20) {
             this.#state = 'ground'
-          } else {
-            this.#csi += String.fromCharCode(byte)
+          } else if (byte >= 0x30 && byte <= 0x39) {
+            this.#param = this.#param * 10 + (byte - 0x30)
+          } else if (byte === 0x3b) {
+            if (this.#param === 2004) this.#paste = true
+            this.#param = 0
           }
           break
         }
