@@ -213,7 +213,15 @@ export type FollowControl = (typeof FOLLOW_CONTROL)[number]
  * the follow's attachment id in `Termkeep-Attachment` while it is the controller; otherwise 409
  * `terminal/control-unavailable` {reason: 'read-only' | 'not-running'}.
  */
-export const FollowSnapshot = v.object({ sequence: v.number(), screen: v.string(), info: TerminalInfo })
+export const FollowSnapshot = v.object({
+  sequence: v.number(),
+  screen: v.string(),
+  info: TerminalInfo,
+  /** The terminal's command-mark nonce, when termkeep integrated its shell (docs/commands.md): a
+   * client tells the shell's marks in the output from printed ones by it. A follower reads the
+   * output, which carries it anyway; nothing else hands it out. */
+  marks: v.optional(v.string()),
+})
 export const FollowOutput = v.object({ sequence: v.number(), data: v.string() })
 export const FollowState = v.object({
   info: TerminalInfo,

@@ -398,6 +398,7 @@ export class TerminalHost {
       name: launch.name,
       commandMarks: spawn.commandMarks,
     })
+    if (spawn.commandMarks === 'injected') terminal.markNonce = spawn.nonce
     const commands = this.#options.commands
     if (commands) {
       terminal.commands = new CommandTracker({

@@ -73,6 +73,8 @@ export class LiveTerminal {
   commandMarks: CommandMarks
   /** Its commands, from the marks in its journal (sidecar/commands/); set once at launch. */
   commands: CommandTracker | undefined
+  /** The nonce its shell's command marks carry (injected integration only); set once at launch. */
+  markNonce: string | undefined
   /** The foreground program's name (observation/foreground.ts); null before spawn and after exit. */
   foregroundCommand: string | null = null
   updatedAt: number

@@ -20,6 +20,7 @@ import { replayAnsi } from '../../api/display/replay.ts'
 import { readDisplay } from '../client/display.ts'
 import { follow, type FollowEnd } from '../client/follow.ts'
 import { InputQueue, type InputFailure } from '../client/input.ts'
+import { CommandMarks } from './command-marks.ts'
 import { h, randomId } from './dom.ts'
 import { ReplayGuard } from './replay-guard.ts'
 
@@ -44,6 +45,15 @@ export interface TerminalViewEvents {
 
 /** Ctrl+Shift+Home leaves the terminal for keyboard users; shells do not bind it. */
 export const isLeaveKey = (e: KeyboardEvent) => e.type === 'keydown' && e.ctrlKey && e.shiftKey && !e.altKey && e.key === 'Home'
+/** Ctrl+Shift+Up / Down jump to the previous / next command (as VS Code's Ctrl+Up / Down). */
+export const commandJumpOf = (e: KeyboardEvent): -1 | 1 | undefined =>
+  e.type === 'keydown' && e.ctrlKey && e.shiftKey && !e.altKey
+    ? e.key === 'ArrowUp'
+      ? -1
+      : e.key === 'ArrowDown'
+        ? 1
+        : undefined
+    : undefined
 
 function newTerminal(readOnly: boolean): Terminal {
   const term = new Terminal({
@@ -89,6 +99,9 @@ export class TerminalView {
   #observer: ResizeObserver
   #encoder = new TextEncoder()
   #mode: ViewMode = 'connecting'
+  /** The commands' marks in this view (web/page/command-marks.ts). */
+  readonly marks: CommandMarks
+  #commandNav: HTMLElement
 
   constructor(
     private readonly client: TermkeepClient,
@@ -97,11 +110,26 @@ export class TerminalView {
     private readonly events: TerminalViewEvents,
   ) {
     this.#host = h('div', { class: 'xterm-host' })
-    this.element = h('div', { class: 'terminal-view' }, this.#host)
+    const jump = (direction: -1 | 1, label: string, text: string) =>
+      h('button', { type: 'button', class: 'small', 'aria-label': label, onclick: () => this.marks.jump(direction) }, text)
+    this.#commandNav = h(
+      'div',
+      { class: 'command-nav', hidden: '' },
+      jump(-1, 'Previous command (Ctrl+Shift+Up)', '↑ Command'),
+      jump(1, 'Next command (Ctrl+Shift+Down)', '↓ Command'),
+    )
+    this.element = h('div', { class: 'terminal-view' }, this.#commandNav, this.#host)
     this.term = newTerminal(false)
     this.term.loadAddon(this.#fit)
     this.#guard = new ReplayGuard(this.term)
+    this.marks = new CommandMarks(this.term, () => (this.#commandNav.hidden = false))
     this.term.attachCustomKeyEventHandler((event) => {
+      const jump = commandJumpOf(event)
+      if (jump !== undefined) {
+        event.preventDefault()
+        this.marks.jump(jump)
+        return false
+      }
       if (!isLeaveKey(event)) return true
       event.preventDefault()
       this.events.leave()
@@ -141,6 +169,7 @@ export class TerminalView {
     this.#observer.disconnect()
     clearTimeout(this.#resizeTimer)
     this.#guard.dispose()
+    this.marks.dispose()
     this.term.dispose()
   }
 
@@ -159,7 +188,8 @@ export class TerminalView {
       attachment: this.#attachment,
       signal,
       handlers: {
-        snapshot: (_sequence, screen, info) => {
+        snapshot: (_sequence, screen, info, marks) => {
+          this.marks.nonce = marks
           this.term.reset()
           if (this.term.cols !== info.cols || this.term.rows !== info.rows) this.term.resize(info.cols, info.rows)
           this.#guard.write(screen, true, () => this.#scheduleResize(0))
