@@ -53,7 +53,7 @@ export async function attachCommand(args: string[]): Promise<number> {
     options: { ...REMOTE_OPTIONS, ...HELP_OPTION, 'reconnect-timeout': { type: 'string' } },
   })
   if (printedHelp(values, USAGE)) return 0
-  const target = targetOf(positionals, 'attach')
+  const target = targetOf(positionals, 'attach', true)
   const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', CLI_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
   const { sessionId, terminalId } = await resolveTarget(client, target)

@@ -40,7 +40,7 @@ export async function execCommand(args: string[], out: NodeJS.WritableStream = p
   const dash = args.indexOf('--')
   if (dash < 0) throw new UsageError('termkeep: exec needs -- before the command (`termkeep exec --help` shows the usage)')
   const command = args.slice(dash + 1).join(' ')
-  const target = targetOf(positionals.slice(0, positionals.length - (args.length - dash - 1)), 'exec')
+  const target = targetOf(positionals.slice(0, positionals.length - (args.length - dash - 1)), 'exec', true)
   if (command.trim() === '') throw new UsageError('termkeep: exec needs a command after --')
   const timeoutMs = seconds(values.timeout, '--timeout', COMMAND_RUN_DEFAULT_TIMEOUT_MS)
   if (timeoutMs > COMMAND_RUN_MAX_TIMEOUT_MS) throw new UsageError(`termkeep: --timeout is at most ${COMMAND_RUN_MAX_TIMEOUT_MS / 1000}`)

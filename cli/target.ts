@@ -9,21 +9,25 @@ import type { ResolvedTarget } from '../schema/wire/names.ts'
 import type { TermkeepClient } from '../web/client/api.ts'
 import { CommandError, UsageError } from './usage.ts'
 
-export const TARGET_USAGE = `  <session> and <terminal> are ids or names (termkeep new --name); one argument
-  session:terminal names both, and a session alone its newest live terminal.`
+export const TARGET_USAGE = `  <session> and <terminal> are ids or names (termkeep new -s/-n); one argument session:terminal
+  names both (attach and exec also take a session alone: its newest live terminal).`
 
 /** How many leading positionals name the target: one when it is `session:terminal`, else `max`. */
 export function targetWords(positionals: readonly string[], max = 2): number {
   return positionals[0]?.includes(':') ? 1 : Math.min(max, positionals.length)
 }
 
-/** Pure: the target a command line's words give, as `session[:terminal]`. */
-export function targetOf(words: readonly string[], command: string): string {
-  if (words.length === 1) return words[0]!
+/**
+ * Pure: the target a command line's words give, as `session[:terminal]`. A session alone (its
+ * newest live terminal) only where that is what a user means (`attach api`, `exec api -- make`):
+ * a command that closes or exports a terminal is told which one.
+ */
+export function targetOf(words: readonly string[], command: string, sessionAlone = false): string {
+  const one = words.length === 1 && (sessionAlone || /:./.test(words[0]!))
+  if (one) return words[0]!
   if (words.length === 2 && !words[0]!.includes(':')) return `${words[0]}:${words[1]}`
-  throw new UsageError(
-    `termkeep: ${command} takes <session> <terminal>, or one session:terminal (\`termkeep ${command} --help\` shows the usage)`,
-  )
+  const forms = sessionAlone ? '<session> [<terminal>], or one session:terminal' : '<session> <terminal>, or one session:terminal'
+  throw new UsageError(`termkeep: ${command} takes ${forms} (\`termkeep ${command} --help\` shows the usage)`)
 }
 
 /** The ids a target names (a session alone: its newest live terminal, else an error). */
