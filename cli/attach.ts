@@ -29,7 +29,7 @@ import { stripQueries } from '../web/client/queries.ts'
 import { LocalScreen } from './local-screen.ts'
 import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { describeRemoteError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, seconds } from './remote.ts'
-import { exactArgs, HELP_OPTION, printedHelp } from './usage.ts'
+import { HELP_OPTION, printedHelp } from './usage.ts'
 
 /** Ctrl-\ (FS): the detach key. It is never sent to the remote terminal. */
 export const DETACH_BYTE = 0x1c

@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util'
 import { displayToLines, readDisplay } from '../web/client/display.ts'
 import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { exactArgs, HELP_OPTION, printedHelp } from './usage.ts'
+import { HELP_OPTION, printedHelp } from './usage.ts'
 
 const USAGE = `usage: termkeep display <session> <terminal> [--plain] [--no-history]
 

@@ -11,7 +11,7 @@ import { ASCIICAST_CONTENT_TYPE } from '../schema/wire/output.ts'
 import { terminalPath } from '../web/client/api.ts'
 import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { CommandError, exactArgs, HELP_OPTION, printedHelp, writeOut } from './usage.ts'
+import { CommandError, HELP_OPTION, printedHelp, writeOut } from './usage.ts'
 
 const USAGE = `usage: termkeep export <session> <terminal> [-o FILE]
 

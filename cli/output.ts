@@ -13,7 +13,7 @@ import { ApiError, terminalPath } from '../web/client/api.ts'
 import { CLI_RECONNECT_GIVE_UP_MS } from '../schema/limits.ts'
 import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds, type CliClient } from './remote.ts'
-import { CommandError, exactArgs, HELP_OPTION, printedHelp, UsageError, writeOut } from './usage.ts'
+import { CommandError, HELP_OPTION, printedHelp, UsageError, writeOut } from './usage.ts'
 
 const USAGE = `usage: termkeep output <session> <terminal> [--after N] [--follow] [--raw]
        termkeep output <session> <terminal> --command N [--raw]

@@ -9,7 +9,7 @@ import type { Descendants, ObservationContext, ProcessSnapshot } from '../schema
 import { terminalPath } from '../web/client/api.ts'
 import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
+import { HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
 
 const USAGE = `usage: termkeep ps <session> <terminal> [--json]
 

@@ -10,7 +10,7 @@ import type { ScreenProjection } from '../schema/wire/display.ts'
 import { terminalPath } from '../web/client/api.ts'
 import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson, writeOut } from './usage.ts'
+import { HELP_OPTION, JSON_OPTION, printedHelp, printJson, writeOut } from './usage.ts'
 
 const USAGE = `usage: termkeep screen <session> <terminal> [--history] [--watch] [--json]
 

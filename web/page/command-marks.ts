@@ -26,7 +26,7 @@ export function readMark(data: string, nonce: string | undefined): { kind: strin
 }
 
 /** Pure: VS Code's escaping of a 633 E command line undone (`\\` → `\`, `\xNN` → the byte). */
-function unescape(value: string): string {
+function unescapeLine(value: string): string {
   return value.replace(/\\(\\|x([0-9a-fA-F]{2}))/g, (_, c: string, hex?: string) =>
     hex ? String.fromCharCode(Number.parseInt(hex, 16)) : c,
   )
@@ -95,7 +95,7 @@ export class CommandMarks {
   /** VS Code's command line mark (`E;line;nonce`): kept for the mark's tooltip. */
   #vscode(data: string): boolean {
     const [kind, line, nonce] = data.split(';')
-    if (kind === 'E' && nonce !== undefined && nonce === this.#nonce && line !== undefined) this.#line = unescape(line)
+    if (kind === 'E' && nonce !== undefined && nonce === this.#nonce && line !== undefined) this.#line = unescapeLine(line)
     return true
   }
 
