@@ -6,7 +6,7 @@
  * command's error.
  */
 import type { ResolvedTarget } from '../schema/wire/names.ts'
-import type { TermkeepClient } from '../web/client/api.ts'
+import { ApiError, type TermkeepClient } from '../web/client/api.ts'
 import { CommandError, UsageError } from './usage.ts'
 
 export const TARGET_USAGE = `  <session> and <terminal> are ids or names (termkeep new -s/-n); one argument session:terminal
@@ -30,9 +30,19 @@ export function targetOf(words: readonly string[], command: string, sessionAlone
   throw new UsageError(`termkeep: ${command} takes ${forms} (\`termkeep ${command} --help\` shows the usage)`)
 }
 
-/** The ids a target names (a session alone: its newest live terminal, else an error). */
+/**
+ * The ids a target names (a session alone: its newest live terminal, else an error). A token that
+ * may not resolve names (it holds only, say, observe:process) still reaches a terminal by its ids.
+ */
 export async function resolveTarget(client: TermkeepClient, target: string): Promise<{ sessionId: string; terminalId: string }> {
-  const resolved = await client.json<ResolvedTarget>('GET', `/v1/resolve?${new URLSearchParams({ target })}`)
+  let resolved: ResolvedTarget
+  try {
+    resolved = await client.json<ResolvedTarget>('GET', `/v1/resolve?${new URLSearchParams({ target })}`)
+  } catch (error) {
+    const [sessionId, terminalId] = target.split(':')
+    if (error instanceof ApiError && error.code === 'auth/forbidden' && sessionId && terminalId) return { sessionId, terminalId }
+    throw error
+  }
   if (resolved.terminalId === null) throw new CommandError(`termkeep: session ${target} has no live terminal; name one (session:terminal)`)
   return { sessionId: resolved.sessionId, terminalId: resolved.terminalId }
 }
