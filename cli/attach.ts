@@ -27,9 +27,10 @@ import { follow, type FollowEnd } from '../web/client/follow.ts'
 import { InputQueue, type InputFailure } from '../web/client/input.ts'
 import { stripQueries } from '../web/client/queries.ts'
 import { LocalScreen } from './local-screen.ts'
-import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { describeRemoteError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, seconds } from './remote.ts'
+import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { HELP_OPTION, printedHelp } from './usage.ts'
+import { self } from './self.ts'
 
 /** Ctrl-\ (FS): the detach key. It is never sent to the remote terminal. */
 export const DETACH_BYTE = 0x1c
@@ -61,7 +62,7 @@ export async function attachCommand(args: string[]): Promise<number> {
   const info = await client.terminal(sessionId, terminalId)
   if (info.state !== 'starting' && info.state !== 'running') {
     process.stderr.write(
-      `termkeep: terminal ${sessionId}/${terminalId} ${ended(info)}; \`termkeep display ${sessionId} ${terminalId}\` prints its last screen\n`,
+      `termkeep: terminal ${sessionId}/${terminalId} ${ended(info)}; \`${self()} display ${sessionId} ${terminalId}\` prints its last screen\n`,
     )
     return 1
   }

@@ -7,6 +7,7 @@
  */
 import type { ResolvedTarget } from '../schema/wire/names.ts'
 import { ApiError, type TermkeepClient } from '../web/client/api.ts'
+import { self } from './self.ts'
 import { CommandError, UsageError } from './usage.ts'
 
 export const TARGET_USAGE = `  <session> and <terminal> are ids or names (termkeep new -s/-n); one argument session:terminal
@@ -27,7 +28,7 @@ export function targetOf(words: readonly string[], command: string, sessionAlone
   if (one) return words[0]!
   if (words.length === 2 && !words[0]!.includes(':')) return `${words[0]}:${words[1]}`
   const forms = sessionAlone ? '<session> [<terminal>], or one session:terminal' : '<session> <terminal>, or one session:terminal'
-  throw new UsageError(`termkeep: ${command} takes ${forms} (\`termkeep ${command} --help\` shows the usage)`)
+  throw new UsageError(`termkeep: ${command} takes ${forms} (\`${self()} ${command} --help\` shows the usage)`)
 }
 
 /**

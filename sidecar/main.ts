@@ -20,6 +20,7 @@ import { StorageHealth } from '../storage/health.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
 import { CommandStore } from './commands/store.ts'
+import { SIDECAR_NODE_FLAGS } from './node-flags.ts'
 import { ensureDataDir } from './data-dir.ts'
 import { declareOwnState } from './files/own-state.ts'
 import { DataDirBusy, lockDataDir } from './data-dir-lock.ts'
@@ -52,6 +53,12 @@ async function main(): Promise<void> {
   const namespaces = namespaceMode(process.env[NAMESPACES_VARIABLE]) // whether scripts may run without them
   const openDir = ensureDataDir(config.dataDir)
   if (openDir) console.warn(`termkeep sidecar: warning: ${openDir}`)
+  // The launchers pass SIDECAR_NODE_FLAGS; a sidecar started by hand without them still runs.
+  if (typeof (globalThis as { gc?: unknown }).gc !== 'function') {
+    console.warn(
+      `termkeep sidecar: warning: started without --expose-gc, so idle emulators' memory is not returned (start it with node ${SIDECAR_NODE_FLAGS.join(' ')}, as npm run sidecar does)`,
+    )
+  }
   const unlock = lockDataDir(config.dataDir)
   process.once('exit', unlock)
   // Never served by any file route: the database, the journals, the secret (files/own-state.ts).

@@ -77,6 +77,7 @@ export class LiveTerminal {
   markNonce: string | undefined
   /** The foreground program's name (observation/foreground.ts); null before spawn and after exit. */
   foregroundCommand: string | null = null
+  closedAt: number | null = null
   updatedAt: number
   /** Open retain streams and follow streams: either suspends idle reclamation. */
   holds = 0
@@ -158,6 +159,7 @@ export class LiveTerminal {
       controllerId: this.state === 'retired' || this.state === 'closed' ? null : this.controllerId,
       createdAt: this.createdAt,
       updatedAt: this.updatedAt,
+      closedAt: this.closedAt,
       foregroundCommand: this.foregroundCommand,
       ...(this.workflow ? { workflow: this.workflow } : {}),
       name: this.name,
@@ -357,7 +359,8 @@ export class LiveTerminal {
       if (!this.journal.ended) await this.#pty.forceClose()
       this.journal.end()
     }
-    this.#advance('closed', { closedAt: Date.now() })
+    this.closedAt = Date.now()
+    this.#advance('closed', { closedAt: this.closedAt })
     this.emulator.dispose()
     this.journal.retire()
     this.#advance('retired', {})
