@@ -30,7 +30,7 @@ import { error, json, SIDECAR_DOWN, sidecarDownUnknown, sse } from '../openapi.t
 import { lastEventId } from '../sse.ts'
 import { relay } from '../terminals/routes.ts'
 import { issuesTouch, validate } from '../validate.ts'
-import { getCommand, listCommands, storedOutput } from './store.ts'
+import { getCommand, listCommands, storedOutput } from '../../storage/commands.ts'
 
 const tags = ['commands']
 const C = '/v1/sessions/:sid/terminals/:tid/commands'

@@ -14,8 +14,8 @@ import { guard } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json } from '../openapi.ts'
 import { validate } from '../validate.ts'
-import { type DecodedRow, decodeDisplay, decodeRow } from './decode.ts'
-import { beginOf, chunksOf, historyRows, latestRevision } from './store.ts'
+import { type DecodedRow, decodeDisplay, decodeRow } from '../../common/display/decode.ts'
+import { beginOf, chunksOf, historyRows, latestRevision } from '../../storage/displays/revisions.ts'
 
 type Line = Scrollback['lines'][number]
 

@@ -11,7 +11,7 @@ import { guard } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json } from '../openapi.ts'
 import { validate } from '../validate.ts'
-import { findNames, renameSession, resolveTarget } from './names.ts'
+import { findNames, renameSession, resolveTarget } from '../../storage/registry/names.ts'
 
 /** Knowing the ids and names of what the token can reach is part of listing any of it. */
 const SEES = { anyOf: ['workspaces:read', 'terminals:control', 'terminals:display'] } as const

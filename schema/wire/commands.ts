@@ -18,7 +18,7 @@
  * Last-Event-ID; `closed` once the terminal's output ended and every command was reported.
  */
 import * as v from 'valibot'
-import { utf8Length } from '../display-pack.ts'
+import { utf8Length } from '../utf8.ts'
 import {
   COMMAND_RUN_DEFAULT_TIMEOUT_MS,
   COMMAND_RUN_MAX_TIMEOUT_MS,

@@ -7,7 +7,7 @@
  */
 import * as v from 'valibot'
 import { MAX_NAME_CHARS, MAX_TITLE_CHARS } from '../limits.ts'
-import { TERMINAL_STATES } from '../tables.ts'
+import { TERMINAL_STATES } from './terminals.ts'
 
 /** One part of a target: an id or a name (ids are the wider pattern). */
 const Part = v.pipe(v.string(), v.regex(/^[\w.-]{1,128}$/))

@@ -15,7 +15,7 @@
  */
 import { basename } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { CommandMarks } from '../../schema/tables.ts'
+import type { CommandMarks } from '../../schema/wire/terminals.ts'
 
 /** Where the scripts are (this folder's `shell/`, shipped with the sidecar). */
 export const SHELL_SCRIPTS_DIR = fileURLToPath(new URL('./shell/', import.meta.url))

@@ -15,9 +15,9 @@ import type { CommandRecord } from '../../schema/wire/commands.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import type { Journal } from '../journal/journal.ts'
 import { Notifier } from '../journal/notifier.ts'
-import { Retry } from '../retry.ts'
+import { Retry } from '../write-retry.ts'
 import { MarkScanner, type Mark, type Position } from './marks.ts'
-import type { CommandStore } from './store.ts'
+import type { CommandStore } from '../../storage/commands.ts'
 import { ByteTail, commandText } from './text.ts'
 
 /** Journal bytes one read takes (as the emulator's feed: bounded transient memory). */

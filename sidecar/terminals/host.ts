@@ -8,7 +8,6 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import {
-  CLOSE_RETRY_MS,
   HISTORY_CELLS,
   MAX_COLS,
   MAX_INPUT_BYTES,
@@ -17,20 +16,12 @@ import {
   MAX_VISIBLE_CELLS,
   MIN_COLS,
   MIN_ROWS,
-  TERMINAL_IDLE_RECLAIM_MS,
 } from '../../schema/limits.ts'
+import { CLOSE_RETRY_MS, TERMINAL_IDLE_RECLAIM_MS } from '../tuning.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
-import {
-  terminalInfoOf,
-  type CreateTerminal,
-  type TerminalEnvironment,
-  type TerminalInfo,
-  type TerminalShell,
-  type TerminalWorkflow,
-} from '../../schema/wire/terminals.ts'
+import type { CreateTerminal, TerminalEnvironment, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import { withShellIntegration } from '../commands/integration.ts'
-import type { CommandStore } from '../commands/store.ts'
 import { CommandTracker } from '../commands/tracker.ts'
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
@@ -38,7 +29,8 @@ import { killLeftovers } from '../pty/orphans.ts'
 import { listShells } from '../pty/shells.ts'
 import { PtyThread } from '../pty/pty-thread.ts'
 import { LiveTerminal } from './terminal.ts'
-import type { TerminalStore } from './store.ts'
+import type { CommandStore } from '../../storage/commands.ts'
+import { terminalInfoOf, type TerminalStore } from '../../storage/terminals.ts'
 
 export interface TerminalHostOptions {
   store: TerminalStore
