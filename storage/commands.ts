@@ -3,7 +3,7 @@
  * writer (CommandStore); the API reads them straight from here, so they answer after the terminal
  * was retired, across sidecar restarts and with the sidecar down.
  */
-import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, max, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, sql } from 'drizzle-orm'
 import { TermkeepError } from '../schema/errors.ts'
 import type { CommandOutput, CommandPage, CommandRecord, CommandsQuery } from '../schema/wire/commands.ts'
 import type { Database } from './client.ts'
@@ -101,9 +101,11 @@ export async function listCommands(db: Database, sid: string, tid: string, query
     .limit(query.limit)
   if (query.after === undefined) rows.reverse()
   const [newest] = await db
-    .select({ n: max(terminalCommands.n) })
+    .select({ n: terminalCommands.n })
     .from(terminalCommands)
     .where(ofTerminal(sid, tid))
+    .orderBy(desc(terminalCommands.n))
+    .limit(1)
   return { commands: rows.map(commandRecordOf), newest: newest?.n ?? 0 }
 }
 

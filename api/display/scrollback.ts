@@ -6,7 +6,7 @@
 import { Hono } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import { TermkeepError } from '../../schema/errors.ts'
-import type { RowsEvent } from '../../schema/wire/display.ts'
+import { type EncodedRow, ROW_WRAPPED, type RowsEvent } from '../../schema/wire/display.ts'
 import { Scrollback, ScrollbackQuery } from '../../schema/wire/scrollback.ts'
 import { TerminalParams } from '../../schema/wire/terminals.ts'
 import type { Database } from '../../storage/client.ts'
@@ -14,18 +14,41 @@ import { guard } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json } from '../openapi.ts'
 import { validate } from '../validate.ts'
-import { type DecodedRow, decodeDisplay, decodeRow } from '../../common/display/decode.ts'
-import { beginOf, chunksOf, historyRows, latestRevision } from '../../storage/displays/revisions.ts'
+import { chunksOf, historyRows, latestRevision } from '../../storage/displays/revisions.ts'
 
 type Line = Scrollback['lines'][number]
+type Row = { text: string; wrapped: boolean }
 
-/** Pure: a decoded row as its text, trailing blanks trimmed. */
-export function rowText(row: DecodedRow | undefined): string {
-  if (!row) return ''
-  return row.cells
-    .map((cell) => (cell.width === 0 ? '' : cell.chars === '' ? ' ' : cell.chars))
-    .join('')
-    .trimEnd()
+/**
+ * Pure: an encoded row (schema/wire/display.ts: `[flags, style, content, …]`) as its text, trailing
+ * blanks trimmed: a string is its characters, a number that many blank cells, an array one cell
+ * each (a wide character's second cell is ''). Written here rather than decoding cells and styles
+ * (common/display/decode.ts): text is all a scrollback read needs.
+ */
+export function rowOf(row: EncodedRow): Row {
+  let text = ''
+  for (let i = 2; i < row.length; i += 2) {
+    const content = row[i]!
+    text += typeof content === 'number' ? ' '.repeat(content) : typeof content === 'string' ? content : content.join('')
+  }
+  return { text: text.trimEnd(), wrapped: ((row[0] as number) & ROW_WRAPPED) !== 0 }
+}
+
+/** The rows of a region from `rows` events in order; a `partial` event's last row goes on in the next. */
+function regionRows(events: RowsEvent[], region: RowsEvent['region']): Row[] {
+  const rows: Row[] = []
+  let continues = false
+  for (const event of events) {
+    if (event.region !== region) continue
+    event.rows.forEach((encoded, i) => {
+      const row = rowOf(encoded)
+      const at = event.index + i
+      if (i === 0 && continues && rows[at]) rows[at] = { ...rows[at]!, text: (rows[at]!.text + row.text).trimEnd() }
+      else rows[at] = row
+    })
+    if (event.rows.length > 0) continues = event.partial === true
+  }
+  return rows
 }
 
 export async function readScrollback(db: Database, sid: string, tid: string, query: ScrollbackQuery): Promise<Scrollback> {
@@ -35,26 +58,27 @@ export async function readScrollback(db: Database, sid: string, tid: string, que
   const from = Math.min(query.from ?? Math.max(0, total - query.count), total)
   const to = Math.min(total, from + query.count)
   // The head events (viewport, alternate), and with the older format every event.
-  const parts: RowsEvent[] = []
+  const events: RowsEvent[] = []
   for await (const body of chunksOf(db, header)) {
     const event = JSON.parse(body) as RowsEvent
     if (header.format === 2 && event.region === 'history') break
-    parts.push(event)
+    events.push(event)
   }
-  const decoded = decodeDisplay(beginOf(header), parts, { revision: header.revision, truncated: header.truncated })
-  const history = new Map<number, DecodedRow>()
+  const viewport = regionRows(events, 'viewport')
+  const history = new Map<number, Row>()
   if (header.format === 2 && from < header.historyRows) {
     const base = header.historyEnd! - header.historyRows
     let at = Math.min(to, header.historyRows) - 1
-    for await (const { row } of historyRows(db, header, base + from, base + Math.min(to, header.historyRows)))
-      history.set(at--, decodeRow(row))
+    for await (const { row } of historyRows(db, header, base + from, base + Math.min(to, header.historyRows))) history.set(at--, rowOf(row))
   } else {
-    decoded.history.forEach((row, i) => history.set(i, row))
+    // The transfer sends history newest first: row 0 is its last.
+    const newestFirst = regionRows(events, 'history')
+    newestFirst.forEach((row, i) => history.set(newestFirst.length - 1 - i, row))
   }
   const lines: Line[] = []
   for (let row = from; row < to; row++) {
-    const decodedRow = row < header.historyRows ? history.get(row) : decoded.viewport[row - header.historyRows]
-    lines.push({ row, text: rowText(decodedRow), wrapped: decodedRow?.wrapped ?? false })
+    const found = row < header.historyRows ? history.get(row) : viewport[row - header.historyRows]
+    lines.push({ row, text: found?.text ?? '', wrapped: found?.wrapped ?? false })
   }
   return {
     revision: header.revision,

@@ -89,15 +89,10 @@ export async function runInTerminal(terminal: LiveTerminal, request: RunCommand,
   }
 }
 
-/** Types as the caller's own controlling attachment, or takes control for the write if nobody holds it. */
+/** Types as the caller's own controlling attachment, or under control taken for the write alone
+ * when nobody (a person) holds it: the same arbitration as `POST …/keys` with `if-free`. */
 function type(terminal: LiveTerminal, bytes: Uint8Array, from: Sender): void {
-  if (from.attachment !== undefined) return terminal.write(from, bytes)
-  const key = terminal.attach(RUN_ATTACHMENT_ID, from.principal, true)
-  try {
-    terminal.write({ attachment: RUN_ATTACHMENT_ID, principal: from.principal }, bytes)
-  } finally {
-    terminal.detach(key)
-  }
+  terminal.writeOnce({ attachment: from.attachment ?? RUN_ATTACHMENT_ID, principal: from.principal }, bytes, 'if-free')
 }
 
 /** `back`: the shell showed its prompt again since the command was typed. */
