@@ -1,10 +1,11 @@
 /**
  * Commands and names from the CLI (`node cli/bin.js …` against the real stack): `new -s NAME -n
  * NAME`, terminals numbered 1, 2, 3 … per session, `exec` by name or number exiting with the
- * command's exit code, `output --command N`, and the errors for a name not found or ambiguous.
+ * command's exit code, `send api:2`, `output --command N`, and the errors for a name not found or ambiguous.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { runCli } from '../cli/run.ts'
+import { waitFor } from '../support/ports.ts'
 import { Commands } from './support.ts'
 
 let c: Commands
@@ -37,6 +38,18 @@ test('new -s NAME, numbered terminals, exec and output --command by name', async
   expect([one.code, one.stdout]).toEqual([0, 'made\n'])
   const raw = await runCli(['output', `${sid}:2`, '--command', '1', '--raw'], env)
   expect(raw.stdout).toContain('made\r\n')
+  // send takes the same targets: typed into terminal 2, it is that shell's next command.
+  const sent = await runCli(['send', 'api:2', 'echo sent-by-name', '--key', 'Enter'], env)
+  expect(sent.code, sent.stderr).toBe(0)
+  const typed = await waitFor(
+    async () => {
+      const list = await c.call('GET', `/v1/sessions/${sid}/terminals/2/commands`)
+      return list.body.commands.find((r: { command: string; state: string }) => r.command === 'echo sent-by-name' && r.state === 'ended')
+    },
+    10_000,
+    'the sent command',
+  )
+  expect((await runCli(['output', 'api:2', '--command', String(typed.n)], env)).stdout).toBe('sent-by-name\n')
   const ls = await runCli(['ls'], env)
   expect(ls.stdout).toContain(`session ${sid}  (api)`)
   expect(ls.stdout).toMatch(/^ {4}2 {2}\(build\) {2}running/m)

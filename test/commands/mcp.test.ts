@@ -5,6 +5,7 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { afterAll, beforeAll, expect, test } from 'vitest'
+import { COMMAND_TEXT_MAX_BYTES } from '../../schema/limits.ts'
 import { callTool, mcpClient, textOf } from '../support/mcp.ts'
 import { Commands } from './support.ts'
 
@@ -44,4 +45,25 @@ test('run_in_terminal carries state over between calls; list_commands and comman
   const refused = await callTool(client, 'run_in_terminal', { ...target, command: 'echo\u0000' })
   expect(refused.isError).toBe(true)
   expect(JSON.parse(textOf(refused)).error.code).toBe('command/invalid')
+})
+
+test('a long output is cut from the front: the text of its last COMMAND_TEXT_MAX_BYTES output bytes, the cut counted', async () => {
+  const target = { sid: c.sid, tid: 'long' }
+  await callTool(client, 'create_terminal', { ...target, shell: '/usr/bin/bash' })
+  // 1 … 30000, one per line: 168,894 bytes of text, 198,894 with the terminal's carriage returns.
+  const run = await callTool(client, 'run_in_terminal', { ...target, command: 'seq 1 30000' })
+  const facts = JSON.parse(textOf(run, 1))
+  const text = textOf(run)
+  expect(facts).toMatchObject({ exitCode: 0, ended: true })
+  expect(text.endsWith('\n29999\n30000')).toBe(true)
+  expect(text.split('\n')[0]).not.toBe('1')
+  // The record keeps the same cut text, and counts what it left out.
+  const kept = await c.call('GET', `${c.terminal('long')}/commands/${facts.n}/output`)
+  expect(kept.body).toMatchObject({ text, omittedBytes: facts.omittedBytes })
+  expect(kept.body.outputBytes).toBeGreaterThanOrEqual(198_894)
+  const shown = kept.body.outputBytes - kept.body.omittedBytes
+  expect(shown).toBeLessThanOrEqual(COMMAND_TEXT_MAX_BYTES)
+  expect(shown).toBeGreaterThan(COMMAND_TEXT_MAX_BYTES / 2)
+  // What it shows is exactly those bytes' lines: 7 bytes a line ("NNNNN\r\n"), the first maybe cut.
+  expect(text.split('\n').length).toBe(Math.ceil(shown / 7))
 })
