@@ -39,6 +39,11 @@ function shown(line: string, at: number): string {
   return line.slice(start, start + SEARCH_LINE_MAX_CHARS)
 }
 
+/**
+ * Pages end at a record's end: `next` is a sequence, so it cannot point inside one. A record whose
+ * matches would take the page past `limit` is left whole to the next page, unless it is the page's
+ * first with any (a page always moves on): then it is answered whole, past `limit`.
+ */
 export async function searchJournal(journal: Journal, pattern: RE2JS, after: number, limit: number): Promise<SearchResult> {
   const release = journal.attach()
   const matches: SearchResult['matches'] = []
@@ -46,30 +51,36 @@ export async function searchJournal(journal: Journal, pattern: RE2JS, after: num
   let partial = ''
   let cursor = after
   let read = 0
-  const test = (raw: string, sequence: number) => {
+  const test = (raw: string, sequence: number, into: SearchResult['matches']) => {
     const line = plainLine(raw.length > MAX_LINE_CHARS ? raw.slice(0, MAX_LINE_CHARS) : raw)
     const matcher = pattern.matcher(line)
-    if (matcher.find()) matches.push({ sequence, line: shown(line, matcher.start()) })
+    if (matcher.find()) into.push({ sequence, line: shown(line, matcher.start()) })
   }
   try {
     const end = journal.lastSequence
-    while (cursor < end && read < SEARCH_MAX_SCAN_BYTES && matches.length < limit) {
+    scan: while (cursor < end && read < SEARCH_MAX_SCAN_BYTES && matches.length < limit) {
       const records = await journal.readRecords(cursor)
       if (records.length === 0) break
       for (const record of records) {
         if (record.sequence > end || matches.length >= limit) break
-        cursor = record.sequence
-        if (record.kind !== 'data') continue
-        read += record.bytes.length
+        if (record.kind !== 'data') {
+          cursor = record.sequence
+          continue
+        }
         const lines = (partial + decoder.decode(record.bytes, { stream: true })).split('\n')
-        partial = lines.pop()!
-        if (partial.length > MAX_LINE_CHARS) partial = partial.slice(0, MAX_LINE_CHARS)
-        for (const line of lines) if (matches.length < limit) test(line, record.sequence)
+        const rest = lines.pop()!
+        const found: SearchResult['matches'] = []
+        for (const line of lines) test(line, record.sequence, found)
+        if (matches.length > 0 && matches.length + found.length > limit) break scan
+        matches.push(...found)
+        partial = rest.length > MAX_LINE_CHARS ? rest.slice(0, MAX_LINE_CHARS) : rest
+        read += record.bytes.length
+        cursor = record.sequence
       }
     }
     const complete = cursor >= end
     // The line being written (a prompt, a progress bar) counts too once everything was read.
-    if (complete && partial !== '' && matches.length < limit) test(partial, cursor)
+    if (complete && partial !== '' && matches.length < limit) test(partial, cursor, matches)
     return { matches, next: cursor, complete }
   } finally {
     release()
