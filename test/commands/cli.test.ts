@@ -66,6 +66,7 @@ test('a name not found, or ambiguous, is said so; exec refusals exit 1', async (
   const ambiguous = await runCli(['exec', 'api:1', '--', 'true'], env)
   expect(ambiguous.code).toBe(1)
   expect(ambiguous.stderr).toContain('(name/ambiguous)')
+  expect(ambiguous.stderr).toContain('api is the id of one session and the name of another')
   // Naming a session after another's id, or taking a used name, is refused.
   const taken = await c.call('POST', '/v1/sessions', { json: { cwd: c.stack.workspaceDir, name: 'api' } })
   expect([taken.status, taken.body.error.code]).toEqual([409, 'name/conflict'])
