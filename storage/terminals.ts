@@ -35,6 +35,8 @@ export type TerminalPatch = Partial<
     | 'leaderPid'
     | 'leaderStartTicks'
     | 'bootId'
+    | 'name'
+    | 'commandMarks'
   >
 >
 
@@ -133,6 +135,8 @@ export function terminalInfoOf(row: TerminalRow, controllerId: string | null = n
     closedAt: row.closedAt,
     foregroundCommand: row.foregroundCommand,
     ...workflowOf(row),
+    name: row.name,
+    commandMarks: row.commandMarks,
   }
 }
 
