@@ -13,7 +13,11 @@
  *     row in both versions, and the rest scroll every line that existed at P out of the allowance.
  *     So the buffer, the cursor and the wrap state after the stretch do not depend on [S, P).
  *   - SGR sequences in [S, P) change the current attributes; they are kept, in order, as the
- *     replacement (with the CR). Nothing else in a stretch changes state.
+ *     replacement (with the CR) — from the last one that begins with a reset (its first parameter
+ *     0 or empty): xterm's SGR 0 sets every attribute an SGR can set (colours, flags, underline
+ *     style and colour), so nothing before it shows afterwards. A coloured flood resets on every
+ *     line, so its replacement is a few sequences, not a third of the bytes. Nothing else in a
+ *     stretch changes state.
  * Anything the planner does not understand ends a stretch, so it only ever skips less.
  *
  * Streaming: a flood arrives in windows (≤ 1 MiB each, so the feed's memory stays flat) but the
@@ -41,6 +45,11 @@ enum S {
   StrEsc,
 }
 
+/** Numbers per SGR entry of a stretch: start, end, and whether it begins with a reset. */
+const SGR_ENTRY = 3
+/** SGR parameters whose first parameter is 0 or empty (with or without sub-parameters). */
+const RESETS = /^0*(?:[;:]|$)/
+
 const CR = 0x0d
 const LF = 0x0a
 const ESC = 0x1b
@@ -55,7 +64,8 @@ interface Stretch {
   head: number
   /** LFs since the stretch began (the base of crlfLfCount; not reset when `start` moves). */
   lfs: number
-  /** SGR sequences as [start, end) positions, from index `sgrHead`. */
+  /** SGR sequences as [start, end, resets) triples (resets: 1 when it begins with SGR 0), from
+   * index `sgrHead`. */
   sgr: number[]
   sgrHead: number
 }
@@ -281,7 +291,7 @@ export class FastForward {
         if (b >= 0x40 && b <= 0x7e) {
           this.#state = S.Ground
           if (this.#csiSimple && b === 0x6d && /^[0-9;:]*$/.test(this.#csiParams)) {
-            stretch?.sgr.push(this.#csiStart, at + 1)
+            stretch?.sgr.push(this.#csiStart, at + 1, RESETS.test(this.#csiParams) ? 1 : 0)
           } else {
             end(this.#csiStart)
             this.#csi(String.fromCharCode(b))
@@ -353,7 +363,7 @@ export class FastForward {
     if (pick < 0) return
     stretch.start = stretch.crlfEnds[pick]
     stretch.head = pick + 1
-    while (stretch.sgrHead < stretch.sgr.length && stretch.sgr[stretch.sgrHead + 1] <= stretch.start) stretch.sgrHead += 2
+    while (stretch.sgrHead < stretch.sgr.length && stretch.sgr[stretch.sgrHead + 1] <= stretch.start) stretch.sgrHead += SGR_ENTRY
     compact(stretch)
   }
 
@@ -383,9 +393,12 @@ export class FastForward {
     if (pick < 0) return -1
     const to = stretch.crlfEnds[pick]
     const replacement: number[] = []
-    for (let i = stretch.sgrHead; i < stretch.sgr.length; i += 2) {
-      if (stretch.sgr[i + 1] > to) break
-      for (let at = stretch.sgr[i]; at < stretch.sgr[i + 1]; at++) replacement.push(byteAt(records, offsets, at))
+    const sgr = stretch.sgr
+    let from = stretch.sgrHead
+    let stop = from
+    for (; stop < sgr.length && sgr[stop + 1] <= to; stop += SGR_ENTRY) if (sgr[stop + 2] === 1) from = stop
+    for (let i = from; i < stop; i += SGR_ENTRY) {
+      for (let at = sgr[i]; at < sgr[i + 1]; at++) replacement.push(byteAt(records, offsets, at))
     }
     replacement.push(CR)
     skips.push({ from: stretch.start, to, replacement })
