@@ -14,6 +14,7 @@ import { ChunkPacker, type PackSummary, type PlannedRow } from '../../schema/dis
 import { MAX_DISPLAY_BYTES, MAX_DISPLAY_EVENT_BYTES } from '../../schema/limits.ts'
 import type { CellStyle, Cursor, EncodedRow, InputModes, Palette } from '../../schema/wire/display.ts'
 import { RowEncoder } from './encode.ts'
+import { normalBuffer } from '../emulator/history-store.ts'
 import type { EmulatorState } from '../emulator/restore.ts'
 import type { HistoryLocation, HistoryPosition } from './history.ts'
 import type { CapturedScreen, DisplayTracker } from './tracker.ts'
@@ -63,7 +64,8 @@ export interface EncodeOptions {
 export function* regionRows(tracker: DisplayTracker, encoder: RowEncoder, history = true): Generator<PlannedRow> {
   const terminal = tracker.terminal
   const { cols, rows } = terminal
-  const normal = terminal.buffer.normal
+  // The whole history: rows packed by the emulator's history store come back one at a time.
+  const normal = normalBuffer(terminal)
   const table = encoder.styles
   const NONE: PlannedRow['styles'] = []
   const planned = (region: PlannedRow['region'], before: number, row: EncodedRow): PlannedRow => ({
@@ -143,7 +145,7 @@ export function encodeRevision(tracker: DisplayTracker, position?: HistoryPositi
   const location = position?.locate() ?? {
     token: `once.${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}`,
     first: 0,
-    end: terminal.buffer.normal.baseY,
+    end: normalBuffer(terminal).baseY,
   }
   const stored = options.stored?.token === location.token ? options.stored.from : location.first
   const carried: EncodedRow[] = []

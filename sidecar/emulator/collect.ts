@@ -9,6 +9,7 @@
  * reuses it (and V8 unmaps its freed pages). It needs `gc`, exposed by `--expose-gc`
  * (sidecar/node-flags.ts, process-wide, so in every worker); without it nothing happens.
  */
+import { getHeapStatistics } from 'node:v8'
 import { EMULATOR_COLLECT_AFTER_CLOSE_MS } from '../../schema/limits.ts'
 
 type Collect = (options?: { type: 'major'; execution: 'sync' }) => void
@@ -17,6 +18,27 @@ let timer: ReturnType<typeof setTimeout> | undefined
 
 /** Collections run so far in this thread (tests). */
 export let collections = 0
+
+/** Heap (V8 and external) growth since the last collection after which a worker that goes quiet
+ * collects: a screen's own state is ~1–2 MiB; more growth than this is mostly garbage. */
+const COLLECT_AFTER_GROWTH_BYTES = 8 * 1024 * 1024
+
+/** Heap in use after the last collection (V8 heap plus external memory, as V8 counts it). */
+let baseline = 0
+
+function heapInUse(): number {
+  const s = getHeapStatistics()
+  return s.used_heap_size + s.external_memory
+}
+
+/**
+ * After work that left garbage (parsing a flood, encoding a revision's whole history: tens of MiB
+ * per worker), one full collection once the worker has been quiet EMULATOR_COLLECT_AFTER_CLOSE_MS:
+ * without allocation pressure V8 would keep it until the next burst. Called after every task.
+ */
+export function collectAfterWork(): void {
+  if (heapInUse() - baseline >= COLLECT_AFTER_GROWTH_BYTES) collectSoon()
+}
 
 /** Asks for one full collection EMULATOR_COLLECT_AFTER_CLOSE_MS after the last call. */
 export function collectSoon(delayMs = EMULATOR_COLLECT_AFTER_CLOSE_MS): void {
@@ -27,6 +49,7 @@ export function collectSoon(delayMs = EMULATOR_COLLECT_AFTER_CLOSE_MS): void {
     timer = undefined
     collections++
     gc()
+    baseline = heapInUse()
   }, delayMs)
   // Never keeps the worker alive on its own.
   timer.unref?.()

@@ -7,14 +7,21 @@
 import type { Terminal } from '@xterm/headless'
 import { decodeDisplay, type DecodedDisplay } from '../../api/display/decode.ts'
 import { replayAnsi } from '../../api/display/replay.ts'
+import { HistoryStore } from './history-store.ts'
 import { historyRows, type RestorePayload } from './protocol.ts'
 import { applyState } from './restore.ts'
 
 export async function replayRevision(terminal: Terminal, payload: RestorePayload): Promise<DecodedDisplay> {
   const decoded = decodeDisplay(payload.begin, payload.parts, { revision: payload.begin.revision, truncated: payload.begin.truncated })
-  terminal.options.scrollback = decoded.history.length
-  await new Promise<void>((resolve) => terminal.write(replayAnsi(decoded), resolve))
-  terminal.options.scrollback = historyRows(terminal.cols)
+  const replay = async () => {
+    terminal.options.scrollback = decoded.history.length
+    await new Promise<void>((resolve) => terminal.write(replayAnsi(decoded), resolve))
+    terminal.options.scrollback = historyRows(terminal.cols)
+  }
+  // A screen with a history store replays with the whole history in xterm.js, then packs it.
+  const store = HistoryStore.of(terminal)
+  if (store) await store.wholeAsync(replay, historyRows(terminal.cols))
+  else await replay()
   applyState(terminal, payload.state)
   return decoded
 }

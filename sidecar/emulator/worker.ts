@@ -10,10 +10,12 @@ import { parentPort } from 'node:worker_threads'
 import serializeModule from '@xterm/addon-serialize'
 import headless from '@xterm/headless'
 import { FastForward, type FeedRecord } from '../display/fast-forward.ts'
-import { collectSoon } from './collect.ts'
+import { collectAfterWork, collectSoon } from './collect.ts'
 import { cursorRestoreSuffix } from './cursor.ts'
+import { HistoryStore } from './history-store.ts'
 import { registerRequestHandler, requestHandler, runScreenRestores, runScreenSetups, type EmulatorContext } from './handlers.ts'
 import { replayRevision } from './rebuild.ts'
+import { serializeScreen } from './snapshot.ts'
 import { useUnicode11 } from './widths.ts'
 import { historyRows, type EmulatorSnapshot, type FromWorker, type RestorePayload, type ToWorker, type WireRecord } from './protocol.ts'
 // Request handlers of other areas register themselves here (display issue: import its module).
@@ -37,6 +39,9 @@ if (!port) throw new Error('emulator worker started outside a worker thread')
  * if refused, the thread keeps the default priority.
  */
 const EMULATOR_NICE = 10
+
+/** Bytes per write into xterm.js: its initial parse buffer (4,096 code units). */
+const WRITE_SLICE_BYTES = 4_096
 try {
   const tid = Number(readlinkSync('/proc/thread-self').split('/').pop())
   if (Number.isInteger(tid) && tid > 0) setPriority(tid, EMULATOR_NICE)
@@ -47,6 +52,8 @@ try {
 class Screen implements EmulatorContext {
   readonly terminal: InstanceType<typeof Terminal>
   readonly serializer: InstanceType<typeof SerializeAddon>
+  /** The history beyond the rows xterm.js keeps, packed (history-store.ts). */
+  readonly history: HistoryStore
   sequence = 0
   /** Everything for this screen runs on this chain, in arrival order. */
   chain: Promise<void> = Promise.resolve()
@@ -59,6 +66,7 @@ class Screen implements EmulatorContext {
     rows: number,
   ) {
     this.terminal = new Terminal({ cols, rows, scrollback: historyRows(cols), allowProposedApi: true })
+    this.history = new HistoryStore(this.terminal, historyRows(cols))
     useUnicode11(this.terminal)
     this.serializer = new SerializeAddon()
     this.terminal.loadAddon(this.serializer)
@@ -76,6 +84,7 @@ class Screen implements EmulatorContext {
     await this.#write(feed)
     this.sequence = records.at(-1)?.sequence ?? this.sequence
     post({ type: 'applied', key: this.key, sequence: this.sequence, bytes: written, skipped: this.fastForward.skipped })
+    collectAfterWork()
   }
 
   /**
@@ -101,12 +110,15 @@ class Screen implements EmulatorContext {
   async #write(feed: FeedRecord[]): Promise<void> {
     for (const record of feed) {
       if (record.kind === 'data') {
-        if (record.bytes.length > 0) this.terminal.write(record.bytes)
+        // xterm.js decodes each write into a parse buffer that grows to the write's size (up to
+        // 512 KiB) and is kept for the terminal's life: small writes keep it at its 16 KiB.
+        for (let at = 0; at < record.bytes.length; at += WRITE_SLICE_BYTES) {
+          this.terminal.write(record.bytes.subarray(at, at + WRITE_SLICE_BYTES))
+        }
       } else {
         await this.#flush()
         // The allowance follows the width, set before the reflow so the reflow keeps it.
-        this.terminal.options.scrollback = historyRows(record.cols)
-        this.terminal.resize(record.cols, record.rows)
+        this.history.resize(record.cols, record.rows, historyRows(record.cols))
       }
     }
     await this.#flush()
@@ -123,7 +135,7 @@ registerRequestHandler('snapshot', (context): EmulatorSnapshot => {
     sequence,
     cols: terminal.cols,
     rows: terminal.rows,
-    screen: serializer.serialize() + cursorRestoreSuffix(terminal),
+    screen: serializeScreen(serializer, terminal) + cursorRestoreSuffix(terminal),
   }
 })
 
@@ -166,6 +178,7 @@ port.on('message', (message: ToWorker) => {
           await screen.settle()
           const value = await handler(screen, message.payload)
           post({ type: 'response', key: screen.key, id: message.id, ok: true, value })
+          collectAfterWork()
         } catch (error) {
           post({ type: 'response', key: screen.key, id: message.id, ok: false, error: String(error) })
         }
