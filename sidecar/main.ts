@@ -31,7 +31,7 @@ import { writeFailures } from './retry.ts'
 import { TerminalHost } from './terminals/host.ts'
 import { TerminalStore } from './terminals/store.ts'
 import { WorkflowEngine } from './workflows/engine.ts'
-import { probeSandbox, sandboxWarning } from './workflows/process.ts'
+import { establishSandbox, NAMESPACES_VARIABLE, namespaceMode, sandboxWarning } from './workflows/sandbox.ts'
 import { AGENTS_VARIABLE, loadProfiles } from './workflows/profiles.ts'
 import { WorkflowReader } from './workflows/read-text.ts'
 import { RunStore } from './workflows/store.ts'
@@ -48,6 +48,7 @@ async function main(): Promise<void> {
     throw new ConfigError('SIDECAR_SECRET', 'required for the sidecar (termkeep serve generates one)', '')
   }
   const profiles = loadProfiles(process.env[AGENTS_VARIABLE]) // sub-agent programs of workflow runs
+  const namespaces = namespaceMode(process.env[NAMESPACES_VARIABLE]) // whether scripts may run without them
   const openDir = ensureDataDir(config.dataDir)
   if (openDir) console.warn(`termkeep sidecar: warning: ${openDir}`)
   const unlock = lockDataDir(config.dataDir)
@@ -109,9 +110,13 @@ async function main(): Promise<void> {
     idleReclaimMs: milliseconds('TERMKEEP_TERMINAL_IDLE_MS', process.env.TERMKEEP_TERMINAL_IDLE_MS),
   })
   await terminals.start()
-  const sandbox = probeSandbox() // can script processes start in namespaces of their own here?
-  const unconfined = sandboxWarning(sandbox)
-  if (unconfined) console.warn(unconfined)
+  // Can scripts run here as configured? (the engine loads; a script process starts, in
+  // namespaces) Found out while the sidecar starts serving: a start waits for the answer.
+  const sandbox = establishSandbox(namespaces)
+  void sandbox.then((state) => {
+    const unconfined = sandboxWarning(state)
+    if (unconfined) console.warn(unconfined)
+  })
   const workflows = new WorkflowEngine({
     host: terminals,
     terminals: terminalStore,

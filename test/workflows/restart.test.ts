@@ -1,8 +1,10 @@
 /**
  * A sidecar killed (-9) in the middle of a run: its script process notices and dies, its members'
  * terminals lose their PTYs, and once a sidecar starts again the run reads as interrupted (its log
- * valid evidence with the open member's end missing), the open member's terminal retired.
+ * valid evidence with the open member's end missing), the open member's terminal retired, and
+ * what a member left outside its terminal ended.
  */
+import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { checkRunLog } from '../../schema/workflow-log.ts'
 import { startHarness, type Harness } from '../api/harness.ts'
@@ -26,7 +28,7 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
   const finished = await startRun(h, token, { script: "log('done before'); return 'kept'" })
   await runEvents(h, token, finished.id)
   const started = await startRun(h, token, {
-    script: "log('going'); return await parallel(['slow [sleep:600000]', 'quick [result]'], (p) => agent(p))",
+    script: "log('going'); return await parallel(['slow [setsid] [sleep:600000]', 'quick [result]'], (p) => agent(p))",
   })
   const rid = started.id
   const before = await runEvents(h, token, rid, (e) => e.some((x) => x.event === 'workflow/agent-end'))
@@ -36,9 +38,12 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
   expect(processesOfRun(rid).length).toBeGreaterThan(0)
 
   await h.sidecar.kill()
-  // Its script process has a watchdog for this; the members lost their terminals (SIGHUP).
+  // Its script process has a watchdog for this; the members lost their terminals (SIGHUP), all
+  // but the `setsid sleep 601` the slow one left outside its terminal's session.
   expect(await eventually(() => !alive(scriptPid))).toBe(true)
-  expect(await eventually(() => processesOfRun(rid).length === 0)).toBe(true)
+  expect(await eventually(() => processesOfRun(rid).length === 1)).toBe(true)
+  const [leftover] = processesOfRun(rid)
+  expect(readFileSync(`/proc/${leftover}/cmdline`, 'latin1').split('\0').join(' ')).toBe('sleep 601 ')
   // A finished run replays from the database with no sidecar at all.
   const replayed = await runEvents(h, token, finished.id)
   expect(replayed.map((e) => e.event)).toEqual(['workflow/start', 'workflow/log', 'workflow/end'])
@@ -52,6 +57,9 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
     secret: h.sidecar.secret,
     env: AGENTS_ENV,
   })
+  // The new sidecar ended what the interrupted run's members left behind.
+  expect(processesOfRun(rid)).toEqual([])
+  expect(alive(leftover)).toBe(false)
   const detail = (await (await h.request('GET', `/v1/sessions/s1/workflows/${rid}`, { token })).json()) as any
   expect(detail).toMatchObject({ status: 'interrupted', result: null, log: { valid: true } })
   expect(detail.members.map((m: any) => [m.seq, m.state])).toEqual([
