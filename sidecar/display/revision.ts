@@ -258,8 +258,9 @@ function countByEncoding(
 /**
  * The same packing from the row facts: each row's size in this revision is its zero-id size plus
  * its style ids' extra digits, its first uses of styles those of its runs in order. Only the rows
- * the database lacks are encoded. Undefined when the facts cannot count this history, or a row
- * needs splitting (then nothing of this encoder was used: its table is as the head left it).
+ * the database lacks are encoded. Undefined when most rows are to be carried, when the facts cannot
+ * count this history, or when a row needs splitting (then nothing of this encoder was used: its
+ * table is as the head left it).
  */
 function countFromFacts(
   tracker: DisplayTracker,
@@ -270,9 +271,13 @@ function countFromFacts(
   budget: number,
   facts: RowFacts | undefined,
 ): Counted | undefined {
+  // When most rows are new (a flood replaced the history, a new epoch) they are encoded anyway to
+  // be carried: one encode each is cheaper than facts and then an encode.
+  const carry = location.end - Math.max(stored, location.first)
+  if (!facts || carry * 2 > location.end - location.first) return undefined
   const terminal = tracker.terminal
   const normal = normalBuffer(terminal)
-  if (!facts?.sync(location, normal, terminal.cols)) return undefined
+  if (!facts.sync(location, normal, terminal.cols)) return undefined
   // Counting interns styles in order; a row that needs splitting sends everything to the other path,
   // which must start from the head's table: count against a copy.
   const table = new StyleTable()
