@@ -2,18 +2,20 @@
  * History rows packed for keeping, not for editing (history-store.ts holds them). xterm.js keeps a
  * row as a BufferLine: three 32-bit words per cell (content, foreground, background) in its own
  * Uint32Array, allocated outside the V8 heap, plus three objects — ~1.7 KiB for an 80-column row
- * whatever it shows, so a 10,000-row history cost ~17 MiB per terminal where tmux needs ~4.
+ * whatever it shows, so a 10,000-row history cost ~17 MiB per terminal where tmux needs ~4. Packed
+ * and deflated, a coloured log row takes ~17 bytes.
  *
  * A packed row keeps exactly the words, so a row loaded back is the same BufferLine: its cells up
  * to the last one that is not an erased default cell; text one byte per cell when every cell is a
  * one-column code point below 256, two below 65,536, else the content words whole; colours as runs
  * of (length, style) over a per-chunk table of (foreground, background) word pairs; the rare
  * combined characters and extended attributes (underline styles and colours, hyperlinks) by cell.
- * A coloured log row of 60 cells takes ~100 bytes.
+ * A coloured log row of 60 cells takes ~100 bytes before deflating.
  *
- * Rows are packed in chunks of HISTORY_CHUNK_ROWS, each one typed array of words (sealed to its
- * exact size once full), so the history costs a few allocations per chunk, not three per row.
+ * Rows are packed in chunks of HISTORY_CHUNK_ROWS, each one typed array of words, deflated once
+ * full, so the history costs a few allocations per chunk, not three per row.
  */
+import { deflateSync, inflateSync } from 'node:zlib'
 
 /** The BufferLine fields this reads and writes (@xterm/headless 6.0.0; the store checks them). */
 export interface LineInternals {
@@ -26,6 +28,11 @@ export interface LineInternals {
 
 /** Rows per chunk: a dropped row frees its memory with its chunk, so few rows wait as garbage. */
 export const HISTORY_CHUNK_ROWS = 256
+
+/** Full chunks are kept deflated (~5× smaller: ~20 bytes a coloured log row); a read inflates the
+ * chunk it needs, and the last two stay inflated, since readers walk the history in order. */
+const INFLATED_CHUNKS = 2
+const inflated: Array<{ chunk: RowChunk; words: Uint32Array }> = []
 
 /** The content word of an erased default cell: no code point, one column wide. */
 const BLANK = 1 << 22
@@ -50,10 +57,12 @@ interface Extras {
 }
 
 export class RowChunk {
-  #words = new Uint32Array(1024)
+  #words: Uint32Array | undefined = new Uint32Array(1024)
+  /** The words, deflated, once the chunk is full. */
+  #deflated: Uint8Array | undefined
   #used = 0
   /** Word offset of each row, and the end. */
-  #offsets: number[] = [0]
+  #offsets: number[] | Uint32Array = [0]
   /** (fg, bg) pairs by style id. */
   #styles: number[] = []
   #styleIds: Map<number, Map<number, number>> | undefined = new Map()
@@ -70,7 +79,8 @@ export class RowChunk {
 
   /** Bytes held (for tests and the memory breakdown). */
   get bytes(): number {
-    return this.#words.byteLength + this.#offsets.length * 8 + this.#styles.length * 8
+    const offsets = this.#offsets instanceof Uint32Array ? this.#offsets.byteLength : this.#offsets.length * 8
+    return (this.#deflated?.byteLength ?? this.#words?.byteLength ?? 0) + offsets + this.#styles.length * 8
   }
 
   /** Appends a row's exact content. */
@@ -89,7 +99,7 @@ export class RowChunk {
     const textWords = mode === BYTES ? (cells + 3) >> 2 : mode === UTF16 ? (cells + 1) >> 1 : cells
     // Header, text, run count, then at most one run per cell.
     this.#reserve(2 + textWords + cells)
-    const words = this.#words
+    const words = this.#words!
     let at = this.#used
     words[at++] = cells | (line.isWrapped ? WRAPPED : 0) | (mode << MODE_SHIFT) | (extras ? EXTRAS : 0)
     if (mode === BYTES) {
@@ -113,7 +123,7 @@ export class RowChunk {
     }
     words[runsAt] = runs
     this.#used = at
-    this.#offsets.push(at)
+    ;(this.#offsets as number[]).push(at)
     if (extras) this.#keepExtras(this.rows - 1, line, cells)
   }
 
@@ -122,7 +132,7 @@ export class RowChunk {
   load(index: number, line: LineInternals, cols: number): void {
     if (line._data.length < cols * 3) line._data = new Uint32Array(cols * 3)
     const data = line._data
-    const words = this.#words
+    const words = this.#wordsForReading()
     let at = this.#offsets[index]
     const header = words[at++]
     const cells = Math.min(header & CELLS_MASK, cols)
@@ -165,12 +175,27 @@ export class RowChunk {
     }
   }
 
-  /** Trims the buffers to their exact size; nothing is appended after. */
+  /** Deflates the words; nothing is appended after. */
   seal(): void {
-    if (this.#sealed) return
+    if (this.#sealed || !this.#words) return
     this.#sealed = true
-    this.#words = this.#words.slice(0, this.#used)
+    const words = this.#words.subarray(0, this.#used)
+    this.#deflated = deflateSync(new Uint8Array(words.buffer, words.byteOffset, words.byteLength))
+    this.#words = undefined
+    this.#offsets = Uint32Array.from(this.#offsets)
     this.#styleIds = undefined
+  }
+
+  #wordsForReading(): Uint32Array {
+    if (this.#words) return this.#words
+    const hit = inflated.find((entry) => entry.chunk === this)
+    if (hit) return hit.words
+    let bytes: Uint8Array = inflateSync(this.#deflated!)
+    if (bytes.byteOffset % 4 !== 0) bytes = bytes.slice() // a pooled Buffer may be unaligned
+    const words = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
+    inflated.unshift({ chunk: this, words })
+    inflated.length = Math.min(inflated.length, INFLATED_CHUNKS)
+    return words
   }
 
   #style(fg: number, bg: number): number {
@@ -197,9 +222,10 @@ export class RowChunk {
   }
 
   #reserve(words: number): void {
-    if (this.#used + words <= this.#words.length) return
-    const grown = new Uint32Array(Math.max(this.#words.length * 2, this.#used + words))
-    grown.set(this.#words.subarray(0, this.#used))
+    if (this.#used + words <= this.#words!.length) return
+    const current = this.#words!
+    const grown = new Uint32Array(Math.max(current.length * 2, this.#used + words))
+    grown.set(current.subarray(0, this.#used))
     this.#words = grown
   }
 }

@@ -27,7 +27,7 @@ import { type LineInternals, RowChunk } from './history-rows.ts'
 /** History rows xterm.js keeps itself above the viewport (the rest are packed): each one costs a
  * BufferLine (~1.7 KiB at 80 columns), and nothing needs them at hand: every reader goes through
  * `normalBuffer`, so this only spares loading for the rows just above the viewport. */
-export const HOT_HISTORY_ROWS = 64
+export const HOT_HISTORY_ROWS = 16
 
 /** Packed rows loaded at once by readers (the serializer holds up to four lines at a time). */
 const SCRATCH_LINES = 8
