@@ -10,7 +10,7 @@
  * where every row is at hand, so `begin` is exactly what the whole-revision encoder sent.
  * Must run where the headless Terminal lives (the emulator worker).
  */
-import { ChunkPacker, type PackState, type PackSummary, type PlannedRow } from '../../schema/display-pack.ts'
+import { ChunkPacker, type PackState, type PackSummary, type PlannedRow, utf8Length } from '../../schema/display-pack.ts'
 import { MAX_DISPLAY_BYTES, MAX_DISPLAY_EVENT_BYTES } from '../../schema/limits.ts'
 import type { CellStyle, Cursor, EncodedRow, InputModes, Palette } from '../../schema/wire/display.ts'
 import { RowEncoder, StyleTable } from './encode.ts'
@@ -195,7 +195,9 @@ export function encodeRevision(tracker: DisplayTracker, position?: HistoryPositi
     // History continues the same packing, counted but not built: the API builds its events.
     packed =
       countFromFacts(tracker, encoder, location, stored, headState, budget, options.facts) ??
-      countByEncoding(tracker, encoder, location, stored, headState, budget)
+      (options.facts
+        ? countAndLearn(tracker, encoder, location, stored, headState, budget, options.facts)
+        : countByEncoding(tracker, encoder, location, stored, headState, budget))
     Object.assign(packed.history, { headStyles })
     if (options.reuse) options.reuse.last = packed.truncated ? undefined : packed.history
   }
@@ -253,6 +255,61 @@ function countByEncoding(
   }
   const summary = packer.finish()
   return { history: historyPacking(location, state, summary, encoder.styles.styles), truncated: summary.truncated, carried }
+}
+
+/**
+ * Every history row encoded and packed, as `countByEncoding`, each encoded once with the epoch's
+ * style ids of the row facts and mapped into the revision's: the walk leaves the facts of the whole
+ * history behind (row-facts.ts), so the next revision counts instead of walking.
+ */
+function countAndLearn(
+  tracker: DisplayTracker,
+  encoder: RowEncoder,
+  location: HistoryLocation,
+  stored: number,
+  state: PackState,
+  budget: number,
+  facts: RowFacts,
+): Counted {
+  const terminal = tracker.terminal
+  const normal = normalBuffer(terminal)
+  const walk = facts.learn(location, normal)
+  const table = encoder.styles
+  const packer = new ChunkPacker(budget, MAX_DISPLAY_EVENT_BYTES, undefined, state)
+  const ids: number[] = [0]
+  const carried: EncodedRow[] = []
+  let complete = true
+  for (let y = normal.baseY - 1; y >= 0; y--) {
+    const row = walk.encoder.encode(normal.getLine(y), terminal.cols)
+    const runs: number[] = []
+    let fresh: CellStyle[] | undefined
+    let extra = 0
+    for (let i = 1; i < row.length; i += 2) {
+      const epochId = row[i] as number
+      runs.push(epochId)
+      let id = ids[epochId]
+      if (id === undefined) {
+        const before = table.size
+        id = table.intern(facts.styles[epochId])
+        ids[epochId] = id
+        if (table.size > before) (fresh ??= []).push(table.styles[id])
+      }
+      row[i] = id
+      extra += digits(id) - 1
+    }
+    const rowBytes = utf8Length(JSON.stringify(row)) + 1
+    const styleJson = fresh ? fresh.map((style) => JSON.stringify(style)) : NO_STYLES
+    const placed = packer.addSized('history', rowBytes, styleJson) ?? packer.add({ region: 'history', row, styles: fresh ?? [] })
+    if (!placed) {
+      complete = false
+      break
+    }
+    walk.row(rowBytes - extra, runs)
+    if (location.first + y >= stored) carried.push(row)
+  }
+  walk.finish(complete)
+  const summary = packer.finish()
+  return { history: historyPacking(location, state, summary, table.styles), truncated: summary.truncated, carried }
 }
 
 /**

@@ -99,7 +99,38 @@ export class RowFacts {
       ids.push(row[i] as number)
       row[i] = 0
     }
-    const base = utf8Length(JSON.stringify(row)) + 1
+    this.#append(utf8Length(JSON.stringify(row)) + 1, ids)
+  }
+
+  /**
+   * Learns the facts of a whole history from a walk that encodes every row anyway (revision.ts,
+   * after a flood or in a new epoch): `encoder` encodes with this epoch's style ids, and `row` is
+   * called newest first with each row's zero-id size and its run styles. `finish` keeps them, if the
+   * walk reached the oldest row.
+   */
+  learn(
+    location: HistoryLocation,
+    buffer: IBuffer,
+  ): { encoder: RowEncoder; row(base: number, ids: number[]): void; finish(complete: boolean): void } {
+    this.#reset(location.token, location.first)
+    const encoder = new RowEncoder(buffer.getNullCell(), this.#table)
+    this.#encoder = encoder
+    const bases: number[] = []
+    const runs: number[][] = []
+    return {
+      encoder,
+      row: (base, ids) => {
+        bases.push(base)
+        runs.push(ids)
+      },
+      finish: (complete) => {
+        if (!complete || bases.length !== location.end - location.first) return this.#reset(location.token, location.first)
+        for (let i = bases.length - 1; i >= 0 && !this.#complex; i--) this.#append(bases[i], runs[i])
+      },
+    }
+  }
+
+  #append(base: number, ids: number[]): void {
     if (base > LARGE_ROW_BYTES || this.#table.size > MAX_STYLES) {
       this.#complex = true
       return

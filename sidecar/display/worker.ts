@@ -10,7 +10,14 @@
  */
 import type { Terminal } from '@xterm/headless'
 import type { EncodedRow, RowsEvent } from '../../schema/wire/display.ts'
-import { registerRequestHandler, registerScreenRestore, registerScreenSetup, type EmulatorContext } from '../emulator/handlers.ts'
+import {
+  registerRequestHandler,
+  registerScreenIdle,
+  registerScreenRestore,
+  registerScreenSetup,
+  type EmulatorContext,
+} from '../emulator/handlers.ts'
+import { normalBuffer } from '../emulator/history-store.ts'
 import { captureState } from '../emulator/restore.ts'
 import { plainProjection } from './plain.ts'
 import { HistoryPosition } from './history.ts'
@@ -120,5 +127,13 @@ function alternateRows(parts: RowsEvent[]): EncodedRow[] {
   }
   return rows
 }
+
+/** A quiet screen computes the facts of its history rows now (row-facts.ts), so that the revision
+ * of the next keystroke counts the history instead of encoding it: after a flood or a new epoch the
+ * revision encodes every row and leaves the facts to this. */
+registerScreenIdle((context) => {
+  const display = displayOf(context)
+  display.facts.sync(display.history.locate(), normalBuffer(context.terminal), context.terminal.cols)
+})
 
 registerRequestHandler(SCREEN_TEXT, (context) => plainProjection(context.terminal, displayOf(context).tracker, context.sequence))
