@@ -44,6 +44,11 @@ const STEPS: Step[] = [
   { write: 'v', reused: false, budget: 20_000 },
   { write: `${E}[3J` },
   { write: 'u', reused: true },
+  // More than 256 styles in one epoch: the facts' run styles take two bytes from then on.
+  { write: Array.from({ length: 400 }, (_, i) => `${E}[38;2;${i % 256};${i >> 8};7mrgb ${i}${E}[0m\r\n`).join('') },
+  { write: 't', reused: true },
+  { write: lines(2000, 3) },
+  { write: 's', reused: true },
 ]
 
 describe('history packing reuse', () => {

@@ -26,13 +26,17 @@ const LARGE_ROW_BYTES = MAX_DISPLAY_EVENT_BYTES / 4
 /** Epoch style ids are kept in 16 bits; a history with more distinct styles is counted the slow way. */
 const MAX_STYLES = 0xffff
 
+/** Run styles per block at most (a block ends early rather than overflow its 16-bit offsets). */
+const BLOCK_STYLES = 0xffff
+
 interface Block {
   first: number
-  /** Per row: the JSON length with zero ids plus one (the packer's separator). */
-  base: Uint32Array
+  /** Per row: the JSON length with zero ids plus one (the packer's separator; ≤ LARGE_ROW_BYTES). */
+  base: Uint16Array
   /** Per row: where its run styles start in `styles` (and one more: the end). */
-  offsets: Uint32Array
-  styles: Uint16Array
+  offsets: Uint16Array
+  /** One byte a run while the epoch has fewer than 256 styles, then two. */
+  styles: Uint8Array | Uint16Array
   rows: number
 }
 
@@ -71,7 +75,7 @@ export class RowFacts {
   }
 
   /** Calls `each` for rows [from, end) newest first with the row's base size and run styles. */
-  newestFirst(from: number, each: (row: number, base: number, styles: Uint16Array, start: number, end: number) => boolean): void {
+  newestFirst(from: number, each: (row: number, base: number, styles: ArrayLike<number>, start: number, end: number) => boolean): void {
     for (let b = this.#blocks.length - 1; b >= 0; b--) {
       const block = this.#blocks[b]
       for (let i = block.rows - 1; i >= 0; i--) {
@@ -137,19 +141,21 @@ export class RowFacts {
     }
     while (this.#keys.length < this.#table.size) this.#keys.push(JSON.stringify(this.#table.styles[this.#keys.length]))
     let block = this.#blocks.at(-1)
-    if (!block || block.rows === BLOCK_ROWS) {
+    if (!block || block.rows === BLOCK_ROWS || block.offsets[block.rows] + ids.length > BLOCK_STYLES) {
       block = {
         first: this.#end,
-        base: new Uint32Array(BLOCK_ROWS),
-        offsets: new Uint32Array(BLOCK_ROWS + 1),
-        styles: new Uint16Array(BLOCK_ROWS * 4),
+        base: new Uint16Array(BLOCK_ROWS),
+        offsets: new Uint16Array(BLOCK_ROWS + 1),
+        styles: new Uint8Array(BLOCK_ROWS * 4),
         rows: 0,
       }
       this.#blocks.push(block)
     }
     const at = block.offsets[block.rows]
-    if (at + ids.length > block.styles.length) {
-      const grown = new Uint16Array(Math.max(block.styles.length * 2, at + ids.length))
+    const wide = block.styles instanceof Uint8Array && ids.some((id) => id > 0xff)
+    if (at + ids.length > block.styles.length || wide) {
+      const size = Math.max(block.styles.length * (at + ids.length > block.styles.length ? 2 : 1), at + ids.length)
+      const grown = wide || block.styles instanceof Uint16Array ? new Uint16Array(size) : new Uint8Array(size)
       grown.set(block.styles)
       block.styles = grown
     }
