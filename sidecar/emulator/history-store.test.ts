@@ -12,10 +12,11 @@ import { describe, expect, it } from 'vitest'
 import { plainProjection } from '../display/plain.ts'
 import { RowEncoder } from '../display/encode.ts'
 import { regionRows } from '../display/revision.ts'
-import { bufferDiff } from '../display/testing/harness.ts'
+import { bufferDiff, referenceRevision, transferOf } from '../display/testing/harness.ts'
 import { DisplayTracker } from '../display/tracker.ts'
 import { captureState } from './restore.ts'
 import { HistoryStore, normalBuffer } from './history-store.ts'
+import { replayRevision } from './rebuild.ts'
 import { serializeScreen } from './snapshot.ts'
 import { useUnicode11 } from './widths.ts'
 
@@ -163,6 +164,23 @@ describe('HistoryStore', () => {
       lines(600, 500),
       { resize: [80, 24] },
     ])
+  })
+
+  it('rebuilds from a revision as xterm.js alone does, packing as it replays, a wrapped oldest row included', async () => {
+    const cols = 40
+    const source = side(cols, 5)
+    // Lines of 2.5 rows past the allowance: the oldest history row continues one already trimmed.
+    for (let i = 0; i < 700; i++) await source.write(`${E}[3${i % 7}mline ${i} ${'x'.repeat(92)}${E}[0m\r\n`)
+    expect(source.terminal.buffer.normal.getLine(0)?.isWrapped).toBe(true)
+    const transfer = transferOf(referenceRevision(source.tracker))
+    const payload = { sequence: 1, begin: transfer.begin, parts: transfer.parts, state: captureState(source.terminal)! }
+    const plain = side(cols, 5)
+    const kept = side(cols, 5, 8)
+    await replayRevision(plain.terminal, payload)
+    await replayRevision(kept.terminal, payload)
+    expect(HistoryStore.of(kept.terminal)!.packed).toBeGreaterThan(0)
+    expectSame(plain, kept)
+    expect(bufferDiff(source.terminal.buffer.normal, normalBuffer(kept.terminal), cols)).toEqual([])
   })
 
   it('holds a 10,000-row coloured history in a fraction of what xterm.js needs', async () => {
