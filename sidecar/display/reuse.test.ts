@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { HistoryPosition } from './history.ts'
 import { encodeRevision, type HistoryPacking } from './revision.ts'
 import { RowFacts } from './row-facts.ts'
-import { emulator } from './testing/harness.ts'
+import { emulator } from '../../test/support/display/harness.ts'
 
 const E = '\x1b'
 

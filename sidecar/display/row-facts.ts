@@ -12,7 +12,7 @@
  * history trims; a new epoch starts them over. They take ~20 bytes a row.
  */
 import type { IBuffer } from '@xterm/headless'
-import { utf8Length } from '../../schema/display-pack.ts'
+import { utf8Length } from '../../schema/utf8.ts'
 import { MAX_DISPLAY_EVENT_BYTES } from '../../schema/limits.ts'
 import type { CellStyle } from '../../schema/wire/display.ts'
 import { RowEncoder, StyleTable } from './encode.ts'

@@ -6,14 +6,14 @@
  */
 import { and, eq } from 'drizzle-orm'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../schema/limits.ts'
-import { displayChunks, displayRevisions } from '../../schema/tables.ts'
-import { CommitGroup } from './commit-group.ts'
+import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../storage/tuning.ts'
+import { displayChunks, displayRevisions } from '../../storage/tables.ts'
+import { CommitGroup } from '../../storage/commit-group.ts'
 import { HistoryPosition } from './history.ts'
 import { persistRevision, RevisionWriter } from './persist.ts'
 import { encodeRevision } from './revision.ts'
-import { scratchDatabase } from './testing/database.ts'
-import { emulator } from './testing/harness.ts'
+import { scratchDatabase } from '../../test/support/display/database.ts'
+import { emulator } from '../../test/support/display/harness.ts'
 
 const scratch = scratchDatabase('termkeep-writer-')
 

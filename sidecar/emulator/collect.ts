@@ -10,7 +10,7 @@
  * (sidecar/node-flags.ts, process-wide, so in every worker); without it nothing happens.
  */
 import { getHeapStatistics } from 'node:v8'
-import { EMULATOR_COLLECT_AFTER_CLOSE_MS } from '../../schema/limits.ts'
+import { EMULATOR_COLLECT_AFTER_CLOSE_MS } from '../tuning.ts'
 
 type Collect = (options?: { type: 'major'; execution: 'sync' }) => void
 

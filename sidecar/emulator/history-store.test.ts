@@ -12,13 +12,13 @@ import { describe, expect, it } from 'vitest'
 import { plainProjection } from '../display/plain.ts'
 import { RowEncoder } from '../display/encode.ts'
 import { regionRows } from '../display/revision.ts'
-import { bufferDiff, referenceRevision, transferOf } from '../display/testing/harness.ts'
+import { bufferDiff, referenceRevision, transferOf } from '../../test/support/display/harness.ts'
 import { DisplayTracker } from '../display/tracker.ts'
 import { captureState } from './restore.ts'
 import { HistoryStore, normalBuffer } from './history-store.ts'
 import { replayRevision } from './rebuild.ts'
 import { serializeScreen } from './snapshot.ts'
-import { useUnicode11 } from './widths.ts'
+import { useUnicode11 } from '../../common/xterm/widths.ts'
 
 const { Terminal } = xterm
 const { SerializeAddon } = serializeModule

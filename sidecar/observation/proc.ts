@@ -11,12 +11,8 @@
 import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, statSync } from 'node:fs'
 import { basename } from 'node:path'
 import { objectOf, type ObjectIdentity } from './handles.ts'
-import {
-  OBSERVE_MAX_ARGUMENT_CHARS,
-  OBSERVE_MAX_ARGUMENTS,
-  OBSERVE_MAX_DESCRIPTORS_PER_PROCESS,
-  OBSERVE_MAX_PROC_TEXT_BYTES,
-} from '../../schema/limits.ts'
+import { OBSERVE_MAX_ARGUMENT_CHARS, OBSERVE_MAX_ARGUMENTS } from '../../schema/limits.ts'
+import { OBSERVE_MAX_DESCRIPTORS_PER_PROCESS, OBSERVE_MAX_PROC_TEXT_BYTES } from '../tuning.ts'
 
 export interface ProcStat {
   pid: number

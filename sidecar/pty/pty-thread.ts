@@ -7,9 +7,10 @@
  */
 import type { Worker } from 'node:worker_threads'
 import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_INPUT_BACKLOG_BYTES, PTY_EXIT_WAIT_MS } from '../../schema/limits.ts'
+import { MAX_INPUT_BACKLOG_BYTES } from '../../schema/limits.ts'
+import { PTY_EXIT_WAIT_MS } from '../tuning.ts'
 import type { Journal } from '../journal/journal.ts'
-import { Retry } from '../retry.ts'
+import { Retry } from '../write-retry.ts'
 import { startTsWorker } from '../worker-thread.ts'
 import type { PtyExit, PtySpawnOptions } from './pty-process.ts'
 import type { FromPtyThread, ToPtyThread } from './pty-protocol.ts'

@@ -7,7 +7,6 @@
 import { existsSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import {
-  CLOSE_RETRY_MS,
   HISTORY_CELLS,
   MAX_COLS,
   MAX_INPUT_BYTES,
@@ -16,25 +15,18 @@ import {
   MAX_VISIBLE_CELLS,
   MIN_COLS,
   MIN_ROWS,
-  TERMINAL_IDLE_RECLAIM_MS,
 } from '../../schema/limits.ts'
+import { CLOSE_RETRY_MS, TERMINAL_IDLE_RECLAIM_MS } from '../tuning.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
-import {
-  terminalInfoOf,
-  type CreateTerminal,
-  type TerminalEnvironment,
-  type TerminalInfo,
-  type TerminalShell,
-  type TerminalWorkflow,
-} from '../../schema/wire/terminals.ts'
+import type { CreateTerminal, TerminalEnvironment, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
 import { killLeftovers } from '../pty/orphans.ts'
 import { listShells } from '../pty/shells.ts'
 import { PtyThread } from '../pty/pty-thread.ts'
 import { LiveTerminal } from './terminal.ts'
-import type { TerminalStore } from './store.ts'
+import { terminalInfoOf, type TerminalStore } from '../../storage/terminals.ts'
 
 export interface TerminalHostOptions {
   store: TerminalStore

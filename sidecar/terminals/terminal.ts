@@ -5,9 +5,9 @@
  */
 import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
-import { TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
+import { TERMINAL_STATES, type TerminalState } from '../../schema/wire/terminals.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
-import type { Sender, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
+import type { FollowControl, Sender, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import type { Emulator } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
@@ -16,10 +16,10 @@ import { ForegroundTracker } from '../observation/foreground.ts'
 import { executableNameOf } from '../observation/proc.ts'
 import { leaderIdentity, ticksSinceBoot, type TerminalIdentity } from '../pty/identity.ts'
 import { killSession } from '../pty/kill.ts'
-import { Retry } from '../retry.ts'
+import { Retry } from '../write-retry.ts'
 import type { PtyThread, RemotePty } from '../pty/pty-thread.ts'
 import { InputKeys } from './input-keys.ts'
-import type { TerminalPatch, TerminalStore } from './store.ts'
+import type { TerminalPatch, TerminalStore } from '../../storage/terminals.ts'
 
 export interface TerminalInit {
   sessionId: string
@@ -67,6 +67,7 @@ export class LiveTerminal {
   error: string | null = null
   /** The foreground program's name (observation/foreground.ts); null before spawn and after exit. */
   foregroundCommand: string | null = null
+  closedAt: number | null = null
   updatedAt: number
   /** Open retain streams and follow streams: either suspends idle reclamation. */
   holds = 0
@@ -146,6 +147,7 @@ export class LiveTerminal {
       controllerId: this.state === 'retired' || this.state === 'closed' ? null : this.controllerId,
       createdAt: this.createdAt,
       updatedAt: this.updatedAt,
+      closedAt: this.closedAt,
       foregroundCommand: this.foregroundCommand,
       ...(this.workflow ? { workflow: this.workflow } : {}),
     }
@@ -238,6 +240,36 @@ export class LiveTerminal {
     this.#changed({ title })
   }
 
+  /**
+   * One write under control taken for it alone (POST …/keys), as a follow with the same `control`
+   * takes it: `if-free` refuses while another attachment controls; `take` takes it whoever held
+   * it. Control is free again after the write (the holder it was taken from takes it back, as
+   * after a follow's end). Returns whose control was taken.
+   */
+  writeOnce(sender: Sender, bytes: Uint8Array, control: FollowControl, key?: string): { tookControlFrom: string | null } {
+    const held = this.#controller
+    const own = `${sender.principal ?? ''}/${sender.attachment}`
+    if (held?.key === own) {
+      this.write(sender, bytes, key)
+      return { tookControlFrom: null }
+    }
+    if (held && control === 'if-free') {
+      throw new TermkeepError('terminal/control-unavailable', `another attachment (${held.id}) controls terminal ${this.id}`, {
+        reason: 'controlled',
+        controllerId: held.id,
+      })
+    }
+    const once = { id: sender.attachment ?? '', principal: sender.principal, key: `${own}#once` }
+    this.#controller = once
+    try {
+      this.write(sender, bytes, key)
+    } finally {
+      if (this.#controller === once) this.#controller = undefined
+      this.#changed({})
+    }
+    return { tookControlFrom: held?.id ?? null }
+  }
+
   /** A follow stream attaches: it becomes the exclusive controller; the previous one is read-only.
    * Returns the handle to detach with. With `ifFree`, another attachment holding control refuses
    * the attach instead (checked and attached in one step: nothing can take control in between). */
@@ -328,7 +360,8 @@ export class LiveTerminal {
       if (!this.journal.ended) await this.#pty.forceClose()
       this.journal.end()
     }
-    this.#advance('closed', { closedAt: Date.now() })
+    this.closedAt = Date.now()
+    this.#advance('closed', { closedAt: this.closedAt })
     this.emulator.dispose()
     this.journal.retire()
     this.#advance('retired', {})

@@ -10,7 +10,7 @@ import type { Session, SessionList, Workspace, WorkspaceList } from '../../schem
 import type { CloseResult, TerminalInfo } from '../../schema/wire/terminals.ts'
 import type { TokenRecord } from '../../schema/wire/tokens.ts'
 import type { RunDetail, RunList, RunSummary, StartWorkflow } from '../../schema/wire/workflows.ts'
-import { readSse, type SseEvent } from './sse.ts'
+import { readSse, type SseMessage } from './sse.ts'
 
 export class ApiError extends Error {
   constructor(
@@ -58,13 +58,6 @@ function describeCause(cause: unknown): string {
   const inner = (cause as { cause?: { code?: string; message?: string } })?.cause
   const detail = inner?.code ?? inner?.message ?? (cause as Error)?.message
   return detail ? ` (${detail})` : ''
-}
-
-/** A session's name for people: its title, else when it started. */
-export function sessionLabel(session: Session): string {
-  if (session.title) return session.title
-  const at = new Date(session.createdAt)
-  return `Session ${at.toLocaleDateString(undefined, { month: 'short', day: 'numeric' })} ${at.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })}`
 }
 
 export interface ClientOptions {
@@ -119,7 +112,7 @@ export class TermkeepClient {
   }
 
   /** Opens an SSE stream; resolves once the server answered 2xx (errors throw before any event). */
-  async stream(path: string, options: { lastEventId?: string; signal?: AbortSignal } = {}): Promise<AsyncGenerator<SseEvent>> {
+  async stream(path: string, options: { lastEventId?: string; signal?: AbortSignal } = {}): Promise<AsyncGenerator<SseMessage>> {
     const headers: Record<string, string> = { accept: 'text/event-stream' }
     if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId
     const response = await this.request('GET', path, { headers, signal: options.signal })
@@ -259,7 +252,7 @@ export class TermkeepClient {
     sid: string,
     rid: string,
     options: { lastEventId?: string; signal?: AbortSignal } = {},
-  ): Promise<AsyncGenerator<SseEvent>> {
+  ): Promise<AsyncGenerator<SseMessage>> {
     return this.stream(`${workflowsPath(sid)}/${seg(rid)}/events`, options)
   }
 }
