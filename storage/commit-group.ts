@@ -46,8 +46,9 @@ export class CommitGroup {
   async #drain(): Promise<void> {
     this.#running = true
     try {
-      // Let the writers that settle in this turn join the first group.
-      await new Promise<void>((resolve) => setImmediate(resolve))
+      // Let the writers that settle in this turn join the first group (a timer, not setImmediate:
+      // storage runs on every runtime).
+      await new Promise<void>((resolve) => setTimeout(resolve, 0))
       while (this.#waiting.length > 0) {
         const group = this.#waiting
         this.#waiting = []
