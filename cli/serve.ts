@@ -19,7 +19,7 @@ import { startNodeApi, type RunningApi } from '../api/runtime/node.ts'
 import type { Config } from '../schema/config.ts'
 import { openStorage, type Storage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
-import { SIDECAR_NODE_FLAGS } from '../sidecar/node-flags.ts'
+import { SIDECAR_NODE_FLAGS, sidecarEnv } from '../sidecar/node-flags.ts'
 import { SidecarSupervisor, type StartingSidecar } from './supervise.ts'
 import { self } from './self.ts'
 
@@ -60,7 +60,7 @@ export function localSidecarSecret(config: Config): string {
 function startSidecar(config: Config, secret: string): StartingSidecar {
   const child = fork(SIDECAR_ENTRY, [], {
     execArgv: ['--import', TSX_LOADER, ...SIDECAR_NODE_FLAGS],
-    env: { ...process.env, SIDECAR_SECRET: secret, SIDECAR_URL: config.sidecarUrl, DATABASE_URL: config.databaseUrl },
+    env: sidecarEnv({ ...process.env, SIDECAR_SECRET: secret, SIDECAR_URL: config.sidecarUrl, DATABASE_URL: config.databaseUrl }),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const ready = new Promise<number>((resolve, reject) => {
