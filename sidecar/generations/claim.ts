@@ -10,7 +10,8 @@
  * records its end.
  */
 import { GENERATION_HEARTBEAT_MS } from '../tuning.ts'
-import { beat, endGeneration, insertGeneration, unendedBefore } from '../../storage/generations.ts'
+import type { Client } from '@libsql/client'
+import { beatWithoutWaiting, endGeneration, insertGeneration, unendedBefore } from '../../storage/generations.ts'
 import type { Database } from '../../storage/client.ts'
 import { here as seenHere, liveness, thisRunner, type GenerationRecord, type Here } from './liveness.ts'
 
@@ -35,7 +36,8 @@ export interface ClaimedGeneration {
   end(): Promise<void>
 }
 
-export async function claimGeneration(db: Database, here: () => Here = seenHere): Promise<ClaimedGeneration> {
+/** `probe`: the connection the heartbeat is written on (storage/generations.ts `beatWithoutWaiting`). */
+export async function claimGeneration(db: Database, probe: Client, here: () => Here = seenHere): Promise<ClaimedGeneration> {
   const generation = await insertGeneration(db, thisRunner())
   const earlier = await unendedBefore(db, generation)
   const seen = here()
@@ -52,7 +54,7 @@ export async function claimGeneration(db: Database, here: () => Here = seenHere)
     await endGeneration(db, dead)
   }
   const heartbeat = setInterval(() => {
-    beat(db, generation).catch((error: unknown) =>
+    beatWithoutWaiting(probe, generation).catch((error: unknown) =>
       console.error(`termkeep sidecar: the generation heartbeat was not written: ${(error as Error).message}`),
     )
   }, GENERATION_HEARTBEAT_MS)
