@@ -6,7 +6,7 @@ export default defineConfig({
       {
         test: {
           name: 'node',
-          include: ['{api,sidecar,schema,storage,cli,test}/**/*.test.ts'],
+          include: ['{api,keeper,local,sidecar,schema,storage,cli,test}/**/*.test.ts'],
           exclude: ['test/workers/**', 'node_modules/**'],
           testTimeout: 60_000,
           hookTimeout: 60_000,

@@ -27,7 +27,7 @@ import {
   EMULATOR_WORKERS,
 } from '../../schema/limits.ts'
 import type { Journal } from '../journal/journal.ts'
-import { startTsWorker } from '../worker-thread.ts'
+import { startTsWorker } from '../../local/worker-thread.ts'
 import type { EmulatorSnapshot, FromWorker, RestorePayload, ToWorker, WireRecord } from './protocol.ts'
 
 /** The pump's wait between checks when the journal is idle (it is woken on every append). */
@@ -115,11 +115,21 @@ export class EmulatorPool {
     this.#observer = observer
   }
 
-  /** A screen for one terminal, fed from its journal from sequence 0. */
-  open(key: string, journal: Journal): Emulator {
-    const emulator = new Emulator(this, key, journal)
+  /**
+   * A screen for one terminal, fed from its journal from sequence 0 — or, for a terminal adopted
+   * from the keeper after a restart (`settled`: its newest revision), rebuilt from that revision
+   * and the journal after it, once something asks or output after it exists (a released screen).
+   */
+  open(key: string, journal: Journal, settled?: Settled): Emulator {
+    const emulator = new Emulator(this, key, journal, settled)
     emulator.observe(this.#observer?.(emulator, journal))
+    if (settled) emulator.resumeReleased()
     return emulator
+  }
+
+  /** @internal a slot for a screen that is not placed yet (an adopted, released one). */
+  anySlot(): WorkerSlot {
+    return this.#pick()
   }
 
   /** @internal places an emulator's screen in a worker (again, after its worker failed or it was
@@ -171,8 +181,17 @@ export class EmulatorPool {
   }
 }
 
+/** A terminal's newest settled revision: its sequence, and whether a screen can be rebuilt from it. */
+export interface Settled {
+  sequence: number
+  restorable: boolean
+}
+
 export class Emulator {
   readonly key: string
+  /** Adopted after a restart: the revision the screen resumes from (display/service.ts seeds its
+   * settling with it, so an unchanged screen writes no revision again). */
+  readonly adopted: Settled | undefined
   readonly #pool: EmulatorPool
   #slot: WorkerSlot
   /** Released: the screen is gone from its worker until `#live()` rebuilds it. */
@@ -207,13 +226,28 @@ export class Emulator {
   #skipped = 0
   #disposing = false
 
-  constructor(pool: EmulatorPool, key: string, journal: Journal) {
+  constructor(pool: EmulatorPool, key: string, journal: Journal, adopted?: Settled) {
     this.#pool = pool
     this.key = key
+    this.adopted = adopted
     this.#journal = journal
     this.#release = journal.attach()
+    if (adopted) {
+      // Released at the revision: the screen is what it shows until more is asked or printed.
+      this.#slot = pool.anySlot()
+      this.#released = true
+      this.#sent = adopted.sequence
+      this.#applied = adopted.sequence
+      return
+    }
     this.#slot = pool.place(this, journal)
     this.#startPump()
+  }
+
+  /** @internal an adopted screen starts released: watched for output after its revision (once
+   * the observer gave it its restorer). */
+  resumeReleased(): void {
+    void this.#watchReleased()
   }
 
   #startPump(): void {

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { waitFor } from '../../test/support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../../test/support/sidecar.ts'
 import { insertSession, shellsFixture, SidecarHttp } from '../../test/support/terminals.ts'
-import { processStat } from '../pty/process-tree.ts'
+import { processStat } from '../../local/proc.ts'
 
 const work = mkdtempSync(join(tmpdir(), 'termkeep-two-sidecars-'))
 const loopFile = join(work, 'loop.pid')

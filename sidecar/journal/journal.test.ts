@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { MAX_OUTPUT_ITEM_BYTES, MAX_RECORD_RAW_BYTES } from '../../schema/limits.ts'
 import type { OutputItem } from '../../schema/wire/output.ts'
 import { Journal } from './journal.ts'
-import { RecordIndex } from './record-index.ts'
+import { RecordIndex } from '../../local/journal/record-index.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-journal-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))

@@ -1,66 +1,51 @@
 /**
- * The append-only spool file behind one journal. Appends are synchronous writes to the page
- * cache (so a record is readable by every reader the moment it is indexed, with no in-memory copy
- * kept); reads are positioned and asynchronous, one per reader, each at its own pace.
+ * The sidecar's read side of a journal's spool file (local/journal/format.ts). The keeper appends
+ * to it; the sidecar reads positioned and asynchronously, one read per reader, each at its own
+ * pace, from a descriptor of its own.
  *
- * The file stays open while any reader holds it, so retiring a journal never cuts off a reader that
- * is draining; it is unlinked when the last holder lets go.
+ * The descriptor stays open while any reader holds it, so retiring a journal never cuts off a
+ * reader that is draining: the keeper removes the file once the terminal is released, and what is
+ * open stays readable. A spool is bound to its file when the keeper has created it (`open`); a
+ * terminal whose program never started has none, and nothing ever reads it.
  */
-import { closeSync, mkdirSync, openSync, read, rmdirSync, rmSync, writeSync, writevSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { closeSync, openSync, read } from 'node:fs'
 
 export class Spool {
-  readonly path: string
-  #fd: number
-  #size = 0
+  #path: string | undefined
+  #fd: number | undefined
   #holders = 1 // the journal itself
   #released = false
   #closed = false
+  readonly #onClosed: (() => void) | undefined
 
-  constructor(path: string) {
-    this.path = path
-    mkdirSync(dirname(path), { recursive: true })
-    this.#fd = openSync(path, 'w+', 0o600)
+  /** `onClosed` runs once the last holder let go (the in-process writer removes its files then). */
+  constructor(onClosed?: () => void) {
+    this.#onClosed = onClosed
   }
 
-  /** Bytes written so far; the offset the next append starts at. */
-  get size(): number {
-    return this.#size
+  get path(): string | undefined {
+    return this.#path
   }
 
-  /** Appends buffers in order with one write where possible; returns the offset they start at.
-   * Throws on a real write failure. */
-  append(parts: readonly Uint8Array[]): number {
-    // Never write to a closed fd number: the OS may already have given it to another file.
-    if (this.#closed || this.#released) throw new Error(`spool ${this.path} is released`)
-    const offset = this.#size
-    const total = parts.reduce((sum, p) => sum + p.length, 0)
-    let written = writevSync(this.#fd, parts as Uint8Array[], offset)
-    // A short writev (rare, e.g. a signal): finish part by part.
-    for (let at = 0, i = 0; written < total && i < parts.length; at += parts[i].length, i++) {
-      const part = parts[i]
-      let done = Math.max(0, written - at)
-      while (done < part.length) {
-        const n = writeSync(this.#fd, part, done, part.length - done, offset + at + done)
-        done += n
-        written += n
-      }
-    }
-    this.#size += total
-    return offset
+  /** Binds the spool to its file (read-only). */
+  open(path: string): void {
+    if (this.#fd !== undefined || this.#closed) throw new Error('spool already bound')
+    this.#path = path
+    this.#fd = openSync(path, 'r')
   }
 
   /** Reads exactly `length` bytes at `offset`; a short read or an I/O error rejects. */
   async readAt(offset: number, length: number): Promise<Buffer> {
     // Never touch a closed fd number: the OS may already have given it to another file.
-    if (this.#closed) throw new Error(`spool ${this.path} is closed`)
+    const fd = this.#fd
+    if (this.#closed || fd === undefined) throw new Error(`spool ${this.#path ?? '(unbound)'} is closed`)
     const buffer = Buffer.allocUnsafe(length)
     let done = 0
     while (done < length) {
       const n = await new Promise<number>((resolve, reject) =>
-        read(this.#fd, buffer, done, length - done, offset + done, (error, bytes) => (error ? reject(error) : resolve(bytes))),
+        read(fd, buffer, done, length - done, offset + done, (error, bytes) => (error ? reject(error) : resolve(bytes))),
       )
-      if (n === 0) throw new Error(`spool ${this.path}: short read at ${offset + done} (wanted ${length - done} more bytes)`)
+      if (n === 0) throw new Error(`spool ${this.#path}: short read at ${offset + done} (wanted ${length - done} more bytes)`)
       done += n
     }
     return buffer
@@ -78,7 +63,7 @@ export class Spool {
     }
   }
 
-  /** The journal's own release: the file goes away once no reader holds it. */
+  /** The journal's own release: the descriptor closes once no reader holds it. */
   release(): void {
     if (this.#released) return
     this.#released = true
@@ -88,14 +73,7 @@ export class Spool {
   #drop(): void {
     if (--this.#holders > 0) return
     this.#closed = true
-    closeSync(this.#fd)
-    rmSync(this.path, { force: true })
-    // The session's spool directory goes with its last file (one per session otherwise stayed
-    // until the next start).
-    try {
-      rmdirSync(dirname(this.path))
-    } catch {
-      // other terminals' spools are still in it
-    }
+    if (this.#fd !== undefined) closeSync(this.#fd)
+    this.#onClosed?.()
   }
 }

@@ -2,8 +2,8 @@
  * The workflow engine of one sidecar generation: starts runs (after every check that can refuse
  * one, so a refused request publishes nothing: no run, no event, no terminal), cancels them, and
  * at start marks the runs an earlier generation left running as interrupted (their script
- * processes are killed if they somehow survived; their members' terminals are retired with every
- * other terminal of that generation).
+ * processes are killed if they somehow survived; their members' terminals live on in the keeper,
+ * adopted like every other terminal).
  */
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -164,9 +164,10 @@ export class WorkflowEngine {
       throw new TermkeepError('workflow/not-found', `no workflow run ${runId} in session ${sessionId}`)
   }
 
-  /** Sidecar shutdown: every live run is cancelled (its members' terminals closed) and logged. */
+  /** Sidecar shutdown: every live run's script process ends with the sidecar (the run reads as
+   * interrupted after the restart); its members' terminals keep running in the keeper. */
   async shutdown(): Promise<void> {
     this.#stopping = true
-    await Promise.all([...this.#runs.values()].map((run) => run.cancel('the sidecar stopped')))
+    await Promise.all([...this.#runs.values()].map((run) => run.abandon()))
   }
 }

@@ -26,7 +26,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { join } from 'node:path'
 import { WORKFLOW_SANDBOX_PROBE_MS, WORKFLOW_SCRIPT_HEAP_MB, WORKFLOW_STDERR_TAIL_BYTES } from '../../schema/limits.ts'
-import { processStat } from '../pty/process-tree.ts'
+import { processStat } from '../../local/proc.ts'
 import { scriptProgram } from './program.ts'
 import type { ScriptStart, ToScript } from './protocol.ts'
 

@@ -24,7 +24,7 @@ import {
   WORKFLOW_SCRIPT_HEAP_MB,
 } from '../../schema/limits.ts'
 import { titleFrom, titleSchema } from '../../schema/wire/common.ts'
-import { processStat } from '../pty/process-tree.ts'
+import { processStat } from '../../local/proc.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import { Member } from './member.ts'
 import { ScriptProcess, type Sandbox, type ScriptExit } from './process.ts'
@@ -157,6 +157,19 @@ export class WorkflowRun {
       result: { stopReason: 'cancelled', error, agentsStarted: this.#accepted },
       cancelReason: reason,
     })
+  }
+
+  /**
+   * The sidecar stops: the script process dies with it, nothing more is logged (the run reads as
+   * interrupted after the restart, as after a crash), and its members' terminals go on in the
+   * keeper.
+   */
+  async abandon(): Promise<void> {
+    if (this.#settling) return
+    this.#settling = true
+    this.#process.kill()
+    this.#queue.length = 0
+    await this.#process.exited
   }
 
   #receive(raw: unknown): void {

@@ -1,15 +1,17 @@
 /**
  * `termkeep serve` as a real process (what `npm start` runs), for tests that drive it from outside:
  * start it on free ports, wait for its start-up lines, call its API with the admin token it prints,
- * find its sidecar's pid by the sidecar port, stop it by pid.
+ * find its sidecar's pid by the sidecar port, stop it by pid — and its data directory's keeper,
+ * which a stop of serve leaves running by design.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { request } from 'node:http'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { processStat } from '../../sidecar/pty/process-tree.ts'
+import { processStat } from '../../local/proc.ts'
 import { UNSET_CONFIG } from '../smoke/targets.ts'
+import { stopKeeper, watchKeeper } from './keepers.ts'
 import { freePort, waitFor } from './ports.ts'
 
 const MAIN = new URL('../../cli/main.ts', import.meta.url).pathname
@@ -22,6 +24,7 @@ export interface Served {
 
 /** Spawns `termkeep serve` with `env` over the test process's environment (config vars unset). */
 export function serve(env: Record<string, string>): Served {
+  if (env.TERMKEEP_DATA_DIR) watchKeeper(env.TERMKEEP_DATA_DIR)
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
     env: { ...process.env, ...UNSET_CONFIG, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -57,8 +60,8 @@ export interface ServedStack extends Served {
   /** `call` on a connection of its own, closed after it: on a host so loaded that a client may
    * reuse a kept-alive connection just as the server closes it (a client-side race, not the API's). */
   callFresh(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>
-  /** SIGTERM, and the exit code. */
-  stop(): Promise<number | null>
+  /** SIGTERM, and the exit code; then the keeper (and its terminals) unless `terminals: 'keep'`. */
+  stop(options?: { terminals?: 'end' | 'keep' }): Promise<number | null>
 }
 
 /** Starts `serve` on free ports in a fresh data directory and waits for its admin token line. */
@@ -108,9 +111,11 @@ export async function startServe(env: Record<string, string> = {}): Promise<Serv
         })
         outgoing.end(body === undefined ? undefined : JSON.stringify(body))
       }),
-    stop: async () => {
+    stop: async (options = {}) => {
       served.child.kill('SIGTERM')
-      return served.exited
+      const code = await served.exited
+      if (options.terminals !== 'keep') await stopKeeper(dataDir)
+      return code
     },
   }
 }

@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
 import { bootId, leaderIdentity, membersOf, ticksSinceBoot, type Proven, type TerminalIdentity } from './identity.ts'
-import { processStat, type ProcessStat } from './process-tree.ts'
+import { processStat, type ProcessStat } from '../local/proc.ts'
 
 describe('membersOf', () => {
   const boot = bootId()!

@@ -10,10 +10,10 @@ import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { waitFor } from '../../test/support/ports.ts'
+import { waitFor } from '../test/support/ports.ts'
 import { bootId, type TerminalIdentity } from './identity.ts'
 import { killSession } from './kill.ts'
-import { allProcesses, processStat } from './process-tree.ts'
+import { allProcesses, processStat } from '../local/proc.ts'
 
 const work = mkdtempSync(join(tmpdir(), 'termkeep-kill-'))
 const started: ChildProcess[] = []

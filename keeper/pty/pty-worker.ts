@@ -11,7 +11,7 @@
  */
 import { parentPort } from 'node:worker_threads'
 import { PTY_UNJOURNALED_MAX_BYTES } from '../../schema/limits.ts'
-import { Gatherer } from '../journal/gather.ts'
+import { Gatherer } from '../../local/journal/gather.ts'
 import type { FromPtyThread, ToPtyThread } from './pty-protocol.ts'
 import { PtyProcess } from './pty-process.ts'
 

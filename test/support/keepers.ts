@@ -1,0 +1,53 @@
+/**
+ * Keepers started by tests (a sidecar starts one per data directory, detached: it outlives the
+ * sidecar by design) are stopped by pid: `stopKeeper` when a test stops its stack, and, as a net
+ * under a test that failed before its cleanup, every keeper of a data directory this process
+ * used gets SIGTERM when the test process exits. SIGTERM ends a keeper's terminals too.
+ */
+import { resolve } from 'node:path'
+import { keeperPaths } from '../../local/keeper/paths.ts'
+import { KEEPER_ENTRY } from '../../local/keeper/start.ts'
+import { liveHolder } from '../../local/pid-lock.ts'
+import { processStat } from '../../local/proc.ts'
+
+const dataDirs = new Set<string>()
+
+/** Remembers `dataDir`: its keeper is stopped when this process exits, at the latest. */
+export function watchKeeper(dataDir: string): void {
+  dataDirs.add(resolve(dataDir))
+}
+
+/** The pid of the keeper holding `dataDir`, if one runs. */
+export function keeperPid(dataDir: string): number | undefined {
+  return liveHolder(keeperPaths(dataDir).lock, KEEPER_ENTRY)
+}
+
+const running = (pid: number) => {
+  const stat = processStat(pid)
+  return stat !== undefined && !stat.zombie
+}
+
+/** SIGTERM to `dataDir`'s keeper (it ends its terminals), SIGKILL if it has not gone in time. */
+export async function stopKeeper(dataDir: string, timeoutMs = 10_000): Promise<void> {
+  const pid = keeperPid(dataDir)
+  if (pid === undefined) return
+  signal(pid, 'SIGTERM')
+  const deadline = Date.now() + timeoutMs
+  while (running(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+  if (running(pid)) signal(pid, 'SIGKILL')
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name)
+  } catch {
+    // gone
+  }
+}
+
+process.once('exit', () => {
+  for (const dir of dataDirs) {
+    const pid = keeperPid(dir)
+    if (pid !== undefined) signal(pid, 'SIGTERM')
+  }
+})
