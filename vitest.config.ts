@@ -8,6 +8,8 @@ export default defineConfig({
           name: 'node',
           include: ['{api,keeper,local,sidecar,schema,storage,cli,test}/**/*.test.ts'],
           exclude: ['test/workers/**', 'node_modules/**'],
+          // No keeper a test file started outlives it (test/support/keepers.ts).
+          setupFiles: ['test/support/setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
           pool: 'forks',

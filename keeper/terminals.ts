@@ -244,8 +244,8 @@ export class KeptTerminals {
       if (survivors.length > 0) throw new Error(`processes ${survivors.join(', ')} survived SIGKILL`)
     }
     this.#byId.delete(id)
-    terminal.writer.remove()
     rmSync(terminal.identityPath, { force: true })
+    terminal.writer.remove()
   }
 
   /** @internal journaled output of `terminal`, for the subscriber. */

@@ -56,10 +56,6 @@ async function main(): Promise<void> {
   if (openDir) console.warn(`termkeep sidecar: warning: ${openDir}`)
   const unlock = lockDataDir(config.dataDir)
   process.once('exit', unlock)
-  // The keeper is reached (or started: tsx compiles it meanwhile) while the database opens.
-  const reach = () => reachKeeper(config.dataDir, { role: 'sidecar', software: SOFTWARE_VERSION, start: true })
-  let firstKeeper: ReturnType<typeof reach> | undefined = reach()
-  firstKeeper.catch(() => {}) // awaited by the terminal host's start
   // Never served by any file route: the database, the journals, the secret (files/own-state.ts).
   declareOwnState({ dataDir: config.dataDir, databaseUrl: config.databaseUrl })
   // Listening first: until the host is ready, requests get 503 sidecar/unavailable.
@@ -72,6 +68,10 @@ async function main(): Promise<void> {
   server.keepAliveTimeout = SIDECAR_KEEP_ALIVE_MS
   server.listen({ port, host: listen.hostname.replace(/^\[|\]$/g, ''), backlog: LISTEN_BACKLOG })
   await listening(server as Server, `${listen.hostname}:${port}`)
+  // The keeper is reached (or started: tsx compiles it meanwhile) while the database opens.
+  const reach = () => reachKeeper(config.dataDir, { role: 'sidecar', software: SOFTWARE_VERSION, start: true })
+  let firstKeeper: ReturnType<typeof reach> | undefined = reach()
+  firstKeeper.catch(() => {}) // awaited by the terminal host's start
   const busyTimeoutMs = milliseconds('TERMKEEP_DB_BUSY_TIMEOUT_MS', process.env.TERMKEEP_DB_BUSY_TIMEOUT_MS)
   const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken, busyTimeoutMs })
   await migrate(storage.client)
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   const { generation } = claimed
   if (claimed.ended.length > 0) {
     const list = claimed.ended.map((g) => `${g.generation} (${g.why})`).join(', ')
-    console.error(`termkeep sidecar: earlier generation(s) ended: ${list}; retiring their terminals`)
+    console.error(`termkeep sidecar: earlier generation(s) ended: ${list}`)
   }
   const diskFreeMin = bytes('TERMKEEP_DISK_FREE_MIN_BYTES', process.env.TERMKEEP_DISK_FREE_MIN_BYTES)
   // Canonical, as the database file's directory is: the default database lies in the data

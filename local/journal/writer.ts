@@ -10,7 +10,7 @@
  * entry is written. Nothing is fsynced: the journal lives as long as its terminal, and a reboot
  * ends both.
  */
-import { closeSync, mkdirSync, openSync, rmSync, writeSync, writevSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, rmdirSync, rmSync, writeSync, writevSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { MAX_RECORD_RAW_BYTES } from '../../schema/limits.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
@@ -117,11 +117,17 @@ export class JournalWriter {
     closeSync(this.#index)
   }
 
-  /** Closes and removes both files (a reader that has the spool open keeps reading it). */
+  /** Closes and removes both files (a reader that has the spool open keeps reading it), and
+   * their directory with its last journal (one per session would otherwise stay behind). */
   remove(): void {
     this.close()
     rmSync(this.paths.spool, { force: true })
     rmSync(this.paths.index, { force: true })
+    try {
+      rmdirSync(dirname(this.paths.spool))
+    } catch {
+      // other terminals' journals are still in it
+    }
   }
 
   #counted(entries: Buffer, count: number): Appended {

@@ -134,7 +134,7 @@ describe('Journal', () => {
     const a = new Journal(join(shared, 'a'), { cols: 80, rows: 24 })
     const b = new Journal(join(shared, 'b'), { cols: 80, rows: 24 })
     a.retire()
-    expect(readdirSync(shared)).toEqual(['b'])
+    expect(readdirSync(shared)).toEqual(['b', 'b.index'])
     b.retire()
     expect(existsSync(shared)).toBe(false)
   })

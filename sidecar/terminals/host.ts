@@ -113,6 +113,8 @@ export class TerminalHost {
   /** The connected keeper, once linked. */
   keeper: KeeperInfo | undefined
   #stopping = false
+  /** Rows of terminals whose keeper ended, being retired (a stop waits for them). */
+  #retiring: Promise<unknown> = Promise.resolve()
 
   constructor(options: TerminalHostOptions) {
     this.#options = options
@@ -244,6 +246,7 @@ export class TerminalHost {
       this.#live.delete(keyOf(terminal.sessionId, terminal.id))
       terminal.lost()
     }
+    this.#retiring = Promise.all([this.#retiring, ...lost.map((terminal) => terminal.flushed())])
     this.#connect().catch((error: unknown) => console.error('termkeep sidecar: starting a new keeper failed', error))
   }
 
@@ -365,7 +368,7 @@ export class TerminalHost {
     clearInterval(this.#idleTimer)
     const terminals = [...this.#live.values()]
     this.#live.clear()
-    await Promise.all(terminals.map((terminal) => terminal.leave()))
+    await Promise.all([this.#retiring, ...terminals.map((terminal) => terminal.leave())])
     const link = await this.#link?.catch(() => undefined)
     link?.close()
     return terminals.filter((t) => t.state === 'running').length

@@ -561,16 +561,39 @@ describe('close', () => {
 })
 
 describe('restart', () => {
-  it('retires the terminals of the previous generation: new readers get 410, the id stays closed', async () => {
+  it('adopts the terminals of a sidecar killed with -9: the program runs on, its output and input continue', async () => {
     await http.json('PUT', T('survivor'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
     await waitFor(async () => (await outputText('survivor')).includes('ready'), 10_000, 'ready')
+    const before = await follow('survivor', 'a')
+    expect((await input('survivor', 'a', 'one\n')).status).toBe(204)
+    const seen = await before.until((m) => m.event === 'output' && Buffer.from(m.data.data, 'base64').toString().includes('got:one'))
     const old = sidecar
-    await old.kill() // a crash: nothing was cleaned up
+    await old.kill() // a crash: nothing was cleaned up, and the keeper holds the shell on
     sidecar = await startSidecar({ dataDir: old.dataDir, env: { TERMKEEP_SHELLS_FILE: shells.shellsFile } })
     http = new SidecarHttp(sidecar)
     expect(sidecar.generation).toBeGreaterThan(old.generation)
+    expect(sidecar.output()).toMatch(/adopted \d+ terminal\(s\) from the keeper/)
     const info = await http.json('GET', T('survivor'))
-    expect([info.status, info.body.state, info.body.hostGeneration]).toEqual([200, 'retired', old.generation])
+    expect([info.status, info.body.state, info.body.hostGeneration]).toEqual([200, 'running', sidecar.generation])
+    // A follow resuming from the last event it saw gets exactly what came after it …
+    const resumed = await http.sse(`${T('survivor')}/follow?attachment=b`, { 'last-event-id': String(seen.id) })
+    streams.push(resumed)
+    expect((await input('survivor', 'b', 'two\n')).status).toBe(204)
+    const after = await resumed.until((m) => m.event === 'output' && Buffer.from(m.data.data, 'base64').toString().includes('got:two'))
+    expect(Number(after.id)).toBeGreaterThan(Number(seen.id))
+    // … and the journal holds every byte, before and after the restart, once.
+    expect(await outputText('survivor')).toBe('ready\r\ngot:one\r\ngot:two\r\n')
+  })
+
+  it('retires the terminals of a keeper that ended: new readers get 410, the id stays closed', async () => {
+    await waitFor(async () => (await outputText('survivor')).includes('got:two'), 10_000, 'the survivor')
+    const old = sidecar
+    await old.kill()
+    process.kill(old.keeperPid()!, 'SIGKILL') // the keeper too: the terminals' programs are gone
+    sidecar = await startSidecar({ dataDir: old.dataDir, env: { TERMKEEP_SHELLS_FILE: shells.shellsFile } })
+    http = new SidecarHttp(sidecar)
+    const info = await http.json('GET', T('survivor'))
+    expect([info.status, info.body.state]).toEqual([200, 'retired'])
     for (const path of [`${T('survivor')}/output?after=0`, `${T('survivor')}/output/watch`, `${T('survivor')}/follow?attachment=a`]) {
       const r = await http.json('GET', path)
       expect([path, r.status, r.body.error.code]).toEqual([path, 410, 'terminal/unavailable'])
@@ -610,11 +633,12 @@ describe('idle reclamation', () => {
 })
 
 describe('shutdown', () => {
-  it('writes what the database refused before, with the retirement, when the sidecar stops', async () => {
+  it('writes what the database refused before when the sidecar stops, and leaves the terminal to the next one', async () => {
     const own = await startSidecar({ env: { TERMKEEP_SHELLS_FILE: shells.shellsFile, TERMKEEP_DB_BUSY_TIMEOUT_MS: '100' } })
     const ownHttp = new SidecarHttp(own)
     const P = `/v1/sessions/${SID}/terminals/quits-locked`
     const storage = await openStorage({ url: own.databaseUrl })
+    let next: RunningSidecar | undefined
     try {
       await insertSession(own.databaseUrl, SID, work)
       await ownHttp.json('PUT', P, { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
@@ -631,16 +655,22 @@ describe('shutdown', () => {
       } finally {
         await lock.rollback()
       }
-      await own.stop()
+      await own.stop({ terminals: 'keep' })
+      expect(own.output()).toContain('termkeep sidecar: 0 terminal(s) keep running in the keeper')
       const reader = await openStorage({ url: own.databaseUrl })
       try {
         const { rows } = await reader.client.execute("SELECT state, exit_code FROM terminals WHERE id = 'quits-locked'")
-        expect(rows[0]).toMatchObject({ state: 'retired', exit_code: 3 })
+        expect(rows[0]).toMatchObject({ state: 'exited', exit_code: 3 })
       } finally {
         reader.close()
       }
+      // The keeper still holds it (exited, its output intact): the next sidecar adopts it as it is.
+      next = await startSidecar({ dataDir: own.dataDir, env: { TERMKEEP_SHELLS_FILE: shells.shellsFile } })
+      const adopted = await new SidecarHttp(next).json('GET', P)
+      expect([adopted.body.state, adopted.body.exitCode]).toEqual(['exited', 3])
     } finally {
       storage.close()
+      await next?.stop()
       await own.stop()
     }
   })

@@ -329,7 +329,16 @@ export class LiveTerminal {
     this.#foreground?.close()
     this.emulator.dispose()
     this.journal.retire()
+    // A pending retry would land after this process is gone: one last write now instead.
+    this.#retry.cancel()
     await this.flushed()
+    const patch = this.#unwritten
+    this.#unwritten = {}
+    if (Object.keys(patch).length === 0) return
+    await this.#store.update(this.sessionId, this.id, patch).catch((error: unknown) => {
+      // The keeper still knows the exit: the next sidecar writes it when it adopts the terminal.
+      console.error(`termkeep sidecar: writing terminal ${this.sessionId}/${this.id} at shutdown failed`, error)
+    })
   }
 
   /**

@@ -1,9 +1,11 @@
 /**
  * Keepers started by tests (a sidecar starts one per data directory, detached: it outlives the
  * sidecar by design) are stopped by pid: `stopKeeper` when a test stops its stack, and, as a net
- * under a test that failed before its cleanup, every keeper of a data directory this process
- * used gets SIGTERM when the test process exits. SIGTERM ends a keeper's terminals too.
+ * under a test that failed before its cleanup, every keeper of a data directory the test file
+ * used, after the file (test/support/setup.ts; a vitest worker is not always let exit, so an
+ * exit hook alone would not do). SIGTERM ends a keeper's terminals too.
  */
+import type { ChildProcess } from 'node:child_process'
 import { resolve } from 'node:path'
 import { keeperPaths } from '../../local/keeper/paths.ts'
 import { KEEPER_ENTRY } from '../../local/keeper/start.ts'
@@ -11,10 +13,17 @@ import { liveHolder } from '../../local/pid-lock.ts'
 import { processStat } from '../../local/proc.ts'
 
 const dataDirs = new Set<string>()
+/** Sidecars (or serve processes) started on them: stopped first, or one would start a new keeper. */
+const starters = new Set<ChildProcess>()
 
-/** Remembers `dataDir`: its keeper is stopped when this process exits, at the latest. */
-export function watchKeeper(dataDir: string): void {
+/** Remembers `dataDir` (and the process that will start its keeper): stopped after the test file
+ * at the latest. */
+export function watchKeeper(dataDir: string, starter?: ChildProcess): void {
   dataDirs.add(resolve(dataDir))
+  if (starter) {
+    starters.add(starter)
+    starter.once('exit', () => starters.delete(starter))
+  }
 }
 
 /** The pid of the keeper holding `dataDir`, if one runs. */
@@ -45,6 +54,21 @@ function signal(pid: number, name: NodeJS.Signals): void {
   }
 }
 
+/** Stops the keeper of every data directory watched so far. */
+export async function stopWatchedKeepers(): Promise<void> {
+  await Promise.all(
+    [...starters].map((child) => {
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGKILL')
+      return exited
+    }),
+  )
+  const dirs = [...dataDirs]
+  dataDirs.clear()
+  await Promise.all(dirs.map((dir) => stopKeeper(dir)))
+}
+
+// Outside vitest (benchmarks, scripts): at the latest when this process exits.
 process.once('exit', () => {
   for (const dir of dataDirs) {
     const pid = keeperPid(dir)

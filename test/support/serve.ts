@@ -24,11 +24,11 @@ export interface Served {
 
 /** Spawns `termkeep serve` with `env` over the test process's environment (config vars unset). */
 export function serve(env: Record<string, string>): Served {
-  if (env.TERMKEEP_DATA_DIR) watchKeeper(env.TERMKEEP_DATA_DIR)
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
     env: { ...process.env, ...UNSET_CONFIG, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
+  if (env.TERMKEEP_DATA_DIR) watchKeeper(env.TERMKEEP_DATA_DIR, child)
   let output = ''
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()))
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()))

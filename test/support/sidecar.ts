@@ -54,7 +54,6 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
   // would stall every later test that types into a shell.
   const home = join(dataDir, 'home')
   mkdirSync(home, { recursive: true })
-  watchKeeper(dataDir)
   const child = fork(ENTRY, [], {
     execArgv: [
       '--import',
@@ -74,6 +73,7 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
     },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   })
+  watchKeeper(dataDir, child)
   let output = ''
   child.stdout?.on('data', (c: Buffer) => (output += c.toString()))
   child.stderr?.on('data', (c: Buffer) => (output += c.toString()))
