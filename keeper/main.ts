@@ -55,6 +55,7 @@ async function main(): Promise<void> {
     stopping = true
     log(`stopping (${why}): ending ${terminals.size} terminal(s)`)
     server.close()
+    server.announceStop()
     const survivors = await terminals.stop()
     if (survivors.length > 0) log(`processes survived SIGKILL: ${survivors.join(' ')}`)
     server.disconnectAll()

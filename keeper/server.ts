@@ -100,6 +100,11 @@ export class KeeperServer {
     if (this.#bound && this.#socketIsOurs()) rmSync(this.#paths.socket, { force: true })
   }
 
+  /** Tells every connection the keeper is stopping (its terminals end next). */
+  announceStop(): void {
+    for (const connection of this.#connections) if (connection.phase === 'ready') connection.send({ type: 'stopping' })
+  }
+
   /** Ends every connection (the keeper exits). */
   disconnectAll(): void {
     for (const connection of this.#connections) connection.socket.end()
@@ -167,8 +172,10 @@ export class KeeperServer {
         connection.reader.push(chunk, (frame) => {
           if (frame.kind === FRAME_INPUT && connection.phase === 'ready') {
             const { id, bytes } = parseInput(frame.payload)
-            // A copy of its own: a view would carry the whole read buffer to the PTY thread.
-            return this.#terminals.write(id, new Uint8Array(bytes))
+            // A copy of its own: a view would carry the whole read buffer to the PTY thread. Input
+            // for a terminal released meanwhile is moot.
+            if (this.#terminals.has(id)) this.#terminals.write(id, new Uint8Array(bytes))
+            return
           }
           if (frame.kind !== FRAME_JSON) throw new FrameError(`frame kind ${frame.kind} in phase ${connection.phase}`)
           this.#receive(connection, parseJson(frame.payload) as ClientMessage)

@@ -185,6 +185,10 @@ export class KeptTerminals {
     return [...this.#byId.values()].map((t) => t.state())
   }
 
+  has(id: number): boolean {
+    return this.#byId.has(id)
+  }
+
   get(id: number): KeptTerminal {
     const terminal = this.#byId.get(id)
     if (!terminal) throw new Error(`no terminal ${id} in this keeper`)

@@ -44,7 +44,7 @@ export class KeeperGone extends Error {
   override name = 'KeeperGone'
 }
 
-export type Notification = Exclude<KeeperMessage, { type: 'welcome' | 'ready' | 'refused' | 'reply' }>
+export type Notification = Exclude<KeeperMessage, { type: 'welcome' | 'ready' | 'refused' | 'reply' | 'stopping' }>
 
 export interface KeeperEvents {
   records(records: Records): void
@@ -83,6 +83,7 @@ export class KeeperClient {
   #events: KeeperEvents | undefined
   #closed = false
   #closedByUs = false
+  #stopping = false
 
   private constructor(socket: Socket, reader: FrameReader, keeper: KeeperInfo, protocol: number, rest: Buffer[]) {
     this.#socket = socket
@@ -187,6 +188,11 @@ export class KeeperClient {
     return this.#closed
   }
 
+  /** The keeper said it is stopping (its terminals end with it). */
+  get keeperStopping(): boolean {
+    return this.#stopping
+  }
+
   /**
    * One request. `before` runs with the reply at its place in the stream, before any frame the
    * keeper sent after it is handled (a spawn's terminal is known before its first output).
@@ -226,6 +232,7 @@ export class KeeperClient {
         if (frame.kind === FRAME_RECORDS) return this.#events?.records(parseRecords(frame.payload, ENTRY_BYTES))
         if (frame.kind !== FRAME_JSON) throw new FrameError(`an unknown frame kind ${frame.kind}`)
         const message = parseJson(frame.payload) as KeeperMessage
+        if (message.type === 'stopping') return void (this.#stopping = true)
         if (message.type !== 'reply') return this.#events?.notification(message as Notification)
         const pending = this.#pending.get(message.req)
         if (!pending) return

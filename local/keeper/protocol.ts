@@ -132,6 +132,8 @@ export type KeeperMessage =
   | { type: 'trouble'; id: number; failing: boolean; message?: string; code?: string }
   /** Output given up on: a force-close of a terminal paused on a full disk. */
   | { type: 'lost'; id: number; bytes: number; message: string }
+  /** The keeper is stopping (SIGTERM): its terminals end, then the connection. */
+  | { type: 'stopping' }
 
 /** Replies by request. */
 export interface Replies {

@@ -179,6 +179,23 @@ export class KeptPty {
 /** How the link ended: the keeper is gone (its terminals with it), or only the connection. */
 export type LinkEnd = { keeperEnded: true } | { keeperEnded: false; error: Error | undefined }
 
+/** How long a closed connection's keeper may take to be gone before the link counts as broken
+ * while the keeper runs (a keeper that stops closes its connections just before it exits). */
+const KEEPER_GONE_WAIT_MS = 3_000
+
+/** Whether the keeper of a closed connection ended: it said it was stopping, or its process
+ * (pid and start time) is gone within KEEPER_GONE_WAIT_MS. */
+async function keeperGone(client: KeeperClient): Promise<boolean> {
+  const { pid, startTicks } = client.keeper
+  if (client.keeperStopping || startTicks === null) return true
+  const deadline = Date.now() + KEEPER_GONE_WAIT_MS
+  while (runsAs(pid, startTicks)) {
+    if (Date.now() > deadline) return false
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  return true
+}
+
 export class KeeperLink {
   readonly client: KeeperClient
   readonly #ptys = new Map<number, KeptPty>()
@@ -202,10 +219,10 @@ export class KeeperLink {
       records: (records) => link?.deliver(records),
       notification: (message) => link?.notify(message),
       closed: (error) => {
-        const keeper = client.keeper
-        const ended = keeper.startTicks === null ? true : !runsAs(keeper.pid, keeper.startTicks)
-        if (link && ended) for (const pty of link.#ptys.values()) pty.lost()
-        onEnd(ended ? { keeperEnded: true } : { keeperEnded: false, error })
+        void keeperGone(client).then((ended) => {
+          if (link && ended) for (const pty of link.#ptys.values()) pty.lost()
+          onEnd(ended ? { keeperEnded: true } : { keeperEnded: false, error })
+        })
       },
     })
     await client.request('list', {}, (states) => {

@@ -22,11 +22,19 @@ export interface Served {
   exited: Promise<number | null>
 }
 
+export interface ServeOptions {
+  /** A process group of its own, as a shell's foreground job has: Ctrl-C is SIGINT to the group. */
+  detached?: boolean
+  /** Another checkout's cli/main.ts (an upgrade test runs a different build). */
+  main?: string
+}
+
 /** Spawns `termkeep serve` with `env` over the test process's environment (config vars unset). */
-export function serve(env: Record<string, string>): Served {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
+export function serve(env: Record<string, string>, options: ServeOptions = {}): Served {
+  const child = spawn(process.execPath, ['--import', 'tsx', options.main ?? MAIN, 'serve'], {
     env: { ...process.env, ...UNSET_CONFIG, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached,
   })
   if (env.TERMKEEP_DATA_DIR) watchKeeper(env.TERMKEEP_DATA_DIR, child)
   let output = ''
@@ -65,12 +73,12 @@ export interface ServedStack extends Served {
 }
 
 /** Starts `serve` on free ports in a fresh data directory and waits for its admin token line. */
-export async function startServe(env: Record<string, string> = {}): Promise<ServedStack> {
+export async function startServe(env: Record<string, string> = {}, options: ServeOptions = {}): Promise<ServedStack> {
   const dataDir = env.TERMKEEP_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'termkeep-served-'))
   const port = await freePort()
   let sidecarPort = await freePort()
   while (sidecarPort === port) sidecarPort = await freePort()
-  const served = serve({ TERMKEEP_DATA_DIR: dataDir, PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${sidecarPort}`, ...env })
+  const served = serve({ TERMKEEP_DATA_DIR: dataDir, PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${sidecarPort}`, ...env }, options)
   try {
     await waitFor(async () => served.output().includes('admin token'), 60_000, 'serve to start')
   } catch (error) {
