@@ -15,6 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { stopKeeper } from './support/keepers.ts'
 import { freePort, waitFor } from './support/ports.ts'
 import { alive, serve, type Served } from './support/serve.ts'
+import { SidecarHttp } from './support/terminals.ts'
 import { UNSET_CONFIG } from './smoke/targets.ts'
 
 const ROOT = new URL('..', import.meta.url).pathname
@@ -69,6 +70,13 @@ async function up(stack: Stack, main = MAIN): Promise<Served> {
     throw new Error(`${error.message}; serve printed:\n${served.output()}`)
   })
   return served
+}
+
+/** `promise`, or an error naming `what` after 30 s (a test that hangs says where). */
+function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 30_000)))
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
 }
 
 /** Ctrl-C in the shell that runs serve: SIGINT to its whole process group. */
@@ -142,32 +150,26 @@ describe('the keeper under termkeep serve', () => {
     expect(ps.stdout).toMatch(new RegExp(`^\\s*${sleep} \\S+\\s+\\S+\\s+sleep 600$`, 'm'))
     // Attach: the snapshot shows vim's screen with the unsaved edit, and vim redraws when the
     // attached client resizes it (as `termkeep attach` does to its own size).
-    const attached = await stack.call('GET', '/v1/sessions/s/terminals/editor/follow?attachment=b', undefined, {
-      accept: 'text/event-stream',
-    })
-    const reader = attached.body!.getReader()
-    let text = ''
-    const read = async (until: (t: string) => boolean) => {
-      const decoder = new TextDecoder()
-      while (!until(text)) {
-        const { value, done } = await reader.read()
-        if (done) throw new Error(`follow ended: ${text}`)
-        text += decoder.decode(value, { stream: true })
-      }
-    }
-    await read((t) => t.includes('event: snapshot'))
-    await read((t) => /event: snapshot\ndata: .*typed before the restart/.test(t))
-    const mark = text.length
+    const api = new SidecarHttp({ url: stack.url, secret: TOKEN })
+    const attached = await api.sse('/v1/sessions/s/terminals/editor/follow?attachment=b')
+    const snapshot = await within(
+      attached.until((m) => m.event === 'snapshot'),
+      'the snapshot',
+    )
+    expect(snapshot.data.screen).toContain('typed before the restart')
+    expect(snapshot.data.screen).toContain('kept by the keeper')
     expect(
       (await stack.call('POST', '/v1/sessions/s/terminals/editor/resize', { cols: 100, rows: 30 }, { 'termkeep-attachment': 'b' })).status,
     ).toBe(200)
-    await read((t) => {
-      const redraw = [...t.slice(mark).matchAll(/event: output\nid: \d+\ndata: (\{.*\})/g)]
-        .map((m) => Buffer.from(JSON.parse(m[1]!).data, 'base64').toString())
-        .join('')
-      return redraw.includes('typed before the restart') && redraw.includes('kept by the keeper')
-    })
-    await reader.cancel()
+    let redraw = ''
+    await within(
+      attached.until((m) => {
+        if (m.event === 'output') redraw += Buffer.from(m.data.data, 'base64').toString()
+        return redraw.includes('typed before the restart') && redraw.includes('kept by the keeper')
+      }),
+      `${VIM} to redraw`,
+    )
+    attached.close()
     expect(await ctrlC(second)).toBe(0)
   }, 180_000)
 
