@@ -20,7 +20,7 @@
 import { execFileSync, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import nodeHttp from 'node:http'
-import { mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as pty from 'node-pty'
@@ -286,17 +286,23 @@ async function keeperRss(
   sidecar: Awaited<ReturnType<typeof startSidecar>>,
   http: SidecarHttp,
   dir: string,
-): Promise<{ keeper: number; empty: number; tmux: number }> {
+): Promise<{ keeper: number; pss: number; one: number; tmux: number }> {
   const keeper = sidecar.keeperPid()!
-  const empty = rssKiB(keeper)
+  let one = 0
   for (let i = 0; i < QUIET_TERMINALS; i++) {
     const sid = `quiet-${i % 2}`
     if (i < 2) await insertSession(sidecar.databaseUrl, sid, dir)
     const created = await http.json('PUT', `/v1/sessions/${sid}/terminals/q${i}`, { json: { cols: 80, rows: 24, shell: '/bin/sh' } })
     if (created.status !== 201) throw new Error(`create answered ${created.status}`)
+    if (i === 0) {
+      await new Promise((r) => setTimeout(r, 1000))
+      one = rssKiB(keeper)
+    }
   }
   await new Promise((r) => setTimeout(r, 3000))
   const withTerminals = rssKiB(keeper)
+  // Proportional: the node binary's pages, which every Node process maps, are shared.
+  const pss = Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${keeper}/smaps_rollup`, 'utf8'))?.[1])
   const socket = `termkeep-bench-keeper-${process.pid}`
   const conf = join(dir, 'tmux-keeper.conf')
   writeFileSync(conf, '')
@@ -306,7 +312,7 @@ async function keeperRss(
   const server = Number(execFileSync('tmux', ['-L', socket, 'display-message', '-p', '#{pid}'], { encoding: 'utf8' }).trim())
   const tmuxRss = rssKiB(server)
   execFileSync('tmux', ['-L', socket, 'kill-server'])
-  return { keeper: withTerminals / 1024, empty: empty / 1024, tmux: tmuxRss / 1024 }
+  return { keeper: withTerminals / 1024, pss: pss / 1024, one: one / 1024, tmux: tmuxRss / 1024 }
 }
 
 async function run(): Promise<BenchRow[]> {
@@ -458,7 +464,7 @@ async function run(): Promise<BenchRow[]> {
         ratio: rss.keeper / rss.tmux,
         target: 'reference',
         met: true,
-        note: `the keeper ${rss.empty.toFixed(1)} MiB after the runs above with no terminal; ${((rss.keeper - rss.empty) / QUIET_TERMINALS).toFixed(2)} MiB more per terminal`,
+        note: `VmRSS; proportional (PSS, the node binary's shared pages split) ${rss.pss.toFixed(1)} MiB; ${((rss.keeper - rss.one) / (QUIET_TERMINALS - 1)).toFixed(2)} MiB per terminal after the first (${rss.one.toFixed(1)} MiB with one, after the runs above)`,
       },
     ]
   } finally {

@@ -17,7 +17,7 @@ import { log } from './log.ts'
 import { sweepEarlierKeepers } from './records.ts'
 import { KeeperServer } from './server.ts'
 import { KeptTerminals } from './terminals.ts'
-import { KEEPER_IDLE_EXIT_MS } from './tuning.ts'
+import { KEEPER_FLUSH_WAIT_MS, KEEPER_IDLE_EXIT_MS } from './tuning.ts'
 
 class KeeperBusy extends Error {}
 
@@ -58,7 +58,7 @@ async function main(): Promise<void> {
     server.announceStop()
     const survivors = await terminals.stop()
     if (survivors.length > 0) log(`processes survived SIGKILL: ${survivors.join(' ')}`)
-    server.disconnectAll()
+    await server.disconnectAll(KEEPER_FLUSH_WAIT_MS)
     rmSync(own, { recursive: true, force: true })
     unlock()
     process.exit(0)

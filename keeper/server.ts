@@ -24,7 +24,13 @@ import {
 import { log } from './log.ts'
 import { killLeftovers } from './orphans.ts'
 import type { KeptTerminals, Subscriber } from './terminals.ts'
-import { KEEPER_CLIENT_BACKLOG_MAX_BYTES, KEEPER_HANDSHAKE_MS, KEEPER_INLINE_MAX_BYTES, KEEPER_SOCKET_CHECK_MS } from './tuning.ts'
+import {
+  KEEPER_CLIENT_BACKLOG_MAX_BYTES,
+  KEEPER_HANDSHAKE_MS,
+  KEEPER_INLINE_FLUSH_BYTES,
+  KEEPER_INLINE_MAX_BYTES,
+  KEEPER_SOCKET_CHECK_MS,
+} from './tuning.ts'
 
 type Phase = 'hello' | 'auth' | 'ready'
 
@@ -46,7 +52,7 @@ class Connection implements Subscriber {
   records(terminal: number, appended: Appended, bytes?: Uint8Array): void {
     const socket = this.socket
     if (socket.destroyed) return
-    const inline = bytes !== undefined && socket.writableLength < KEEPER_INLINE_MAX_BYTES
+    const inline = bytes !== undefined && bytes.length <= KEEPER_INLINE_FLUSH_BYTES && socket.writableLength < KEEPER_INLINE_MAX_BYTES
     socket.cork()
     socket.write(recordsHead(terminal, appended.first, appended.count, appended.entries, inline ? bytes.length : 0))
     if (inline) socket.write(bytes)
@@ -105,9 +111,13 @@ export class KeeperServer {
     for (const connection of this.#connections) if (connection.phase === 'ready') connection.send({ type: 'stopping' })
   }
 
-  /** Ends every connection (the keeper exits). */
-  disconnectAll(): void {
-    for (const connection of this.#connections) connection.socket.end()
+  /** Ends every connection once what was sent on it is flushed (the keeper exits next), or after
+   * `waitMs`. */
+  async disconnectAll(waitMs: number): Promise<void> {
+    const closing = [...this.#connections].map((connection) => new Promise<void>((resolve) => connection.socket.end(() => resolve())))
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([Promise.all(closing), new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))])
+    clearTimeout(timer)
   }
 
   async #bind(): Promise<void> {

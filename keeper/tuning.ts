@@ -16,8 +16,14 @@ export const KEEPER_IDLE_EXIT_MS = 10_000
  * removed or replaced it: it says so and takes the path back). */
 export const KEEPER_SOCKET_CHECK_MS = 2_000
 
-/** Output is sent to the sidecar with its bytes while less than this waits unsent on its socket;
- * beyond it only the records' entries go (the sidecar reads the bytes from the spool). */
+/** A flush up to this size goes to the sidecar with its bytes (an echo, a prompt: the sidecar's
+ * readers take them from memory, no file read on the way to the client). A bigger one (a flood)
+ * goes as its index entries alone: the sidecar reads the bytes from the spool in the page cache,
+ * one copy, where sending them would cost three (into the socket, out of it, joining the frame). */
+export const KEEPER_INLINE_FLUSH_BYTES = 64 * 1024
+
+/** Output is sent with its bytes only while less than this waits unsent on the sidecar's socket:
+ * a sidecar that lags reads from the spool instead. */
 export const KEEPER_INLINE_MAX_BYTES = 4 * MiB
 
 /** A sidecar that leaves this much unread is stalled (stopped, or hung): the keeper drops the
@@ -32,6 +38,10 @@ export const KEEPER_HANDSHAKE_MS = 5_000
  * SIGKILL, and how long it then waits for them to be gone. */
 export const KEEPER_STOP_GRACE_MS = 500
 export const KEEPER_STOP_WAIT_MS = 3_000
+
+/** When the keeper stops, how long it waits for what it last sent (its terminals' exits) to reach
+ * the sidecar before it exits. */
+export const KEEPER_FLUSH_WAIT_MS = 1_000
 
 /** The keeper's log (keeper.log in its directory) is moved to keeper.log.1 at a start once it is
  * bigger than this: it holds one line per event, never per byte. */

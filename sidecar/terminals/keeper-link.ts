@@ -19,6 +19,12 @@ import { runsAs } from '../../local/proc.ts'
 import { Journal } from '../journal/journal.ts'
 import { writeFailures } from '../retry.ts'
 
+/** A request the keeper could not answer: its terminal went with it (the keeper ended, and the
+ * terminal is being retired), never a server error. */
+function gone(error: Error): never {
+  throw new TermkeepError('terminal/unavailable', `the terminal's keeper did not answer: ${error.message}`)
+}
+
 /** What a journal failure in the keeper is called in the sidecar's log and health. */
 const JOURNALING = "journaling a terminal's output (its program is paused meanwhile)"
 
@@ -100,13 +106,13 @@ export class KeptPty {
   /** Resizes the PTY; resolves once its Resize record is in the journal, in output order. */
   async resize(cols: number, rows: number): Promise<void> {
     if (this.exit) return
-    await this.link.client.request('resize', { id: this.id, cols, rows })
+    await this.link.client.request('resize', { id: this.id, cols, rows }).catch(gone)
   }
 
   /** Kills the terminal's processes in the keeper (proven its own) and waits for the end of its
    * output; resolves with the pids that survived SIGKILL. */
   async close(graceMs: number): Promise<number[]> {
-    const { survivors } = await this.link.client.request('close', { id: this.id, graceMs })
+    const { survivors } = await this.link.client.request('close', { id: this.id, graceMs }).catch(gone)
     return survivors
   }
 
