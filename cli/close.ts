@@ -4,7 +4,7 @@
  * closed terminal succeeds again; its last screen stays readable with `termkeep display`.
  */
 import { parseArgs } from 'node:util'
-import type { TerminalInfo } from '../schema/wire/terminals.ts'
+import { endedText } from '../web/client/labels.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
 import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
 
@@ -16,13 +16,6 @@ const USAGE = `usage: termkeep close <session> <terminal> [--json]
   --json                    print the server's answer ({closed, info}) as JSON
 ${REMOTE_USAGE}`
 
-/** "(exit code 0)", "(signal 9)", or nothing. */
-function exitOf(info: TerminalInfo): string {
-  if (info.exitCode !== null) return ` (exit code ${info.exitCode})`
-  if (info.exitSignal !== null) return ` (signal ${info.exitSignal})`
-  return ''
-}
-
 export async function closeCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
@@ -33,6 +26,8 @@ export async function closeCommand(args: string[], out: NodeJS.WritableStream = 
   const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'close')
   const result = await remoteClient(values).closeTerminal(sessionId, terminalId)
   if (values.json) printJson(out, result)
-  else out.write(`closed ${sessionId}/${terminalId}: ${result.info.state}${exitOf(result.info)}\n`)
+  // "was closed", with how its shell had ended when it had exited before (never "signal 1": that
+  // is the hangup the close itself sent).
+  else out.write(`${sessionId}/${terminalId} ${endedText(result.info)}\n`)
   return 0
 }

@@ -1,15 +1,18 @@
 /**
  * `termkeep ls`: workspaces in the user's order with their sessions, then the sessions that belong
- * to no workspace, and each session's terminals. Sessions come from one listing (`GET
- * /v1/sessions`), not one request each.
+ * to no workspace, and each session's terminals with the program in their foreground (as tmux's
+ * list-panes shows pane_current_command). Sessions come from one listing (`GET /v1/sessions`), not
+ * one request each.
  */
 import { parseArgs } from 'node:util'
 import { printable } from '../schema/wire/common.ts'
 import type { Session, Workspace } from '../schema/wire/registry.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { ApiError, type TermkeepClient } from '../web/client/api.ts'
+import { endedWord, isLive, programsOf, sessionMarker } from '../web/client/labels.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
 import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
+import { self } from './self.ts'
 
 const USAGE = `usage: termkeep ls [--json]
 
@@ -49,15 +52,26 @@ async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T
   return results
 }
 
-/** A session and its terminals; a standalone one also shows its directory. */
+/**
+ * A session (its marker and what runs in it) and its terminals; a standalone one also shows its
+ * directory. A terminal's line: id, state (how it ended, once it did), size, the program in its
+ * foreground (`-` once it ended), title.
+ */
 function writeSession(out: NodeJS.WritableStream, session: ListedSession, showCwd: boolean): void {
   const title = session.title ? `  "${printable(session.title)}"` : ''
   const where = showCwd ? `  ${printable(session.cwd)}` : ''
-  out.write(`  session ${session.id}${title}${where}${session.archived ? '  (archived)' : ''}\n`)
+  const label = session.terminals === null ? '' : `  ${sessionMarker(session.terminals)}`
+  const running = session.terminals === null ? '' : programsOf(session.terminals)
+  out.write(
+    `  session ${session.id}${title}${where}${label}${running ? `: ${printable(running)}` : ''}${session.archived ? '  (archived)' : ''}\n`,
+  )
   if (session.terminals === null) return void out.write(`    (terminals not listed: ${session.terminalsError})\n`)
   if (session.terminals.length === 0) out.write('    (no terminals)\n')
   for (const t of session.terminals) {
-    out.write(`    ${t.id}  ${t.state}  ${t.cols}x${t.rows}  ${printable(t.shell.name)}  "${printable(t.title)}"\n`)
+    const live = isLive(t)
+    const state = live ? t.state : `${t.state}${endedWord(t) === t.state ? '' : ` (${endedWord(t)})`}`
+    const program = live ? (t.foregroundCommand ?? t.shell.name) : '-'
+    out.write(`    ${t.id}  ${state}  ${t.cols}x${t.rows}  ${printable(program)}  "${printable(t.title)}"\n`)
   }
 }
 
@@ -80,7 +94,9 @@ export async function lsCommand(args: string[], out: NodeJS.WritableStream = pro
     return 0
   }
   if (workspaces.length === 0 && standalone.length === 0) {
-    out.write('no workspaces and no sessions (`termkeep workspace add DIR` registers a directory; `termkeep new` starts a terminal)\n')
+    out.write(
+      `no workspaces and no sessions (\`${self()} workspace add DIR\` registers a directory; \`${self()} new\` starts a terminal)\n`,
+    )
   }
   for (const workspace of workspaces) {
     out.write(`${printable(workspace.title)}  ${printable(workspace.path)}  [${workspace.id}]\n`)

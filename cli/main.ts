@@ -9,15 +9,28 @@ import { ConfigError, parseConfig } from '../schema/config.ts'
 import { describeRemoteError, pendingRequestUrl } from './remote.ts'
 import { REMOTE_TOKEN_COMMANDS } from './token-remote.ts'
 import { CommandError, HELP_OPTION, printedHelp, USAGE_EXIT, UsageError } from './usage.ts'
+import { self } from './self.ts'
 
 /** A command's run: its exit code, or -1 for one that keeps running (serve). */
 type Command = (args: string[]) => Promise<number>
 
+const SERVE_USAGE = `usage: termkeep serve [--api-only]
+
+  Starts the sidecar and the API (what npm start runs), configured by environment variables
+  (docs/operations.md). Ctrl-C stops both.
+
+  --api-only                the Node API alone, against the sidecar at SIDECAR_URL (SIDECAR_SECRET,
+                            or the secret a termkeep serve generated into the data directory)`
+
 async function serve(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: HELP_OPTION, allowPositionals: false })
-  if (printedHelp(values, 'usage: termkeep serve   (configured by environment variables; see docs/operations.md)')) return 0
-  const { serveCommand } = await import('./serve.ts')
-  await serveCommand(parseConfig(process.env))
+  const { values } = parseArgs({
+    args,
+    options: { ...HELP_OPTION, 'api-only': { type: 'boolean', default: false } },
+    allowPositionals: false,
+  })
+  if (printedHelp(values, SERVE_USAGE)) return 0
+  const { serveApiOnly, serveCommand } = await import('./serve.ts')
+  await (values['api-only'] ? serveApiOnly : serveCommand)(parseConfig(process.env))
   return -1
 }
 
@@ -54,8 +67,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 
 const USAGE = `usage: termkeep <command>
 
-  serve                                   start the sidecar and the API (and the keeper, which
-                                          holds the terminals and outlives them)
+  serve [--api-only]                      start the sidecar and the API (or the API alone); the
+                                          sidecar starts the keeper, which holds the terminals
   stop [--terminals]                      stop serve; --terminals also ends every terminal
   token create --grant G [--grant G ...] [--session ID ...] [--name NAME] [--observe-env NAME ...]
                                           mint a token (all sessions unless --session is given)
@@ -107,7 +120,7 @@ export async function main(argv: string[]): Promise<number> {
 function failure(error: unknown, command: string | undefined): [string | unknown, number] {
   if (error instanceof UsageError) return [error.message, USAGE_EXIT]
   if (error instanceof Error && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) {
-    return [`termkeep: ${error.message} (\`termkeep ${command} --help\` shows the usage)`, USAGE_EXIT]
+    return [`termkeep: ${error.message} (\`${self()} ${command} --help\` shows the usage)`, USAGE_EXIT]
   }
   if (error instanceof ConfigError || error instanceof CommandError) return [error.message, 1]
   return [describeRemoteError(error) ?? error, 1]

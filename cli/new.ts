@@ -18,6 +18,7 @@ import { CLI_RECONNECT_GIVE_UP_MS } from '../schema/limits.ts'
 import { attachTo } from './attach.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds } from './remote.ts'
 import { HELP_OPTION, printedHelp, UsageError } from './usage.ts'
+import { self } from './self.ts'
 
 /** The size a detached terminal starts with (an attach resizes it to the attaching terminal). */
 const DETACHED_GEOMETRY = { cols: 80, rows: 24 }
@@ -52,7 +53,7 @@ export async function newCommand(args: string[]): Promise<number> {
     },
   })
   if (printedHelp(values, USAGE)) return 0
-  if (positionals.length > 0) throw new UsageError('termkeep: new takes no arguments, only options (`termkeep new --help` shows them)')
+  if (positionals.length > 0) throw new UsageError(`termkeep: new takes no arguments, only options (\`${self()} new --help\` shows them)`)
   if (values.session !== undefined && values.cwd !== undefined) throw new UsageError('termkeep: give --session or --cwd, not both')
   const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', CLI_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
@@ -87,7 +88,7 @@ async function newSession(client: TermkeepClient, cwd: string): Promise<string> 
   } catch (error) {
     if (!(error instanceof ApiError)) throw error
     process.stderr.write(
-      `termkeep: session ${session.id} stands alone (in no workspace): the server did not register ${printable(session.cwd)} as a workspace: ${error.message} (${error.code}); \`termkeep workspace add DIR\` with a token that may registers it\n`,
+      `termkeep: session ${session.id} stands alone (in no workspace): the server did not register ${printable(session.cwd)} as a workspace: ${error.message} (${error.code}); \`${self()} workspace add DIR\` with a token that may registers it\n`,
     )
   }
   return session.id

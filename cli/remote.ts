@@ -5,6 +5,7 @@
  * does anything useful.
  */
 import { ApiError, TermkeepClient, TransportError, UnreachableError, type RequestOptions } from '../web/client/api.ts'
+import { self } from './self.ts'
 import { CommandError, UsageError } from './usage.ts'
 
 /**
@@ -112,10 +113,11 @@ export function remoteClient(
   values: { url?: string; token?: string; 'request-timeout'?: string },
   env: NodeJS.ProcessEnv = process.env,
 ): CliClient {
-  const url = values.url ?? env.TERMKEEP_URL ?? `http://127.0.0.1:${env.PORT || 8787}`
-  const token = values.token ?? env.TERMKEEP_TOKEN
+  // A variable set to nothing counts as unset, as `${VAR:-default}` has it in a shell.
+  const url = values.url ?? (env.TERMKEEP_URL || `http://127.0.0.1:${env.PORT || 8787}`)
+  const token = values.token ?? (env.TERMKEEP_TOKEN || undefined)
   if (!/^https?:\/\/[^/]/.test(url)) throw new CommandError(`termkeep: the server URL must start with http:// or https:// (got "${url}")`)
-  if (!token) throw new CommandError('termkeep: no token: pass --token or set TERMKEEP_TOKEN (`npx termkeep token create` mints one)')
+  if (!token) throw new CommandError(`termkeep: no token: pass --token or set TERMKEEP_TOKEN (\`${self()} token create\` mints one)`)
   return new CliClient(url, token, seconds(values['request-timeout'], '--request-timeout', REQUEST_TIMEOUT_MS))
 }
 

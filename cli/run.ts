@@ -16,6 +16,7 @@ import { CLI_RECONNECT_GIVE_UP_MS, UNKNOWN_OUTCOME_RETRY_MS } from '../schema/li
 import { retrying } from '../schema/retry.ts'
 import { type CliClient, NoAnswerError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, seconds } from './remote.ts'
 import { CommandError, exactArgs, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
+import { self } from './self.ts'
 
 const EXIT = { completed: 0, error: 1, interrupted: 1, cancelled: 130 } as const
 
@@ -174,7 +175,7 @@ function humanPrinter({ out, err }: Output, sid: string): Printer {
     switch (event) {
       case 'workflow/agent-start': {
         const d = data as AgentStartData
-        return line(`[agent ${d.seq}] started: ${printable(d.label)}  (termkeep attach ${sid} ${d.terminal})`)
+        return line(`[agent ${d.seq}] started: ${printable(d.label)}  (${self()} attach ${sid} ${d.terminal})`)
       }
       case 'workflow/agent-end': {
         const d = data as AgentEndData

@@ -1,8 +1,10 @@
 /**
- * `termkeep send <session> <terminal> [TEXT...] [--key NAME ...]`: types into a terminal, as
- * `tmux send-keys` does. TEXT is sent as it is (consecutive TEXT arguments joined by one space);
- * each --key is a tmux key name (`Enter`, `C-c`, `M-x`, `Up`, `F5`, …: schema/keys.ts), in the
- * order given on the command line.
+ * `termkeep send <session> <terminal> [TEXT ...] [--key NAME ...] [-- TEXT ...]`: types into a
+ * terminal, as `tmux send-keys` does. TEXT is sent as it is (consecutive TEXT words joined by one
+ * space); each --key is a tmux key name (`Enter`, `C-c`, `M-x`, `Up`, `F5`, …: schema/keys.ts), in
+ * the order given on the command line. Any word that is not one of send's own options is text, so
+ * `send S T git commit -m wip --key Enter` types `git commit -m wip` and presses Enter; after `--`
+ * every word is text, `--key` and `--help` included.
  *
  * Only the controlling follow attachment may type, so `send` takes control for that moment: it
  * follows the terminal, waits until it is the controller, sends, and leaves (control is free then;
@@ -15,22 +17,23 @@
  * nothing is typed twice; when the outcome stays unknown, send says so and exits 1.
  */
 import { randomBytes } from 'node:crypto'
-import { parseArgs } from 'node:util'
 import { keyBytes, KEY_NAMES, type KeyModes } from '../schema/keys.ts'
 import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { follow, type FollowEnd } from '../web/client/follow.ts'
 import { InputQueue, type InputFailure } from '../web/client/input.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, type CliClient } from './remote.ts'
-import { CommandError, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
+import { CommandError, printedHelp, UsageError } from './usage.ts'
+import { self } from './self.ts'
 
-const USAGE = `usage: termkeep send <session> <terminal> [TEXT ...] [--key NAME ...]
+const USAGE = `usage: termkeep send <session> <terminal> [TEXT ...] [--key NAME ...] [-- TEXT ...]
 
-  Types into a terminal: TEXT as it is (several TEXT arguments are joined by one space), each
-  --key NAME as that key, all in command-line order. Key names are tmux's: Enter, Tab, Space,
-  Escape, BSpace, Up, Down, Left, Right, Home, End, PageUp, PageDown, Insert, Delete, F1–F12, and
-  any of them or a single character with C- (Ctrl), M- (Alt/Meta) or S- (Shift): C-c, M-x, S-Tab.
-  Use -- before TEXT that starts with a dash.
+  Types into a terminal: TEXT as it is (several TEXT words are joined by one space), each
+  --key NAME as that key, all in command-line order. Every word that is not one of the options
+  below is text, dashes and all: send S T git commit -m wip --key Enter. After -- every word is
+  text, even --key or --help. Key names are tmux's: Enter, Tab, Space, Escape, BSpace, Up, Down,
+  Left, Right, Home, End, PageUp, PageDown, Insert, Delete, F1–F12, and any of them or a single
+  character with C- (Ctrl), M- (Alt/Meta) or S- (Shift): C-c, M-x, S-Tab.
 
   Takes control for that moment: only the controlling attachment may type, so send attaches,
   becomes the controller, sends and leaves. Another client attached meanwhile turns read-only
@@ -42,23 +45,51 @@ ${REMOTE_USAGE}`
 /** What to type, in order: literal text, or a key by name. */
 export type Piece = { text: string } | { key: string }
 
-/** Pure: the pieces of a `send` command line after <session> <terminal>, in their order. */
-export function piecesOf(
-  tokens: readonly ({ kind: 'positional'; value: string } | { kind: 'option'; name: string; value?: string } | { kind: string })[],
-): Piece[] {
-  const pieces: Piece[] = []
-  let positionals = 0
-  for (const token of tokens) {
-    if (token.kind === 'positional' && 'value' in token) {
-      if (positionals++ < 2) continue // <session> <terminal>
-      const last = pieces.at(-1)
-      if (last && 'text' in last) last.text += ` ${token.value}`
-      else pieces.push({ text: token.value })
-    } else if (token.kind === 'option' && 'name' in token && token.name === 'key' && token.value !== undefined) {
-      pieces.push({ key: token.value })
-    }
+/** send's options that take a value (the remote ones and --key); --help/-h takes none. */
+const VALUE_OPTIONS = new Set(['key', ...Object.keys(REMOTE_OPTIONS)])
+
+export interface SendLine {
+  help: boolean
+  remote: { url?: string; token?: string; 'request-timeout'?: string }
+  /** <session> <terminal>, and anything else: the words that are not options, in order. */
+  positionals: string[]
+  pieces: Piece[]
+}
+
+/**
+ * Pure: a `send` command line after the word `send`. The first two words that are not options are
+ * <session> and <terminal>; after them every word that is not one of send's options is text (a
+ * text word that is one, or starts like one, goes after `--`).
+ */
+export function parseSend(args: readonly string[]): SendLine {
+  const line: SendLine = { help: false, remote: {}, positionals: [], pieces: [] }
+  const text = (word: string) => {
+    if (line.positionals.length < 2) return void line.positionals.push(word)
+    const last = line.pieces.at(-1)
+    if (last && 'text' in last) last.text += ` ${word}`
+    else line.pieces.push({ text: word })
   }
-  return pieces
+  for (let i = 0; i < args.length; i++) {
+    const word = args[i]
+    if (word === '--') {
+      for (const rest of args.slice(i + 1)) text(rest)
+      break
+    }
+    if (word === '--help' || word === '-h') {
+      line.help = true
+      continue
+    }
+    const option = /^--([\w-]+)(?:=(.*))?$/.exec(word)
+    if (!option || !VALUE_OPTIONS.has(option[1])) {
+      text(word)
+      continue
+    }
+    const value = option[2] ?? args[++i]
+    if (value === undefined) throw new UsageError(`termkeep: send's --${option[1]} needs a value`)
+    if (option[1] === 'key') line.pieces.push({ key: value })
+    else line.remote[option[1] as keyof SendLine['remote']] = value
+  }
+  return line
 }
 
 /** Pure: the bytes the pieces stand for under the terminal's modes. */
@@ -77,17 +108,13 @@ export function cursorKeysAfter(text: string, current: boolean): boolean {
 }
 
 export async function sendCommand(args: string[]): Promise<number> {
-  const { values, positionals, tokens } = parseArgs({
-    args,
-    allowPositionals: true,
-    tokens: true,
-    options: { ...REMOTE_OPTIONS, ...HELP_OPTION, key: { type: 'string', multiple: true, default: [] } },
-  })
-  if (printedHelp(values, USAGE)) return 0
+  const { help, remote, positionals, pieces } = parseSend(args)
+  if (printedHelp({ help }, USAGE)) return 0
   if (positionals.length < 2)
-    throw new UsageError('termkeep: send takes <session> <terminal> and then TEXT or --key NAME (`termkeep send --help` shows the usage)')
+    throw new UsageError(
+      `termkeep: send takes <session> <terminal> and then TEXT or --key NAME (\`${self()} send --help\` shows the usage)`,
+    )
   const [sessionId, terminalId] = positionals
-  const pieces = piecesOf(tokens)
   if (pieces.length === 0) throw new UsageError('termkeep: send has nothing to send: give TEXT or --key NAME')
   for (const piece of pieces) {
     if ('key' in piece && keyBytes(piece.key) === undefined) {
@@ -96,7 +123,7 @@ export async function sendCommand(args: string[]): Promise<number> {
       )
     }
   }
-  const client = remoteClient(values)
+  const client = remoteClient(remote)
   const info = await client.terminal(sessionId, terminalId)
   if (info.state !== 'starting' && info.state !== 'running')
     throw new CommandError(`termkeep: terminal ${sessionId}/${terminalId} is ${info.state}; nothing was sent`)

@@ -5,6 +5,10 @@
  * directory's keeper (starting it), which holds the terminals. Ctrl-C or SIGTERM stops the API,
  * then the sidecar, waits for the sidecar's own shutdown, and says how many terminals the keeper
  * keeps running (`termkeep stop --terminals` ends them).
+ *
+ * `termkeep serve --api-only` (`npm run start:api`) is the Node API alone, as the Deno and Workers
+ * entries are: it migrates, then serves against the sidecar at SIDECAR_URL with SIDECAR_SECRET (or
+ * the secret a `termkeep serve` on the same data directory generated); it never starts a sidecar.
  */
 import { fork } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -15,13 +19,17 @@ import { randomSecret } from '../api/auth/secrets.ts'
 import { ensureDataDir } from '../sidecar/data-dir.ts'
 import { startNodeApi, type RunningApi } from '../api/runtime/node.ts'
 import type { Config } from '../schema/config.ts'
-import { openStorage } from '../storage/client.ts'
+import { openStorage, type Storage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
 import { SIDECAR_NODE_FLAGS } from '../sidecar/node-flags.ts'
 import { keepRunningLine, keptRunning } from './keeper.ts'
 import { SidecarSupervisor, type StartingSidecar } from './supervise.ts'
+import { self } from './self.ts'
 
 const SIDECAR_ENTRY = fileURLToPath(new URL('../sidecar/main.ts', import.meta.url))
+/** tsx's loader by its full URL: `--import tsx` would be resolved from the working directory,
+ * which is not this package's when a linked `termkeep serve` runs elsewhere. */
+const TSX_LOADER = import.meta.resolve('tsx')
 const SIDECAR_START_TIMEOUT_MS = 30_000
 
 /** A database URL fit for a message: any password or query (an auth token) left out. */
@@ -54,7 +62,7 @@ export function localSidecarSecret(config: Config): string {
  * get there in time (then it is killed), rejects. */
 function startSidecar(config: Config, secret: string): StartingSidecar {
   const child = fork(SIDECAR_ENTRY, [], {
-    execArgv: ['--import', 'tsx', ...SIDECAR_NODE_FLAGS],
+    execArgv: ['--import', TSX_LOADER, ...SIDECAR_NODE_FLAGS],
     env: { ...process.env, SIDECAR_SECRET: secret, SIDECAR_URL: config.sidecarUrl, DATABASE_URL: config.databaseUrl },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
@@ -77,9 +85,9 @@ function startSidecar(config: Config, secret: string): StartingSidecar {
   return { child, ready }
 }
 
-export async function serveCommand(config: Config): Promise<void> {
-  ensureDataDir(config.dataDir) // created private; the sidecar warns when it is not
-  let storage: Awaited<ReturnType<typeof openStorage>> | undefined
+/** The database opened and migrated, or the process stopped with one line saying why. */
+async function openMigrated(config: Config): Promise<Storage> {
+  let storage: Storage | undefined
   try {
     storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
     const { applied } = await migrate(storage.client)
@@ -93,6 +101,74 @@ export async function serveCommand(config: Config): Promise<void> {
     storage?.close()
     process.exit(1)
   }
+  return storage
+}
+
+/** Starts the API and prints where it is and, the first time, the admin token; rejects when it
+ * cannot listen (a taken port). */
+async function startApi(config: Config, storage: Storage, secret: string): Promise<RunningApi> {
+  const api = await startNodeApi({
+    storage,
+    sidecarUrl: config.sidecarUrl,
+    sidecarSecret: secret,
+    host: config.host,
+    port: config.port,
+    databaseUrl: config.databaseUrl,
+  })
+  const admin = await ensureAdminToken(storage.db, config.adminToken)
+  console.log(`termkeep: API listening on ${api.url}`)
+  console.log(`termkeep: web page at ${api.url}/ (sign in with a token)`)
+  if (admin.secret) {
+    console.log(`termkeep: admin token (shown once, stored hashed): ${admin.secret}`)
+  } else {
+    console.log(`termkeep: an admin token already exists; mint another with \`${self()} token create --grant admin\``)
+  }
+  return api
+}
+
+function apiFailed(config: Config, error: unknown): string {
+  const reason = (error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? `port ${config.port} is already in use` : String(error)
+  return `termkeep: the API could not start: ${reason}; stopping`
+}
+
+/** `serve --api-only`: the Node API alone, against a sidecar started elsewhere. */
+export async function serveApiOnly(config: Config): Promise<void> {
+  const secret = config.sidecarSecret ?? existingSecret(config)
+  if (!secret) {
+    console.error(
+      `termkeep: the API alone needs SIDECAR_SECRET (the secret its sidecar was started with), or a ${join(config.dataDir, 'sidecar.secret')} from termkeep serve; stopping`,
+    )
+    process.exit(1)
+  }
+  const storage = await openMigrated(config)
+  let api: RunningApi
+  try {
+    api = await startApi(config, storage, secret)
+  } catch (error) {
+    console.error(apiFailed(config, error))
+    storage.close()
+    process.exit(1)
+  }
+  const stop = async () => {
+    await api.close()
+    storage.close()
+    process.exit(0)
+  }
+  process.once('SIGINT', () => void stop())
+  process.once('SIGTERM', () => void stop())
+}
+
+function existingSecret(config: Config): string | undefined {
+  try {
+    return readFileSync(join(config.dataDir, 'sidecar.secret'), 'utf8').trim() || undefined
+  } catch {
+    return undefined
+  }
+}
+
+export async function serveCommand(config: Config): Promise<void> {
+  ensureDataDir(config.dataDir) // created private; the sidecar warns when it is not
+  const storage = await openMigrated(config)
   const secret = localSidecarSecret(config)
   const sidecar = new SidecarSupervisor({ start: () => startSidecar(config, secret), log: (line) => console.error(line) })
   let api: RunningApi | undefined
@@ -122,28 +198,11 @@ export async function serveCommand(config: Config): Promise<void> {
   }
   process.once('SIGINT', () => void stop(0))
   process.once('SIGTERM', () => void stop(0))
-  let admin: Awaited<ReturnType<typeof ensureAdminToken>>
   try {
-    api = await startNodeApi({
-      storage,
-      sidecarUrl: config.sidecarUrl,
-      sidecarSecret: secret,
-      host: config.host,
-      port: config.port,
-      databaseUrl: config.databaseUrl,
-    })
-    admin = await ensureAdminToken(storage.db, config.adminToken)
+    api = await startApi(config, storage, secret)
   } catch (error) {
     // Never leave the sidecar running behind a failed start (e.g. the API port is taken).
-    const reason = (error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? `port ${config.port} is already in use` : String(error)
-    console.error(`termkeep: the API could not start: ${reason}; stopping`)
+    console.error(apiFailed(config, error))
     return stop(1)
-  }
-  console.log(`termkeep: API listening on ${api.url}`)
-  console.log(`termkeep: web page at ${api.url}/ (sign in with a token)`)
-  if (admin.secret) {
-    console.log(`termkeep: admin token (shown once, stored hashed): ${admin.secret}`)
-  } else {
-    console.log('termkeep: an admin token already exists; mint another with `npx termkeep token create --grant admin`')
   }
 }

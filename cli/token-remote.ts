@@ -8,6 +8,7 @@ import { printable } from '../schema/wire/common.ts'
 import type { TokenRecord } from '../schema/wire/tokens.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
 import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson, UsageError } from './usage.ts'
+import { self } from './self.ts'
 
 /** The token subcommands that go through a server. */
 export const REMOTE_TOKEN_COMMANDS: ReadonlySet<string | undefined> = new Set(['ls', 'revoke'])
@@ -54,5 +55,5 @@ export async function remoteTokenCommand(args: string[], out: NodeJS.WritableStr
     out.write(`revoked token ${id}\n`)
     return 0
   }
-  throw new UsageError('termkeep: token takes create, ls or revoke (`termkeep token --help` shows the usage)')
+  throw new UsageError(`termkeep: token takes create, ls or revoke (\`${self()} token --help\` shows the usage)`)
 }

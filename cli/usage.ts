@@ -4,6 +4,7 @@
  * flags) is a `UsageError`, reported in one line with exit code USAGE_EXIT, as most CLIs do. A
  * well-formed command that cannot run (no token, unreachable server, …) exits 1.
  */
+import { self } from './self.ts'
 
 export const USAGE_EXIT = 2
 
@@ -34,7 +35,7 @@ export const JSON_OPTION = { json: { type: 'boolean', default: false } } as cons
 export function exactArgs(positionals: readonly string[], names: readonly string[], command: string): string[] {
   if (positionals.length !== names.length) {
     const wanted = names.map((n) => `<${n}>`).join(' ')
-    throw new UsageError(`termkeep: ${command} takes ${wanted || 'no arguments'} (\`termkeep ${command} --help\` shows the usage)`)
+    throw new UsageError(`termkeep: ${command} takes ${wanted || 'no arguments'} (\`${self()} ${command} --help\` shows the usage)`)
   }
   return [...positionals]
 }

@@ -9,6 +9,7 @@ import { printable } from '../schema/wire/common.ts'
 import type { Workspace } from '../schema/wire/registry.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
 import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson, UsageError } from './usage.ts'
+import { self } from './self.ts'
 
 const USAGE = `usage: termkeep workspace add <dir> [--title TITLE]
        termkeep workspace ls [--json]
@@ -54,7 +55,7 @@ export async function workspaceCommand(args: string[], out: NodeJS.WritableStrea
       exactArgs(rest, [], 'workspace ls')
       const registry = await remoteClient(values).registry()
       if (values.json) printJson(out, registry)
-      else if (registry.workspaces.length === 0) out.write('no workspaces (`termkeep workspace add DIR` registers one)\n')
+      else if (registry.workspaces.length === 0) out.write(`no workspaces (\`${self()} workspace add DIR\` registers one)\n`)
       else for (const workspace of registry.workspaces) out.write(`${workspaceLine(workspace)}\n`)
       return 0
     }
@@ -74,7 +75,7 @@ export async function workspaceCommand(args: string[], out: NodeJS.WritableStrea
     }
     default:
       throw new UsageError(
-        `termkeep: workspace takes add, ls, rename or rm${action ? ` (not "${action}")` : ''} (\`termkeep workspace --help\` shows the usage)`,
+        `termkeep: workspace takes add, ls, rename or rm${action ? ` (not "${action}")` : ''} (\`${self()} workspace --help\` shows the usage)`,
       )
   }
 }

@@ -23,10 +23,9 @@
  * principle be reused (a pidfd would close that window; Node has none), but that needs the whole
  * pid space to wrap around within microseconds.
  */
-import { readFileSync } from 'node:fs'
-import { bootId, processStat, type ProcessStat } from '../local/proc.ts'
+import { bootId, environ, processStat, type ProcessStat } from '../local/proc.ts'
 
-export { bootId, ticksSinceBoot } from '../local/proc.ts'
+export { bootId, environ, ticksSinceBoot } from '../local/proc.ts'
 
 /** What the keeper records about a terminal's shell when it starts it. */
 export interface LeaderIdentity {
@@ -56,14 +55,6 @@ export function leaderIdentity(pid: number, startedAfter?: number): LeaderIdenti
   const startTicks = processStat(pid)?.startTicks ?? startedAfter
   if (id === undefined || startTicks === undefined) return undefined
   return { leaderPid: pid, leaderStartTicks: startTicks, bootId: id }
-}
-
-export function environ(pid: number): string[] {
-  try {
-    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0')
-  } catch {
-    return []
-  }
 }
 
 /**

@@ -9,13 +9,14 @@
 import { lstatSync, rmSync } from 'node:fs'
 import { createServer, type Server, type Socket } from 'node:net'
 import type { Appended } from '../local/journal/writer.ts'
-import { FrameError, FrameReader, jsonFrame, parseInput, parseJson, recordsHead } from '../local/keeper/frames.ts'
+import { FrameError, FrameReader, jsonFrame, parseInput, parseJson, parseKeyedInput, recordsHead } from '../local/keeper/frames.ts'
 import type { KeeperPaths } from '../local/keeper/paths.ts'
 import { newNonce, proofHolds, proofOf } from '../local/keeper/proof.ts'
 import {
   type ClientMessage,
   FRAME_INPUT,
   FRAME_JSON,
+  FRAME_KEYED_INPUT,
   KEEPER_PROTOCOL,
   type KeeperInfo,
   type KeeperMessage,
@@ -180,11 +181,11 @@ export class KeeperServer {
     socket.on('data', (chunk: Buffer) => {
       try {
         connection.reader.push(chunk, (frame) => {
-          if (frame.kind === FRAME_INPUT && connection.phase === 'ready') {
-            const { id, bytes } = parseInput(frame.payload)
+          if ((frame.kind === FRAME_INPUT || frame.kind === FRAME_KEYED_INPUT) && connection.phase === 'ready') {
+            const { id, bytes, key } = frame.kind === FRAME_INPUT ? parseInput(frame.payload) : parseKeyedInput(frame.payload)
             // A copy of its own: a view would carry the whole read buffer to the PTY thread. Input
             // for a terminal released meanwhile is moot.
-            if (this.#terminals.has(id)) this.#terminals.write(id, new Uint8Array(bytes))
+            if (this.#terminals.has(id)) this.#terminals.write(id, new Uint8Array(bytes), key)
             return
           }
           if (frame.kind !== FRAME_JSON) throw new FrameError(`frame kind ${frame.kind} in phase ${connection.phase}`)

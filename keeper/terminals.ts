@@ -6,8 +6,8 @@
  */
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { CLOSE_DRAIN_MS } from '../schema/limits.ts'
-import type { KeptExit, KeptTerminalState, KeeperMessage, SpawnOptions } from '../local/keeper/protocol.ts'
+import { CLOSE_DRAIN_MS, INPUT_KEY_MEMORY_MS, INPUT_KEYS_REMEMBERED } from '../schema/limits.ts'
+import type { KeptExit, KeptInputKey, KeptTerminalState, KeeperMessage, SpawnOptions } from '../local/keeper/protocol.ts'
 import { type Appended, JournalWriter } from '../local/journal/writer.ts'
 import { leaderIdentity, ticksSinceBoot, type TerminalIdentity } from './identity.ts'
 import { killSession, killTerminals } from './kill.ts'
@@ -33,6 +33,9 @@ export class KeptTerminal implements OutputSink, OutputTrouble {
   exit: KeptExit | null = null
   backlog = 0
   failure: { message: string; code?: string } | undefined
+  /** Idempotency-Keys of input batches, oldest first (the sidecar's memory of them, kept here for
+   * the next sidecar: sidecar/terminals/input-keys.ts). */
+  readonly inputKeys = new Map<string, KeptInputKey>()
   #closing: Promise<{ survivors: number[] }> | undefined
   #endWaiters: Array<() => void> = []
 
@@ -126,6 +129,7 @@ export class KeptTerminal implements OutputSink, OutputTrouble {
       exit: this.exit,
       backlog: this.backlog,
       ...(this.failure ? { failing: this.failure } : {}),
+      inputKeys: [...this.inputKeys.values()],
     }
   }
 
@@ -228,8 +232,18 @@ export class KeptTerminals {
     return terminal
   }
 
-  write(id: number, bytes: Uint8Array): void {
-    this.get(id).pty?.write(bytes)
+  write(id: number, bytes: Uint8Array, key?: KeptInputKey): void {
+    const terminal = this.get(id)
+    if (key) {
+      terminal.inputKeys.delete(key.id)
+      terminal.inputKeys.set(key.id, key)
+      const horizon = Date.now() - INPUT_KEY_MEMORY_MS
+      for (const [keyId, kept] of terminal.inputKeys) {
+        if (terminal.inputKeys.size <= INPUT_KEYS_REMEMBERED && kept.at > horizon) break
+        terminal.inputKeys.delete(keyId)
+      }
+    }
+    terminal.pty?.write(bytes)
   }
 
   async resize(id: number, cols: number, rows: number): Promise<void> {

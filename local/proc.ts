@@ -107,6 +107,15 @@ export function runsAs(pid: number, startTicks: number): boolean {
   return stat !== undefined && !stat.zombie && stat.startTicks === startTicks
 }
 
+/** A process's environment entries (NAME=value), or none once it is gone or not ours to read. */
+export function environ(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0')
+  } catch {
+    return []
+  }
+}
+
 let boot: string | undefined | null = null
 
 /** This boot's id, or undefined where /proc does not tell. */

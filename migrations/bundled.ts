@@ -105,5 +105,14 @@ export const migrations: BundledMigration[] = [
       "\nALTER TABLE `host_generations` ADD `heartbeat_at` integer;",
       "\nALTER TABLE `host_generations` ADD `ended_at` integer;"
     ]
+  },
+  {
+    "hash": "9013bcdbe78cce9e931c888d24062b0bf95a2bd4435ddb7fdf2710522a96ed1a",
+    "folderMillis": 1796161126929,
+    "sql": [
+      "ALTER TABLE `workflow_runs` ADD `wall_time_limit_ms` integer;",
+      "\nALTER TABLE `workflow_runs` ADD `cpu_time_limit_ms` integer;",
+      "\nALTER TABLE `workflow_runs` ADD `stop_limit` text;"
+    ]
   }
 ]

@@ -74,8 +74,13 @@ export const ERROR_STATUS = {
   'workflow/invalid-script': 400,
   /** The request names an agent profile the sidecar's TERMKEEP_AGENTS does not define. */
   'workflow/unknown-profile': 400,
-  /** MAX_RUNNING_WORKFLOWS script processes are alive already. */
+  /** As many runs as a limit allows are alive already: the server's (MAX_RUNNING_WORKFLOWS), the
+   * session's or the token's; `scope` says whose, `limit` and `running` how many. */
   'workflow/limit-reached': 409,
+  /** This sidecar cannot confine scripts as configured (its engine does not load, or namespaces
+   * are required and cannot be made): no run starts; `/v1/health` says why. Not a 503: nothing
+   * is uncertain, and a retry would be refused alike until the operator acts. */
+  'workflow/unavailable': 409,
   /** A start's Idempotency-Key already started a run with another request (script, input, …). */
   'workflow/idempotency-key-reused': 422,
   // infrastructure

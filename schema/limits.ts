@@ -317,7 +317,33 @@ export const DEFAULT_WORKFLOW_CONCURRENCY = 4
 export const MAX_WORKFLOW_ITEMS = 4096
 /** Runs whose script process is alive at once, per sidecar: each is a Node process (~40 MB). */
 export const MAX_RUNNING_WORKFLOWS = 8
-/** A script process's V8 heap: a script that allocates without end fails alone, not the host. */
+/** Runs alive at once per session, and per token (across its sessions): one session, or one
+ * token, holds at most half of MAX_RUNNING_WORKFLOWS, so it cannot take every place. */
+export const MAX_RUNNING_WORKFLOWS_PER_SESSION = 4
+export const MAX_RUNNING_WORKFLOWS_PER_TOKEN = 4
+/** A run's wall-clock time, from its start to its end, its agents' time included: the default
+ * and the most a start's `limits.wallTimeMs` may ask. An hour covers a fan-out of agents that
+ * each take minutes; a run that never returns ends instead of holding its place for ever. */
+export const DEFAULT_WORKFLOW_WALL_TIME_MS = 60 * 60_000
+export const MAX_WORKFLOW_WALL_TIME_MS = 24 * 60 * 60_000
+/** The script's own CPU time (its process's; agents run in terminals and are not counted): the
+ * default and the most `limits.cpuTimeMs` may ask. A script orchestrates, it waits on agents far
+ * more than it computes: a minute of CPU is a lot of orchestration. */
+export const DEFAULT_WORKFLOW_CPU_TIME_MS = 60_000
+export const MAX_WORKFLOW_CPU_TIME_MS = 10 * 60_000
+/** The least either time limit may be set to. */
+export const MIN_WORKFLOW_TIME_LIMIT_MS = 100
+/** The script engine's whole memory (QuickJS's WebAssembly memory, which cannot grow past it):
+ * the engine itself (about 2 MiB), the script's code and everything it allocates. An allocation
+ * past it throws `InternalError: out of memory` in the script, and a run that ends with it ends
+ * with `limit: 'memory'`. */
+export const WORKFLOW_SCRIPT_MEMORY_BYTES = 64 * MiB
+/** The script's stack in its engine: a recursion deeper than it throws `InternalError: stack
+ * overflow` in the script (about 400 nested calls). The engine's frames run on the script
+ * process's native stack too, and beyond about 300 KiB a deep recursion overflowed that first. */
+export const WORKFLOW_SCRIPT_STACK_BYTES = 256 * KiB
+/** The script process's own V8 heap (the host side that relays messages; the script's memory is
+ * WORKFLOW_SCRIPT_MEMORY_BYTES, in WebAssembly memory): a bound for escaped code, not for scripts. */
 export const WORKFLOW_SCRIPT_HEAP_MB = 256
 /** An agent result's `text` (its result file, else its rendered output): one agent's answer, not
  * a data channel. Longer text is cut and the result says `truncated`. */

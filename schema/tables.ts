@@ -282,6 +282,8 @@ export const WORKFLOW_EVENT_TYPES = [
 ] as const
 export type WorkflowEventType = (typeof WORKFLOW_EVENT_TYPES)[number]
 export const AGENT_OUTCOMES = ['completed', 'failed', 'cancelled'] as const
+/** The limits that can end a run: its wall-clock time, the script's CPU time, its memory. */
+export const RUN_LIMITS = ['wall-time', 'cpu-time', 'memory'] as const
 export type AgentOutcome = (typeof AGENT_OUTCOMES)[number]
 
 /**
@@ -301,6 +303,9 @@ export const workflowRuns = sqliteTable(
     concurrency: integer('concurrency').notNull(),
     /** The run's default agent profile, when the request named one. */
     profile: text('profile'),
+    /** The run's time limits (null: started before runs had them). */
+    wallTimeLimitMs: integer('wall_time_limit_ms'),
+    cpuTimeLimitMs: integer('cpu_time_limit_ms'),
     /** The caller's token: the authority `readText()` is re-derived from on every call. */
     tokenId: text('token_id').notNull(),
     /** The start's Idempotency-Key, if it had one: unique per session and token, and kept as long
@@ -315,6 +320,8 @@ export const workflowRuns = sqliteTable(
     lastSequence: integer('last_sequence').notNull().default(0),
     stopReason: text('stop_reason', { enum: ['completed', 'error', 'cancelled'] }),
     error: text('error'),
+    /** Which limit ended the run, if one did. */
+    stopLimit: text('stop_limit', { enum: RUN_LIMITS }),
     value: text('value'),
     agentsStarted: integer('agents_started'),
     cancelReason: text('cancel_reason'),

@@ -73,13 +73,17 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
 
 function sidecarHealth(deps: SidecarDeps): SidecarHealth {
   const report = deps.health.current()
-  const problems = report?.problems ?? []
+  const workflows = deps.workflows?.health()
+  const problems = [...(report?.problems ?? [])]
+  if (workflows && !workflows.available)
+    problems.push({ code: 'workflows/unavailable', message: workflows.reason ?? '', source: 'sidecar' })
   return {
     ok: true,
     generation: deps.generation,
     pid: process.pid,
     status: problems.length > 0 ? 'degraded' : 'ok',
     database: report?.database ?? { reachable: true, writable: true },
+    ...(workflows ? { workflows } : {}),
     problems,
   }
 }

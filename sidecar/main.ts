@@ -20,6 +20,7 @@ import { lowSpace } from '../storage/free-space.ts'
 import { StorageHealth } from '../storage/health.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
+import { SIDECAR_NODE_FLAGS } from './node-flags.ts'
 import { ensureDataDir } from './data-dir.ts'
 import { declareOwnState } from './files/own-state.ts'
 import { DataDirBusy, lockDataDir } from './data-dir-lock.ts'
@@ -35,7 +36,7 @@ import { writeFailures } from './retry.ts'
 import { TerminalHost } from './terminals/host.ts'
 import { TerminalStore } from './terminals/store.ts'
 import { WorkflowEngine } from './workflows/engine.ts'
-import { probeSandbox, sandboxWarning } from './workflows/process.ts'
+import { establishSandbox, NAMESPACES_VARIABLE, namespaceMode, sandboxWarning } from './workflows/sandbox.ts'
 import { AGENTS_VARIABLE, loadProfiles } from './workflows/profiles.ts'
 import { WorkflowReader } from './workflows/read-text.ts'
 import { RunStore } from './workflows/store.ts'
@@ -52,8 +53,15 @@ async function main(): Promise<void> {
     throw new ConfigError('SIDECAR_SECRET', 'required for the sidecar (termkeep serve generates one)', '')
   }
   const profiles = loadProfiles(process.env[AGENTS_VARIABLE]) // sub-agent programs of workflow runs
+  const namespaces = namespaceMode(process.env[NAMESPACES_VARIABLE]) // whether scripts may run without them
   const openDir = ensureDataDir(config.dataDir)
   if (openDir) console.warn(`termkeep sidecar: warning: ${openDir}`)
+  // The launchers pass SIDECAR_NODE_FLAGS; a sidecar started by hand without them still runs.
+  if (typeof (globalThis as { gc?: unknown }).gc !== 'function') {
+    console.warn(
+      `termkeep sidecar: warning: started without --expose-gc, so idle emulators' memory is not returned (start it with node ${SIDECAR_NODE_FLAGS.join(' ')}, as npm run sidecar does)`,
+    )
+  }
   const unlock = lockDataDir(config.dataDir)
   process.once('exit', unlock)
   // Never served by any file route: the database, the journals, the secret (files/own-state.ts).
@@ -135,9 +143,13 @@ async function main(): Promise<void> {
     console.error(`termkeep sidecar: ${what} the keeper (pid ${keeper.pid}, termkeep ${keeper.software})`)
   }
   if (retired > 0) console.error(`termkeep sidecar: retired ${retired} terminal(s) whose keeper ended`)
-  const sandbox = probeSandbox() // can script processes start in namespaces of their own here?
-  const unconfined = sandboxWarning(sandbox)
-  if (unconfined) console.warn(unconfined)
+  // Can scripts run here as configured? (the engine loads; a script process starts, in
+  // namespaces) Found out while the sidecar starts serving: a start waits for the answer.
+  const sandbox = establishSandbox(namespaces)
+  void sandbox.then((state) => {
+    const unconfined = sandboxWarning(state)
+    if (unconfined) console.warn(unconfined)
+  })
   const workflows = new WorkflowEngine({
     host: terminals,
     terminals: terminalStore,

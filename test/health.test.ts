@@ -16,6 +16,13 @@ import type { Health, SidecarHealth } from '../schema/wire/health.ts'
 import { freePort, waitFor } from './support/ports.ts'
 import { runQueueWaitMs } from './support/schedstat.ts'
 import { startSidecar, type RunningSidecar } from './support/sidecar.ts'
+import { probeNamespaces } from '../sidecar/workflows/process.ts'
+
+/** How the sidecar runs workflow scripts here: in namespaces where this kernel allows them (test
+ * sidecars run with TERMKEEP_WORKFLOW_NAMESPACES=optional, so runs start either way). */
+const WORKFLOWS = (await probeNamespaces()).wrapper
+  ? { available: true, namespaces: true }
+  : { available: true, namespaces: false, reason: expect.stringMatching(/^scripts run without namespaces/) }
 import { SidecarHttp } from './support/terminals.ts'
 
 /** Another process (not this one, not the sidecar) takes the database's write lock and holds it
@@ -77,13 +84,15 @@ describe('GET /v1/health', () => {
   })
 
   it('reports the database and the sidecar reachable', async () => {
+    // The sidecar says how it runs workflow scripts once it found out (a second or so after it starts).
+    await waitFor(async () => (await (await fetch(`${api.url}/v1/health`)).json()).sidecar.workflows !== undefined)
     const response = await fetch(`${api.url}/v1/health`)
     expect(response.status).toBe(200)
     expect(await response.json()).toEqual({
       status: 'ok',
       runtime: 'node',
       database: { reachable: true, writable: true },
-      sidecar: { reachable: true, generation: sidecar.generation },
+      sidecar: { reachable: true, generation: sidecar.generation, workflows: WORKFLOWS },
       problems: [],
     })
   })

@@ -27,7 +27,7 @@ export const health = new Hono<AppEnv>().get(
     tags: ['health'],
     summary: 'Liveness; database reachability, writability and file identity; sidecar reachability (no token)',
     description:
-      "`status` is `ok` only when every check passed, else `degraded` with one `problems` entry per failed check (`database/unreachable`, `database/not-writable`, `database/locked`, `database/file-deleted`, `database/file-replaced`, `storage/disk-full`, `storage/write-failed`, `storage/low-space`, `sidecar/unreachable`), from the API or the sidecar. The write check runs at most every 5 s per process and never waits for another connection's lock: a lock held under 2 s is `database.note`, longer `database/locked`. What to do about each: docs/reliability.md.",
+      "`status` is `ok` only when every check passed, else `degraded` with one `problems` entry per failed check (`database/unreachable`, `database/not-writable`, `database/locked`, `database/file-deleted`, `database/file-replaced`, `storage/disk-full`, `storage/write-failed`, `storage/low-space`, `sidecar/unreachable`, `workflows/unavailable`), from the API or the sidecar. `sidecar.workflows` says whether workflow runs can start and whether their script processes run in namespaces of their own. The write check runs at most every 5 s per process and never waits for another connection's lock: a lock held under 2 s is `database.note`, longer `database/locked`. What to do about each: docs/reliability.md.",
     responses: { 200: json(Health, '`status` is `ok` or `degraded`') },
   }),
   async (c) => {
@@ -35,7 +35,7 @@ export const health = new Hono<AppEnv>().get(
     const [storage, side] = await Promise.all([
       storageHealthOf(deps).check(),
       deps.sidecar.health().then(
-        (h) => ({ reachable: true as const, generation: h.generation, problems: h.problems ?? [] }),
+        (h) => ({ reachable: true as const, generation: h.generation, workflows: h.workflows, problems: h.problems ?? [] }),
         (error: unknown) => ({
           reachable: false as const,
           error: String((error as Error)?.message ?? error),
@@ -45,7 +45,9 @@ export const health = new Hono<AppEnv>().get(
     ])
     const problems = [...storage.problems, ...side.problems]
     if (!side.reachable) problems.push({ code: 'sidecar/unreachable', message: side.error, source: 'api' })
-    const sidecar = side.reachable ? { reachable: true, generation: side.generation } : { reachable: false, error: side.error }
+    const sidecar = side.reachable
+      ? { reachable: true, generation: side.generation, ...(side.workflows ? { workflows: side.workflows } : {}) }
+      : { reachable: false, error: side.error }
     return c.json({
       status: problems.length > 0 ? 'degraded' : 'ok',
       runtime: deps.runtime,

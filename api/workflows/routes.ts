@@ -7,7 +7,12 @@
  */
 import { Hono } from 'hono'
 import { describeRoute } from 'hono-openapi'
-import { MAX_IDEMPOTENCY_KEY_CHARS } from '../../schema/limits.ts'
+import {
+  MAX_IDEMPOTENCY_KEY_CHARS,
+  MAX_RUNNING_WORKFLOWS,
+  MAX_RUNNING_WORKFLOWS_PER_SESSION,
+  MAX_RUNNING_WORKFLOWS_PER_TOKEN,
+} from '../../schema/limits.ts'
 import { IdempotencyKey, SessionId } from '../../schema/wire/common.ts'
 import {
   CancelWorkflow,
@@ -41,12 +46,15 @@ export const workflowRoutes = new Hono<AppEnv>()
       summary: 'Start a workflow run: a script (the body of an async function) whose agent() calls run in new terminals of this session',
       description:
         'Refused before anything is published (no run, event or terminal) when the script does not parse (`workflow/invalid-script`), names an unknown profile (`workflow/unknown-profile`), is too large, or an option is unknown or out of range (`request/invalid`). ' +
+        '`limits: {wallTimeMs?, cpuTimeMs?}` bounds the run (defaults and maxima in schema/limits.ts); a run a limit ends has `result.limit` (`wall-time`, `cpu-time`, `memory`). ' +
         `An optional \`Idempotency-Key\` header (1–${MAX_IDEMPOTENCY_KEY_CHARS} visible ASCII characters) names the start: a repeat with the same key and the same request (from the same token, in the same session) answers the run the first one started, 200 instead of 201, and starts nothing; the key is kept with the run, so this holds after a 503, after a sidecar restart, and while the sidecar is down. The same key with another request is 422 \`workflow/idempotency-key-reused\`.`,
       responses: {
         200: json(RunResponse, 'a repeat of an `Idempotency-Key`: the run its first start started (nothing new was started)'),
         201: json(RunResponse, 'started'),
         400: error('`workflow/invalid-script`, `workflow/unknown-profile`, `request/invalid` (also a malformed `Idempotency-Key`)'),
-        409: error('too many runs at once on the host (`workflow/limit-reached`)'),
+        409: error(
+          `a limit on live runs is reached (\`workflow/limit-reached\`: \`scope\` says whose, \`session\` (${MAX_RUNNING_WORKFLOWS_PER_SESSION}), \`token\` (${MAX_RUNNING_WORKFLOWS_PER_TOKEN}) or \`server\` (${MAX_RUNNING_WORKFLOWS}), with \`limit\` and \`running\`; the message says how to free a place), or this server cannot confine scripts as configured (\`workflow/unavailable\`; \`/v1/health\` says why)`,
+        ),
         422: error(
           'the `Idempotency-Key` already started a run with another request (`workflow/idempotency-key-reused`); nothing was started',
         ),

@@ -39,6 +39,7 @@ function resultOf(row: RunRow): WorkflowResult | null {
     stopReason: row.stopReason,
     ...(row.stopReason === 'completed' ? { value: row.value === null ? null : JSON.parse(row.value) } : {}),
     ...(row.error !== null ? { error: row.error } : {}),
+    ...(row.stopLimit !== null ? { limit: row.stopLimit } : {}),
     agentsStarted: row.agentsStarted ?? 0,
   }
 }
@@ -54,6 +55,10 @@ function summaryOf(row: RunRow, memberEvents: LoggedEvent[]): RunSummary {
     endedAt: row.endedAt,
     result: resultOf(row),
     cancelReason: row.cancelReason,
+    limits:
+      row.wallTimeLimitMs === null || row.cpuTimeLimitMs === null
+        ? null
+        : { wallTimeMs: row.wallTimeLimitMs, cpuTimeMs: row.cpuTimeLimitMs },
     members: foldMembers(memberEvents, row.status === 'interrupted'),
   }
 }
@@ -146,6 +151,8 @@ export async function repeatedStart(
       input: workflowRuns.input,
       concurrency: workflowRuns.concurrency,
       profile: workflowRuns.profile,
+      wallTimeLimitMs: workflowRuns.wallTimeLimitMs,
+      cpuTimeLimitMs: workflowRuns.cpuTimeLimitMs,
     })
     .from(workflowRuns)
     .where(and(eq(workflowRuns.sessionId, sessionId), eq(workflowRuns.tokenId, tokenId), eq(workflowRuns.idempotencyKey, key)))
@@ -154,7 +161,7 @@ export async function repeatedStart(
   if (!sameStart(row, request)) {
     throw new TermkeepError(
       'workflow/idempotency-key-reused',
-      `this Idempotency-Key already started run ${row.id} with another request (script, input, concurrency or profile); nothing was started`,
+      `this Idempotency-Key already started run ${row.id} with another request (script, input, concurrency, profile or limits); nothing was started`,
       {
         key,
         runId: row.id,

@@ -6,7 +6,7 @@
  */
 import { connect, type Socket } from 'node:net'
 import { ENTRY_BYTES } from '../journal/format.ts'
-import { FrameError, FrameReader, inputHeader, jsonFrame, parseJson, parseRecords, type Records } from './frames.ts'
+import { FrameError, FrameReader, inputHeader, jsonFrame, keyedInputHeader, parseJson, parseRecords, type Records } from './frames.ts'
 import type { KeeperPaths } from './paths.ts'
 import { newNonce, proofHolds, proofOf, readSecret } from './proof.ts'
 import {
@@ -16,6 +16,7 @@ import {
   FRAME_RECORDS,
   type KeeperInfo,
   type KeeperMessage,
+  type KeptInputKey,
   type Replies,
   type Role,
 } from './protocol.ts'
@@ -206,10 +207,10 @@ export class KeeperClient {
     })
   }
 
-  /** Input for terminal `id`: one frame, raw bytes. */
-  write(id: number, bytes: Uint8Array): void {
+  /** Input for terminal `id`: one frame, raw bytes (with its Idempotency-Key, when it has one). */
+  write(id: number, bytes: Uint8Array, key?: KeptInputKey): void {
     if (this.#closed) return
-    const head = inputHeader(id, bytes.length)
+    const head = key ? keyedInputHeader(id, key, bytes.length) : inputHeader(id, bytes.length)
     if (bytes.length <= JOIN_INPUT_BYTES) {
       this.#socket.write(Buffer.concat([head, bytes]))
       return

@@ -3,7 +3,7 @@
  * stream's chunks into whole frames. A frame's payload is a view into what was read (copied only
  * when a frame spans chunks).
  */
-import { FRAME_INPUT, FRAME_JSON, FRAME_RECORDS, MAX_FRAME_BYTES, RECORDS_HEADER_BYTES } from './protocol.ts'
+import { FRAME_INPUT, FRAME_JSON, FRAME_KEYED_INPUT, FRAME_RECORDS, type KeptInputKey, MAX_FRAME_BYTES, RECORDS_HEADER_BYTES } from './protocol.ts'
 
 export interface Frame {
   kind: number
@@ -29,6 +29,28 @@ export function inputHeader(id: number, bytes: number): Buffer {
   head.writeUInt8(FRAME_INPUT, 4)
   head.writeUInt32LE(id, 5)
   return head
+}
+
+/** The header of a KEYED_INPUT frame (with the key's JSON); the bytes follow it. */
+export function keyedInputHeader(id: number, key: KeptInputKey, bytes: number): Buffer {
+  const json = Buffer.from(JSON.stringify(key))
+  const head = Buffer.allocUnsafe(11)
+  head.writeUInt32LE(1 + 4 + 2 + json.length + bytes, 0)
+  head.writeUInt8(FRAME_KEYED_INPUT, 4)
+  head.writeUInt32LE(id, 5)
+  head.writeUInt16LE(json.length, 9)
+  return Buffer.concat([head, json])
+}
+
+export function parseKeyedInput(payload: Buffer): { id: number; key: KeptInputKey; bytes: Buffer } {
+  if (payload.length < 6) throw new FrameError('short KEYED_INPUT frame')
+  const length = payload.readUInt16LE(4)
+  if (payload.length < 6 + length) throw new FrameError('KEYED_INPUT frame of the wrong length')
+  const key = parseJson(payload.subarray(6, 6 + length)) as KeptInputKey
+  if (typeof key?.id !== 'string' || typeof key.fingerprint !== 'string' || typeof key.at !== 'number') {
+    throw new FrameError('a KEYED_INPUT frame without a key')
+  }
+  return { id: payload.readUInt32LE(0), key, bytes: payload.subarray(6 + length) }
 }
 
 /** The header and entries of a RECORDS frame; `bytes` (the Data bytes, or 0) follow it. */
@@ -63,7 +85,7 @@ export function parseRecords(payload: Buffer, entryBytes: number): Records {
   return { id, first, count, entries, bytes: byteCount > 0 ? payload.subarray(entriesEnd) : undefined }
 }
 
-export function parseInput(payload: Buffer): { id: number; bytes: Buffer } {
+export function parseInput(payload: Buffer): { id: number; bytes: Buffer; key?: KeptInputKey } {
   if (payload.length < 4) throw new FrameError('short INPUT frame')
   return { id: payload.readUInt32LE(0), bytes: payload.subarray(4) }
 }

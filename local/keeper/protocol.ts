@@ -6,6 +6,9 @@
  * Frames (frames.ts): u32 little-endian length of what follows, u8 kind, payload. Kinds:
  * - JSON (1): one UTF-8 JSON message, the shapes below;
  * - INPUT (2), client → keeper: u32 terminal id, then the raw input bytes;
+ * - KEYED_INPUT (4), client → keeper: u32 terminal id, u16 length of a JSON `KeptInputKey`, that
+ *   JSON, then the raw input bytes (a batch sent under an Idempotency-Key: the keeper remembers
+ *   the key with the batch, for a sidecar that adopts the terminal later);
  * - RECORDS (3), keeper → sidecar: u32 terminal id, f64 first sequence, u32 entry count, u32 byte
  *   count, the entries (ENTRY_BYTES each, exactly as in the index file), then the Data records'
  *   bytes back to back when the byte count is not 0 (the keeper leaves them out while the sidecar
@@ -31,6 +34,7 @@ export const CLIENT_PROTOCOLS: readonly number[] = [1]
 export const FRAME_JSON = 1
 export const FRAME_INPUT = 2
 export const FRAME_RECORDS = 3
+export const FRAME_KEYED_INPUT = 4
 /** A frame longer than this is a broken peer (the biggest real one is a 1 MiB flush). */
 export const MAX_FRAME_BYTES = 16 * 1024 * 1024
 /** RECORDS header after the kind byte: id, first sequence, entry count, byte count. */
@@ -99,6 +103,15 @@ export interface KeptTerminalState {
   backlog: number
   /** The journal cannot be written now (a full disk): the program is paused. */
   failing?: { message: string; code?: string }
+  /** The Idempotency-Keys of input batches sent lately (at most INPUT_KEYS_REMEMBERED). */
+  inputKeys: KeptInputKey[]
+}
+
+/** An input batch's Idempotency-Key as the sidecar remembers it (sidecar/terminals/input-keys.ts). */
+export interface KeptInputKey {
+  id: string
+  fingerprint: string
+  at: number
 }
 
 /** A terminal of an earlier keeper (or sidecar) whose leftovers are to be killed (`sweep`). */

@@ -29,6 +29,9 @@ export const HEALTH_PROBLEMS = [
   'storage/low-space',
   /** The API cannot reach the sidecar (live routes answer 503 meanwhile). */
   'sidecar/unreachable',
+  /** Workflow runs are refused: the script engine does not load, or script processes cannot get
+   * the namespaces TERMKEEP_WORKFLOW_NAMESPACES requires (`sidecar.workflows.reason` says which). */
+  'workflows/unavailable',
 ] as const
 export type HealthProblemCode = (typeof HEALTH_PROBLEMS)[number]
 
@@ -51,6 +54,17 @@ export const DatabaseHealth = v.object({
 })
 export type DatabaseHealth = v.InferOutput<typeof DatabaseHealth>
 
+/** How this sidecar runs workflow scripts (decided once at its start: sidecar/workflows/sandbox.ts). */
+export const WorkflowsHealth = v.object({
+  /** Runs can start: the engine loads and a script process starts as configured. */
+  available: v.boolean(),
+  /** Script processes run in user, PID and network namespaces of their own (the second wall). */
+  namespaces: v.boolean(),
+  /** Why runs are refused, or why scripts run without namespaces. */
+  reason: v.optional(v.string()),
+})
+export type WorkflowsHealth = v.InferOutput<typeof WorkflowsHealth>
+
 /** The sidecar's own health (loopback, the shared secret): answered from what it last checked,
  * never waiting for the database, so it is also the API's liveness answer. */
 export const SidecarHealth = v.object({
@@ -59,6 +73,7 @@ export const SidecarHealth = v.object({
   pid: v.number(),
   status: v.picklist(['ok', 'degraded']),
   database: DatabaseHealth,
+  workflows: v.optional(WorkflowsHealth),
   problems: v.array(HealthProblem),
 })
 export type SidecarHealth = v.InferOutput<typeof SidecarHealth>
@@ -72,6 +87,8 @@ export const Health = v.object({
     reachable: v.boolean(),
     generation: v.optional(v.number()),
     error: v.optional(v.string()),
+    /** How it runs workflow scripts (while it is reachable). */
+    workflows: v.optional(WorkflowsHealth),
   }),
   /** Empty when `status` is `ok`; the API's findings first, then the sidecar's. */
   problems: v.array(HealthProblem),

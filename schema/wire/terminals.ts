@@ -87,6 +87,9 @@ export const TerminalInfo = v.object({
   controllerId: v.nullable(v.string()),
   createdAt: v.number(),
   updatedAt: v.number(),
+  /** When it was closed (DELETE): a closed or retired terminal with this set was ended on request;
+   * a retired one without it ended with its sidecar (stopped, crashed or restarted). */
+  closedAt: v.nullable(v.number()),
   /** The program in the foreground (its argv[0]'s name, like tmux's pane_current_command):
    * `vim` while vim runs, the shell's name at its prompt; null once the program exited. */
   foregroundCommand: v.nullable(v.string()),
@@ -116,6 +119,7 @@ export function terminalInfoOf(row: typeof terminals.$inferSelect, controllerId:
     controllerId,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
+    closedAt: row.closedAt,
     foregroundCommand: row.foregroundCommand,
     ...workflowOf(row),
   }

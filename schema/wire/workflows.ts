@@ -20,14 +20,19 @@ import * as v from 'valibot'
 import { utf8Length } from '../display-pack.ts'
 import {
   DEFAULT_WORKFLOW_CONCURRENCY,
+  DEFAULT_WORKFLOW_CPU_TIME_MS,
+  DEFAULT_WORKFLOW_WALL_TIME_MS,
   MAX_AGENT_PROFILES,
   MAX_CANCEL_REASON_CHARS,
   MAX_WORKFLOW_CONCURRENCY,
+  MAX_WORKFLOW_CPU_TIME_MS,
   MAX_WORKFLOW_INPUT_BYTES,
   MAX_WORKFLOW_RUNS_PAGE,
   MAX_WORKFLOW_SCRIPT_BYTES,
+  MAX_WORKFLOW_WALL_TIME_MS,
+  MIN_WORKFLOW_TIME_LIMIT_MS,
 } from '../limits.ts'
-import { AGENT_OUTCOMES, WORKFLOW_STATUSES } from '../tables.ts'
+import { AGENT_OUTCOMES, RUN_LIMITS, WORKFLOW_STATUSES } from '../tables.ts'
 import { SessionId } from './common.ts'
 
 /** Run ids are minted by the sidecar (`wf_…`); anything of the id alphabet is looked up. */
@@ -87,6 +92,25 @@ function jsonWithin(value: unknown, max: number): boolean {
   return utf8Length(JSON.stringify(value)) <= max
 }
 
+const timeLimit = (name: string, max: number) =>
+  v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(`${name} is an integer (milliseconds)`),
+      v.minValue(MIN_WORKFLOW_TIME_LIMIT_MS, `${name} is at least ${MIN_WORKFLOW_TIME_LIMIT_MS}`),
+      v.maxValue(max, `${name} is at most ${max}`),
+    ),
+  )
+
+/** A start's own time limits (each defaults to its DEFAULT_WORKFLOW_…; a run ends `error` with
+ * `limit` set when one runs out). */
+export const RunTimeLimits = v.strictObject({
+  /** From the run's start to its end, agents' time included. */
+  wallTimeMs: timeLimit('wallTimeMs', MAX_WORKFLOW_WALL_TIME_MS),
+  /** The script's own CPU time (not its agents'). */
+  cpuTimeMs: timeLimit('cpuTimeMs', MAX_WORKFLOW_CPU_TIME_MS),
+})
+
 /** POST body. Unknown fields are refused (a misspelled option is a 400 naming it). */
 export const StartWorkflow = v.strictObject({
   /** The body of an async function: top-level `await`, `return value`; `input` in scope. */
@@ -110,6 +134,7 @@ export const StartWorkflow = v.strictObject({
   ),
   /** The agent profile `agent()` uses when a call names none (default: "default", or the only one). */
   profile: v.optional(ProfileName),
+  limits: v.optional(RunTimeLimits),
 })
 export type StartWorkflow = v.InferOutput<typeof StartWorkflow>
 
@@ -120,22 +145,39 @@ export interface StartedAs {
   input: string | null
   concurrency: number
   profile: string | null
+  wallTimeLimitMs: number
+  cpuTimeLimitMs: number
 }
 
-/** Pure: the run `request` asks for (an omitted `concurrency` is the default it gets). */
+/** Pure: the run `request` asks for (an omitted `concurrency` or limit is the default it gets). */
 export function startedAs(request: StartWorkflow): StartedAs {
   return {
     script: request.script,
     input: request.input === undefined ? null : JSON.stringify(request.input),
     concurrency: request.concurrency ?? DEFAULT_WORKFLOW_CONCURRENCY,
     profile: request.profile ?? null,
+    wallTimeLimitMs: request.limits?.wallTimeMs ?? DEFAULT_WORKFLOW_WALL_TIME_MS,
+    cpuTimeLimitMs: request.limits?.cpuTimeMs ?? DEFAULT_WORKFLOW_CPU_TIME_MS,
   }
 }
 
-/** Pure: does `request` ask for exactly the run `run` is? (a repeat of an Idempotency-Key must) */
-export function sameStart(run: StartedAs, request: StartWorkflow): boolean {
+/** Pure: does `request` ask for exactly the run `run` is? (a repeat of an Idempotency-Key must;
+ * a row from before runs had limits holds null, which no request repeats) */
+export function sameStart(run: Omit<StartedAs, 'wallTimeLimitMs' | 'cpuTimeLimitMs'> & RowLimits, request: StartWorkflow): boolean {
   const asked = startedAs(request)
-  return run.script === asked.script && run.input === asked.input && run.concurrency === asked.concurrency && run.profile === asked.profile
+  return (
+    run.script === asked.script &&
+    run.input === asked.input &&
+    run.concurrency === asked.concurrency &&
+    run.profile === asked.profile &&
+    run.wallTimeLimitMs === asked.wallTimeLimitMs &&
+    run.cpuTimeLimitMs === asked.cpuTimeLimitMs
+  )
+}
+
+interface RowLimits {
+  wallTimeLimitMs: number | null
+  cpuTimeLimitMs: number | null
 }
 
 export const CancelWorkflow = v.strictObject({
@@ -150,6 +192,9 @@ export type RunStarted = v.InferOutput<typeof RunStarted>
 export const StopReason = v.picklist(['completed', 'error', 'cancelled'])
 export type StopReason = v.InferOutput<typeof StopReason>
 
+export const RunLimit = v.picklist(RUN_LIMITS)
+export type RunLimit = v.InferOutput<typeof RunLimit>
+
 /**
  * A run's result (seed: never a rejection). `value` is the script's JSON return value (null when
  * it returned nothing), only when completed; `error` says why otherwise. `agentsStarted` counts
@@ -160,6 +205,9 @@ export const WorkflowResult = v.object({
   stopReason: StopReason,
   value: v.optional(v.unknown()),
   error: v.optional(v.string()),
+  /** Set when a limit ended the run (stopReason `error`): its wall-clock time, the script's CPU
+   * time, or the script's memory. */
+  limit: v.optional(RunLimit),
   agentsStarted: v.number(),
 })
 export type WorkflowResult = v.InferOutput<typeof WorkflowResult>
@@ -223,6 +271,8 @@ export const RunSummary = v.object({
   /** Present once the run ended (not for running or interrupted runs). */
   result: v.nullable(WorkflowResult),
   cancelReason: v.nullable(v.string()),
+  /** The run's time limits as started (null for a run started before runs had them). */
+  limits: v.nullable(v.object({ wallTimeMs: v.number(), cpuTimeMs: v.number() })),
   members: v.array(RunMember),
 })
 export type RunSummary = v.InferOutput<typeof RunSummary>

@@ -250,6 +250,14 @@ export class TerminalHost {
     this.#connect().catch((error: unknown) => console.error('termkeep sidecar: starting a new keeper failed', error))
   }
 
+  /** The session ids (their shells' pids) of the terminals running here: what a terminal's
+   * program started, unless it left the terminal on purpose, is in one of them. */
+  liveSessions(): Set<number> {
+    const sessions = new Set<number>()
+    for (const terminal of this.#live.values()) if (terminal.state === 'running' && terminal.processId) sessions.add(terminal.processId)
+    return sessions
+  }
+
   async environment(sessionId: string): Promise<TerminalEnvironment> {
     return {
       cwd: await this.#sessionCwd(sessionId),

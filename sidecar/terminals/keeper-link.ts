@@ -14,7 +14,15 @@ import { TermkeepError } from '../../schema/errors.ts'
 import { MAX_INPUT_BACKLOG_BYTES } from '../../schema/limits.ts'
 import type { KeeperClient, Notification } from '../../local/keeper/client.ts'
 import type { Records } from '../../local/keeper/frames.ts'
-import type { KeeperInfo, KeptExit, KeptIdentity, KeptTerminalState, SpawnOptions, SweepTarget } from '../../local/keeper/protocol.ts'
+import type {
+  KeeperInfo,
+  KeptExit,
+  KeptIdentity,
+  KeptInputKey,
+  KeptTerminalState,
+  SpawnOptions,
+  SweepTarget,
+} from '../../local/keeper/protocol.ts'
 import { runsAs } from '../../local/proc.ts'
 import { Journal } from '../journal/journal.ts'
 import { writeFailures } from '../retry.ts'
@@ -39,6 +47,8 @@ export class KeptPty {
   readonly ttyIndex: number | undefined
   readonly identity: KeptIdentity | undefined
   readonly journal: Journal
+  /** The Idempotency-Keys of input the keeper received (the terminal's memory of them). */
+  readonly inputKeys: readonly KeptInputKey[]
   /** The byte source reached EOF (the journal holds everything). */
   ended = false
   exit: KeptExit | null = null
@@ -63,6 +73,7 @@ export class KeptPty {
     this.ttyIndex = state.ttyIndex
     this.identity = state.identity
     this.journal = Journal.adopt(state.journal)
+    this.inputKeys = state.inputKeys ?? []
     this.#backlog = state.backlog
     if (state.ended) this.#ended()
     if (state.exit) this.exit = state.exit
@@ -90,7 +101,7 @@ export class KeptPty {
    * Input for the program. While it is not reading (the keeper reported input waiting), more
    * than MAX_INPUT_BACKLOG_BYTES in all is refused: it would only pile up.
    */
-  write(bytes: Uint8Array): void {
+  write(bytes: Uint8Array, key?: KeptInputKey): void {
     const waiting = this.#backlog + this.#sentSinceReport + bytes.length
     if (this.#backlog > 0 && waiting > MAX_INPUT_BACKLOG_BYTES) {
       throw new TermkeepError(
@@ -100,7 +111,7 @@ export class KeptPty {
       )
     }
     this.#sentSinceReport += bytes.length
-    this.link.client.write(this.id, bytes)
+    this.link.client.write(this.id, bytes, key)
   }
 
   /** Resizes the PTY; resolves once its Resize record is in the journal, in output order. */

@@ -561,11 +561,13 @@ describe('close', () => {
 })
 
 describe('restart', () => {
-  it('adopts the terminals of a sidecar killed with -9: the program runs on, its output and input continue', async () => {
+  it('adopts the terminals of a sidecar killed with -9: the program runs on, its output and input continue, a retried batch is typed once', async () => {
     await http.json('PUT', T('survivor'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
     await waitFor(async () => (await outputText('survivor')).includes('ready'), 10_000, 'ready')
     const before = await follow('survivor', 'a')
-    expect((await input('survivor', 'a', 'one\n')).status).toBe(204)
+    const keyed = (text: string, key: string) =>
+      http.fetch('POST', `${T('survivor')}/input`, { body: text, headers: { 'termkeep-attachment': 'a', 'idempotency-key': key } })
+    expect((await keyed('one\n', 'key-one')).status).toBe(204)
     const seen = await before.until((m) => m.event === 'output' && Buffer.from(m.data.data, 'base64').toString().includes('got:one'))
     const old = sidecar
     await old.kill() // a crash: nothing was cleaned up, and the keeper holds the shell on
@@ -575,10 +577,12 @@ describe('restart', () => {
     expect(sidecar.output()).toMatch(/adopted \d+ terminal\(s\) from the keeper/)
     const info = await http.json('GET', T('survivor'))
     expect([info.status, info.body.state, info.body.hostGeneration]).toEqual([200, 'running', sidecar.generation])
-    // A follow resuming from the last event it saw gets exactly what came after it …
-    const resumed = await http.sse(`${T('survivor')}/follow?attachment=b`, { 'last-event-id': String(seen.id) })
+    // The client reconnects: a follow resuming from the last event it saw gets exactly what came
+    // after it; its retry of a batch whose answer it never saw is not typed again …
+    const resumed = await http.sse(`${T('survivor')}/follow?attachment=a`, { 'last-event-id': String(seen.id) })
     streams.push(resumed)
-    expect((await input('survivor', 'b', 'two\n')).status).toBe(204)
+    expect((await keyed('one\n', 'key-one')).status).toBe(204)
+    expect((await keyed('two\n', 'key-two')).status).toBe(204)
     const after = await resumed.until((m) => m.event === 'output' && Buffer.from(m.data.data, 'base64').toString().includes('got:two'))
     expect(Number(after.id)).toBeGreaterThan(Number(seen.id))
     // … and the journal holds every byte, before and after the restart, once.

@@ -16,7 +16,7 @@ import { ForegroundTracker } from '../observation/foreground.ts'
 import { executableNameOf } from '../observation/proc.ts'
 import { Retry } from '../retry.ts'
 import type { KeptPty } from './keeper-link.ts'
-import { InputKeys } from './input-keys.ts'
+import { InputKeys, type RememberedKey } from './input-keys.ts'
 import type { TerminalPatch, TerminalStore } from './store.ts'
 
 export interface TerminalInit {
@@ -65,6 +65,7 @@ export class LiveTerminal {
   error: string | null = null
   /** The foreground program's name (observation/foreground.ts); null before spawn and after exit. */
   foregroundCommand: string | null = null
+  closedAt: number | null = null
   updatedAt: number
   /** Open retain streams and follow streams: either suspends idle reclamation. */
   holds = 0
@@ -141,6 +142,7 @@ export class LiveTerminal {
       controllerId: this.state === 'retired' || this.state === 'closed' ? null : this.controllerId,
       createdAt: this.createdAt,
       updatedAt: this.updatedAt,
+      closedAt: this.closedAt,
       foregroundCommand: this.foregroundCommand,
       ...(this.workflow ? { workflow: this.workflow } : {}),
     }
@@ -153,6 +155,7 @@ export class LiveTerminal {
    */
   started(pty: KeptPty): void {
     this.#pty = pty
+    this.#inputKeys.seed(pty.inputKeys)
     // What the shell starts and ends shows in the terminal's I/O: look at the foreground then.
     const started = executableNameOf([this.shell.path], this.shell.name)
     const foreground = new ForegroundTracker(pty.pid, started, (name) => {
@@ -165,7 +168,7 @@ export class LiveTerminal {
       foreground.poke()
     })
     this.foregroundCommand = started
-    // Recorded with the state, so that what a crash of the keeper leaves is found (pty/identity).
+    // Recorded with the state, so that what a crash of the keeper leaves is found (keeper/identity.ts).
     this.#advance('running', { foregroundCommand: started, ...pty.identity })
     pty.onExit(({ exitCode, signal, at }) => {
       foreground.close()
@@ -198,8 +201,8 @@ export class LiveTerminal {
    * applied the first time).
    */
   write(sender: Sender, bytes: Uint8Array, key?: string): void {
-    const write = () => {
-      this.#requireControl(sender).write(bytes)
+    const write = (remembered?: RememberedKey) => {
+      this.#requireControl(sender).write(bytes, remembered)
       this.lastActivity = Date.now()
       this.#foreground?.poke()
     }
@@ -307,7 +310,8 @@ export class LiveTerminal {
       }
       this.journal.end()
     }
-    this.#advance('closed', { closedAt: Date.now() })
+    this.closedAt = Date.now()
+    this.#advance('closed', { closedAt: this.closedAt })
     this.emulator.dispose()
     this.journal.retire()
     this.#advance('retired', {})

@@ -6,18 +6,22 @@
  * adopted like every other terminal).
  */
 import { rmSync } from 'node:fs'
-import { join } from 'node:path'
-import vm from 'node:vm'
+import { join, resolve } from 'node:path'
 import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_RUNNING_WORKFLOWS } from '../../schema/limits.ts'
+import { MAX_RUNNING_WORKFLOWS, MAX_RUNNING_WORKFLOWS_PER_SESSION, MAX_RUNNING_WORKFLOWS_PER_TOKEN } from '../../schema/limits.ts'
+import type { WorkflowsHealth } from '../../schema/wire/health.ts'
 import { startedAs, type StartWorkflow } from '../../schema/wire/workflows.ts'
 import { randomId } from '../../api/auth/secrets.ts'
+import { USER_HZ } from '../observation/proc.ts'
+import { bootId, ticksSinceBoot } from '../../local/proc.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import type { TerminalStore } from '../terminals/store.ts'
-import { killIfSame, type Sandbox } from './process.ts'
+import { endRunProcesses } from './leftovers.ts'
+import { killIfSame } from './process.ts'
 import type { Profiles } from './profiles.ts'
 import type { WorkflowReader } from './read-text.ts'
 import { WorkflowRun } from './run.ts'
+import type { SandboxState } from './sandbox.ts'
 import type { RunStore } from './store.ts'
 
 export interface EngineDeps {
@@ -28,58 +32,59 @@ export interface EngineDeps {
   reader: WorkflowReader
   generation: number
   dataDir: string
-  /** How script processes are confined by the OS (probed once per sidecar: process.ts). */
-  sandbox: Sandbox
+  /** Whether and how scripts run here (established once per sidecar, while it starts serving:
+   * sandbox.ts). A start waits for it; health leaves it out until it is known. */
+  sandbox: Promise<SandboxState>
 }
 
-const AsyncFunction = (async () => {}).constructor as new (body: string) => unknown
-
-/** Pure-ish: why the script does not parse, with its line when V8 tells; undefined when it does. */
-export function scriptProblem(script: string): string | undefined {
-  try {
-    // Compiles the body only (the Function constructor parses it on its own, so a body cannot
-    // close the function and continue outside it); nothing runs.
-    new AsyncFunction(script)
-    return undefined
-  } catch (error) {
-    if (!(error instanceof SyntaxError)) throw error
-    let line = ''
-    try {
-      new vm.Script(`(async function () {\n${script}\n})`, { filename: 'script' })
-    } catch (again) {
-      const at = /^script:(\d+)/.exec(String((again as Error).stack))
-      const number = at ? Number(at[1]) - 1 : 0
-      if (number > script.split('\n').length) line = ' (at the end of the script)'
-      else if (number > 0) line = ` (line ${number})`
-    }
-    return `the script does not parse: ${error.message}${line}`
-  }
+/** A run alive or starting, as the limits on live runs count it. */
+interface Place {
+  sessionId: string
+  tokenId: string
 }
 
 export class WorkflowEngine {
   readonly #deps: EngineDeps
   readonly #runs = new Map<string, WorkflowRun>()
-  /** Starts past their checks and not yet registered: they count against MAX_RUNNING_WORKFLOWS. */
-  #starting = 0
+  /** Starts past their checks and not yet registered: they count against the limits too. */
+  readonly #starting = new Set<Place>()
   /** The last start under each Idempotency-Key (session, token, key) still going: never rejects. */
   readonly #keyed = new Map<string, Promise<unknown>>()
   #stopping = false
+  #sandbox: SandboxState | undefined
 
   constructor(deps: EngineDeps) {
     this.#deps = deps
+    void deps.sandbox.then((state) => (this.#sandbox = state))
   }
 
+  /** Absolute: a relative data directory (the default `./data`) is the sidecar's, not the agents'. */
   get #resultRoot(): string {
-    return join(this.#deps.dataDir, 'workflows')
+    return resolve(this.#deps.dataDir, 'workflows')
   }
 
-  /** At sidecar start: earlier generations' running runs are interrupted. */
+  /** Undefined while the sandbox is still being established. */
+  health(): WorkflowsHealth | undefined {
+    return this.#sandbox?.health
+  }
+
+  /**
+   * At sidecar start: earlier generations' running runs are interrupted; a script process that
+   * survived is killed, and so is what their members left running outside their terminals.
+   */
   async start(): Promise<void> {
     const orphans = await this.#deps.store.interruptEarlier(this.#deps.generation)
-    for (const { id, pid, pidStartTicks } of orphans) {
+    const now = { ms: Date.now(), ticks: ticksSinceBoot() ?? 0 }
+    for (const { id, sessionId, createdAt, pid, pidStartTicks } of orphans) {
       if (pid !== null && pidStartTicks !== null && killIfSame(pid, pidStartTicks)) {
         console.error(`termkeep sidecar: killed run ${id}'s script process ${pid}, left by an earlier sidecar`)
       }
+      // Its start in clock ticks, a second early: the clock and the tick count are read apart.
+      const startTicks = Math.max(0, now.ticks - Math.ceil(((now.ms - createdAt) / 1000 + 1) * USER_HZ))
+      // Its members' terminals run on in the keeper (adopted): only what left them is ended.
+      const live = this.#deps.host.liveSessions()
+      const left = await endRunProcesses({ runId: id, sessionId, startTicks, bootId: bootId() }, undefined, (p) => live.has(p.session))
+      if (left.length > 0) console.error(`termkeep sidecar: run ${id}: processes ${left.join(', ')} outlived it`)
     }
     rmSync(this.#resultRoot, { recursive: true, force: true })
   }
@@ -108,12 +113,10 @@ export class WorkflowEngine {
   /** Every refusal comes before anything is written. */
   async #startNew(sessionId: string, request: StartWorkflow, tokenId: string, key: string | null): Promise<string> {
     if (this.#stopping) throw new TermkeepError('sidecar/unavailable', 'the sidecar is stopping')
-    if (this.#runs.size + this.#starting >= MAX_RUNNING_WORKFLOWS) {
-      throw new TermkeepError('workflow/limit-reached', `at most ${MAX_RUNNING_WORKFLOWS} runs at once on this host; wait for one to end`, {
-        limit: MAX_RUNNING_WORKFLOWS,
-      })
-    }
-    const problem = scriptProblem(request.script)
+    const state = await this.#deps.sandbox
+    if (!state.ready) throw new TermkeepError('workflow/unavailable', `workflow runs cannot start on this server: ${state.health.reason}`)
+    this.#checkPlaces(sessionId, tokenId)
+    const problem = await state.checker.problem(request.script)
     if (problem) throw new TermkeepError('workflow/invalid-script', problem)
     const { profiles } = this.#deps
     if (request.profile !== undefined && !profiles.get(request.profile)) {
@@ -122,17 +125,56 @@ export class WorkflowEngine {
         profile: request.profile,
       })
     }
-    this.#starting++
+    // Checked again: another start may have taken the place while this one was parsed.
+    this.#checkPlaces(sessionId, tokenId)
+    const place = { sessionId, tokenId }
+    this.#starting.add(place)
     try {
       return await this.#start(sessionId, request, tokenId, key)
     } finally {
-      this.#starting--
+      this.#starting.delete(place)
+    }
+  }
+
+  /** A 409 naming whose limit is reached (the session's, the token's, the server's) and how to free a place. */
+  #checkPlaces(sessionId: string, tokenId: string): void {
+    const live: Place[] = [...this.#runs.values(), ...this.#starting]
+    const session = live.filter((place) => place.sessionId === sessionId).length
+    if (session >= MAX_RUNNING_WORKFLOWS_PER_SESSION) {
+      throw limitReached(
+        'session',
+        MAX_RUNNING_WORKFLOWS_PER_SESSION,
+        session,
+        `session ${sessionId} has ${session} runs alive, at most ${MAX_RUNNING_WORKFLOWS_PER_SESSION} per session; cancel one (GET /v1/sessions/${sessionId}/workflows lists them, POST …/workflows/<run>/cancel) or wait for one to end`,
+      )
+    }
+    const mine = live.filter((place) => place.tokenId === tokenId)
+    if (mine.length >= MAX_RUNNING_WORKFLOWS_PER_TOKEN) {
+      const sessions = [...new Set(mine.map((place) => place.sessionId))].sort()
+      throw limitReached(
+        'token',
+        MAX_RUNNING_WORKFLOWS_PER_TOKEN,
+        mine.length,
+        `this token has ${mine.length} runs alive (in session ${sessions.join(', ')}), at most ${MAX_RUNNING_WORKFLOWS_PER_TOKEN} per token; cancel one of them (POST /v1/sessions/<session>/workflows/<run>/cancel) or wait for one to end`,
+        { sessions },
+      )
+    }
+    if (live.length >= MAX_RUNNING_WORKFLOWS) {
+      throw limitReached(
+        'server',
+        MAX_RUNNING_WORKFLOWS,
+        live.length,
+        `the server has ${live.length} runs alive, at most ${MAX_RUNNING_WORKFLOWS}; wait for one to end (runs of other sessions are not yours to cancel)`,
+      )
     }
   }
 
   async #start(sessionId: string, request: StartWorkflow, tokenId: string, idempotencyKey: string | null): Promise<string> {
     const sessionCwd = await this.#deps.terminals.sessionCwd(sessionId)
     if (sessionCwd === undefined) throw new TermkeepError('session/not-found', `no session ${sessionId}`)
+    const sandbox = await this.#deps.sandbox
+    if (!sandbox.ready)
+      throw new TermkeepError('workflow/unavailable', `workflow runs cannot start on this server: ${sandbox.health.reason}`)
     const id = randomId('wf')
     const asked = startedAs(request)
     const run = await WorkflowRun.start(
@@ -146,7 +188,7 @@ export class WorkflowEngine {
         idempotencyKey,
         resultDir: join(this.#resultRoot, id),
       },
-      this.#deps,
+      { ...this.#deps, sandbox: sandbox.sandbox },
     )
     this.#runs.set(id, run)
     void run.settled.then(() => this.#runs.delete(id))
@@ -170,4 +212,8 @@ export class WorkflowEngine {
     this.#stopping = true
     await Promise.all([...this.#runs.values()].map((run) => run.abandon()))
   }
+}
+
+function limitReached(scope: 'session' | 'token' | 'server', limit: number, running: number, message: string, more = {}): TermkeepError {
+  return new TermkeepError('workflow/limit-reached', message, { scope, limit, running, ...more })
 }

@@ -1,13 +1,15 @@
 /**
- * A run's script process: a Node child of the sidecar, confined in two layers beneath the realm
- * (program.ts, realm.ts: no host object reaches the script), in case code ever escapes it.
+ * A run's script process: a Node child of the sidecar that runs the script in QuickJS compiled
+ * to WebAssembly (program.ts: no host object exists in the script's engine), confined in two
+ * more layers in case code ever escapes the engine.
  *
- * - Node's permission model (`--experimental-permission` with nothing allowed but, without
- *   namespaces, one watchdog thread): no file may be read or written, no process started, no
- *   native addon loaded; an empty environment, `/` as its directory and a bounded heap. It reads
- *   no module: a one-line bootstrap evaluates the program the first IPC message carries. Node
- *   20's permission model covers neither signals nor sockets.
- * - Linux namespaces, when the kernel allows them (probed once per sidecar: probeSandbox()): the
+ * - Node's permission model (`--experimental-permission` with nothing allowed but reading the
+ *   engine's own package directories and, without namespaces, one watchdog thread): no other file
+ *   may be read, none written, no process started, no native addon loaded; an empty environment,
+ *   `/` as its directory and a bounded heap. Its program is not a file: a one-line bootstrap
+ *   evaluates the program the first IPC message carries. Node 20's permission model covers
+ *   neither signals nor sockets.
+ * - Linux namespaces, when the kernel allows them (probed once per sidecar: probeNamespaces()): the
  *   process is started by `setpriv --pdeathsig KILL unshare --user --map-root-user --pid --net
  *   --fork --kill-child node …`, so it is PID 1 of a PID namespace of its own (a signal reaches
  *   nothing outside it: `process.kill(sidecarPid)` is ESRCH) in a network namespace with no
@@ -19,16 +21,17 @@
  *   killed sidecar leaves no spinning script behind and cancel (SIGKILL) stops even
  *   `while (true) {}` at once. Without namespaces it runs as a plain child, with a watchdog
  *   thread that kills it when its parent is gone (a spinning main thread notices nothing), and
- *   an escaped script could signal the sidecar's user's processes and open sockets: the sidecar
- *   says so once at start (docs/workflows.md).
+ *   an escaped script could signal the sidecar's user's processes and open sockets: it runs so
+ *   only where the operator allowed it, and health says so (sandbox.ts, docs/workflows.md).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { join } from 'node:path'
 import { WORKFLOW_SANDBOX_PROBE_MS, WORKFLOW_SCRIPT_HEAP_MB, WORKFLOW_STDERR_TAIL_BYTES } from '../../schema/limits.ts'
 import { processStat } from '../../local/proc.ts'
 import { scriptProgram } from './program.ts'
-import type { ScriptStart, ToScript } from './protocol.ts'
+import type { ScriptRequest, ToScript } from './protocol.ts'
+import type { EngineFiles } from './quickjs.ts'
 
 // The parent's pid is read by the main thread as it starts: a worker reading it itself could come
 // up after a parent that died at once, and never see it change.
@@ -49,8 +52,9 @@ const bootstrap = (watchdog: boolean) =>
     "process.once('message', (start) => (0, eval)(start.program)(start))",
   ].join('\n')
 
-const nodeFlags = (watchdog: boolean) => [
+const nodeFlags = (watchdog: boolean, engine: EngineFiles) => [
   '--experimental-permission',
+  ...engine.readable.map((dir) => `--allow-fs-read=${dir}`),
   ...(watchdog ? ['--allow-worker'] : []),
   '--disable-warning=ExperimentalWarning',
   `--max-old-space-size=${WORKFLOW_SCRIPT_HEAP_MB}`,
@@ -58,13 +62,18 @@ const nodeFlags = (watchdog: boolean) => [
 
 const NAMESPACES = ['--user', '--map-root-user', '--pid', '--net', '--fork', '--kill-child']
 
-/** How this sidecar confines script processes beyond Node's permission model. */
+/** How this sidecar runs and confines script processes. */
 export interface Sandbox {
+  /** The script's engine, which the process loads (and may read nothing else). */
+  engine: EngineFiles
   /** The argv that runs a program in new namespaces, or undefined when namespaces are unavailable. */
   wrapper?: string[]
-  /** Why there are no namespaces (for the one warning at start). */
+  /** Why there are no namespaces. */
   missing?: string
 }
+
+/** Namespaces as probed: the wrapper argv, or why there is none. */
+export type Namespaces = Omit<Sandbox, 'engine'>
 
 /** The first executable `name` on PATH (util-linux's unshare and setpriv), or undefined. */
 function onPath(name: string, path = process.env.PATH ?? '/usr/bin:/bin'): string | undefined {
@@ -80,28 +89,22 @@ function onPath(name: string, path = process.env.PATH ?? '/usr/bin:/bin'): strin
 }
 
 /** Once per sidecar: can a script process start in new user, PID and network namespaces here? */
-export function probeSandbox(
+export async function probeNamespaces(
   tools: { unshare?: string; setpriv?: string } = { unshare: onPath('unshare'), setpriv: onPath('setpriv') },
-): Sandbox {
+): Promise<Namespaces> {
   const { unshare, setpriv } = tools
   if (!unshare || !setpriv) return { missing: `${!unshare ? 'unshare' : 'setpriv'} (util-linux) is not installed` }
   const wrapper = [setpriv, '--pdeathsig', 'KILL', unshare, ...NAMESPACES]
-  const probe = spawnSync(wrapper[0], [...wrapper.slice(1), process.execPath, '-e', 'process.exit(process.pid === 1 ? 0 : 3)'], {
-    env: {},
-    cwd: '/',
-    stdio: ['ignore', 'ignore', 'pipe'],
-    timeout: WORKFLOW_SANDBOX_PROBE_MS,
-    encoding: 'utf8',
+  const why = await new Promise<string | undefined>((resolve) => {
+    const argv = [...wrapper.slice(1), process.execPath, '-e', 'process.exit(process.pid === 1 ? 0 : 3)']
+    execFile(wrapper[0], argv, { env: {}, cwd: '/', timeout: WORKFLOW_SANDBOX_PROBE_MS, encoding: 'utf8' }, (error, _out, stderr) => {
+      if (!error) return resolve(undefined)
+      const code = (error as { code?: unknown }).code
+      resolve(stderr.trim().split('\n').at(-1) || (typeof code === 'number' ? `exit ${code}` : error.message))
+    })
   })
-  if (probe.status === 0) return { wrapper }
-  const why = probe.error?.message ?? (probe.stderr.trim().split('\n').at(-1) || `exit ${probe.status ?? probe.signal}`)
+  if (why === undefined) return { wrapper }
   return { missing: `unshare cannot create user, PID and network namespaces here (${why}); user namespaces may be disabled` }
-}
-
-/** The one line a sidecar without namespaces logs at start. */
-export function sandboxWarning(sandbox: Sandbox): string | undefined {
-  if (sandbox.wrapper) return undefined
-  return `termkeep sidecar: warning: workflow scripts run without OS isolation: ${sandbox.missing}. Only Node's permission model confines them beneath the script's own realm: code that escaped it could signal this user's processes and open network connections (docs/workflows.md, "How the script is confined")`
 }
 
 export interface ScriptExit {
@@ -117,9 +120,10 @@ export class ScriptProcess {
   #stderr = ''
 
   /** `program` is for tests of the confinement (an escaped script); runs get scriptProgram(). */
-  constructor(start: ScriptStart, onMessage: (message: unknown) => void, sandbox: Sandbox, program = scriptProgram()) {
+  constructor(request: ScriptRequest, onMessage: (message: unknown) => void, sandbox: Sandbox, program = scriptProgram()) {
+    const start = { ...request, engine: { ...request.engine, core: sandbox.engine.core, variant: sandbox.engine.variant } }
     const watchdog = !sandbox.wrapper
-    const node = [process.execPath, ...nodeFlags(watchdog), '-e', bootstrap(watchdog)]
+    const node = [process.execPath, ...nodeFlags(watchdog, sandbox.engine), '-e', bootstrap(watchdog)]
     const argv = sandbox.wrapper ? [...sandbox.wrapper, ...node] : node
     this.#child = spawn(argv[0], argv.slice(1), {
       cwd: '/',

@@ -18,6 +18,16 @@ export interface ScriptLimits {
   maxResultBytes: number
 }
 
+/** What the script process's host side applies to the engine (the sidecar checks them too). */
+export interface EngineLimits {
+  /** The script's CPU time, counted from when the engine starts running it. */
+  cpuTimeMs: number
+  /** The engine's whole WebAssembly memory: its maximum, and what it starts with. */
+  memoryBytes: number
+  initialBytes: number
+  stackBytes: number
+}
+
 /** What the first message carries besides the program. */
 export interface ScriptStart {
   script: string
@@ -26,7 +36,15 @@ export interface ScriptStart {
   profiles: string[]
   defaultProfile: string | null
   limits: ScriptLimits
+  engine: EngineLimits & {
+    /** file: URLs of the engine's ES modules (quickjs.ts EngineFiles; ScriptProcess sets them). */
+    core: string
+    variant: string
+  }
 }
+
+/** A start as a run asks for it: ScriptProcess adds where the engine is. */
+export type ScriptRequest = Omit<ScriptStart, 'engine'> & { engine: EngineLimits }
 
 /** A hook's failure as the script sees it: `fatal` ones are WorkflowErrors (see program.ts). */
 export interface HookError {
@@ -61,6 +79,8 @@ export const FromScript = v.variant('type', [
     value: v.optional(v.string()),
     /** error: why. */
     error: v.optional(v.string()),
+    /** error: the limit the script ran into (the wall clock is the sidecar's own). */
+    limit: v.optional(v.picklist(['cpu-time', 'memory'])),
   }),
 ])
 export type FromScript = v.InferOutput<typeof FromScript>

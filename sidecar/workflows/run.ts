@@ -1,10 +1,13 @@
 /**
  * One workflow run in this sidecar: its script process, its members and its event log. The run
- * settles exactly once, on the first of: the script's result (completed or error), the script
- * process dying, or a cancel. Settling kills the script process at once, drops queued agent()
- * calls, cancels every open member (closing its terminal, whose process group is killed, and
- * logging its `agent-end` as `cancelled`), and only then logs `workflow/end`. Members take
- * concurrency slots in FIFO order. Everything the script process sends is validated here.
+ * settles exactly once, on the first of: the script's result (completed or error), a limit
+ * running out (its wall-clock time here; the script's CPU time and memory in the engine, with the
+ * sidecar's own measure behind them: usage.ts), the script process dying, or a cancel. Settling
+ * kills the script process at once, drops queued agent() calls, cancels every open member
+ * (closing its terminal, whose processes are killed, and logging its `agent-end` as
+ * `cancelled`), ends whatever the members left running outside their terminals (leftovers.ts),
+ * and only then logs `workflow/end`. Members take concurrency slots in FIFO order. Everything the
+ * script process sends is validated here.
  */
 import { mkdirSync, rmSync } from 'node:fs'
 import * as v from 'valibot'
@@ -15,23 +18,28 @@ import {
   MAX_AGENT_PROMPT_BYTES,
   MAX_AGENT_STDIN_LINE_BYTES,
   MAX_AGENTS_PER_RUN,
-  MAX_WORKFLOW_ITEMS,
   MAX_WORKFLOW_LOG_BYTES,
   MAX_WORKFLOW_LOG_MESSAGE_BYTES,
   MAX_WORKFLOW_LOG_MESSAGES,
   MAX_WORKFLOW_RESULT_BYTES,
   WORKFLOW_READS_IN_FLIGHT,
   WORKFLOW_SCRIPT_HEAP_MB,
+  WORKFLOW_SCRIPT_MEMORY_BYTES,
 } from '../../schema/limits.ts'
 import { titleFrom, titleSchema } from '../../schema/wire/common.ts'
-import { processStat } from '../../local/proc.ts'
+import type { RunLimit } from '../../schema/wire/workflows.ts'
+import { bootId, processStat, ticksSinceBoot } from '../../local/proc.ts'
 import type { TerminalHost } from '../terminals/host.ts'
+import { endRunProcesses, type RunIdentity } from './leftovers.ts'
 import { Member } from './member.ts'
 import { ScriptProcess, type Sandbox, type ScriptExit } from './process.ts'
 import type { Profiles } from './profiles.ts'
-import { FromScript, type HookError, type ScriptLimits } from './protocol.ts'
+import { FromScript, type HookError } from './protocol.ts'
 import type { WorkflowReader } from './read-text.ts'
+import { engineLimits, SCRIPT_LIMITS } from './script-limits.ts'
 import type { Ending, RunLog, RunStore } from './store.ts'
+import { WORKFLOW_CPU_BACKSTOP_GRACE_MS, WORKFLOW_PROCESS_MEMORY_SLACK_BYTES } from './tuning.ts'
+import { watchUsage } from './usage.ts'
 
 export interface RunDeps {
   host: TerminalHost
@@ -54,17 +62,18 @@ export interface RunSpec {
   tokenId: string
   /** The start's Idempotency-Key, kept on the run's row. */
   idempotencyKey: string | null
+  /** Absolute: agents run in the session's directory and are told paths in it. */
   resultDir: string
+  wallTimeLimitMs: number
+  cpuTimeLimitMs: number
 }
 
-export const SCRIPT_LIMITS: ScriptLimits = {
-  maxAgents: MAX_AGENTS_PER_RUN,
-  maxItems: MAX_WORKFLOW_ITEMS,
-  maxPromptBytes: MAX_AGENT_PROMPT_BYTES,
-  maxLogMessageBytes: MAX_WORKFLOW_LOG_MESSAGE_BYTES,
-  maxLogBytes: MAX_WORKFLOW_LOG_BYTES,
-  maxLogMessages: MAX_WORKFLOW_LOG_MESSAGES,
-  maxResultBytes: MAX_WORKFLOW_RESULT_BYTES,
+/** Why a limit ended the run, as its result's `error` says it (the `limit` field names it). */
+function limitError(limit: RunLimit, spec: RunSpec, detail?: string): string {
+  const seconds = (ms: number) => `${ms / 1000} s`
+  if (limit === 'wall-time') return `WALL_TIME_LIMIT: the run reached its wall-clock limit of ${seconds(spec.wallTimeLimitMs)}`
+  if (limit === 'cpu-time') return `CPU_TIME_LIMIT: the script used its CPU time limit of ${seconds(spec.cpuTimeLimitMs)}`
+  return `MEMORY_LIMIT: the script ran out of its ${WORKFLOW_SCRIPT_MEMORY_BYTES / 1024 / 1024} MiB of memory${detail ? `: ${detail}` : ''}`
 }
 
 const Label = titleSchema(MAX_AGENT_LABEL_CHARS, 'agent labels')
@@ -80,10 +89,13 @@ export class WorkflowRun {
   readonly #log: RunLog
   #process!: ScriptProcess
   #settling = false
+  readonly #identity: RunIdentity
+  /** Stops the wall-clock timer and the usage watch. */
+  #unwatch: () => void = () => {}
   #markSettled!: () => void
   /** Accepted agent() calls (the host-observed count), and those waiting for a slot. */
   #accepted = 0
-  /** The first fatal error the host answered a call with: the run is doomed (see realm.ts), and
+  /** The first fatal error the host answered a call with: the run is doomed (see guest.ts), and
    * the host holds it to that on its own, whatever the script process says afterwards. */
   #doom: HookError | undefined
   readonly #queue: { member: Member; call: number }[] = []
@@ -101,6 +113,11 @@ export class WorkflowRun {
     this.#deps = deps
     this.#log = deps.store.log(spec.id)
     this.settled = new Promise((resolve) => (this.#markSettled = resolve))
+    this.#identity = { runId: spec.id, sessionId: spec.sessionId, startTicks: ticksSinceBoot() ?? 0, bootId: bootId() }
+  }
+
+  get tokenId(): string {
+    return this.#spec.tokenId
   }
 
   /** Writes the run and its start event, then starts the script process. */
@@ -116,6 +133,8 @@ export class WorkflowRun {
         input: spec.input ?? null,
         concurrency: spec.concurrency,
         profile: spec.profile,
+        wallTimeLimitMs: spec.wallTimeLimitMs,
+        cpuTimeLimitMs: spec.cpuTimeLimitMs,
         tokenId: spec.tokenId,
         idempotencyKey: spec.idempotencyKey,
         hostGeneration: deps.generation,
@@ -138,15 +157,34 @@ export class WorkflowRun {
       profiles: profiles.names,
       defaultProfile: profiles.fallback(this.#spec.profile) ?? null,
       limits: SCRIPT_LIMITS,
+      engine: engineLimits(this.#spec.cpuTimeLimitMs),
     }
     this.#process = new ScriptProcess(start, (message) => this.#receive(message), this.#deps.sandbox)
     const pid = this.#process.pid
+    const wall = setTimeout(() => this.#limitReached('wall-time'), this.#spec.wallTimeLimitMs)
+    let stopWatch = () => {}
     if (pid !== undefined) {
       void this.#deps.store
         .setProcess(this.id, pid, processStat(pid)?.startTicks)
         .catch((error: unknown) => console.error(`termkeep sidecar: recording run ${this.id}'s process`, error))
+      const bounds = {
+        cpuMs: this.#spec.cpuTimeLimitMs + WORKFLOW_CPU_BACKSTOP_GRACE_MS,
+        rssBytes: WORKFLOW_SCRIPT_MEMORY_BYTES + WORKFLOW_PROCESS_MEMORY_SLACK_BYTES,
+      }
+      stopWatch = watchUsage(pid, bounds, (limit, usage) =>
+        this.#limitReached(limit, `the sidecar measured ${Math.round(usage.cpuMs)} ms of CPU and ${usage.rssBytes} bytes resident`),
+      )
+    }
+    this.#unwatch = () => {
+      clearTimeout(wall)
+      stopWatch()
     }
     void this.#process.exited.then((exit) => this.#exited(exit))
+  }
+
+  #limitReached(limit: RunLimit, detail?: string): void {
+    const error = limitError(limit, this.#spec, detail)
+    void this.#settle({ status: 'error', result: { stopReason: 'error', error, limit, agentsStarted: this.#accepted } })
   }
 
   /** Cancels the run (the first reason wins) and resolves once it settled, cleanup included. */
@@ -312,6 +350,7 @@ export class WorkflowRun {
     // The host's own count: nothing the script process says changes it.
     const agentsStarted = this.#accepted
     if (this.#doom && message.stopReason === 'completed') return this.#fail(`${this.#doom.code}: ${this.#doom.message}`)
+    if (message.limit) return this.#limitReached(message.limit, message.limit === 'memory' ? message.error : undefined)
     if (message.stopReason === 'error') {
       return void this.#settle({
         status: 'error',
@@ -337,10 +376,10 @@ export class WorkflowRun {
       : exit.signal
         ? `was killed (${exit.signal})`
         : `exited with code ${exit.code}`
-    // V8's own report (out of memory) says why; a stack trace after it does not.
+    // V8's own report (the host side's heap ran out) says why; a stack trace after it does not.
     const lines = this.#process.stderr.split('\n').filter((line) => line.trim() !== '')
     const fatal = lines.find((line) => /FATAL ERROR/.test(line))
-    const heap = fatal && /heap/i.test(fatal) ? ` (a script's heap is limited to ${WORKFLOW_SCRIPT_HEAP_MB} MB)` : ''
+    const heap = fatal && /heap/i.test(fatal) ? ` (the script process's own heap is limited to ${WORKFLOW_SCRIPT_HEAP_MB} MB)` : ''
     const why = fatal ?? lines.at(-1)
     this.#fail(`the script process ${how} before the script finished${why ? `: ${why.trim()}${heap}` : ''}`)
   }
@@ -354,9 +393,12 @@ export class WorkflowRun {
   async #settle(ending: Ending): Promise<void> {
     if (this.#settling) return this.settled
     this.#settling = true
+    this.#unwatch()
     this.#process.kill()
     this.#queue.length = 0
     await Promise.all([...this.#started].map((member) => member.cancel()))
+    const survivors = await endRunProcesses(this.#identity)
+    if (survivors.length > 0) console.error(`termkeep sidecar: run ${this.id}: processes ${survivors.join(', ')} outlived it`)
     await this.#process.exited
     await this.#log.end(ending).catch((error: unknown) => console.error(`termkeep sidecar: ending run ${this.id}`, error))
     rmSync(this.#spec.resultDir, { recursive: true, force: true })

@@ -66,6 +66,7 @@ export class RunLog {
             lastSequence: event.sequence,
             stopReason: result.stopReason,
             error: result.error ?? null,
+            stopLimit: result.limit ?? null,
             value: result.value === undefined ? null : JSON.stringify(result.value),
             agentsStarted: result.agentsStarted,
             cancelReason: cancelReason ?? null,
@@ -111,6 +112,15 @@ export class RunLog {
   }
 }
 
+/** A run an earlier sidecar left running, and its script process. */
+export interface Interrupted {
+  id: string
+  sessionId: string
+  createdAt: number
+  pid: number | null
+  pidStartTicks: number | null
+}
+
 export class RunStore {
   readonly #db: Database
 
@@ -148,12 +158,18 @@ export class RunStore {
    * members' terminals with it; they read as interrupted from now on. Returns their script
    * processes, for the caller to make sure none survived.
    */
-  async interruptEarlier(generation: number): Promise<{ id: string; pid: number | null; pidStartTicks: number | null }[]> {
+  async interruptEarlier(generation: number): Promise<Interrupted[]> {
     const now = Date.now()
     return this.#db
       .update(workflowRuns)
       .set({ status: 'interrupted', updatedAt: now, endedAt: now })
       .where(and(eq(workflowRuns.status, 'running'), lt(workflowRuns.hostGeneration, generation)))
-      .returning({ id: workflowRuns.id, pid: workflowRuns.pid, pidStartTicks: workflowRuns.pidStartTicks })
+      .returning({
+        id: workflowRuns.id,
+        sessionId: workflowRuns.sessionId,
+        createdAt: workflowRuns.createdAt,
+        pid: workflowRuns.pid,
+        pidStartTicks: workflowRuns.pidStartTicks,
+      })
   }
 }

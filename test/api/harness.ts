@@ -55,10 +55,24 @@ export function send(app: Hono<AppEnv>, method: string, path: string, options: R
   return Promise.resolve(app.request(path, { method, headers, body, signal: options.signal }))
 }
 
-export async function startHarness(options: { databaseUrl?: string; sidecarEnv?: Record<string, string> } = {}): Promise<Harness> {
+export interface HarnessOptions {
+  databaseUrl?: string
+  sidecarEnv?: Record<string, string>
+  sidecarNodeArgs?: string[]
+  /** The sidecar runs in the harness's directory with the default `./data` and database. */
+  defaultLocations?: boolean
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'termkeep-api-'))
-  const databaseUrl = options.databaseUrl ?? `file:${join(dir, 'termkeep.db')}`
-  const sidecar = await startSidecar({ dataDir: join(dir, 'data'), databaseUrl, env: options.sidecarEnv }) // beside the workspaces: never served
+  const databaseUrl = options.defaultLocations
+    ? `file:${join(dir, 'data', 'termkeep.db')}`
+    : (options.databaseUrl ?? `file:${join(dir, 'termkeep.db')}`)
+  const sidecar = await startSidecar({
+    ...(options.defaultLocations ? { cwd: dir, defaultLocations: true } : { dataDir: join(dir, 'data'), databaseUrl }), // beside the workspaces: never served
+    env: options.sidecarEnv,
+    nodeArgs: options.sidecarNodeArgs,
+  })
   const storage = await openStorage({ url: databaseUrl })
   await migrate(storage.client)
   const deps: AppDeps = {

@@ -152,15 +152,21 @@ describe('web page (Chromium, full stack)', () => {
     await browser.screenshot('page-1-colours')
   })
 
-  it('shows the foreground program on the terminal tab while it runs', async () => {
+  it('names the terminal tab after the program in its foreground, with where it started on hover', async () => {
     const { page } = browser
-    const foreground = page.locator(`.terminal-tab[data-terminal-id="${terminalId}"] .foreground`)
+    const tab = page.locator(`.terminal-tab[data-terminal-id="${terminalId}"] a.open`)
+    const name = tab.locator('.tab-name')
     await waitForPrompt()
+    expect(await name.textContent()).toBe('bash')
+    expect(await tab.getAttribute('title')).toContain(`started in ${stack.workspaceDir}`)
     await type('sleep 300')
-    await foreground.filter({ hasText: 'sleep' }).waitFor({ timeout: 15_000 })
+    await page.locator(`.terminal-tab[data-terminal-id="${terminalId}"] .tab-name`, { hasText: /^sleep$/ }).waitFor({ timeout: 15_000 })
+    // The session says what runs in it, in the list and in its heading.
+    await page.locator(`.session[data-session-id="${sessionId}"] .running`, { hasText: 'sleep' }).waitFor({ timeout: 20_000 })
+    await browser.screenshot('page-1b-foreground-sleep')
     await interrupt()
-    // Back at the prompt the shell is in the foreground, which the tab's title already says.
-    await foreground.waitFor({ state: 'detached', timeout: 15_000 })
+    // Back at the prompt the shell is in the foreground again.
+    await page.locator(`.terminal-tab[data-terminal-id="${terminalId}"] .tab-name`, { hasText: /^bash$/ }).waitFor({ timeout: 15_000 })
   })
 
   it('draws an emoji two cells wide, as the sidecar and tmux measure it (Unicode 11)', async () => {
@@ -350,7 +356,7 @@ describe('web page (Chromium, full stack)', () => {
     const tab = page.locator(`.terminal-tab[data-terminal-id="${second}"]`)
     page.once('dialog', (dialog) => void dialog.accept('  build shell  '))
     await tab.getByRole('button', { name: /^Rename/ }).click()
-    await tab.locator('button.open', { hasText: 'build shell' }).waitFor()
+    await tab.locator('a.open', { hasText: 'build shell' }).waitFor()
     expect((await client.terminal(sessionId, second)).title).toBe('build shell')
     page.once('dialog', (dialog) => void dialog.accept())
     await tab.getByRole('button', { name: /^Close/ }).click()
@@ -367,7 +373,7 @@ describe('web page (Chromium, full stack)', () => {
     expect(await page.evaluate(() => document.activeElement?.closest('.terminal-tab')?.getAttribute('data-terminal-id'))).toBe(second)
     for (let i = 0; i < 8; i++) {
       const focused = await page.evaluate(() =>
-        document.activeElement?.matches('button.open')
+        document.activeElement?.matches('a.open')
           ? document.activeElement.closest('.terminal-tab')?.getAttribute('data-terminal-id')
           : null,
       )
@@ -509,7 +515,7 @@ describe('web page (Chromium, full stack)', () => {
     })
     await browser.page.reload()
     await browser.page.locator('.terminal-view[data-mode="display"]').waitFor({ timeout: 30_000 })
-    await browser.page.getByText('no longer live').waitFor()
+    await browser.page.getByText('ended when its terminal host stopped or restarted').waitFor()
     expect(count(await bufferText(), COLOUR_OUTPUT)).toBe(1)
     expect(await cellOf(COLOUR_OUTPUT)).toMatchObject({ text: 'R', fg: 1, fgPalette: true })
     await browser.screenshot('page-6-retired-display')

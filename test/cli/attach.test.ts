@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import headless, { type Terminal } from '@xterm/headless'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { self } from '../../cli/self.ts'
 import type { PtyProcess } from '../../keeper/pty/pty-process.ts'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { follow } from '../../web/client/follow.ts'
@@ -214,7 +215,7 @@ describe('termkeep attach (real PTY, full stack)', () => {
     expect(await exitedWithin(cli.exited, 20_000, 'attach to an ended terminal')).toBe(1)
     expect(cli.output()).toMatch(
       new RegExp(
-        `terminal ${sessionId}/${terminalId} (has exited \\(exit code 3\\)|is closed|is retired); \`termkeep display ${sessionId} ${terminalId}\` prints its last screen`,
+        `terminal ${sessionId}/${terminalId} (has exited \\(exit code 3\\)|is closed|is retired); \`${self().replace(/\./g, '\\.')} display ${sessionId} ${terminalId}\` prints its last screen`,
       ),
     )
     expect(cli.output()).not.toContain('\x1b[?1049h')

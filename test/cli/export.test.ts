@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { self } from '../../cli/self.ts'
 import { createToken } from '../../api/auth/tokens.ts'
 import { PtyProcess } from '../../keeper/pty/pty-process.ts'
 import { TermkeepClient, terminalPath } from '../../web/client/api.ts'
@@ -181,7 +182,7 @@ describe('asciicast export (termkeep export, GET …/output.cast)', () => {
     expect(forbidden.code).toBe(1)
     expect(forbidden.stderr).toContain('terminals:output (auth/forbidden)')
     expect(usage.code).toBe(2)
-    expect(usage.stderr.trim()).toBe('termkeep: export takes <session> <terminal> (`termkeep export --help` shows the usage)')
+    expect(usage.stderr.trim()).toBe(`termkeep: export takes <session> <terminal> (\`${self()} export --help\` shows the usage)`)
     expect(help.code).toBe(0)
     expect(help.stdout).toMatch(/^usage: termkeep export <session> <terminal>/)
   })

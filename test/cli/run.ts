@@ -18,12 +18,12 @@ export interface CliResult {
   bytes: Buffer
 }
 
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+export function runCli(args: string[], env: Record<string, string> = {}, cwd = process.cwd()): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [BIN, ...args],
-      { env: { ...process.env, TERMKEEP_URL: '', TERMKEEP_TOKEN: '', ...env }, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 },
+      { cwd, env: { ...process.env, TERMKEEP_URL: '', TERMKEEP_TOKEN: '', ...env }, encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 },
       (error, stdout, stderr) =>
         resolve({
           code: error ? Number(error.code ?? 1) : 0,
@@ -92,4 +92,30 @@ export function killPtys(ptys: readonly PtyProcess[]): void {
 /** Resolves with the exit code, or rejects after `ms` (a CLI that never ends fails the test, not the run). */
 export function exitedWithin<T>(exited: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([exited, sleep(ms).then(() => Promise.reject(new Error(`${what} did not exit within ${ms} ms`)))])
+}
+
+/** Where nothing listens: every proxy and registry below points here, so nothing reaches a network. */
+const CLOSED = 'http://127.0.0.1:9'
+
+/**
+ * The environment of a fresh user with no network: HOME is `home` (no ~/.npmrc, no node-gyp header
+ * cache, no npx cache), no npm configuration inherited from the npm that runs the tests, and every
+ * registry and proxy pointed at a closed port.
+ */
+export function offlineEnv(home: string): NodeJS.ProcessEnv {
+  const kept = Object.entries(process.env).filter(([name]) => !/^npm_|^INIT_CWD$|proxy$/i.test(name))
+  return {
+    ...Object.fromEntries(kept),
+    HOME: home,
+    XDG_CACHE_HOME: `${home}/.cache`,
+    TERMKEEP_URL: '',
+    TERMKEEP_TOKEN: '',
+    npm_config_registry: `${CLOSED}/`,
+    npm_config_proxy: CLOSED,
+    npm_config_https_proxy: CLOSED,
+    HTTP_PROXY: CLOSED,
+    HTTPS_PROXY: CLOSED,
+    http_proxy: CLOSED,
+    https_proxy: CLOSED,
+  }
 }

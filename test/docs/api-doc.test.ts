@@ -132,6 +132,17 @@ describe('the repository', () => {
     expect(offenders, `a user's clone has no such file; say it in docs/ instead:\n${offenders.join('\n')}`).toEqual([])
   })
 
+  it('names the token variable TERMKEEP_TOKEN everywhere, and the CLI by a form that runs', () => {
+    const documents = tracked.filter((path) => path === 'README.md' || (path.startsWith('docs/') && path.endsWith('.md')))
+    for (const path of documents) {
+      const text = readFileSync(join(ROOT, path), 'utf8')
+      expect(text.match(/\$\{?TOKEN\b/g), `${path} uses $TOKEN`).toBeNull()
+      // In commands (code blocks and inline code), never `npx termkeep`: it runs npm's install step.
+      const commands = [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).join('\n')
+      expect(commands, `${path} runs npx termkeep`).not.toContain('npx termkeep')
+    }
+  })
+
   it('has README and docs links that reach a file and a heading there', () => {
     const documents = tracked.filter((path) => path === 'README.md' || (path.startsWith('docs/') && path.endsWith('.md')))
     expect(documents).toContain('docs/api.md')

@@ -131,3 +131,62 @@ export function relativeLinks(markdown: string): Array<{ target: string; anchor:
   }
   return links
 }
+
+/** docs/operations.md's start lines: the sh block between its start-lines markers, comments off. */
+export function startLines(markdown: string): string[] {
+  const begin = markdown.indexOf('<!-- start-lines:begin')
+  const end = markdown.indexOf('<!-- start-lines:end', begin)
+  if (begin < 0 || end < 0) throw new Error('docs/operations.md has no start-lines markers')
+  const block = /```sh\n([\s\S]*?)```/.exec(markdown.slice(begin, end))?.[1] ?? ''
+  return block
+    .split('\n')
+    .map((line) => line.replace(/\s+#.*$/, '').trim())
+    .filter((line) => line !== '')
+}
+
+/** Pure: a shell line without its comment (a `#` after a blank, outside quotes). */
+export function withoutComment(line: string): string {
+  let quote: string | undefined
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!
+    if (quote) {
+      if (c === quote) quote = undefined
+    } else if (c === "'" || c === '"') quote = c
+    else if (c === '#' && (i === 0 || /\s/.test(line[i - 1]!))) return line.slice(0, i).trimEnd()
+  }
+  return line.trimEnd()
+}
+
+/**
+ * Pure: the command lines of a Markdown document's sh blocks, in order: continued lines (`\`)
+ * joined, a here-document kept whole with its lines, comments and blank lines left out.
+ */
+export function commandLines(markdown: string): string[] {
+  const lines: string[] = []
+  for (const [, block] of markdown.matchAll(/```sh\n([\s\S]*?)```/g)) {
+    const source = block!.split('\n')
+    for (let i = 0; i < source.length; i++) {
+      let line = withoutComment(source[i]!)
+      while (line.endsWith('\\') && i + 1 < source.length) line = `${line.slice(0, -1).trimEnd()} ${withoutComment(source[++i]!).trim()}`
+      const heredoc = /<<'(\w+)'/.exec(line)?.[1]
+      if (heredoc) {
+        const body: string[] = []
+        while (i + 1 < source.length && source[i + 1] !== heredoc) body.push(source[++i]!)
+        i++
+        line = [line, ...body, heredoc].join('\n')
+      }
+      if (line.trim() !== '') lines.push(line.trim())
+    }
+  }
+  return lines
+}
+
+/** The copy of `termkeep --help` between a document's help markers. */
+export function helpBlock(markdown: string): string {
+  const begin = markdown.indexOf('<!-- help:begin -->')
+  const end = markdown.indexOf('<!-- help:end -->', begin)
+  if (begin < 0 || end < 0) throw new Error('no help:begin / help:end markers')
+  const block = /```text\n([\s\S]*?)```/.exec(markdown.slice(begin, end))?.[1]
+  if (block === undefined) throw new Error('no ```text block between the help markers')
+  return block
+}

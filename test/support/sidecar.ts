@@ -22,6 +22,11 @@ export interface SidecarOptions {
   env?: Record<string, string>
   /** Extra Node options for the sidecar process (e.g. a fault-injection preload). */
   nodeArgs?: string[]
+  /** Its working directory (default: the test runner's). */
+  cwd?: string
+  /** Start it as configured by default: no TERMKEEP_DATA_DIR or DATABASE_URL, so it uses
+   * `./data` and `file:./data/termkeep.db` relative to `cwd` (which `dataDir` then names). */
+  defaultLocations?: boolean
 }
 
 export interface RunningSidecar {
@@ -44,7 +49,9 @@ export interface RunningSidecar {
 }
 
 export async function startSidecar(options: SidecarOptions = {}): Promise<RunningSidecar> {
-  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'termkeep-sidecar-'))
+  const dataDir = options.defaultLocations
+    ? join(options.cwd ?? process.cwd(), 'data')
+    : (options.dataDir ?? mkdtempSync(join(tmpdir(), 'termkeep-sidecar-')))
   const databaseUrl = options.databaseUrl ?? `file:${join(dataDir, 'termkeep.db')}`
   const secret = options.secret ?? `test-secret-${Math.random().toString(36).slice(2)}-xxxxxxxx`
   const port = options.port ?? (await freePort())
@@ -52,22 +59,31 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
   // The shells it starts read their rc files from an empty home, not the machine's: a dotfile that
   // waits (here pyenv's `init`, stuck for 60 s behind a lock left by a shell killed mid-start)
   // would stall every later test that types into a shell.
-  const home = join(dataDir, 'home')
+  const home = options.defaultLocations ? join(dataDir, '..', 'home') : join(dataDir, 'home')
   mkdirSync(home, { recursive: true })
+  const locations = options.defaultLocations ? {} : { TERMKEEP_DATA_DIR: dataDir, DATABASE_URL: databaseUrl }
+  const inherited = { ...process.env }
+  if (options.defaultLocations) {
+    delete inherited.TERMKEEP_DATA_DIR
+    delete inherited.DATABASE_URL
+  }
   const child = fork(ENTRY, [], {
     execArgv: [
       '--import',
-      'tsx',
+      import.meta.resolve('tsx'), // from anywhere: `cwd` may be outside the checkout
       ...SIDECAR_NODE_FLAGS,
       ...(process.env.TERMKEEP_SIDECAR_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
       ...(options.nodeArgs ?? []),
     ],
+    cwd: options.cwd,
     env: {
-      ...process.env,
+      ...inherited,
       HOME: home,
+      // Workflow runs start also on a kernel without user namespaces (then without them, as
+      // health says); a test of the refusal asks for `required`.
+      TERMKEEP_WORKFLOW_NAMESPACES: 'optional',
       ...options.env,
-      TERMKEEP_DATA_DIR: dataDir,
-      DATABASE_URL: databaseUrl,
+      ...locations,
       SIDECAR_URL: url,
       SIDECAR_SECRET: secret,
     },

@@ -2,8 +2,10 @@
  * A sidecar killed (-9) in the middle of a run: its script process notices and dies, its members'
  * terminals go on in the keeper, and once a sidecar starts again the run reads as interrupted (its
  * log valid evidence with the open member's end missing) while the open member's terminal is
- * adopted, its agent still running. A sidecar stopped gracefully leaves its runs the same way.
+ * adopted, its agent still running; what a member left outside its terminal is ended. A sidecar
+ * stopped gracefully leaves its runs the same way.
  */
+import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { checkRunLog } from '../../schema/workflow-log.ts'
 import { startHarness, type Harness } from '../api/harness.ts'
@@ -27,7 +29,7 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
   const finished = await startRun(h, token, { script: "log('done before'); return 'kept'" })
   await runEvents(h, token, finished.id)
   const started = await startRun(h, token, {
-    script: "log('going'); return await parallel(['slow [sleep:600000]', 'quick [result]'], (p) => agent(p))",
+    script: "log('going'); return await parallel(['slow [setsid] [sleep:600000]', 'quick [result]'], (p) => agent(p))",
   })
   const rid = started.id
   const before = await runEvents(h, token, rid, (e) => e.some((x) => x.event === 'workflow/agent-end'))
@@ -38,9 +40,14 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
 
   const members = processesOfRun(rid)
   await h.sidecar.kill()
-  // Its script process has a watchdog for this; the members' terminals are the keeper's.
+  // Its script process has a watchdog for this; the members' terminals are the keeper's, and the
+  // `setsid sleep 601` the slow one left outside its terminal's session lives on too.
   expect(await eventually(() => !alive(scriptPid))).toBe(true)
   expect(members.every(alive)).toBe(true)
+  const leftover = processesOfRun(rid).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ') === 'sleep 601 ')!
+  expect(leftover).toBeGreaterThan(0)
+  const inTerminals = processesOfRun(rid).filter((pid) => pid !== leftover)
+  expect(inTerminals.length).toBeGreaterThan(0)
   // A finished run replays from the database with no sidecar at all.
   const replayed = await runEvents(h, token, finished.id)
   expect(replayed.map((e) => e.event)).toEqual(['workflow/start', 'workflow/log', 'workflow/end'])
@@ -54,6 +61,10 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
     secret: h.sidecar.secret,
     env: AGENTS_ENV,
   })
+  // The new sidecar ended what the interrupted run's members left outside their terminals; what
+  // runs in them (adopted, live) it left alone.
+  expect(alive(leftover)).toBe(false)
+  expect(processesOfRun(rid).sort()).toEqual([...inTerminals].sort())
   const detail = (await (await h.request('GET', `/v1/sessions/s1/workflows/${rid}`, { token })).json()) as any
   expect(detail).toMatchObject({ status: 'interrupted', result: null, log: { valid: true } })
   expect(detail.members.map((m: any) => [m.seq, m.state])).toEqual([
@@ -69,7 +80,7 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
   const { terminals } = (await (await h.request('GET', '/v1/sessions/s1/terminals', { token })).json()) as any
   const member = terminals.find((t: any) => t.workflow?.run === rid && t.workflow.seq === 1)
   expect([member.state, member.hostGeneration]).toEqual(['running', restarted.generation])
-  expect(members.every(alive)).toBe(true)
+  expect(inTerminals.every(alive)).toBe(true)
   // Cancelling it now changes nothing and needs no sidecar.
   const cancel = await h.request('POST', `/v1/sessions/s1/workflows/${rid}/cancel`, { token, body: {} })
   expect(((await cancel.json()) as any).run.status).toBe('interrupted')

@@ -1,144 +1,46 @@
 /**
- * How a workflow script is confined, tested in real script processes (ScriptProcess, the path a
- * run takes; test/workflows/script-process.ts stands in for the sidecar's side of the IPC):
+ * The walls behind the engine, tested in real script processes (escapes.test.ts has the engine's
+ * own corpus):
  *
- * - the realm: nothing the script can reach leads out of its `node:vm` context, whatever it walks
- *   (`.constructor.constructor`, prototypes, caught errors, stack-trace CallSites, `this`);
- * - the OS: code that did escape (here: a program given to the process in place of the script
- *   API, so it runs with the host realm's `process`) can signal nothing outside its own PID
- *   namespace and connect to nothing, not even a port listening on loopback;
+ * - the OS: code that did escape the engine (here: a program given to the process in place of
+ *   the engine's host side, so it runs with the process's own `process`) can read no file but the
+ *   engine's, and in its namespaces signal nothing outside its PID namespace and connect to
+ *   nothing, not even a port listening on loopback; without namespaces it could (the gap health
+ *   and the start-up line name);
+ * - establishing the sandbox at start: refused where the engine does not load or namespaces are
+ *   required and missing, allowed without them only when the operator said so;
+ * - the sidecar's own measure of a script process (the backstop behind the engine's limits);
  * - the sidecar's death kills even a spinning script process.
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { probeSandbox, sandboxWarning, type Sandbox } from '../../sidecar/workflows/process.ts'
-import { runInProcess, startOf } from './script-process.ts'
+import { probeNamespaces, type Sandbox } from '../../sidecar/workflows/process.ts'
+import { engineFiles } from '../../sidecar/workflows/quickjs.ts'
+import { establishSandbox, namespaceMode, sandboxWarning } from '../../sidecar/workflows/sandbox.ts'
+import { treeUsage, watchUsage } from '../../sidecar/workflows/usage.ts'
+import { runInProcess, SANDBOXES, startOf } from './script-process.ts'
 import { alive, eventually } from './support.ts'
 
-const sandbox = probeSandbox()
-const plain: Sandbox = { missing: 'none wanted (test)' }
 // Whether this kernel lets an unprivileged user make the namespaces; where it does not, the
-// sidecar falls back to `plain` (and says so), and the OS tests below have nothing to test.
+// namespaced sandbox is the fallback (and the OS tests of namespaces have nothing to test).
 const kernelAllows = spawnSync('unshare', ['--user', '--map-root-user', '--pid', '--net', '--fork', 'true']).status === 0
-
-/** In the script: is `x` of the context's realm (its prototype chain ends at the context's Object.prototype)? */
-const PRELUDE = `
-const ours = (x) => {
-  if (x === null || x === undefined || (typeof x !== 'object' && typeof x !== 'function')) return true
-  let p = x
-  for (let next; (next = Object.getPrototypeOf(p)) !== null; ) p = next
-  return p === Object.prototype
-}
-const processVia = (F) => F('return typeof process')()
-`
-
-async function valueOf(script: string, input?: unknown): Promise<any> {
-  const { done } = await runInProcess(sandbox, startOf(PRELUDE + script, input))
-  expect(done.stopReason, done.error).toBe('completed')
-  return JSON.parse(done.value!)
-}
-
-describe('the realm: no host object reaches the script', () => {
-  it('helpers, their results, promises, errors, `this` and the global lead only to the context', async () => {
-    const found = await valueOf(
-      `
-      const found = {
-        agentConstructor: [ours(agent.constructor), agent.constructor === Function, processVia(agent.constructor)],
-        logConstructorConstructor: [log.constructor.constructor === Function, processVia(log.constructor.constructor)],
-        parallelPrototype: [Object.getPrototypeOf(parallel) === Function.prototype],
-        helpers: [agent, parallel, pipeline, readText, log].map(ours),
-        input: [ours(input), ours(input.list), input.list instanceof Array],
-        thisConstructor: [ours(this), ours(this.constructor), processVia(this.constructor.constructor)],
-        global: [ours(globalThis), typeof globalThis.process, typeof require],
-      }
-      const promise = agent('one')
-      found.promise = [ours(promise), promise instanceof Promise, processVia(promise.constructor.constructor)]
-      const result = await promise
-      found.result = [ours(result), result.constructor === Object, processVia(result.constructor.constructor), result.text]
-      found.combined = await parallel([1], () => agent('two')).then((out) => [ours(out), out instanceof Array, out[0]])
-      try { await readText('missing.txt') } catch (error) {
-        found.caught = [ours(error), error instanceof Error, error.code, processVia(error.constructor.constructor)]
-      }
-      return found`,
-      { list: [1] },
-    )
-    expect(found).toEqual({
-      agentConstructor: [true, true, 'undefined'],
-      logConstructorConstructor: [true, 'undefined'],
-      parallelPrototype: [true],
-      helpers: [true, true, true, true, true],
-      input: [true, true, true],
-      thisConstructor: [true, true, 'undefined'],
-      global: [true, 'undefined', 'undefined'],
-      promise: [true, true, 'undefined'],
-      result: [true, true, 'undefined', 'did one'],
-      combined: [true, true, 'did two'],
-      caught: [true, true, 'files/not-found', 'undefined'],
-    })
-  })
-
-  it("a fatal WorkflowError caught from a helper is the context's too (the run still ends with it)", async () => {
-    const { done, logs } = await runInProcess(
-      sandbox,
-      startOf(
-        PRELUDE +
-          'try { agent(42) } catch (error) { log(JSON.stringify([ours(error), error.name, processVia(error.constructor.constructor)])) }\nreturn 1',
-      ),
-    )
-    expect(logs).toEqual(['[true,"WorkflowError","undefined"]'])
-    expect(done).toMatchObject({ stopReason: 'error', error: expect.stringMatching(/^INVALID_ARGUMENT: agent\(prompt/) })
-  })
-
-  it('Error.prepareStackTrace CallSites, also from a hook run beneath the host, give nothing of the host', async () => {
-    const found = await valueOf(`
-      const frames = []
-      Error.prepareStackTrace = (error, sites) => sites
-      const capture = function () {
-        const sites = new Error().stack
-        frames.push(...sites.map((site) => ({
-          site: ours(site),
-          fn: ours(site.getFunction()),
-          self: ours(site.getThis()),
-          via: processVia(site.constructor.constructor),
-          host: String(site.getFileName() ?? '').startsWith('node:'),
-          caller: ours(capture.caller),
-        })))
-      }
-      // Resolving a promise with an object reads its \`then\`: this getter runs inside the host's
-      // call that delivers agent()'s result, with the host's frames beneath it.
-      Object.defineProperty(Object.prototype, 'then', { configurable: true, get: function () { capture(); return undefined } })
-      await agent('x')
-      delete Object.prototype.then
-      Error.prepareStackTrace = undefined
-      return { sites: ours(frames), hostFrames: frames.filter((f) => f.host).length, leaks: frames.filter((f) => !(f.site && f.fn && f.self && f.via === 'undefined' && f.caller)) }`)
-    expect(found.sites).toBe(true)
-    expect(found.hostFrames).toBeGreaterThan(0) // the host's frames were there to be tried
-    expect(found.leaks).toEqual([])
-  })
-
-  it('log() formats values in the context (an inspect.custom hook gets no host function)', async () => {
-    const { logs } = await runInProcess(
-      sandbox,
-      startOf(`
-        const hook = { [Symbol.for('nodejs.util.inspect.custom')]: (...args) => 'called with ' + args.length }
-        log('n', 1, { deep: [1, 'two', { three: { four: { five: { six: 1 }, empty: {} } } }], m: new Map([[1, 2]]) }, hook, [], null, undefined, () => 1)`),
-    )
-    expect(logs).toEqual([
-      "n 1 { deep: [ 1, 'two', { three: { four: { five: [Object], empty: {} } } } ], m: Map(1) { 1 => 2 } } {} [] null undefined [Function (anonymous)]",
-    ])
-  })
-})
 
 /** Runs in the script process's host realm: what an escaped script could do. */
 const ESCAPED = `'use strict';
 (start) => {
-  const { pid, port } = JSON.parse(start.input)
+  const { pid, port, wasm } = JSON.parse(start.input)
   const found = { ppid: process.ppid }
   for (const [name, target] of [['parent', pid], ['everyone', -1]]) {
     try { process.kill(target, 0); found[name] = 'signalled' } catch (error) { found[name] = error.code }
   }
+  const fs = process.getBuiltinModule('node:fs')
+  for (const [name, path] of [['passwd', '/etc/passwd'], ['engine', wasm]]) {
+    try { fs.readFileSync(path); found[name] = 'read' } catch (error) { found[name] = error.code }
+  }
+  try { fs.writeFileSync('/tmp/termkeep-escaped', 'x'); found.write = 'written' } catch (error) { found.write = error.code }
+  try { process.getBuiltinModule('node:child_process').spawnSync('true'); found.spawn = 'spawned' } catch (error) { found.spawn = error.code }
   const socket = process.getBuiltinModule('node:net').connect(port, '127.0.0.1')
   const report = (how) => {
     found.connect = how
@@ -153,6 +55,7 @@ const ESCAPED = `'use strict';
 describe('the OS: an escaped script reaches nothing', () => {
   let server: Server
   let port: number
+  const wasm = new URL('emscripten-module.wasm', import.meta.resolve('@jitl/quickjs-wasmfile-release-sync')).pathname
   beforeAll(async () => {
     server = createServer((socket) => socket.destroy())
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -161,41 +64,117 @@ describe('the OS: an escaped script reaches nothing', () => {
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
 
   const escape = async (chosen: Sandbox) => {
-    const { logs } = await runInProcess(chosen, startOf('', { pid: process.pid, port }), ESCAPED)
+    const { logs } = await runInProcess(chosen, startOf('', { pid: process.pid, port, wasm }), ESCAPED)
     return JSON.parse(logs[0])
   }
+  const FILES = { passwd: 'ERR_ACCESS_DENIED', engine: 'read', write: 'ERR_ACCESS_DENIED', spawn: 'ERR_ACCESS_DENIED' }
 
   it('namespaces are used wherever the kernel allows them', () => {
-    expect(Boolean(sandbox.wrapper)).toBe(kernelAllows)
-    expect(sandboxWarning(sandbox) === undefined).toBe(kernelAllows)
+    expect(Boolean(SANDBOXES.namespaced.wrapper)).toBe(kernelAllows)
   })
 
-  it.skipIf(!kernelAllows)('in its namespaces it cannot signal its parent (the sidecar) or anyone, nor connect to loopback', async () => {
-    expect(await escape(sandbox)).toEqual({ ppid: 0, parent: 'ESRCH', everyone: 'ESRCH', connect: 'ENETUNREACH' })
+  it.skipIf(!kernelAllows)(
+    'in its namespaces it reads only the engine, and cannot signal its parent or anyone, nor connect to loopback',
+    async () => {
+      expect(await escape(SANDBOXES.namespaced)).toEqual({ ppid: 0, parent: 'ESRCH', everyone: 'ESRCH', connect: 'ENETUNREACH', ...FILES })
+    },
+  )
+
+  it('without them it reads only the engine too, but could signal and connect (the gap health names)', async () => {
+    expect(await escape(SANDBOXES.fallback)).toMatchObject({ parent: 'signalled', everyone: 'signalled', connect: 'connected', ...FILES })
   })
 
-  it('without them it could (the gap the start-up warning names)', async () => {
-    expect(await escape(plain)).toMatchObject({ parent: 'signalled', connect: 'connected' })
-  })
-
-  it('falls back, with one warning line, when unshare is missing or cannot make the namespaces', () => {
-    const missing = probeSandbox({ setpriv: '/usr/bin/setpriv' })
-    expect(missing).toEqual({ missing: 'unshare (util-linux) is not installed' })
-    expect(sandboxWarning(missing)).toMatch(
-      /^termkeep sidecar: warning: workflow scripts run without OS isolation: unshare \(util-linux\) is not installed\./,
-    )
-    const refused = probeSandbox({ unshare: '/bin/false', setpriv: '/usr/bin/setpriv' })
+  it('probing falls back when unshare is missing or cannot make the namespaces', async () => {
+    expect(await probeNamespaces({ setpriv: '/usr/bin/setpriv' })).toEqual({ missing: 'unshare (util-linux) is not installed' })
+    const refused = await probeNamespaces({ unshare: '/bin/false', setpriv: '/usr/bin/setpriv' })
     expect(refused.wrapper).toBeUndefined()
     expect(refused.missing).toMatch(/^unshare cannot create user, PID and network namespaces here/)
+  })
+})
+
+describe('establishing the sandbox at start', () => {
+  const none = async () => ({ missing: 'unshare (util-linux) is not installed' })
+
+  it('TERMKEEP_WORKFLOW_NAMESPACES takes required (the default), optional or off', () => {
+    expect([namespaceMode(undefined), namespaceMode(''), namespaceMode('optional'), namespaceMode('off')]).toEqual([
+      'required',
+      'required',
+      'optional',
+      'off',
+    ])
+    expect(() => namespaceMode('yes')).toThrow(/TERMKEEP_WORKFLOW_NAMESPACES.*required, optional, off/)
+  })
+
+  it.skipIf(!kernelAllows)('ready, in namespaces, where the kernel allows them', async () => {
+    const state = await establishSandbox('required')
+    expect(state.health).toEqual({ available: true, namespaces: true })
+    expect(sandboxWarning(state)).toBeUndefined()
+  })
+
+  it('refuses runs when namespaces are required and missing, and says what to set', async () => {
+    const state = await establishSandbox('required', { namespaces: none })
+    expect(state).toMatchObject({ ready: false, health: { available: false, namespaces: false } })
+    expect(state.health.reason).toMatch(/unshare \(util-linux\) is not installed\. Set TERMKEEP_WORKFLOW_NAMESPACES=optional/)
+    expect(sandboxWarning(state)).toMatch(/^termkeep sidecar: warning: workflow runs are refused: script processes cannot get namespaces/)
+  })
+
+  it('runs without namespaces only when the operator opted in (optional), or turned them off, and says so', async () => {
+    for (const [mode, why] of [
+      ['optional', 'unshare (util-linux) is not installed'],
+      ['off', 'TERMKEEP_WORKFLOW_NAMESPACES=off'],
+    ] as const) {
+      const state = await establishSandbox(mode, { namespaces: none })
+      expect(state.ready).toBe(true)
+      expect(state.health).toEqual({ available: true, namespaces: false, reason: `scripts run without namespaces of their own: ${why}` })
+      expect(sandboxWarning(state)).toMatch(/^termkeep sidecar: warning: scripts run without namespaces of their own/)
+    }
+  })
+
+  it('refuses runs when the engine does not load, whatever the setting', async () => {
+    const missing = () => ({ ...engineFiles(), core: new URL('file:///nonexistent/quickjs.mjs').href })
+    for (const mode of ['required', 'optional', 'off'] as const) {
+      const state = await establishSandbox(mode, { files: missing })
+      expect(state.ready).toBe(false)
+      expect(state.health.reason).toMatch(/^the script engine \(QuickJS, WebAssembly\) does not load: /)
+    }
+  })
+
+  it('refuses runs when a script process cannot load the engine (it may read only what it is told)', async () => {
+    const unreadable = () => ({ ...engineFiles(), readable: [] })
+    const state = await establishSandbox('off', { files: unreadable })
+    expect(state.ready).toBe(false)
+    expect(state.health.reason).toMatch(/^a script process does not start as configured: .*(could not load|ERR_ACCESS_DENIED)/)
+  })
+})
+
+describe("the sidecar's own measure of a script process", () => {
+  const child = (code: string) => spawn(process.execPath, ['-e', code], { stdio: 'ignore' })
+
+  it('ends a process past its CPU time, and one past its memory', async () => {
+    const spinning = child('for (;;) {}')
+    const hoarding = child('const all = []; setInterval(() => all.push(Buffer.alloc(16 << 20, 1)), 20)')
+    try {
+      const watch = (pid: number, bounds: { cpuMs: number; rssBytes: number }) =>
+        new Promise<string>((resolve) => watchUsage(pid, bounds, (limit) => resolve(limit), 50))
+      const seen = await Promise.all([
+        watch(spinning.pid!, { cpuMs: 300, rssBytes: 1 << 30 }),
+        watch(hoarding.pid!, { cpuMs: 60_000, rssBytes: 300 << 20 }),
+      ])
+      expect(seen).toEqual(['cpu-time', 'memory'])
+      expect(treeUsage(spinning.pid!)!.cpuMs).toBeGreaterThan(300)
+    } finally {
+      spinning.kill('SIGKILL')
+      hoarding.kill('SIGKILL')
+    }
   })
 })
 
 describe("the sidecar's death", () => {
   const BUSY = `'use strict'; (start) => { process.send({ type: 'log', message: 'spinning' }); for (;;) {} }`
   const HOLDER = `
-    import { ScriptProcess, probeSandbox } from ${JSON.stringify(new URL('../../sidecar/workflows/process.ts', import.meta.url).pathname)}
-    const sandbox = process.argv.at(-1) === 'plain' ? { missing: 'test' } : probeSandbox()
-    const child = new ScriptProcess({ script: '', profiles: [], defaultProfile: null, limits: {} }, () => console.log(child.pid), sandbox, ${JSON.stringify(BUSY)})`
+    import { ScriptProcess } from ${JSON.stringify(new URL('../../sidecar/workflows/process.ts', import.meta.url).pathname)}
+    import { SANDBOXES, startOf } from ${JSON.stringify(new URL('./script-process.ts', import.meta.url).pathname)}
+    const child = new ScriptProcess(startOf(''), () => console.log(child.pid), SANDBOXES[process.argv.at(-1)], ${JSON.stringify(BUSY)})`
 
   /** The pids of a process and its descendants (Linux /proc). */
   const tree = (pid: number): number[] => {
@@ -203,8 +182,8 @@ describe("the sidecar's death", () => {
     return [pid, ...children.flatMap(tree)]
   }
 
-  for (const mode of ['probed', 'plain'] as const) {
-    it(`kills a spinning script process (${mode} sandbox)`, async () => {
+  for (const mode of ['namespaced', 'fallback'] as const) {
+    it(`kills a spinning script process (${mode})`, async () => {
       const holder = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', HOLDER, mode], {
         stdio: ['ignore', 'pipe', 'inherit'],
       })

@@ -3,9 +3,19 @@
  * code path a run takes) against a stand-in host that answers every agent() with a completed
  * result and every readText() with an ordinary (non-fatal) error, and collects what it sends.
  */
-import { SCRIPT_LIMITS } from '../../sidecar/workflows/run.ts'
-import { ScriptProcess, type Sandbox } from '../../sidecar/workflows/process.ts'
-import type { ScriptStart } from '../../sidecar/workflows/protocol.ts'
+import { DEFAULT_WORKFLOW_CPU_TIME_MS } from '../../schema/limits.ts'
+import { probeNamespaces, ScriptProcess, type Sandbox } from '../../sidecar/workflows/process.ts'
+import { FromScript, type ScriptRequest } from '../../sidecar/workflows/protocol.ts'
+import { engineFiles } from '../../sidecar/workflows/quickjs.ts'
+import { engineLimits, SCRIPT_LIMITS } from '../../sidecar/workflows/script-limits.ts'
+import * as v from 'valibot'
+
+/** The two ways a sidecar runs script processes: in namespaces of their own where the kernel
+ * allows them (else the same as `fallback`), and without them (TERMKEEP_WORKFLOW_NAMESPACES=off). */
+export const SANDBOXES: { namespaced: Sandbox; fallback: Sandbox } = {
+  namespaced: { engine: engineFiles(), ...(await probeNamespaces()) },
+  fallback: { engine: engineFiles(), missing: 'none wanted (test)' },
+}
 
 export interface ScriptOutcome {
   done: { stopReason: string; value?: string; error?: string }
@@ -13,16 +23,17 @@ export interface ScriptOutcome {
   messages: any[]
 }
 
-export const startOf = (script: string, input?: unknown): ScriptStart => ({
+export const startOf = (script: string, input?: unknown, cpuTimeMs = DEFAULT_WORKFLOW_CPU_TIME_MS): ScriptRequest => ({
   script,
   input: input === undefined ? undefined : JSON.stringify(input),
   profiles: ['default'],
   defaultProfile: 'default',
   limits: SCRIPT_LIMITS,
+  engine: engineLimits(cpuTimeMs),
 })
 
 /** Runs `script` (or a whole `program`) to its `done` message, or rejects when the process exits first. */
-export function runInProcess(sandbox: Sandbox, start: ScriptStart, program?: string): Promise<ScriptOutcome> {
+export function runInProcess(sandbox: Sandbox, start: ScriptRequest, program?: string): Promise<ScriptOutcome> {
   const messages: any[] = []
   const logs: string[] = []
   return new Promise((resolve, reject) => {
@@ -31,6 +42,8 @@ export function runInProcess(sandbox: Sandbox, start: ScriptStart, program?: str
       start,
       (message: any) => {
         messages.push(message)
+        // What the sidecar would refuse: a malformed message ends a run.
+        if (!program && !v.is(FromScript, message)) reject(new Error(`malformed message: ${JSON.stringify(message)}`))
         if (message.type === 'log') logs.push(message.message)
         if (message.type === 'agent') {
           seq++

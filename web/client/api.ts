@@ -60,13 +60,6 @@ function describeCause(cause: unknown): string {
   return detail ? ` (${detail})` : ''
 }
 
-/** A session's name for people: its title, else when it started. */
-export function sessionLabel(session: Session): string {
-  if (session.title) return session.title
-  const at = new Date(session.createdAt)
-  return `Session ${at.toLocaleDateString(undefined, { month: 'short', day: 'numeric' })} ${at.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })}`
-}
-
 export interface ClientOptions {
   /** Server origin, e.g. `http://127.0.0.1:8787`; '' for same-origin requests from the page. */
   url: string

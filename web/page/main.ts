@@ -1,33 +1,22 @@
 /**
  * The bundled page: sign in with a token (kept in sessionStorage for this tab only, never in the
  * address), then workspaces and sessions on the left (live via the registry watch) and the chosen
- * session's terminals on the right. The address names only the open session and terminal
- * (`#/s/<session>/t/<terminal>`), so a reload comes back to the same screen.
+ * session's terminals on the right. Every session and terminal has an address
+ * (`#/s/<session>/t/<terminal>`, ./route.ts): links, pasted addresses, Back and Forward switch the
+ * view, and a reload comes back to the same terminal.
  */
 import type { Workspace } from '../../schema/wire/registry.ts'
 import { ApiError, TermkeepClient } from '../client/api.ts'
 import { watchRegistry } from '../client/registry.ts'
 import { failure, fill, h } from './dom.ts'
+import { signInHint } from './hints.ts'
+import { onRouteChange, parseRoute, type Route, setRoute } from './route.ts'
+import { SessionIndex } from './session-index.ts'
 import { SessionView } from './session-view.ts'
 import { Sidebar } from './sidebar.ts'
 
 const TOKEN_KEY = 'termkeep.token'
 const root = document.getElementById('app')!
-
-interface Route {
-  sessionId?: string
-  terminalId?: string
-}
-
-function parseRoute(): Route {
-  const match = /^#\/s\/([\w-]{1,128})(?:\/t\/([\w-]{1,128}))?$/.exec(location.hash)
-  return match ? { sessionId: match[1], terminalId: match[2] } : {}
-}
-
-function setRoute(route: Route): void {
-  const hash = route.sessionId ? `#/s/${route.sessionId}${route.terminalId ? `/t/${route.terminalId}` : ''}` : ''
-  if (location.hash !== hash) history.replaceState(null, '', hash || location.pathname)
-}
 
 function signInScreen(message = ''): void {
   const input = h('input', { id: 'token', name: 'token', type: 'password', required: true, autocomplete: 'off', spellcheck: 'false' })
@@ -40,7 +29,7 @@ function signInScreen(message = ''): void {
     input,
     h('button', { type: 'submit', class: 'primary' }, 'Sign in'),
     error,
-    h('p', { class: 'muted' }, '`npm start` prints an admin token the first time; mint others with `npx termkeep token create`.'),
+    h('p', { class: 'muted sign-in-hint' }, ...signInHint()),
   )
   form.addEventListener('submit', async (event) => {
     event.preventDefault()
@@ -62,32 +51,43 @@ function signInScreen(message = ''): void {
 
 function shell(client: TermkeepClient): void {
   const watch = new AbortController()
+  const index = new SessionIndex(client)
   let session: SessionView | undefined
   const status = h('span', { class: 'status muted', role: 'status' })
   const signOut = h('button', { type: 'button', class: 'small' }, 'Sign out')
   const main = h('main', { class: 'content', id: 'content', tabindex: '-1' })
+  const nothingOpen = () =>
+    fill(main, h('p', { class: 'muted hint' }, 'Choose a session on the left, or add a workspace and start a session in it.'))
 
-  const openSession = (sessionId: string, terminalId?: string, create = false) => {
-    if (session?.sessionId !== sessionId) {
+  /** Shows a route; idempotent (a move may arrive as both popstate and hashchange). */
+  const show = (route: Route, create = false) => {
+    if (!route.sessionId) {
       session?.dispose()
-      session = new SessionView(client, sessionId, {
-        opened: (tid) => setRoute({ sessionId, terminalId: tid }),
+      session = undefined
+      nothingOpen()
+    } else if (session?.sessionId !== route.sessionId) {
+      session?.dispose()
+      const sessionId = route.sessionId
+      const view = new SessionView(client, sessionId, index, {
+        opened: (terminalId, replace) => {
+          if (session === view) setRoute({ sessionId, terminalId }, replace)
+        },
       })
-      fill(main, session.element)
-      void session.load(terminalId).then(() => (create ? session?.createTerminal() : undefined))
-    } else if (terminalId) {
-      session.open(terminalId)
+      session = view
+      fill(main, view.element)
+      void view.load(route.terminalId).then(() => (create && session === view ? view.createTerminal() : undefined))
+    } else if (route.terminalId) {
+      session.open(route.terminalId)
     }
-    setRoute({ sessionId, terminalId })
-    sidebar.select(sessionId)
+    sidebar.select(route.sessionId)
   }
 
-  const sidebar = new Sidebar(client, {
-    openSession: (sid) => openSession(sid),
+  const sidebar = new Sidebar(client, index, {
     startSession: async (workspace: Workspace) => {
       try {
         const record = await client.createSession(workspace.path)
-        openSession(record.id, undefined, true)
+        setRoute({ sessionId: record.id })
+        show({ sessionId: record.id }, true)
       } catch (error) {
         status.textContent = failure('Could not start a session', error)
       }
@@ -96,19 +96,20 @@ function shell(client: TermkeepClient): void {
 
   signOut.addEventListener('click', () => {
     watch.abort()
+    index.stop()
     session?.dispose()
     sessionStorage.removeItem(TOKEN_KEY)
-    setRoute({})
+    setRoute({}, true)
     signInScreen()
   })
 
   fill(
     root,
-    h('a', { class: 'skip', href: '#content' }, 'Skip to the terminal'),
+    h('a', { class: 'skip', href: '#content', onclick: skipToContent }, 'Skip to the terminal'),
     h('header', { class: 'top' }, h('h1', {}, 'termkeep'), status, signOut),
     h('div', { class: 'layout' }, sidebar.element, main),
   )
-  fill(main, h('p', { class: 'muted hint' }, 'Choose a session on the left, or add a workspace and start a session in it.'))
+  nothingOpen()
 
   void watchRegistry(
     client,
@@ -116,6 +117,7 @@ function shell(client: TermkeepClient): void {
     (error) => {
       if (error.status === 401) {
         sessionStorage.removeItem(TOKEN_KEY)
+        index.stop()
         signInScreen('The token is no longer accepted; sign in again.')
       } else {
         status.textContent = `Workspaces unavailable: ${error.message}`
@@ -125,11 +127,10 @@ function shell(client: TermkeepClient): void {
     (live) => (status.textContent = live ? '' : 'Reconnecting…'),
   )
 
-  const route = parseRoute()
-  if (route.sessionId)
-    openSession(route.sessionId, route.terminalId)
+  onRouteChange(show, watch.signal)
+  show(parseRoute(location.hash))
 
-    // For tests and curious users: the open terminal's buffer, read-only.
+  // For tests and curious users: the open terminal's buffer, read-only.
   ;(globalThis as Record<string, unknown>).__termkeep = {
     view: () => session?.view,
     screenText: () => {
@@ -153,3 +154,9 @@ function shell(client: TermkeepClient): void {
 const saved = sessionStorage.getItem(TOKEN_KEY)
 if (saved) shell(new TermkeepClient({ url: '', token: saved }))
 else signInScreen()
+
+/** The skip link moves focus to the content without changing the address (it names a terminal). */
+function skipToContent(event: Event): void {
+  event.preventDefault()
+  document.getElementById('content')?.focus()
+}

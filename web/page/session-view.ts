@@ -1,11 +1,19 @@
 /**
- * The main area for one session: its terminals (live and retired) with create, rename and close,
- * its workflow runs (each member links to its terminal), and the open terminal below them.
+ * The main area for one session: its terminals (live and ended) as tabs named after the program
+ * in their foreground, with create, rename and close; its workflow runs; and the open terminal
+ * below them. Each tab is a link to the terminal's address. A session opened without a terminal
+ * opens its first live one, or, when nothing runs any more (after a restart), the last screen of
+ * the terminal that ended last, read-only, with every ended terminal's tab in view.
  */
 import { DEFAULT_COLS, DEFAULT_ROWS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
-import { sessionLabel, type TermkeepClient } from '../client/api.ts'
+import type { TermkeepClient } from '../client/api.ts'
+import { isLive, sessionLabel, terminalName } from '../client/labels.ts'
 import { failure, fill, h, randomId } from './dom.ts'
+import type { SessionIndex } from './session-index.ts'
+import { MARKER_TEXT } from './sidebar.ts'
+import { attachHint } from './hints.ts'
+import { terminalTab } from './terminal-tab.ts'
 import { TerminalView } from './terminal-view.ts'
 import { WorkflowsView } from './workflows-view.ts'
 
@@ -13,8 +21,9 @@ import { WorkflowsView } from './workflows-view.ts'
 const TERMINAL_LIST_REFRESH_MS = 5_000
 
 export interface SessionViewActions {
-  /** Called when the open terminal changes, so the address can name it (never the token). */
-  opened(terminalId: string | undefined): void
+  /** The view opened a terminal the address does not name yet: name it, in place of the current
+   * entry (`replace`, a choice the page made) or as a new one (the user made the terminal). */
+  opened(terminalId: string, replace: boolean): void
 }
 
 export class SessionView {
@@ -22,21 +31,28 @@ export class SessionView {
   #tabs: HTMLElement
   #banner: HTMLElement
   #stage: HTMLElement
+  #title: HTMLElement
+  #summary: HTMLElement
   #terminals: TerminalInfo[] = []
   #view: TerminalView | undefined
   #disposed = false
   #tabsKey = ''
-  /** Ended terminals (exited, closed, retired) other than the open one are folded away unless asked. */
+  /** Ended terminals (exited, closed, retired) other than the open one are folded away unless
+   * asked, or unless nothing runs any more (then they are what the session has to show). */
   #showEnded = false
+  /** Terminals this window closed: their end says so. */
+  readonly #closedHere = new Set<string>()
   #attachHint: HTMLElement
   readonly #workflows: WorkflowsView
   #poll = setInterval(() => {
     if (document.visibilityState === 'visible') void this.refresh()
   }, TERMINAL_LIST_REFRESH_MS)
+  #unsubscribe: () => void
 
   constructor(
     private readonly client: TermkeepClient,
     readonly sessionId: string,
+    private readonly index: SessionIndex,
     private readonly actions: SessionViewActions,
   ) {
     const create = h('button', { type: 'button', class: 'primary', id: 'new-terminal' }, 'New terminal')
@@ -45,13 +61,13 @@ export class SessionView {
     this.#banner = h('p', { class: 'banner', role: 'status', 'aria-live': 'polite' })
     this.#stage = h('div', { class: 'stage' })
     this.#attachHint = h('p', { class: 'muted hint attach-hint' })
-    this.#workflows = new WorkflowsView(client, sessionId, { openTerminal: (tid) => this.open(tid), changed: () => void this.refresh() })
-    const title = h('h2', { id: 'session-title' }, sessionId)
-    const cwd = h('span', { class: 'muted path' })
+    this.#workflows = new WorkflowsView(client, sessionId, { changed: () => void this.refresh() })
+    this.#title = h('h2', { id: 'session-title' }, sessionId)
+    this.#summary = h('span', { class: 'muted session-summary' })
     this.element = h(
       'section',
       { class: 'session-view', 'aria-labelledby': 'session-title' },
-      h('header', { class: 'session-head' }, h('div', {}, title, ' ', cwd), create),
+      h('header', { class: 'session-head' }, h('div', {}, this.#title, ' ', this.#summary), create),
       this.#tabs,
       this.#workflows.element,
       this.#banner,
@@ -65,35 +81,52 @@ export class SessionView {
         h('kbd', {}, 'Shift'),
         '+',
         h('kbd', {}, 'Home'),
-        ' moves focus out of the terminal.',
+        ' moves focus out of the terminal; ',
+        h('kbd', {}, 'Ctrl'),
+        '+',
+        h('kbd', {}, 'Shift'),
+        '+',
+        h('kbd', {}, 'F'),
+        ' finds in its scrollback; selecting copies; ',
+        h('kbd', {}, 'Ctrl'),
+        '+',
+        h('kbd', {}, 'Shift'),
+        '+',
+        h('kbd', {}, 'V'),
+        ' pastes.',
       ),
     )
-    client.session(sessionId).then(
-      (s) => {
-        title.textContent = sessionLabel(s)
-        cwd.textContent = s.cwd
-      },
-      () => {},
-    )
+    this.#unsubscribe = index.subscribe(() => this.#drawHead())
+    this.#drawHead()
   }
 
-  /** Loads the terminal list and opens `terminalId` (or nothing). */
+  /** Loads the terminal list and opens `terminalId`, or the one a person would expect. */
   async load(terminalId?: string): Promise<void> {
     void this.#workflows.refresh()
     await this.refresh()
-    if (terminalId) this.open(terminalId)
+    if (this.#disposed) return
+    const chosen = terminalId ?? this.#expected()?.id
+    if (!chosen) return
+    this.open(chosen)
+    if (!terminalId) this.actions.opened(chosen, true)
+  }
+
+  /** The first live terminal, else the one that ended last. */
+  #expected(): TerminalInfo | undefined {
+    return this.#terminals.find(isLive) ?? [...this.#terminals].sort((a, b) => b.updatedAt - a.updatedAt)[0]
   }
 
   async refresh(): Promise<void> {
     try {
       this.#terminals = await this.client.terminals(this.sessionId)
+      this.index.setTerminals(this.sessionId, this.#terminals)
       this.#renderTabs()
     } catch (error) {
       this.#say(failure('Could not list terminals', error))
     }
   }
 
-  async createTerminal(): Promise<void> {
+  async createTerminal(): Promise<string | undefined> {
     const id = randomId('t')
     const size = this.#stage.getBoundingClientRect()
     // A first guess from the stage size; the view fits precisely once it is open.
@@ -102,30 +135,43 @@ export class SessionView {
     try {
       await this.client.createTerminal(this.sessionId, id, { cols, rows })
       await this.refresh()
-      this.open(id)
+      // Made here, so its size follows this window from the start.
+      this.open(id, true)
+      this.actions.opened(id, false)
+      return id
     } catch (error) {
       this.#say(failure('Could not start a terminal', error))
+      return undefined
     }
   }
 
-  open(terminalId: string): void {
-    if (this.#disposed) return
+  /** Opens a terminal (nothing happens when it is the open one). `fit`: its size follows this
+   * window at once, as for a terminal this window made. */
+  open(terminalId: string, fit = false): void {
+    if (this.#disposed || this.#view?.terminalId === terminalId) return
     this.#view?.dispose()
-    const view = new TerminalView(this.client, this.sessionId, terminalId, {
-      info: (info) => {
-        const at = this.#terminals.findIndex((t) => t.id === info.id)
-        if (at === -1) this.#terminals.push(info)
-        else this.#terminals[at] = info
-        this.#renderTabs()
+    this.#say('')
+    const view = new TerminalView(
+      this.client,
+      this.sessionId,
+      terminalId,
+      {
+        info: (info) => {
+          const at = this.#terminals.findIndex((t) => t.id === info.id)
+          if (at === -1) this.#terminals.push(info)
+          else this.#terminals[at] = info
+          this.index.setTerminals(this.sessionId, [...this.#terminals])
+          this.#renderTabs()
+        },
+        mode: (_mode, message) => this.#say(message),
+        leave: () => this.#tabs.querySelector<HTMLElement>('a.open[aria-current]')?.focus(),
       },
-      mode: (_mode, message) => this.#say(message),
-      leave: () => this.#tabs.querySelector<HTMLElement>('button.open[aria-current]')?.focus(),
-    })
+      { fit, info: this.#terminals.find((t) => t.id === terminalId), closedHere: () => this.#closedHere.has(terminalId) },
+    )
     this.#view = view
     fill(this.#stage, view.element)
     view.start()
     view.focus()
-    this.actions.opened(terminalId)
     this.#renderTabs()
   }
 
@@ -136,6 +182,7 @@ export class SessionView {
   dispose(): void {
     this.#disposed = true
     clearInterval(this.#poll)
+    this.#unsubscribe()
     this.#workflows.dispose()
     this.#view?.dispose()
   }
@@ -149,8 +196,20 @@ export class SessionView {
     }
   }
 
+  /** The heading: the session's name (or directory), what runs in it and its marker, its directory. */
+  #drawHead(): void {
+    const session = this.index.session(this.sessionId)
+    if (!session) return
+    const label = sessionLabel(session, this.#terminals)
+    this.#title.textContent = label.name
+    this.#title.title = label.detail
+    const running = label.running ? `${label.running} · ` : ''
+    this.#summary.textContent = `${running}${MARKER_TEXT[label.marker]} · ${session.cwd}`
+    this.element.dataset.marker = label.marker
+  }
+
   async #rename(info: TerminalInfo): Promise<void> {
-    const title = window.prompt('New title for this terminal', info.title)
+    const title = window.prompt('New title for this terminal', terminalName(info))
     if (title === null) return
     try {
       await this.client.renameTerminal(this.sessionId, info.id, title)
@@ -161,21 +220,24 @@ export class SessionView {
   }
 
   async #close(info: TerminalInfo): Promise<void> {
-    if (!window.confirm(`Close “${info.title}”? Its processes are ended.`)) return
+    if (!window.confirm(`Close “${terminalName(info)}”? Its processes are ended.`)) return
+    this.#closedHere.add(info.id)
     try {
       await this.client.closeTerminal(this.sessionId, info.id)
       await this.refresh()
     } catch (error) {
+      this.#closedHere.delete(info.id)
       this.#say(failure('Could not close', error))
     }
   }
 
   /** Re-renders the tabs when they changed, keeping keyboard focus on the same control. */
   #renderTabs(): void {
+    this.#drawHead()
     const key = JSON.stringify([
       this.#view?.terminalId,
       this.#showEnded,
-      this.#terminals.map((t) => [t.id, t.title, t.state, t.foregroundCommand]),
+      this.#terminals.map((t) => [t.id, t.title, t.state, t.foregroundCommand, t.closedAt, t.cwd]),
     ])
     if (key === this.#tabsKey) return
     this.#tabsKey = key
@@ -186,7 +248,7 @@ export class SessionView {
     this.#drawTabs()
     if (focusedTab === undefined) return
     const tab = this.#tabs.querySelector<HTMLElement>(`.terminal-tab[data-terminal-id="${CSS.escape(focusedTab)}"]`)
-    ;((tab?.children[focusedIndex] ?? tab?.querySelector('button')) as HTMLElement | undefined)?.focus()
+    ;((tab?.children[focusedIndex] ?? tab?.querySelector('a, button')) as HTMLElement | undefined)?.focus()
   }
 
   #drawTabs(): void {
@@ -196,7 +258,8 @@ export class SessionView {
       return
     }
     const current = this.#view?.terminalId
-    const folded = this.#terminals.filter((t) => !isLive(t) && t.id !== current)
+    const anyLive = this.#terminals.some(isLive)
+    const folded = anyLive ? this.#terminals.filter((t) => !isLive(t) && t.id !== current) : []
     const shown = this.#showEnded ? this.#terminals : this.#terminals.filter((t) => !folded.includes(t))
     const toggle =
       folded.length > 0 &&
@@ -217,45 +280,10 @@ export class SessionView {
           this.#showEnded ? `Hide ${folded.length} ended` : `${folded.length} ended…`,
         ),
       )
+    const actions = { rename: (info: TerminalInfo) => void this.#rename(info), close: (info: TerminalInfo) => void this.#close(info) }
     fill(
       this.#tabs,
-      ...shown.map((info) => {
-        const live = isLive(info)
-        return h(
-          'li',
-          { class: 'terminal-tab', 'data-terminal-id': info.id, 'data-state': info.state },
-          h(
-            'button',
-            {
-              type: 'button',
-              class: 'open',
-              'aria-current': info.id === current ? 'true' : undefined,
-              onclick: () => this.open(info.id),
-            },
-            info.title || info.id,
-            // The program in the foreground (as tmux's pane_current_command), when it says more
-            // than the title does.
-            live &&
-              info.foregroundCommand &&
-              info.foregroundCommand !== info.title &&
-              h('span', { class: 'foreground', title: 'in the foreground' }, ` ${info.foregroundCommand}`),
-            info.workflow && h('span', { class: 'state' }, ` agent #${info.workflow.seq}`),
-            h('span', { class: `state ${live ? 'live' : ''}` }, ` ${info.state}`),
-          ),
-          live &&
-            h(
-              'button',
-              { type: 'button', class: 'small', 'aria-label': `Rename ${info.title}`, onclick: () => void this.#rename(info) },
-              'Rename',
-            ),
-          live &&
-            h(
-              'button',
-              { type: 'button', class: 'small danger', 'aria-label': `Close ${info.title}`, onclick: () => void this.#close(info) },
-              'Close',
-            ),
-        )
-      }),
+      ...shown.map((info) => terminalTab(info, { current: info.id === current, closedHere: this.#closedHere.has(info.id) }, actions)),
       toggle,
     )
   }
@@ -264,10 +292,6 @@ export class SessionView {
   #drawAttachHint(): void {
     const info = this.#terminals.find((t) => t.id === this.#view?.terminalId)
     if (!info || !isLive(info)) return fill(this.#attachHint)
-    fill(this.#attachHint, 'From a shell: ', h('code', {}, `termkeep attach ${this.sessionId} ${info.id}`))
+    fill(this.#attachHint, ...attachHint(this.sessionId, info.id))
   }
-}
-
-function isLive(info: TerminalInfo): boolean {
-  return info.state === 'starting' || info.state === 'running'
 }

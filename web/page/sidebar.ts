@@ -2,31 +2,38 @@
  * The navigation column: workspaces and their sessions in the user's order, live from the registry
  * watch; a form to add a workspace by directory path; per workspace, buttons to start a session,
  * rename it and remove it from the list; per session, archive (archived ones fold away behind a
- * toggle, with unarchive).
+ * toggle, with unarchive). Each session is a link to its address, labelled by its name or
+ * directory, what runs in it, and whether anything still does (web/client/labels.ts).
  */
 import type { Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
-import { sessionLabel, type TermkeepClient } from '../client/api.ts'
+import type { TermkeepClient } from '../client/api.ts'
+import { sessionLabel } from '../client/labels.ts'
 import { failure, fill, h } from './dom.ts'
+import { routeHash } from './route.ts'
+import type { SessionIndex } from './session-index.ts'
 
 export interface SidebarActions {
-  openSession(sessionId: string): void
   startSession(workspace: Workspace): Promise<void>
 }
+
+/** The words beside a session's marker (its colour alone would not say it). */
+export const MARKER_TEXT = { live: 'live', ended: 'ended', retired: 'retired', empty: 'no terminals' } as const
 
 export class Sidebar {
   readonly element: HTMLElement
   #list: HTMLElement
   #error: HTMLElement
   #registry: WorkspaceList | undefined
-  #titles = new Map<string, string>()
   #selected: string | undefined
   /** Workspaces whose archived sessions are shown. */
   #showArchived = new Set<string>()
 
   constructor(
     private readonly client: TermkeepClient,
+    private readonly index: SessionIndex,
     private readonly actions: SidebarActions,
   ) {
+    index.subscribe(() => this.#render())
     const input = h('input', {
       id: 'workspace-path',
       name: 'path',
@@ -61,17 +68,21 @@ export class Sidebar {
 
   update(registry: WorkspaceList): void {
     this.#registry = registry
+    this.#watchShown()
     this.#render()
+  }
+
+  /** The index keeps the sessions on screen labelled: unarchived ones, and archived ones shown. */
+  #watchShown(): void {
+    if (!this.#registry) return
+    const archived = new Set(this.#registry.archivedSessionIds)
+    this.index.watch(
+      this.#registry.workspaces.flatMap((w) => w.sessionIds.filter((id) => !archived.has(id) || this.#showArchived.has(w.id))),
+    )
   }
 
   select(sessionId: string | undefined): void {
     this.#selected = sessionId
-    this.#render()
-  }
-
-  /** Remembers a session's title (from the session record) for display. */
-  setTitle(sessionId: string, title: string): void {
-    this.#titles.set(sessionId, title)
     this.#render()
   }
 
@@ -115,15 +126,32 @@ export class Sidebar {
     )
   }
 
-  #sessionTitle(sessionId: string): string {
-    const known = this.#titles.get(sessionId)
-    if (known !== undefined) return known
-    this.#titles.set(sessionId, sessionId)
-    this.client.session(sessionId).then(
-      (s) => this.setTitle(sessionId, sessionLabel(s)),
-      () => {},
+  /** A session's link: its name or directory, what runs in it, and its marker. */
+  #sessionLink(id: string): HTMLElement {
+    const session = this.index.session(id)
+    const terminals = this.index.terminals(id)
+    const label = session && sessionLabel(session, terminals ?? undefined)
+    const marker = terminals === undefined || terminals === null || !label ? undefined : label.marker
+    return h(
+      'a',
+      {
+        class: 'session',
+        href: routeHash({ sessionId: id }),
+        'data-session-id': id,
+        'data-key': `open:${id}`,
+        'data-marker': marker,
+        title: label?.detail ?? id,
+        'aria-current': id === this.#selected ? 'page' : undefined,
+      },
+      h('span', { class: 'session-name' }, label?.name ?? id),
+      label?.running && h('span', { class: 'running' }, label.running),
+      marker && h('span', { class: `marker marker-${marker}` }, MARKER_TEXT[marker]),
     )
-    return sessionId
+  }
+
+  #sessionName(id: string): string {
+    const session = this.index.session(id)
+    return session ? sessionLabel(session, undefined).name : id
   }
 
   /** Re-renders, keeping keyboard focus on the same control when it still exists. */
@@ -172,22 +200,10 @@ export class Sidebar {
       h(
         'li',
         { class: isArchived ? 'archived' : undefined },
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'session',
-            'data-session-id': id,
-            'data-key': `open:${id}`,
-            title: id,
-            'aria-current': id === this.#selected ? 'page' : undefined,
-            onclick: () => this.actions.openSession(id),
-          },
-          this.#sessionTitle(id),
-        ),
+        this.#sessionLink(id),
         isArchived
-          ? small(`unarchive:${id}`, `Unarchive ${this.#sessionTitle(id)}`, 'Unarchive', () => this.#archive(id, false))
-          : small(`archive:${id}`, `Archive ${this.#sessionTitle(id)}`, 'Archive', () => this.#archive(id, true)),
+          ? small(`unarchive:${id}`, `Unarchive ${this.#sessionName(id)}`, 'Unarchive', () => this.#archive(id, false))
+          : small(`archive:${id}`, `Archive ${this.#sessionName(id)}`, 'Archive', () => this.#archive(id, true)),
       )
     const toggle =
       hidden.length > 0 &&
@@ -204,6 +220,7 @@ export class Sidebar {
             onclick: () => {
               if (expanded) this.#showArchived.delete(workspace.id)
               else this.#showArchived.add(workspace.id)
+              this.#watchShown()
               this.#render()
             },
           },

@@ -1,9 +1,11 @@
 /**
  * One terminal on the page: xterm.js fed by follow (snapshot, then output), keystrokes and pastes
  * sent to the input route (in order, each batch typed once: retried under its Idempotency-Key while
- * its outcome is unknown, web/client/input.ts), the window size sent to the resize route. When the live terminal is gone
- * (retired: 410, sidecar down: 503, or closed) it shows the last persisted display, read-only,
- * staged off-screen and swapped in only when the transfer reached `end`.
+ * its outcome is unknown, web/client/input.ts). The program's size follows this window only once
+ * this window holds control and is used (./sizing.ts); otherwise the terminal is shown at its own
+ * size, scaled to fit. When the live terminal is gone (retired: 410, sidecar down: 503, or closed)
+ * it shows the last persisted display, read-only, staged off-screen and swapped in only when the
+ * transfer reached `end`; a terminal already known to be closed or retired goes there at once.
  *
  * Replayed bytes (the snapshot, and the backlog replayed after a reconnect) may contain terminal
  * queries (device attributes, cursor position reports); the ReplayGuard keeps xterm.js from
@@ -11,27 +13,24 @@
  * and the user's own typing is never dropped.
  */
 import { FitAddon } from '@xterm/addon-fit'
-import { Terminal, type ITheme } from '@xterm/xterm'
-import { useUnicode11 } from '../../sidecar/emulator/widths.ts'
-import { MAX_COLS, MAX_ROWS, MAX_VISIBLE_CELLS, MIN_COLS, MIN_ROWS, UNKNOWN_OUTCOME_RETRY_MS } from '../../schema/limits.ts'
+import type { Terminal } from '@xterm/xterm'
+import { replayAnsi } from '../../api/display/replay.ts'
+import { UNKNOWN_OUTCOME_RETRY_MS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { ApiError, type TermkeepClient } from '../client/api.ts'
-import { replayAnsi } from '../../api/display/replay.ts'
 import { readDisplay } from '../client/display.ts'
 import { follow, type FollowEnd } from '../client/follow.ts'
 import { InputQueue, type InputFailure } from '../client/input.ts'
+import { endedText } from '../client/labels.ts'
 import { h, randomId } from './dom.ts'
 import { ReplayGuard } from './replay-guard.ts'
+import { BASE_FONT_SIZE, scaleToFit, type SizeMode } from './sizing.ts'
+import { TerminalBar } from './terminal-bar.ts'
+import { equip } from './terminal-tools.ts'
+import { fitGeometry, newTerminal } from './xterm.ts'
 
-/** Window resizes are sent once they settle, not for every animation frame of a drag. */
+/** Window resizes are acted on once they settle, not for every animation frame of a drag. */
 const RESIZE_DEBOUNCE_MS = 120
-
-export const THEME: ITheme = {
-  background: '#101317',
-  foreground: '#e6e6e6',
-  cursor: '#f5d76e',
-  selectionBackground: '#3a4a66',
-}
 
 export type ViewMode = 'connecting' | 'live' | 'read-only' | 'reconnecting' | 'display' | 'ended' | 'error'
 
@@ -42,30 +41,13 @@ export interface TerminalViewEvents {
   leave(): void
 }
 
-/** Ctrl+Shift+Home leaves the terminal for keyboard users; shells do not bind it. */
-export const isLeaveKey = (e: KeyboardEvent) => e.type === 'keydown' && e.ctrlKey && e.shiftKey && !e.altKey && e.key === 'Home'
-
-function newTerminal(readOnly: boolean): Terminal {
-  const term = new Terminal({
-    theme: THEME,
-    fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace',
-    fontSize: 14,
-    cursorBlink: !readOnly,
-    disableStdin: readOnly,
-    scrollback: 10_000,
-    // The unicode API (Unicode 11 widths, as the sidecar's emulator measures) is a proposed one.
-    allowProposedApi: true,
-    screenReaderMode: false,
-  })
-  useUnicode11(term)
-  return term
-}
-
-function fitGeometry(cols: number, rows: number): { cols: number; rows: number } {
-  cols = Math.min(Math.max(cols, MIN_COLS), MAX_COLS)
-  rows = Math.min(Math.max(rows, MIN_ROWS), MAX_ROWS)
-  if (cols * rows > MAX_VISIBLE_CELLS) rows = Math.max(MIN_ROWS, Math.floor(MAX_VISIBLE_CELLS / cols))
-  return { cols, rows }
+export interface TerminalViewOptions {
+  /** The program's size follows this window from the start (a terminal this window made). */
+  fit?: boolean
+  /** What the terminal list said about it: a closed or retired one opens on its last screen. */
+  info?: TerminalInfo
+  /** Whether this window closed it (its end then says so). */
+  closedHere?: () => boolean
 }
 
 export class TerminalView {
@@ -78,6 +60,10 @@ export class TerminalView {
   #info: TerminalInfo | undefined
   #guard: ReplayGuard
   #controller = false
+  /** Whether the program's size follows this window (./sizing.ts). */
+  #follows: boolean
+  #size: SizeMode | undefined
+  readonly #bar = new TerminalBar(() => this.fitToWindow())
   /** Ends with the view (#abort is replaced when the view takes control again). */
   #disposed = new AbortController()
   #input = new InputQueue(
@@ -95,20 +81,21 @@ export class TerminalView {
     readonly sessionId: string,
     readonly terminalId: string,
     private readonly events: TerminalViewEvents,
+    private readonly options: TerminalViewOptions = {},
   ) {
+    this.#follows = options.fit === true
     this.#host = h('div', { class: 'xterm-host' })
-    this.element = h('div', { class: 'terminal-view' }, this.#host)
-    this.term = newTerminal(false)
+    this.element = h('div', { class: 'terminal-view' }, this.#bar.element, this.#host)
+    this.#bar.find.onClose = () => this.term.focus()
+    this.term = this.#newTerminal(false, this.#host)
     this.term.loadAddon(this.#fit)
     this.#guard = new ReplayGuard(this.term)
-    this.term.attachCustomKeyEventHandler((event) => {
-      if (!isLeaveKey(event)) return true
-      event.preventDefault()
-      this.events.leave()
-      return false
-    })
     this.term.onData((data) => this.#send(this.#encoder.encode(data)))
     this.term.onBinary((data) => this.#send(Uint8Array.from(data, (c) => c.charCodeAt(0) & 255)))
+    // A key or a paste in this window makes it the one the program's size follows (xterm.js's own
+    // answers to a program's queries arrive through onData too, so onData cannot tell).
+    this.term.onKey(() => this.#use())
+    this.#host.addEventListener('paste', () => this.#use(), { capture: true })
     this.#observer = new ResizeObserver(() => this.#scheduleResize())
   }
 
@@ -116,11 +103,19 @@ export class TerminalView {
     return this.#mode
   }
 
-  /** Mounts the terminal (the element must be in the document) and starts following. */
+  /** Mounts the terminal (the element must be in the document) and starts following, or shows the
+   * last screen of a terminal already known to be closed or retired. */
   start(): void {
     this.term.open(this.#host)
     this.#observer.observe(this.#host)
-    void this.#follow()
+    const known = this.options.info
+    if (known && (known.state === 'closed' || known.state === 'retired')) {
+      this.#info = known
+      void this.#showDisplay(`This terminal ${endedText(known, this.options.closedHere?.())}`)
+    } else {
+      void this.#follow()
+    }
+    this.#drawSize()
   }
 
   focus(): void {
@@ -135,19 +130,39 @@ export class TerminalView {
     void this.#follow()
   }
 
+  /** An explicit choice: the program's size follows this window from now on. */
+  fitToWindow(): void {
+    this.#use()
+    if (!this.#controller && this.#mode !== 'display' && this.#mode !== 'ended') this.takeControl()
+  }
+
   dispose(): void {
     this.#abort.abort()
     this.#disposed.abort()
     this.#observer.disconnect()
     clearTimeout(this.#resizeTimer)
     this.#guard.dispose()
+    this.#bar.find.dispose()
     this.term.dispose()
+  }
+
+  #newTerminal(readOnly: boolean, host: HTMLElement): Terminal {
+    const term = newTerminal(readOnly)
+    this.#bar.find.use(equip(term, host, { find: () => this.#bar.find.open(), leave: () => this.events.leave() }))
+    return term
+  }
+
+  #use(): void {
+    if (this.#follows) return
+    this.#follows = true
+    this.#scheduleResize(0)
   }
 
   #setMode(mode: ViewMode, message: string): void {
     this.#mode = mode
     this.element.dataset.mode = mode
     this.events.mode(mode, message)
+    this.#drawSize()
   }
 
   async #follow(): Promise<void> {
@@ -182,18 +197,26 @@ export class TerminalView {
   }
 
   #onInfo(info: TerminalInfo): void {
+    const resized = this.#info?.cols !== info.cols || this.#info?.rows !== info.rows
     this.#info = info
     this.#controller = info.controllerId === this.#attachment
     // Control is known again: held input goes (or, read-only, is answered as refused).
     this.#input.resume()
-    if (!this.#controller && (this.term.cols !== info.cols || this.term.rows !== info.rows)) this.term.resize(info.cols, info.rows)
+    if (!this.#decides() && (this.term.cols !== info.cols || this.term.rows !== info.rows)) this.term.resize(info.cols, info.rows)
     if (this.#mode === 'live' || this.#mode === 'read-only' || this.#mode === 'connecting') {
       this.#setMode(
         this.#controller ? 'live' : 'read-only',
         this.#controller ? '' : 'Another window controls this terminal; this view is read-only.',
       )
     }
+    if (resized || !this.#decides()) this.#scheduleResize(0)
+    this.#drawSize()
     this.events.info(info)
+  }
+
+  /** Whether this window decides the program's size now: it holds control and was used. */
+  #decides(): boolean {
+    return this.#follows && this.#controller && this.#mode !== 'display' && this.#mode !== 'ended'
   }
 
   async #ended(end: FollowEnd): Promise<void> {
@@ -201,7 +224,14 @@ export class TerminalView {
     if (end.kind === 'refused') {
       const { code, message } = end.error
       if (code === 'terminal/unavailable' || code === 'sidecar/unavailable' || code === 'terminal/closed') {
-        await this.#showDisplay(code === 'sidecar/unavailable' ? 'The terminal host is not reachable' : 'This terminal is no longer live')
+        const info = await this.#finalInfo(undefined)
+        const reason =
+          code === 'sidecar/unavailable'
+            ? 'The terminal host is not reachable'
+            : info
+              ? `This terminal ${endedText(info, this.options.closedHere?.())}`
+              : 'This terminal is no longer live'
+        await this.#showDisplay(reason)
       } else {
         this.#setMode('error', `${message} (${code})`)
       }
@@ -211,17 +241,21 @@ export class TerminalView {
     this.#controller = false
     this.term.options.disableStdin = true
     this.term.options.cursorBlink = false
-    const info = end.info
-    const how =
-      info?.exitCode !== null && info?.exitCode !== undefined
-        ? ` with code ${info.exitCode}`
-        : info?.exitSignal
-          ? ` on signal ${info.exitSignal}`
-          : ''
-    this.#setMode(
-      'ended',
-      `The shell ${info?.state === 'exited' ? 'exited' : 'ended'}${how}. This view is read-only; start a new terminal to continue.`,
-    )
+    const info = await this.#finalInfo(end.info)
+    const how = info ? endedText(info, this.options.closedHere?.()) : 'ended'
+    this.#setMode('ended', `This terminal ${how}. Its screen stays here, read-only; start a new terminal to continue.`)
+    if (info) this.events.info(info)
+  }
+
+  /** The terminal's info once it ended: a close's last steps (closed, retired) may come after the
+   * stream ended, so it is asked for once more. */
+  async #finalInfo(last: TerminalInfo | undefined): Promise<TerminalInfo | undefined> {
+    if (this.#abort.signal.aborted) return last
+    try {
+      return await this.client.terminal(this.sessionId, this.terminalId)
+    } catch {
+      return last ?? this.#info
+    }
   }
 
   /** Reads the persisted display and swaps it in only once the whole revision has arrived. */
@@ -230,8 +264,8 @@ export class TerminalView {
     this.term.options.disableStdin = true
     try {
       const display = await readDisplay(this.client, this.sessionId, this.terminalId, this.#abort.signal)
-      const staged = newTerminal(true)
       const host = h('div', { class: 'xterm-host' })
+      const staged = this.#newTerminal(true, host)
       staged.resize(display.begin.cols, display.begin.rows)
       staged.write(replayAnsi(display))
       // Swap: the old live view stays on screen until the new one is complete.
@@ -241,7 +275,9 @@ export class TerminalView {
       this.#host = host
       this.term = staged
       staged.open(host)
-      this.#setMode('display', `${reason}; showing its last saved screen (read-only).`)
+      this.#observer = new ResizeObserver(() => this.#scheduleResize())
+      this.#observer.observe(host)
+      this.#setMode('display', `${reason}. Showing its last saved screen, read-only.`)
     } catch (error) {
       if (this.#abort.signal.aborted) return
       const detail = error instanceof ApiError ? `${error.message} (${error.code})` : String((error as Error).message ?? error)
@@ -277,8 +313,14 @@ export class TerminalView {
     this.#resizeTimer = setTimeout(() => void this.#resize(), delay)
   }
 
+  /** Fits the program to this window when this window decides its size, else shows it scaled. */
   async #resize(): Promise<void> {
-    if (!this.#controller || this.#mode === 'display') return
+    if (!this.#decides()) {
+      this.#sized(await scaleToFit(this.term, this.#host))
+      return
+    }
+    if (this.term.options.fontSize !== BASE_FONT_SIZE) this.term.options.fontSize = BASE_FONT_SIZE
+    this.#sized('fit')
     const proposed = this.#fit.proposeDimensions()
     if (!proposed || !Number.isFinite(proposed.cols) || !Number.isFinite(proposed.rows)) return
     const { cols, rows } = fitGeometry(proposed.cols, proposed.rows)
@@ -290,5 +332,23 @@ export class TerminalView {
       if (error instanceof ApiError && error.code === 'terminal/control-unavailable')
         this.#inputFailed({ error, bytes: 0, uncertain: false })
     }
+  }
+
+  #sized(mode: SizeMode): void {
+    this.#size = mode
+    this.element.dataset.size = mode
+    this.#drawSize()
+  }
+
+  /** The bar: read-only or not, the program's size and who decides it. */
+  #drawSize(): void {
+    this.#bar.show({
+      cols: this.#info?.cols ?? this.term.cols,
+      rows: this.#info?.rows ?? this.term.rows,
+      size: this.#size,
+      finished: this.#mode === 'display' || this.#mode === 'ended',
+      readOnly: this.#mode === 'read-only',
+      canFit: !this.#decides() && (this.#mode === 'live' || this.#mode === 'read-only'),
+    })
   }
 }

@@ -7,6 +7,7 @@
 import type { RunMember, RunSummary } from '../../schema/wire/workflows.ts'
 import { ApiError, type TermkeepClient } from '../client/api.ts'
 import { failure, fill, h } from './dom.ts'
+import { routeHash } from './route.ts'
 
 /** Re-read this often while a run of the session is going, else this often. */
 const BUSY_REFRESH_MS = 2_000
@@ -15,8 +16,6 @@ const IDLE_REFRESH_MS = 10_000
 const RUNS_SHOWN = 10
 
 export interface WorkflowsViewActions {
-  /** Opens a terminal of this session in the session view. */
-  openTerminal(terminalId: string): void
   /** A run or member changed: the session's terminal list has likely changed with it. */
   changed(): void
 }
@@ -112,16 +111,10 @@ export class WorkflowsView {
   }
 
   #member(member: RunMember): HTMLElement {
+    // The terminal's address: following it opens the terminal here (./route.ts).
     const link = h(
       'a',
-      {
-        href: `#/s/${this.sessionId}/t/${member.terminal}`,
-        class: 'member-terminal',
-        onclick: (event: Event) => {
-          event.preventDefault()
-          this.actions.openTerminal(member.terminal)
-        },
-      },
+      { href: routeHash({ sessionId: this.sessionId, terminalId: member.terminal }), class: 'member-terminal' },
       `#${member.seq} ${member.label}`,
     )
     const exit = member.exitCode === null ? '' : ` (exit ${member.exitCode})`

@@ -1,15 +1,17 @@
 /**
- * The script API (seed 003) as it lives inside the script's own `node:vm` realm. program.ts
- * evaluates this file's functions as source in the context (Function.prototype.toString), so every
- * helper, Promise, Error, array and object the script can touch is made by the context's own
- * intrinsics: a script that walks `.constructor.constructor` from anything it was given reaches
- * the context's Function, in whose realm `process`, `require` and the host do not exist. These
- * functions refer to nothing outside their own bodies (this file imports types only).
+ * The script API (seed 003) as guest code: it runs inside the script's engine (QuickJS, in
+ * WebAssembly) beside the script. program.ts evaluates this file's functions there as source
+ * (Function.prototype.toString), so they refer to nothing outside their own bodies (this file
+ * imports types only). The guest holds no host object at all: everything the script can touch
+ * is the engine's own, made by this code or by the script.
  *
- * The only thing of the host's that the context ever holds is the bridge `hostSend(text)`, kept in
- * a closure here, never in a global or an object the script can read, and always called directly
- * (never through `.call`, a getter or any method the script could replace). Only strings cross:
- * JSON text to the host, JSON text back through the `receive(text)` this returns.
+ * The one thing of the host's here is the bridge `hostSend(text)`, a host function held in this
+ * closure, never in a global or an object, and always called directly. Only strings cross it:
+ * JSON text to the host; the host answers by calling the `receive(text)` this returns, with JSON
+ * text. Before the script runs, the built-ins are frozen (guest-lockdown.ts), so a script cannot
+ * change the methods this code calls on its own objects; the script's own values (items,
+ * options, addresses, thrown values) are read by index and property, never through a method the
+ * script could have put on them.
  *
  * Hook misuse (bad arguments, an unknown option, a limit exceeded, an unknown profile) throws a
  * fatal WorkflowError (`error.fatal`, `error.code`); the first one dooms the run: every later hook
@@ -25,22 +27,34 @@ type Reply = Exclude<ToScript, { type: 'start' }>
 type Step = { kind: 'value'; value: unknown } | { kind: 'null' } | { kind: 'fatal'; error: unknown }
 export type Inspect = (value: unknown, depth: number) => string
 
-/** Installs the helpers as the context's globals and starts the script; returns the reply inlet. */
-export function realmMain(hostSend: (text: string) => void, startText: string, inspect: Inspect): (text: string) => void {
+/**
+ * Installs the helpers as globals, freezes the built-ins (`lockdown`) and starts `body` (the
+ * script compiled as an async function, or the SyntaxError compiling it threw); returns the
+ * reply inlet.
+ */
+export function guestMain(
+  hostSend: (text: string) => void,
+  startText: string,
+  body: unknown,
+  inspect: Inspect,
+  lockdown: () => void,
+): (text: string) => void {
   // Captured before the script runs: it may replace globals, never these bindings.
-  const { JSON, Object, Array, Number, Error, Promise, WeakSet, Map, String } = globalThis
-  const parse = JSON.parse
-  const stringify = JSON.stringify
+  const { JSON, Object, Array, Number, Error, Promise, WeakSet, Map, Set, String } = globalThis
+  const InternalError = (globalThis as unknown as { InternalError: ErrorConstructor }).InternalError
+  const { parse, stringify } = JSON
+  const { keys, hasOwn, defineProperty, freeze, getPrototypeOf } = Object
+  const { isArray } = Array
   const start = parse(startText) as ScriptStart
   const { limits } = start
   const send = (message: FromScript) => {
     const text = stringify(message)
-    try {
-      hostSend(text)
-    } catch {
-      // Nothing the host throws is let in (the bridge never throws; a stack overflow might).
-    }
+    hostSend(text)
   }
+  // Sent when describing the end fails (the script broke what that uses, or memory ran out):
+  // made now, so sending them needs no allocation.
+  const UNDESCRIBABLE = stringify({ type: 'done', stopReason: 'error', error: 'the script failed in a way that cannot be described' })
+  const OUT_OF_MEMORY = stringify({ type: 'done', stopReason: 'error', limit: 'memory', error: 'InternalError: out of memory' })
   const bytes = (text: string) => {
     let size = 0
     for (let i = 0; i < text.length; i++) {
@@ -54,6 +68,12 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
     }
     return size
   }
+  /** The script's own items: copied by index (a method of theirs is never called). */
+  const copy = (items: ArrayLike<unknown>): unknown[] => {
+    const out: unknown[] = []
+    for (let i = 0; i < items.length; i++) out.push(items[i])
+    return out
+  }
 
   // ── failure discipline ────────────────────────────────────────────────────
   const fatals = new WeakSet<object>()
@@ -61,23 +81,30 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
   let doom: Error | undefined
   const fatal = (code: string, message: string): Error => {
     const error = new Error(message)
-    error.name = 'WorkflowError'
-    Object.assign(error, { code, fatal: true })
+    defineProperty(error, 'name', { value: 'WorkflowError', writable: true, configurable: true })
+    defineProperty(error, 'code', { value: code, enumerable: true })
+    defineProperty(error, 'fatal', { value: true, enumerable: true })
     fatals.add(error)
     doom ??= error
     return error
   }
   const isFatal = (error: unknown) => typeof error === 'object' && error !== null && fatals.has(error)
+  const outOfMemory = (error: unknown) => error instanceof InternalError && (error as Error).message === 'out of memory'
   const healthy = () => {
     if (doom) throw doom
   }
+  /** " (line L, column C)": the first frame in the script (its body starts on line 2 of `script`). */
+  const at = (error: object): string => {
+    const found = /\(script:(\d+):(\d+)\)|\bat script:(\d+):(\d+)/.exec(String((error as Error).stack))
+    if (!found) return ''
+    const line = Number(found[1] ?? found[3]) - 1
+    return line > 0 ? ` (line ${line}, column ${Number(found[2] ?? found[4])})` : ''
+  }
   const describe = (error: unknown): string => {
-    if (isFatal(error)) return `${(error as { code: string }).code}: ${(error as Error).message}`
+    if (isFatal(error)) return `${(error as { code: string }).code}: ${(error as Error).message}${at(error as object)}`
     if (typeof error !== 'object' || error === null || !('message' in error)) return `the script threw ${inspect(error, 2)}`
-    const { name, message, stack } = error as Error
-    // The body starts on line 3 of the function the AsyncFunction constructor builds.
-    const at = /<anonymous>:(\d+):(\d+)/.exec(String(stack))
-    return `${String(name)}: ${String(message)}${at ? ` (line ${Number(at[1]) - 2})` : ''}`
+    const { name, message } = error as Error
+    return `${String(name)}: ${String(message)}${at(error)}`
   }
 
   // ── requests to the host ─────────────────────────────────────────────────
@@ -89,14 +116,16 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
       waiting.set(call, { resolve, reject })
       send({ ...request, call } as FromScript)
     })
-  function receive(text: string): void {
-    const message = parse(text) as Reply
+  const answer = (message: Reply) => {
     const waiter = waiting.get(message.call)
     if (!waiter) return
     waiting.delete(message.call)
     if (message.error) {
       const { code, message: reason, fatal: isFatalError } = message.error
-      waiter.reject(isFatalError ? fatal(code, reason) : Object.assign(new Error(reason), { code }))
+      if (isFatalError) return waiter.reject(fatal(code, reason))
+      const error = new Error(reason)
+      defineProperty(error, 'code', { value: code, enumerable: true })
+      waiter.reject(error)
     } else if (message.type === 'agent-result') {
       const result = message.result as object
       agentResults.add(result)
@@ -110,21 +139,23 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
   const AGENT_OPTIONS = ['label', 'profile']
   const profileList = () => (start.profiles.length > 0 ? start.profiles.join(', ') : 'none')
   let accepted = 0
-  function agent(prompt: unknown, options?: unknown): Promise<unknown> {
+  const agent = (prompt: unknown, options?: unknown): Promise<unknown> => {
     healthy()
     if (typeof prompt !== 'string' || prompt.trim() === '')
       throw fatal('INVALID_ARGUMENT', 'agent(prompt, options?) needs a prompt: a non-empty string')
     const size = bytes(prompt)
     if (size > limits.maxPromptBytes) throw fatal('PROMPT_CAP', `a prompt is at most ${limits.maxPromptBytes} bytes (this one is ${size})`)
-    if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
+    if (options !== undefined && (typeof options !== 'object' || options === null || isArray(options))) {
       throw fatal('INVALID_ARGUMENT', 'agent() options are an object, e.g. {label: "review", profile: "default"}')
     }
     const given = (options ?? {}) as Record<string, unknown>
-    for (const key of Object.keys(given)) {
-      if (!AGENT_OPTIONS.includes(key))
-        throw fatal('UNSUPPORTED_OPTION', `agent() has no option "${key}" (its options: ${AGENT_OPTIONS.join(', ')})`)
+    const names = keys(given)
+    for (let i = 0; i < names.length; i++) {
+      if (!AGENT_OPTIONS.includes(names[i]))
+        throw fatal('UNSUPPORTED_OPTION', `agent() has no option "${names[i]}" (its options: ${AGENT_OPTIONS.join(', ')})`)
     }
-    const { label, profile } = given
+    const label = hasOwn(given, 'label') ? given.label : undefined
+    const profile = hasOwn(given, 'profile') ? given.profile : undefined
     if (label !== undefined && typeof label !== 'string') throw fatal('INVALID_ARGUMENT', 'agent() option "label" is a string')
     if (profile !== undefined && typeof profile !== 'string') throw fatal('INVALID_ARGUMENT', 'agent() option "profile" is a string')
     const chosen = profile ?? start.defaultProfile
@@ -137,7 +168,7 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
   }
 
   /** One item's or stage's outcome: an agent that did not complete and ordinary errors are `null`. */
-  async function step(run: () => unknown): Promise<Step> {
+  const step = async (run: () => unknown): Promise<Step> => {
     try {
       const value = await run()
       if (typeof value === 'object' && value !== null && agentResults.has(value)) {
@@ -150,15 +181,16 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
     }
   }
 
-  function checkItems(name: string, items: unknown): unknown[] {
-    if (!Array.isArray(items)) throw fatal('INVALID_ARGUMENT', `${name} needs an array of items`)
-    if (items.length > limits.maxItems) throw fatal('ITEM_CAP', `${name} takes at most ${limits.maxItems} items (got ${items.length})`)
-    return [...items]
+  const checkItems = (name: string, items: unknown): unknown[] => {
+    if (!isArray(items)) throw fatal('INVALID_ARGUMENT', `${name} needs an array of items`)
+    const length = (items as unknown[]).length
+    if (length > limits.maxItems) throw fatal('ITEM_CAP', `${name} takes at most ${limits.maxItems} items (got ${length})`)
+    return copy(items as unknown[])
   }
 
   /** Runs every item at once; the first fatal error rejects at once, the rest are null or values. */
-  function all(items: unknown[], run: (item: unknown, index: number) => Promise<Step>): Promise<unknown[]> {
-    return new Promise((resolve, reject) => {
+  const all = (items: unknown[], run: (item: unknown, index: number) => Promise<Step>): Promise<unknown[]> =>
+    new Promise((resolve, reject) => {
       const out: unknown[] = items.map(() => null)
       let left = items.length
       if (left === 0) return resolve(out)
@@ -170,9 +202,8 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
         })
       })
     })
-  }
 
-  function parallel(items: unknown, fn?: unknown): Promise<unknown[]> {
+  const parallel = (items: unknown, fn?: unknown): Promise<unknown[]> => {
     healthy()
     const list = checkItems('parallel(items, fn)', items)
     if (fn !== undefined && typeof fn !== 'function') throw fatal('INVALID_ARGUMENT', 'parallel(items, fn): fn is a function')
@@ -183,7 +214,7 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
     return all(list, (item, index) => step(() => (call ? call(item, index) : (item as (index: number) => unknown)(index))))
   }
 
-  function pipeline(items: unknown, ...stages: unknown[]): Promise<unknown[]> {
+  const pipeline = (items: unknown, ...stages: unknown[]): Promise<unknown[]> => {
     healthy()
     const list = checkItems('pipeline(items, ...stages)', items)
     if (stages.length === 0 || !stages.every((stage) => typeof stage === 'function')) {
@@ -193,7 +224,8 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
     // No barrier between stages: each item moves on as soon as its own stage is done.
     return all(list, async (item, index) => {
       let previous: unknown = item
-      for (const stage of calls) {
+      for (let i = 0; i < calls.length; i++) {
+        const stage = calls[i]
         const outcome = await step(() => stage(previous, item, index))
         if (outcome.kind !== 'value') return outcome
         previous = outcome.value
@@ -202,7 +234,7 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
     })
   }
 
-  function readText(address: unknown): Promise<unknown> {
+  const readText = (address: unknown): Promise<unknown> => {
     healthy()
     let request: unknown
     if (typeof address === 'string') request = { address }
@@ -219,8 +251,10 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
   let logBytes = 0
   let logCount = 0
   // Not doomed by a fatal error (it starts nothing): a script may report the error it caught.
-  function log(...args: unknown[]): void {
-    const message = args.map((arg) => (typeof arg === 'string' ? arg : inspect(arg, 4))).join(' ')
+  const log = (...args: unknown[]): void => {
+    const parts: string[] = []
+    for (let i = 0; i < args.length; i++) parts.push(typeof args[i] === 'string' ? (args[i] as string) : inspect(args[i], 4))
+    const message = parts.join(' ')
     const size = bytes(message)
     if (size > limits.maxLogMessageBytes)
       throw fatal('LOG_CAP', `one log message is at most ${limits.maxLogMessageBytes} bytes (this one is ${size})`)
@@ -240,19 +274,26 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
     if (typeof value !== 'object') return `a ${typeof value}`
     if (seen.has(value) || depth > 200) return 'a cycle or a structure nested over 200 deep'
     seen.add(value)
-    const proto = Object.getPrototypeOf(value)
-    if (!Array.isArray(value) && proto !== null && proto !== Object.prototype) {
-      return `a ${(value as object).constructor?.name ?? 'class instance'} (only plain objects and arrays)`
+    const proto = getPrototypeOf(value)
+    const array = isArray(value)
+    if (!array && proto !== null && proto !== Object.prototype) {
+      return `a ${String((value as object).constructor?.name ?? 'class instance')} (only plain objects and arrays)`
     }
-    const entries = Array.isArray(value) ? Array.from(value, (item, i) => [String(i), item] as const) : Object.entries(value)
-    for (const [key, item] of entries) {
+    const names: string[] = []
+    if (array) for (let i = 0; i < (value as unknown[]).length; i++) names.push(String(i))
+    else names.push(...keys(value))
+    for (let i = 0; i < names.length; i++) {
+      const item = (value as Record<string, unknown>)[names[i]]
       const problem = item === undefined ? 'undefined' : unlike(item, depth + 1, seen)
-      if (problem) return `${problem} at ${key}`
+      if (problem) return `${problem} at ${names[i]}`
     }
     seen.delete(value)
     return undefined
   }
-  const failed = (error: unknown) => send({ type: 'done', stopReason: 'error', error: describe(doom ?? error) })
+  const failed = (error: unknown) => {
+    const cause = doom ?? error
+    send({ type: 'done', stopReason: 'error', error: describe(cause), ...(outOfMemory(cause) ? { limit: 'memory' as const } : {}) })
+  }
   const completed = (value: unknown) => {
     if (doom) return failed(doom)
     const problem = value === undefined ? undefined : unlike(value, 0, new Set())
@@ -263,100 +304,40 @@ export function realmMain(hostSend: (text: string) => void, startText: string, i
       return failed(fatal('RESULT_CAP', `the return value is at most ${limits.maxResultBytes} bytes as JSON (it is ${size})`))
     send({ type: 'done', stopReason: 'completed', value: json })
   }
-  const settle = (outcome: () => void) => {
+  const settle = (outcome: () => void, cause?: unknown) => {
     try {
       outcome()
-    } catch {
-      // The script broke what describing its outcome uses (a getter that throws, a replaced method).
-      send({ type: 'done', stopReason: 'error', error: 'the script failed in a way that cannot be described' })
+    } catch (error) {
+      // The script broke what describing its end reads (a getter that throws), or memory ran out.
+      hostSend(outOfMemory(cause) || outOfMemory(error) ? OUT_OF_MEMORY : UNDESCRIBABLE)
     }
   }
+  function receive(text: string): void {
+    settle(() => answer(parse(text) as Reply))
+  }
 
-  const AsyncFunction = (async () => {}).constructor as new (body: string) => () => Promise<unknown>
-  Object.assign(globalThis, { agent, parallel, pipeline, readText, log })
-  ;(globalThis as { input?: unknown }).input = start.input === undefined ? undefined : parse(start.input)
-  let body: () => Promise<unknown>
-  try {
-    body = new AsyncFunction(start.script)
-  } catch (error) {
-    settle(() => failed(error))
+  // The built-ins first: the input is the script's to change, the helpers are frozen on their own.
+  lockdown()
+  const api = { agent, parallel, pipeline, readText, log }
+  for (const name of keys(api)) {
+    freeze(api[name as keyof typeof api])
+    defineProperty(globalThis, name, { value: api[name as keyof typeof api], writable: true, configurable: true })
+  }
+  defineProperty(globalThis, 'input', {
+    value: start.input === undefined ? undefined : parse(start.input),
+    writable: true,
+    configurable: true,
+  })
+  if (typeof body !== 'function') {
+    settle(() => failed(body), body)
     return receive
   }
   // Started from a fresh job, not from the host's call into this function.
   void Promise.resolve().then(() =>
-    body().then(
+    (body as () => Promise<unknown>)().then(
       (value) => settle(() => completed(value)),
-      (error) => settle(() => failed(error)),
+      (error) => settle(() => failed(error), error),
     ),
   )
   return receive
-}
-
-/**
- * util.inspect's look for the values a script logs, made in the context (the host's util.inspect
- * would hand a script's `[util.inspect.custom]` the host's own functions). Strings quoted, arrays
- * `[ 1, 2 ]`, objects `{ a: 1 }`, `[Object]` past `depth`, `[Circular]`, class names kept.
- */
-export function inspectValue(value: unknown, depth: number): string {
-  const { Object, Array, String, Number, Function, Error, Map, Set, Date, RegExp } = globalThis
-  const MAX_ENTRIES = 100
-  const seen: object[] = []
-  const quote = (text: string) => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n')}'`
-  const key = (name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? name : quote(name))
-  const list = (open: string, items: string[], close: string, total: number) => {
-    if (total > items.length) items.push(`... ${total - items.length} more item${total - items.length === 1 ? '' : 's'}`)
-    return items.length === 0 ? `${open}${close}` : `${open} ${items.join(', ')} ${close}`
-  }
-  const show = (item: unknown, level: number): string => {
-    if (typeof item === 'string') return quote(item)
-    if (typeof item === 'bigint') return `${item}n`
-    if (typeof item === 'number') return Object.is(item, -0) ? '-0' : String(item)
-    if (typeof item === 'symbol') return item.toString()
-    if (typeof item === 'function')
-      return `[${/^class\b/.test(Function.prototype.toString.call(item)) ? 'class' : 'Function'}${item.name ? `: ${item.name}` : ' (anonymous)'}]`
-    if (typeof item !== 'object' || item === null) return String(item)
-    if (seen.includes(item)) return '[Circular]'
-    if (item instanceof Error) return `[${String(item.name)}: ${String(item.message)}]`
-    if (item instanceof Date) return Number.isNaN(item.getTime()) ? 'Invalid Date' : item.toISOString()
-    if (item instanceof RegExp) return String(item)
-    const proto = Object.getPrototypeOf(item)
-    const name = proto === null ? '[Object: null prototype]' : ((proto.constructor?.name as string | undefined) ?? '')
-    if (level > depth) {
-      if (Array.isArray(item)) return item.length === 0 ? '[]' : '[Array]'
-      return Object.keys(item).length === 0 && name === 'Object'
-        ? '{}'
-        : `[${name && name !== '[Object: null prototype]' ? name : 'Object'}]`
-    }
-    seen.push(item)
-    try {
-      const prefix = name === 'Object' || name === 'Array' ? '' : `${name} `
-      if (Array.isArray(item))
-        return (
-          prefix +
-          list(
-            '[',
-            item.slice(0, MAX_ENTRIES).map((entry) => show(entry, level + 1)),
-            ']',
-            item.length,
-          )
-        )
-      if (item instanceof Map) {
-        const entries = [...item].slice(0, MAX_ENTRIES).map(([k, v]) => `${show(k, level + 1)} => ${show(v, level + 1)}`)
-        return `${name}(${item.size}) ${list('{', entries, '}', item.size)}`
-      }
-      if (item instanceof Set)
-        return `${name}(${item.size}) ${list(
-          '{',
-          [...item].slice(0, MAX_ENTRIES).map((v) => show(v, level + 1)),
-          '}',
-          item.size,
-        )}`
-      const names = Object.keys(item)
-      const entries = names.slice(0, MAX_ENTRIES).map((k) => `${key(k)}: ${show((item as Record<string, unknown>)[k], level + 1)}`)
-      return prefix + list('{', entries, '}', names.length)
-    } finally {
-      seen.pop()
-    }
-  }
-  return show(value, 0)
 }

@@ -1,0 +1,15 @@
+/** The workflow engine's own tuning (the public limits are in schema/limits.ts). */
+
+/** How often the sidecar measures a script process's CPU time and memory: it is the backstop
+ * behind the engine's own limits, which act first, so once a second is soon enough. */
+export const WORKFLOW_LIMIT_CHECK_MS = 1_000
+/** CPU time the sidecar grants a script process beyond the run's limit before it kills it: Node's
+ * start and the engine's compile are counted here but not by the engine's own limit, which ends
+ * the script first. */
+export const WORKFLOW_CPU_BACKSTOP_GRACE_MS = 5_000
+/** Resident memory a script process may use beyond the script's own WORKFLOW_SCRIPT_MEMORY_BYTES:
+ * Node itself (~50 MB), its heap (WORKFLOW_SCRIPT_HEAP_MB) and the engine's code. More means code
+ * escaped the engine's limit: the sidecar kills the process. */
+export const WORKFLOW_PROCESS_MEMORY_SLACK_BYTES = 512 * 1024 * 1024
+/** How long ending a run's leftover processes keeps looking for ones forked meanwhile. */
+export const WORKFLOW_LEFTOVERS_WAIT_MS = 2_000
