@@ -3,7 +3,15 @@
  * stream's chunks into whole frames. A frame's payload is a view into what was read (copied only
  * when a frame spans chunks).
  */
-import { FRAME_INPUT, FRAME_JSON, FRAME_KEYED_INPUT, FRAME_RECORDS, type KeptInputKey, MAX_FRAME_BYTES, RECORDS_HEADER_BYTES } from './protocol.ts'
+import {
+  FRAME_INPUT,
+  FRAME_JSON,
+  FRAME_KEYED_INPUT,
+  FRAME_RECORDS,
+  type KeptInputKey,
+  MAX_FRAME_BYTES,
+  RECORDS_HEADER_BYTES,
+} from './protocol.ts'
 
 export interface Frame {
   kind: number
