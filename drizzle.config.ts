@@ -2,7 +2,7 @@ import { defineConfig } from 'drizzle-kit'
 
 export default defineConfig({
   dialect: 'turso',
-  schema: './schema/tables.ts',
+  schema: './storage/tables.ts',
   out: './migrations',
   dbCredentials: {
     url: process.env.DATABASE_URL ?? 'file:./data/termkeep.db',

@@ -6,7 +6,7 @@ export default defineConfig({
       {
         test: {
           name: 'node',
-          include: ['{api,keeper,local,sidecar,schema,storage,cli,test}/**/*.test.ts'],
+          include: ['{api,keeper,local,sidecar,schema,common,storage,cli,web,test}/**/*.test.ts'],
           exclude: ['test/workers/**', 'node_modules/**'],
           // No keeper a test file started outlives it (test/support/keepers.ts).
           setupFiles: ['test/support/setup.ts'],

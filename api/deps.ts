@@ -1,7 +1,7 @@
 import type { Client } from '@libsql/client'
 import type { Database } from '../storage/client.ts'
-import type { FileFinding } from '../storage/health.ts'
-import type { Authority } from './auth/guard.ts'
+import type { FileFinding } from '../storage/findings.ts'
+import type { Authority } from '../storage/authority.ts'
 import type { SidecarClient } from './sidecar-client.ts'
 
 /** Everything the stateless app needs; each runtime entry builds these and calls createApp. */
@@ -14,7 +14,7 @@ export interface AppDeps {
   /** Name of the runtime serving the app, reported by health ("node", "deno", "workerd"). */
   runtime: string
   /** Where a filesystem is (the Node entry, a `file:` database): whether the database's path
-   * still names the file this process opened (storage/file-identity.ts). */
+   * still names the file this process opened (storage/node/file-identity.ts). */
   databaseFile?: () => FileFinding | undefined
   /** Test and benchmark knobs; production uses the named limits. */
   tuning?: {

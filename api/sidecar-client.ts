@@ -4,15 +4,14 @@
  * rebuilt as the same TermkeepError on this side of the wire.
  */
 import { errorFromBody, TermkeepError } from '../schema/errors.ts'
-import { deriveSigningKey } from './auth/secrets.ts'
+import { deriveSigningKey } from '../common/crypto.ts'
+import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../schema/limits.ts'
 import {
-  CLOSE_DRAIN_MS,
-  CLOSE_KILL_GRACE_MS,
   SIDECAR_CONNECT_TIMEOUT_MS,
   SIDECAR_LIVENESS_PROBE_MS,
   SIDECAR_LIVENESS_TIMEOUT_MS,
   SIDECAR_SLOW_CALL_TIMEOUT_MS,
-} from '../schema/limits.ts'
+} from './tuning.ts'
 import { afterDeadline, SidecarLiveness } from './sidecar-liveness.ts'
 import { IDEMPOTENCY_KEY_HEADER, type Geometry } from '../schema/wire/common.ts'
 import type {
@@ -37,6 +36,8 @@ import {
   type CloseResult,
   type FollowControl,
   type Sender,
+  type SendKeys,
+  type SentKeys,
   type CreateTerminal,
   type ShellList,
   type TerminalEnvironment,
@@ -184,6 +185,14 @@ export class SidecarClient {
     if (key !== undefined) headers.set(IDEMPOTENCY_KEY_HEADER, key)
     const response = await this.request(`${terminal(sid, tid)}/input`, { method: 'POST', headers, body: bytes })
     await response.body?.cancel()
+  }
+
+  /** Text and named keys in one write under control taken for it alone (POST …/keys). */
+  sendKeys(sid: string, tid: string, from: Sender, request: SendKeys, key?: string): Promise<SentKeys> {
+    const init = jsonInit('POST', request)
+    senderHeaders(init.headers as Headers, from)
+    if (key !== undefined) (init.headers as Headers).set(IDEMPOTENCY_KEY_HEADER, key)
+    return this.json(`${terminal(sid, tid)}/keys`, init)
   }
 
   resize(sid: string, tid: string, from: Sender, geometry: Geometry): Promise<TerminalInfo> {

@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { SIDECAR_CONNECT_TIMEOUT_MS, SIDECAR_LIVENESS_PROBE_MS, SIDECAR_LIVENESS_VERDICT_MS } from '../schema/limits.ts'
+import { SIDECAR_CONNECT_TIMEOUT_MS, SIDECAR_LIVENESS_PROBE_MS, SIDECAR_LIVENESS_VERDICT_MS } from './tuning.ts'
 import { nodeFetch } from './runtime/node-transport.ts'
 import { SidecarClient } from './sidecar-client.ts'
 import { SidecarLiveness } from './sidecar-liveness.ts'

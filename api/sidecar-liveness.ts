@@ -7,7 +7,7 @@
  * for SIDECAR_LIVENESS_VERDICT_MS, so hundreds of waiting calls cost the sidecar one health
  * request, not hundreds queued behind the work that made them wait. Web APIs only (every runtime).
  */
-import { SIDECAR_LIVENESS_PROBE_MS, SIDECAR_LIVENESS_TIMEOUT_MS, SIDECAR_LIVENESS_VERDICT_MS } from '../schema/limits.ts'
+import { SIDECAR_LIVENESS_PROBE_MS, SIDECAR_LIVENESS_TIMEOUT_MS, SIDECAR_LIVENESS_VERDICT_MS } from './tuning.ts'
 
 export class SidecarLiveness {
   readonly #probe: (signal: AbortSignal) => Promise<Response>

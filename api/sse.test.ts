@@ -1,24 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import { TermkeepError } from '../schema/errors.ts'
 import { Hono } from 'hono'
-import { endsAtEventBoundary, headWithoutStreams, HEARTBEAT, lastEventId, relaySSE, sseFrame, sseResponse } from './sse.ts'
+import { HEARTBEAT } from '../common/sse.ts'
+import { endsAtEventBoundary, headWithoutStreams, lastEventId, relaySSE, sseResponse } from './sse.ts'
 
 const enc = (s: string) => new TextEncoder().encode(s)
 const dec = new TextDecoder()
-
-describe('sseFrame', () => {
-  it.each([
-    [{ data: 'x' }, 'data: x\n\n'],
-    [{ event: 'upsert', id: 7, data: { a: 1 } }, 'event: upsert\nid: 7\ndata: {"a":1}\n\n'],
-    [{ data: 'a\nb\r\nc' }, 'data: a\ndata: b\ndata: c\n\n'],
-    [{ event: 'e', data: '' }, 'event: e\ndata: \n\n'],
-  ])('%j', (event, frame) => expect(sseFrame(event)).toBe(frame))
-
-  it('refuses multi-line names and ids', () => {
-    expect(() => sseFrame({ event: 'a\nb', data: '' })).toThrow()
-    expect(() => sseFrame({ id: '1\n2', data: '' })).toThrow()
-  })
-})
 
 describe('lastEventId', () => {
   it.each([

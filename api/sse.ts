@@ -15,34 +15,7 @@ import type { MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../schema/errors.ts'
 import { SSE_HEARTBEAT_MS } from '../schema/limits.ts'
 import { isDatabaseUnavailable } from '../storage/unavailable.ts'
-
-export interface SseEvent {
-  event?: string
-  /** The resume cursor a client sends back as Last-Event-ID. */
-  id?: string | number
-  /** Sent as is when a string, else as JSON. */
-  data: unknown
-}
-
-export const HEARTBEAT = ': heartbeat\n\n'
-
-export const SSE_HEADERS: Record<string, string> = {
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache, no-transform',
-  'x-accel-buffering': 'no',
-}
-
-/** Pure: the wire form of one event (multi-line data becomes several `data:` lines). */
-export function sseFrame({ event, id, data }: SseEvent): string {
-  for (const field of [event, id]) {
-    if (field !== undefined && /[\r\n]/.test(String(field))) throw new Error('SSE event names and ids are single-line')
-  }
-  const text = typeof data === 'string' ? data : JSON.stringify(data)
-  let frame = event ? `event: ${event}\n` : ''
-  if (id !== undefined) frame += `id: ${id}\n`
-  for (const line of text.split(/\r\n|\r|\n/)) frame += `data: ${line}\n`
-  return `${frame}\n`
-}
+import { HEARTBEAT, SSE_HEADERS, sseFrame, type SseEvent } from '../common/sse.ts'
 
 /** Pure: a Last-Event-ID header as a non-negative integer cursor; undefined when absent. */
 export function lastEventId(header: string | undefined): number | undefined {

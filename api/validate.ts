@@ -13,8 +13,9 @@ import type { Context, Env, MiddlewareHandler, ValidationTargets } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { uniqueSymbol, validator } from 'hono-openapi'
 import { TermkeepError, type ErrorCode } from '../schema/errors.ts'
-import { CONTENT_SLICE_SIZE, MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH } from '../schema/limits.ts'
-import { yieldToLoop } from './event-loop.ts'
+import { MAX_JSON_BODY_BYTES, MAX_JSON_DEPTH } from '../schema/limits.ts'
+import { CONTENT_SLICE_SIZE } from '../common/bytes.ts'
+import { yieldToLoop } from '../common/event-loop.ts'
 
 export interface ValidateOptions {
   /** The error code for a failure (default `request/invalid`); e.g. `terminal/invalid-geometry`. */

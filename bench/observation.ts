@@ -24,7 +24,7 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createToken } from '../api/auth/tokens.ts'
+import { createToken } from '../storage/tokens.ts'
 import type { FollowChunk } from '../schema/wire/observation.ts'
 import { readSse } from '../web/client/sse.ts'
 import { startBenchStack, type BenchStack } from './stack.ts'

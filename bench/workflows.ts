@@ -16,7 +16,7 @@
 import { spawn } from 'node:child_process'
 import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
-import { sessions, workspaces, workspaceSessions } from '../schema/tables.ts'
+import { sessions, workspaces, workspaceSessions } from '../storage/tables.ts'
 import { readSse } from '../web/client/sse.ts'
 import { startBenchStack } from './stack.ts'
 import type { BenchRow, BenchScenario } from './table.ts'

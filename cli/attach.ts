@@ -20,7 +20,8 @@
  */
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
-import { CLI_MAX_HELD_INPUT_BYTES, CLI_RECONNECT_GIVE_UP_MS, UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
+import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
+import { CLI_MAX_HELD_INPUT_BYTES, CLI_RECONNECT_GIVE_UP_MS } from './tuning.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { ApiError, type TermkeepClient } from '../web/client/api.ts'
 import { follow, type FollowEnd } from '../web/client/follow.ts'

@@ -15,8 +15,8 @@
  */
 import serializeModule from '@xterm/addon-serialize'
 import headless from '@xterm/headless'
-import { cursorRestoreSuffix } from '../sidecar/emulator/cursor.ts'
-import { useUnicode11 } from '../sidecar/emulator/widths.ts'
+import { cursorRestoreSuffix } from '../common/xterm/snapshot-suffix.ts'
+import { useUnicode11 } from '../common/xterm/widths.ts'
 import { AltScreenFilter, type Piece } from './alt-screen.ts'
 
 const { Terminal } = headless

@@ -9,7 +9,7 @@
 import { parseArgs } from 'node:util'
 import type { OutputPage } from '../schema/wire/output.ts'
 import { ApiError, terminalPath } from '../web/client/api.ts'
-import { CLI_RECONNECT_GIVE_UP_MS } from '../schema/limits.ts'
+import { CLI_RECONNECT_GIVE_UP_MS } from './tuning.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds, type CliClient } from './remote.ts'
 import { CommandError, exactArgs, HELP_OPTION, printedHelp, UsageError, writeOut } from './usage.ts'
 

@@ -6,7 +6,7 @@
  * Restart=on-failure. Stopping the supervisor stops the sidecar and waits for its own shutdown.
  */
 import type { ChildProcess } from 'node:child_process'
-import { SIDECAR_HEALTHY_RESET_MS, SIDECAR_RESTART_MAX_MS, SIDECAR_RESTART_MIN_MS, SIDECAR_STOP_GRACE_MS } from '../schema/limits.ts'
+import { SIDECAR_HEALTHY_RESET_MS, SIDECAR_RESTART_MAX_MS, SIDECAR_RESTART_MIN_MS, SIDECAR_STOP_GRACE_MS } from './tuning.ts'
 
 /** A sidecar being started: its process, and the generation it announces once ready (a sidecar
  * that exits first, or does not get there in time, rejects it). */

@@ -1,7 +1,7 @@
 /** `termkeep token create`: mint a token for given sessions and grants, printed once. */
 import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { createToken } from '../api/auth/tokens.ts'
+import { createToken } from '../storage/tokens.ts'
 import type { Config } from '../schema/config.ts'
 import { GRANTS, isGrant, type Grant } from '../schema/grants.ts'
 import { OBSERVE_ENV_NAME_PATTERN, OBSERVE_MAX_DECLARED_ENV } from '../schema/limits.ts'

@@ -3,6 +3,17 @@
  */
 const MiB = 1024 * 1024
 
+/**
+ * Bytes the PTY thread may have read and handed to the main thread that the journal has not
+ * confirmed yet. Above this it stops reading the PTY (the program blocks on its next write, as
+ * under tmux or a paused terminal) until the journal catches up to half of it: a journal that
+ * cannot write (a full disk, a stalled main thread) never makes a flood pile up in memory.
+ */
+export const PTY_UNJOURNALED_MAX_BYTES = 8 * MiB
+/** The keeper's stop: how long the PTY thread waits for its killed processes' exits before it is
+ * terminated (terminating it while node-pty reports an exit crashes the process). */
+export const PTY_EXIT_WAIT_MS = 2000
+
 /** A journal write that failed (a full disk) is tried again after this, doubling … */
 export const KEEPER_RETRY_MS = 1_000
 /** … up to this: once space returns, a paused program resumes within it. */

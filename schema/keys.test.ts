@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { KEY_NAMES, keyBytes } from './keys.ts'
+import { KEY_NAMES, keyBytes, typedInput } from './keys.ts'
 
 describe('keyBytes (tmux send-keys names → xterm bytes)', () => {
   it.each([
@@ -50,6 +50,11 @@ describe('keyBytes (tmux send-keys names → xterm bytes)', () => {
     ['😀', '😀'],
   ])('%s', (name, bytes) => {
     expect(keyBytes(name)).toBe(bytes)
+  })
+
+  it('types text, then keys; arrows follow the application cursor mode', () => {
+    expect(typedInput('ls', ['Enter', 'Up', 'C-c'], { applicationCursorKeys: false })).toBe('ls\r\x1b[A\x03')
+    expect(typedInput('ls', ['Enter', 'Up', 'C-c'], { applicationCursorKeys: true })).toBe('ls\r\x1bOA\x03')
   })
 
   it('sends SS3 arrows, Home and End under application cursor mode, CSI with modifiers', () => {

@@ -141,3 +141,8 @@ export function keyBytes(name: string, modes: KeyModes = {}): string | undefined
   }
   return all.meta ? ESC + bytes : bytes
 }
+
+/** `text` as is, then each key by name: what one send-keys write types (names already checked). */
+export function typedInput(text: string, keys: readonly string[], modes: KeyModes = {}): string {
+  return text + keys.map((name) => keyBytes(name, modes) ?? '').join('')
+}

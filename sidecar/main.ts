@@ -13,10 +13,11 @@ import type { Server } from 'node:net'
 import { dirname } from 'node:path'
 import { ConfigError, parseConfig } from '../schema/config.ts'
 import { TermkeepError } from '../schema/errors.ts'
-import { DB_FILE_CHECK_MS, LISTEN_BACKLOG, SIDECAR_KEEP_ALIVE_MS } from '../schema/limits.ts'
+import { LISTEN_BACKLOG } from '../schema/limits.ts'
+import { DB_FILE_CHECK_MS, SIDECAR_KEEP_ALIVE_MS } from './tuning.ts'
 import { openStorage } from '../storage/client.ts'
-import { DatabaseFile } from '../storage/file-identity.ts'
-import { lowSpace } from '../storage/free-space.ts'
+import { DatabaseFile } from '../storage/node/file-identity.ts'
+import { lowSpace } from '../storage/node/free-space.ts'
 import { StorageHealth } from '../storage/health.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
@@ -32,14 +33,14 @@ import { DEFAULT_SHELLS_FILE } from './pty/shells.ts'
 import { KeeperRefused } from '../local/keeper/client.ts'
 import { KeeperStartError, reachKeeper } from '../local/keeper/start.ts'
 import { SOFTWARE_VERSION } from '../local/version.ts'
-import { writeFailures } from './retry.ts'
+import { writeFailures } from './write-retry.ts'
 import { TerminalHost } from './terminals/host.ts'
-import { TerminalStore } from './terminals/store.ts'
+import { TerminalStore } from '../storage/terminals.ts'
 import { WorkflowEngine } from './workflows/engine.ts'
 import { establishSandbox, NAMESPACES_VARIABLE, namespaceMode, sandboxWarning } from './workflows/sandbox.ts'
 import { AGENTS_VARIABLE, loadProfiles } from './workflows/profiles.ts'
 import { WorkflowReader } from './workflows/read-text.ts'
-import { RunStore } from './workflows/store.ts'
+import { RunStore } from './workflows/run-log.ts'
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
 
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
   const busyTimeoutMs = milliseconds('TERMKEEP_DB_BUSY_TIMEOUT_MS', process.env.TERMKEEP_DB_BUSY_TIMEOUT_MS)
   const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken, busyTimeoutMs })
   await migrate(storage.client)
-  // The file just opened: from now on its path must keep naming it (storage/file-identity.ts).
+  // The file just opened: from now on its path must keep naming it (storage/node/file-identity.ts).
   const databaseFile = DatabaseFile.opened(config.databaseUrl)
   await migrateLegacyRecords(storage.db) // once per legacy text-only record (data_migrations ledger)
   // Refused (GenerationBusy) while an earlier sidecar on this database still runs: its terminals

@@ -5,8 +5,9 @@
  * was started with, so a script never reads what its caller could not (now). Runtime-neutral.
  */
 import { and, eq, isNull, type SQL } from 'drizzle-orm'
+import { hashSecret } from '../common/crypto.ts'
 import type { Grant } from '../schema/grants.ts'
-import { tokenGrants, tokens, tokenSessions } from '../schema/tables.ts'
+import { tokenGrants, tokens, tokenSessions } from './tables.ts'
 import type { Database } from './client.ts'
 
 export interface Authority {
@@ -26,7 +27,12 @@ export function authenticateTokenId(db: Database, tokenId: string, now = Date.no
   return authorityOf(db, eq(tokens.id, tokenId), now)
 }
 
-export async function authorityOf(db: Database, which: SQL, now: number): Promise<Authority | undefined> {
+/** The authority of a token by its secret (what a request's bearer carries); stored hashed. */
+export async function authenticateSecret(db: Database, secret: string, now = Date.now()): Promise<Authority | undefined> {
+  return authorityOf(db, eq(tokens.secretHash, await hashSecret(secret)), now)
+}
+
+async function authorityOf(db: Database, which: SQL, now: number): Promise<Authority | undefined> {
   // One round trip for the token and its grants (every request pays it); sessions only if scoped.
   const rows = await db
     .select({ id: tokens.id, allSessions: tokens.allSessions, expiresAt: tokens.expiresAt, grant: tokenGrants.grant })

@@ -6,7 +6,7 @@
  * the API compares the stored canonical strings. Runtime-neutral: no Node built-ins here.
  */
 import { asc, eq } from 'drizzle-orm'
-import { sessions, workspaces, workspaceSessions } from '../schema/tables.ts'
+import { sessions, workspaces, workspaceSessions } from './tables.ts'
 import type { Database } from './client.ts'
 
 export type SessionRow = typeof sessions.$inferSelect

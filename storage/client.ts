@@ -4,8 +4,8 @@
  */
 import { createClient, type Client } from '@libsql/client'
 import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql'
-import { DB_BUSY_TIMEOUT_MS } from '../schema/limits.ts'
-import * as tables from '../schema/tables.ts'
+import { DB_BUSY_TIMEOUT_MS } from './tuning.ts'
+import * as tables from './tables.ts'
 
 export type Database = LibSQLDatabase<typeof tables>
 

@@ -8,9 +8,10 @@ import { copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DB_LOCK_DEGRADED_MS, DB_LOCK_RECHECK_MS, DB_WRITE_PROBE_MS } from '../schema/limits.ts'
+import { DB_LOCK_DEGRADED_MS, DB_WRITE_PROBE_MS } from '../schema/limits.ts'
+import { DB_LOCK_RECHECK_MS } from './tuning.ts'
 import { openStorage, type Storage } from './client.ts'
-import { DatabaseFile } from './file-identity.ts'
+import { DatabaseFile } from './node/file-identity.ts'
 import { StorageHealth } from './health.ts'
 import { migrate } from './migrate.ts'
 

@@ -11,22 +11,12 @@
  * checks share one. Each change of state is logged once, loudly. Web APIs only (every runtime).
  */
 import type { Client } from '@libsql/client'
-import { DB_LOCK_DEGRADED_MS, DB_LOCK_RECHECK_MS, DB_WRITE_PROBE_MS } from '../schema/limits.ts'
-import type { DatabaseHealth, HealthProblem, HealthProblemCode } from '../schema/wire/health.ts'
+import { DB_LOCK_DEGRADED_MS, DB_WRITE_PROBE_MS } from '../schema/limits.ts'
+import { DB_LOCK_RECHECK_MS } from './tuning.ts'
+import type { DatabaseHealth, HealthProblem } from '../schema/wire/health.ts'
 import { hasCode } from './causes.ts'
+import type { FileFinding, HealthFinding } from './findings.ts'
 import { describeError, type WriteFailures } from './write-failures.ts'
-
-/** A finding of one of the cheap checks (file identity, free space, failed writes); `detail` is
- * for the log only. */
-export interface HealthFinding {
-  code: HealthProblemCode
-  message: string
-  detail?: string
-  /** The database's own writes fail (it is not `writable`, whatever the probe found). */
-  database?: boolean
-}
-/** A finding of the file-identity check. */
-export type FileFinding = HealthFinding & { code: 'database/file-deleted' | 'database/file-replaced' }
 
 export interface StorageReport {
   database: DatabaseHealth

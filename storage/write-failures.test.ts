@@ -3,7 +3,7 @@
  * wraps libSQL's error) or otherwise, until that writer succeeds or the window passes.
  */
 import { describe, expect, it } from 'vitest'
-import { WRITE_FAILURE_WINDOW_MS } from '../schema/limits.ts'
+import { WRITE_FAILURE_WINDOW_MS } from './tuning.ts'
 import { describeError, isOutOfSpace, WriteFailures } from './write-failures.ts'
 
 /** libSQL's error, wrapped as drizzle wraps it (a "Failed query" with its parameters). */

@@ -1,14 +1,14 @@
 /**
  * Real writes that failed, for health: a tiny probe write proves little on a full disk (SQLite's
  * WAL is preallocated, so the probe lands while a display revision or a journal flush fails with
- * SQLITE_FULL / ENOSPC). Every writer that waits out a failure (sidecar/retry.ts) reports here;
+ * SQLITE_FULL / ENOSPC). Every writer that waits out a failure (sidecar/write-retry.ts) reports here;
  * a writer's failure counts until that writer succeeds again, or WRITE_FAILURE_WINDOW_MS after
  * its last failure (a writer that gave up — its terminal closed — stops renewing it). Web APIs
  * only (every runtime).
  */
-import { HEALTH_ERROR_TEXT_CHARS, WRITE_FAILURE_WINDOW_MS } from '../schema/limits.ts'
+import { HEALTH_ERROR_TEXT_CHARS, WRITE_FAILURE_WINDOW_MS } from './tuning.ts'
 import { causes, codeOf, hasCode } from './causes.ts'
-import type { HealthFinding } from './health.ts'
+import type { HealthFinding } from './findings.ts'
 
 interface Failure {
   at: number

@@ -9,20 +9,17 @@
  * from a URL. guard only checks the ticket; `openStream` spends it once the route's own checks
  * passed.
  */
-import { eq } from 'drizzle-orm'
 import type { Context, MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Grant } from '../../schema/grants.ts'
-import { sessions, tokens } from '../../schema/tables.ts'
-import { authenticateTokenId, authorityOf, coversSession, type Authority } from '../../storage/authority.ts'
+import { sessionExists } from '../../storage/registry/sessions.ts'
+import { authenticateSecret, authenticateTokenId, coversSession, type Authority } from '../../storage/authority.ts'
 import type { Database } from '../../storage/client.ts'
 import type { AppEnv } from '../deps.ts'
-import { SSE_HEADERS, type SseOptions } from '../sse.ts'
+import { SSE_HEADERS } from '../../common/sse.ts'
+import type { SseOptions } from '../sse.ts'
 import { documented } from '../validate.ts'
-import { hashSecret } from './secrets.ts'
-import { redeemTicket, ticketHolder } from './tickets.ts'
-
-export type { Authority }
+import { redeemTicket, ticketHolder } from '../../storage/tickets.ts'
 
 export type Requirement = Grant | { anyOf: readonly Grant[] } | { allOf: readonly Grant[] }
 
@@ -47,10 +44,6 @@ function bearer(header: string | undefined): string | undefined {
   return match?.[1]
 }
 
-export async function authenticate(db: Database, secret: string, now = Date.now()): Promise<Authority | undefined> {
-  return authorityOf(db, eq(tokens.secretHash, await hashSecret(secret)), now)
-}
-
 const badTicket = () => new TermkeepError('auth/invalid-token', 'the ticket is unknown, used, expired or for another path')
 
 /** The request's authority, and the ticket it came with (checked, not yet spent). */
@@ -64,7 +57,7 @@ async function authorityFor(
   if (header !== undefined) {
     const secret = bearer(header)
     if (!secret) throw new TermkeepError('auth/invalid-token', 'the Authorization header must be "Bearer <token>"')
-    const authority = await authenticate(db, secret)
+    const authority = await authenticateSecret(db, secret)
     if (!authority) throw new TermkeepError('auth/invalid-token', 'the token is unknown, revoked or expired')
     return { authority }
   }
@@ -117,9 +110,7 @@ export function guard(required: Requirement, options: GuardOptions = {}): Middle
     }
     const sessionId = c.req.param('sid')
     if (sessionId !== undefined) {
-      const exists =
-        coversSession(authority, sessionId) &&
-        (await db.select({ id: sessions.id }).from(sessions).where(eq(sessions.id, sessionId)).limit(1)).length > 0
+      const exists = coversSession(authority, sessionId) && (await sessionExists(db, sessionId))
       if (!exists) throw new TermkeepError('session/not-found', `no session ${sessionId}`)
     }
     c.set('auth', authority)

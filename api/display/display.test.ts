@@ -8,21 +8,24 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { and, eq } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../schema/limits.ts'
-import { displayChunks, displayRevisions, sessions, terminals } from '../../schema/tables.ts'
+import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../storage/tuning.ts'
+import { displayChunks, displayRevisions, sessions, terminals } from '../../storage/tables.ts'
 import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../schema/wire/display.ts'
-import { persistRevision, pruneDisplayRevisions, RevisionWriter } from '../../sidecar/display/persist.ts'
+import { pruneDisplayRevisions } from '../../storage/displays/writes.ts'
+import { persistRevision, RevisionWriter } from '../../sidecar/display/persist.ts'
 import { encodeRevision } from '../../sidecar/display/revision.ts'
-import { bufferDiff, emulator, referenceRevision, replay } from '../../sidecar/display/testing/harness.ts'
-import { readAllEvents } from '../../sidecar/display/testing/sse.ts'
+import { bufferDiff, emulator, referenceRevision, replay } from '../../test/support/display/harness.ts'
+import { readAllEvents } from '../../test/support/display/sse.ts'
 import { openStorage, type Storage } from '../../storage/client.ts'
 import { migrate } from '../../storage/migrate.ts'
 import { freePort, waitFor } from '../../test/support/ports.ts'
 import { createApp } from '../app.ts'
-import { createToken } from '../auth/tokens.ts'
+import { createToken } from '../../storage/tokens.ts'
 import { SidecarClient } from '../sidecar-client.ts'
-import { DisplayStager, readDisplayResponse } from './client.ts'
-import { decodeDisplay } from './decode.ts'
+import { DisplayStaging } from '../../common/display/staging.ts'
+import { TermkeepClient } from '../../web/client/api.ts'
+import { readDisplay } from '../../web/client/display.ts'
+import { decodeDisplay } from '../../common/display/decode.ts'
 
 let dir: string
 let storage: Storage
@@ -220,19 +223,21 @@ describe('readDisplay', () => {
   })
 
   it('the client stages a transfer and yields it only at end; a cut transfer is discarded', async () => {
-    const whole = await readDisplayResponse(await get('/v1/sessions/s1/terminals/t1/display'))
+    const client = new TermkeepClient({ url: 'http://termkeep.test', token, fetch: async (url, init) => app.request(url as string, init) })
+    const whole = await readDisplay(client, 's1', 't1')
     expect(whole.begin.revision).toBe(1)
     expect(whole.history.length + whole.viewport.length).toBeGreaterThan(3000)
     const events = await readAllEvents(await get('/v1/sessions/s1/terminals/t1/display'))
-    const cut = new DisplayStager()
-    for (const e of events.slice(0, -2)) cut.accept(e.event, e.data)
+    const cut = new DisplayStaging()
+    for (const e of events.slice(0, -2)) cut.accept(e.event, JSON.parse(e.data))
     expect(cut.finish()).toBeUndefined()
-    cut.accept('end', events.at(-1)!.data)
+    cut.accept('end', JSON.parse(events.at(-1)!.data))
     expect(cut.finish()).toBeUndefined() // a rows event is missing
     const truncatedBody = events
       .slice(0, -1)
       .map((e) => `event: ${e.event}\ndata: ${e.data}\n\n`)
       .join('')
-    await expect(readDisplayResponse(new Response(truncatedBody))).rejects.toThrow(/discarded/)
+    const cutShort = new TermkeepClient({ url: 'http://termkeep.test', token, fetch: async () => new Response(truncatedBody) })
+    await expect(readDisplay(cutShort, 's1', 't1')).rejects.toThrow(/before it was complete/)
   })
 })

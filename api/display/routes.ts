@@ -13,7 +13,7 @@ import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { relaySSE, sseResponse } from '../sse.ts'
 import { validate } from '../validate.ts'
-import { beginOf, chunksOf, latestRevision } from './store.ts'
+import { beginOf, chunksOf, latestRevision } from '../../storage/displays/revisions.ts'
 
 const tags = ['display']
 const path = (sid: string, tid: string) => `/v1/sessions/${encodeURIComponent(sid)}/terminals/${encodeURIComponent(tid)}`

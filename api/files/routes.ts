@@ -30,8 +30,8 @@ import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { relaySSE } from '../sse.ts'
 import { validate } from '../validate.ts'
-import { readText } from './read-text.ts'
-import { storeAttachment, storeToolResult } from './resources.ts'
+import { readText, type ResourceKind } from '../../common/files/read-text.ts'
+import { resourceBytes, storeAttachment, storeToolResult } from '../../storage/resources.ts'
 
 const tags = ['files']
 const SessionOnly = v.object({ sid: SessionId })
@@ -156,7 +156,13 @@ export const fileRoutes = new Hono<AppEnv>()
     validate('json', ReadTextRequest),
     async (c) => {
       const binding = { sessionId: sid(c), tokenId: c.var.auth.tokenId }
-      return c.json(await readText(c.var.deps, binding, c.req.valid('json')))
+      const { db, sidecar } = c.var.deps
+      const source = {
+        signingKey: (purpose: string) => sidecar.signingKey(purpose),
+        readFileText: (sessionId: string, query: TextQuery) => sidecar.readFileText(sessionId, query),
+        resourceBytes: (sessionId: string, kind: ResourceKind, id: string) => resourceBytes(db, sessionId, kind, id),
+      }
+      return c.json(await readText(source, binding, c.req.valid('json')))
     },
   )
   .post(

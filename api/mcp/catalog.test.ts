@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { createApp } from '../app.ts'
-import type { Authority } from '../auth/guard.ts'
+import type { Authority } from '../../storage/authority.ts'
 import type { AppDeps } from '../deps.ts'
 import { GRANTS, type Grant } from '../../schema/grants.ts'
 import { Catalog } from './catalog.ts'
@@ -41,8 +41,8 @@ describe('the MCP tool table', () => {
     expect(names([])).toEqual([])
     expect(names(['terminals:screen'])).toEqual(['read_screen', 'wait_for'])
     expect(names(['files:read'])).toEqual(['list_directory', 'read_file', 'read_text', 'stat_file'])
-    // send_keys follows (control + output) and writes input (control): control alone is not enough.
-    expect(names(['terminals:control'])).toEqual(['close_terminal', 'create_terminal', 'list_terminals'])
+    // send_keys writes through the keys route alone (control), with no follow (control + output).
+    expect(names(['terminals:control'])).toEqual(['close_terminal', 'create_terminal', 'list_terminals', 'send_keys'])
     expect(names(['terminals:control', 'terminals:output'])).toEqual([
       'close_terminal',
       'create_terminal',
@@ -71,7 +71,7 @@ describe('the MCP tool table', () => {
   })
 
   it("spells the grants a tool needs as the union of its routes' requirements", () => {
-    expect(catalog.grants(catalog.find('send_keys')!)).toBe('terminals:control + terminals:output')
+    expect(catalog.grants(catalog.find('send_keys')!)).toBe('terminals:control')
     expect(catalog.grants(catalog.find('list_terminals')!)).toBe('terminals:control or terminals:display')
     const events = { method: 'GET' as const, path: '/v1/sessions/:sid/workflows/:rid/events' }
     expect(catalog.routeGrants([events, { method: 'POST', path: '/v1/sessions/:sid/workflows' }])).toBe('workflows:read + workflows:run')

@@ -5,7 +5,8 @@
  * is not mounted fails at its first listing instead of offering what cannot work.
  */
 import type { Hono } from 'hono'
-import { describe, requirementOf, satisfies, type Authority, type Requirement } from '../auth/guard.ts'
+import type { Authority } from '../../storage/authority.ts'
+import { describe, requirementOf, satisfies, type Requirement } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import type { RouteRef, Tool } from './tool.ts'
 

@@ -1,15 +1,15 @@
 /**
  * A tool's request to a route whose 503 leaves the outcome unknown (input, starting a workflow
  * run), made safe to repeat with an Idempotency-Key of its own: retried within the tool call
- * (schema/retry.ts) while the route answers 503 (the sidecar or the database did not answer) or
+ * (common/retry.ts) while the route answers 503 (the sidecar or the database did not answer) or
  * `retryable` says another attempt may help, for at most MCP_RETRY_MS. A request that never
  * landed after the sidecar did not answer becomes an error that says the outcome is unknown;
  * repeated by the agent, a tool call is a new request with a new key.
  */
 import { TermkeepError } from '../../schema/errors.ts'
-import { MCP_RETRY_MS } from '../../schema/limits.ts'
-import { retrying } from '../../schema/retry.ts'
-import { randomId } from '../auth/secrets.ts'
+import { MCP_RETRY_MS } from '../tuning.ts'
+import { retrying } from '../../common/retry.ts'
+import { randomId } from '../../common/crypto.ts'
 import type { Dispatcher } from './dispatch.ts'
 
 export interface KeyedOptions {

@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest'
 import { OBSERVATION_OPERATIONS } from '../../schema/wire/observation-operations.ts'
 import { followChunks, OBSERVATION_TOOLS, observeToolName } from './observation.ts'
-import { shownBytes, toBase64 } from './text.ts'
+import { toBase64 } from '../../common/bytes.ts'
+import { shownBytes } from './text.ts'
 
 const b64 = (text: string | Uint8Array) => Buffer.from(text).toString('base64')
 const event = (type: string, offset: number, bytes: string | Uint8Array, id = `c${offset}`) => ({

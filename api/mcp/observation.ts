@@ -15,7 +15,8 @@ import {
 import { TerminalParams } from '../../schema/wire/terminals.ts'
 import type { StreamEvent } from './events.ts'
 import { streamReadTool } from './stream-read.ts'
-import { fromBase64, shownBytes } from './text.ts'
+import { fromBase64 } from '../../common/bytes.ts'
+import { shownBytes } from './text.ts'
 import { jsonResult, routeTool, T, type CallToolResult, type Tool } from './tool.ts'
 
 const O = `${T}/observation`

@@ -5,10 +5,10 @@ import type { TermkeepError } from '../../schema/errors.ts'
 import { TextQuery } from '../../schema/wire/files.ts'
 import { SendArgs } from '../../schema/wire/mcp.ts'
 import { TerminalParams } from '../../schema/wire/terminals.ts'
-import { routePath } from './dispatch.ts'
+import { Dispatcher, routePath } from './dispatch.ts'
 import { toolInput } from './input.ts'
 import { compilePattern, firstMatch } from './pattern.ts'
-import { applicationCursorKeys, inputBytes } from './send.ts'
+import { sendKeys } from './send.ts'
 import { OutputTail, plainText } from './text.ts'
 
 const codeOf = (f: () => unknown) => {
@@ -97,13 +97,26 @@ describe('patterns', () => {
   })
 })
 
-describe('send_keys bytes', () => {
-  it('types text, then keys; arrows follow the application cursor mode of the snapshot', () => {
-    const args = v.parse(SendArgs, { text: 'ls', keys: ['Enter', 'Up', 'C-c'] })
-    expect(new TextDecoder().decode(inputBytes(args, { applicationCursorKeys: false }))).toBe('ls\r\x1b[A\x03')
-    expect(new TextDecoder().decode(inputBytes(args, { applicationCursorKeys: true }))).toBe('ls\r\x1bOA\x03')
-    expect(applicationCursorKeys({ sequence: 1, screen: 'text\x1b[?1h\x1b[?2004h', info: undefined as never })).toBe(true)
-    expect(applicationCursorKeys({ sequence: 1, screen: 'text\x1b[?1049h\x1b[H', info: undefined as never })).toBe(false)
+describe('send_keys', () => {
+  it('types in one request to the keys route, and never follows', async () => {
+    const requests: string[] = []
+    const call = new Dispatcher(
+      async (request) => {
+        requests.push(`${request.method} ${new URL(request.url).pathname} ${request.headers.get('termkeep-attachment')}`)
+        expect(await request.json()).toEqual({ text: 'ls', keys: ['Enter', 'Up'], control: 'take' })
+        return Response.json({ sent: 6, sequence: 9, tookControlFrom: 'person' })
+      },
+      'Bearer t',
+      new AbortController().signal,
+    )
+    const own = v.parse(SendArgs, { text: 'ls', keys: ['Enter', 'Up'], takeControl: true })
+    const result = await sendKeys.run({ params: { sid: 's1', tid: 't1' }, own, query: {}, body: undefined }, { call, need: () => {} })
+    expect(requests).toEqual(['POST /v1/sessions/s1/terminals/t1/keys mcp'])
+    expect(sendKeys.uses.flat().some((use) => use.path.endsWith('/follow'))).toBe(false)
+    expect(JSON.parse((result.content[0] as { text: string }).text)).toMatchObject({ sent: 6, sequence: 9, tookControlFrom: 'person' })
+  })
+
+  it('checks its arguments before it sends anything', () => {
     expect(v.safeParse(SendArgs, { keys: ['Entr'] }).success).toBe(false)
     expect(v.safeParse(SendArgs, {}).success).toBe(false)
   })

@@ -12,10 +12,11 @@ import { MCP_ATTACHMENT_ID, RunArgs } from '../../schema/wire/mcp.ts'
 import { CreateTerminalFields, type FollowOutput, type FollowState, type TerminalInfo } from '../../schema/wire/terminals.ts'
 import * as v from 'valibot'
 import { SessionId } from '../../schema/wire/common.ts'
-import { randomId } from '../auth/secrets.ts'
+import { randomId } from '../../common/crypto.ts'
 import { EventStream } from './events.ts'
 import { toolInput } from './input.ts'
-import { fromBase64, OutputTail } from './text.ts'
+import { fromBase64 } from '../../common/bytes.ts'
+import { OutputTail } from './text.ts'
 import { T, textResult, type Tool } from './tool.ts'
 
 const FOLLOW = `${T}/follow`

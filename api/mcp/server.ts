@@ -6,7 +6,7 @@
  */
 import { TermkeepError } from '../../schema/errors.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
-import type { Authority } from '../auth/guard.ts'
+import type { Authority } from '../../storage/authority.ts'
 import type { Catalog } from './catalog.ts'
 import type { Dispatcher } from './dispatch.ts'
 import { listScreens, readScreen, TEMPLATES } from './resources.ts'

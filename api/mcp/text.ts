@@ -7,6 +7,7 @@
  * control characters but tab. What the screen shows is the emulator's business: use the screen.
  */
 import stripAnsi from 'strip-ansi'
+import { toBase64 } from '../../common/bytes.ts'
 import type { ScreenProjection } from '../../schema/wire/display.ts'
 
 /** C0 controls but tab and newline, and DEL (backspace, bell, shift-in/out …). */
@@ -21,20 +22,6 @@ export function plainText(text: string): string {
       return (drawn.at(-1) ?? '').replace(CONTROLS, '')
     })
     .join('\n')
-}
-
-export function fromBase64(data: string): Uint8Array {
-  const binary = atob(data)
-  const bytes = new Uint8Array(binary.length)
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
-  return bytes
-}
-
-export function toBase64(bytes: Uint8Array): string {
-  let binary = ''
-  // In slices: String.fromCharCode takes its arguments on the stack.
-  for (let at = 0; at < bytes.length; at += 0x8000) binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000))
-  return btoa(binary)
 }
 
 /** File bytes as a result shows them: the text when they are valid UTF-8, else base64; `encoding`

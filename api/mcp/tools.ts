@@ -9,7 +9,7 @@
  * route read to a bound is a `streamReadTool` (stream-read.ts). catalog.test.ts fails for a tool
  * whose route is not mounted, and for one missing from docs/mcp.md.
  */
-import { randomId } from '../auth/secrets.ts'
+import { randomId } from '../../common/crypto.ts'
 import { DEFAULT_COLS, DEFAULT_ROWS } from '../../schema/limits.ts'
 import { SessionId } from '../../schema/wire/common.ts'
 import { type FileText, ListQuery, PathQuery, type ReadTextPage, ReadTextRequest, TextQuery } from '../../schema/wire/files.ts'
@@ -21,7 +21,8 @@ import { CreateTerminal, TerminalParams } from '../../schema/wire/terminals.ts'
 import * as v from 'valibot'
 import { runCommand } from './run.ts'
 import { sendKeys } from './send.ts'
-import { fromBase64, plainText, screenText } from './text.ts'
+import { fromBase64 } from '../../common/bytes.ts'
+import { plainText, screenText } from './text.ts'
 import { routeTool, T, textResult, type Tool } from './tool.ts'
 import { waitFor } from './wait.ts'
 import { OBSERVATION_TOOLS } from './observation.ts'

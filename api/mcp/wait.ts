@@ -5,7 +5,8 @@
  * screen's sequence on); no request is repeated while waiting. A timeout is an answer
  * (`reason: 'timeout'`), not an error.
  */
-import { MCP_EXIT_RECORD_WAIT_MS, MCP_PATTERN_TEXT_MAX_CHARS } from '../../schema/limits.ts'
+import { MCP_PATTERN_TEXT_MAX_CHARS } from '../../schema/limits.ts'
+import { MCP_EXIT_RECORD_WAIT_MS } from '../tuning.ts'
 import type { ScreenProjection } from '../../schema/wire/display.ts'
 import { WaitArgs } from '../../schema/wire/mcp.ts'
 import { TerminalParams, type TerminalInfo } from '../../schema/wire/terminals.ts'

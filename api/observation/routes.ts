@@ -25,7 +25,7 @@ import {
 } from '../../schema/wire/observation-operations.ts'
 import { TerminalParams } from '../../schema/wire/terminals.ts'
 import { guard } from '../auth/guard.ts'
-import { observedEnvironmentNames } from '../auth/tokens.ts'
+import { observedEnvironmentNames } from '../../storage/tokens.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sse } from '../openapi.ts'
 import { relay } from '../terminals/routes.ts'

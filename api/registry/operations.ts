@@ -6,20 +6,17 @@
  * `mutate` transaction with its watch increments. Each takes the caller's authority and applies
  * the confinement of scope.ts (docs/security-workspaces.md): what it cannot see is as if absent.
  */
-import { and, eq, sql } from 'drizzle-orm'
 import { TermkeepError } from '../../schema/errors.ts'
 import { MAX_WORKSPACE_TITLE_CHARS } from '../../schema/limits.ts'
-import { archivedSessions, sessions, workspaces, workspaceSessions } from '../../schema/tables.ts'
 import { titleFrom } from '../../schema/wire/common.ts'
 import type { Session, Workspace } from '../../schema/wire/registry.ts'
 import type { Database } from '../../storage/client.ts'
-import type { Authority } from '../auth/guard.ts'
-import { randomId } from '../auth/secrets.ts'
+import type { Authority } from '../../storage/authority.ts'
+import { randomId } from '../../common/crypto.ts'
 import type { SidecarClient } from '../sidecar-client.ts'
 import {
   appendEvent,
   archivedIds,
-  frontPosition,
   listedSessionIds,
   listWorkspaces,
   moveBefore,
@@ -33,8 +30,8 @@ import {
   workspaceByPath,
   workspaceOrder,
   type Queryable,
-  type Tx,
-} from './store.ts'
+} from '../../storage/registry/workspaces.ts'
+import * as writes from '../../storage/registry/writes.ts'
 import { mayRegister, scopeOrder, scopeWorkspace, seesWorkspace } from './scope.ts'
 
 /** The canonical directory for `path`, or a typed 400 (503 when the sidecar is away). */
@@ -101,11 +98,6 @@ export function defaultTitle(path: string, n = 1): string {
   return titleFrom(segments.at(-1) ?? path, MAX_WORKSPACE_TITLE_CHARS - suffix.length, 'workspace') + suffix
 }
 
-async function titleTaken(tx: Tx, title: string, exceptId?: string): Promise<boolean> {
-  const [row] = await tx.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.title, title)).limit(1)
-  return row !== undefined && row.id !== exceptId
-}
-
 function nameConflict(title: string): TermkeepError {
   return new TermkeepError('workspace/name-conflict', `a workspace is already titled "${title}"`, { name: title })
 }
@@ -132,23 +124,13 @@ export async function createWorkspace(
     if (existing) return { workspace: existing, created: false }
     let title = input.title ?? defaultTitle(path)
     if (input.title !== undefined) {
-      if (await titleTaken(tx, title)) throw nameConflict(title)
+      if (await writes.titleTaken(tx, title)) throw nameConflict(title)
     } else {
       // A default title yields to an existing one: "src", "src (2)", …
-      for (let n = 2; await titleTaken(tx, title); n++) title = defaultTitle(path, n)
+      for (let n = 2; await writes.titleTaken(tx, title); n++) title = defaultTitle(path, n)
     }
     const id = randomId('ws')
-    const now = Date.now()
-    await tx.insert(workspaces).values({ id, path, title, position: await frontPosition(tx, 'workspaces'), createdAt: now, updatedAt: now })
-    // Sessions already recorded in this directory join it, newest first.
-    const orphans = await tx
-      .select({ id: sessions.id })
-      .from(sessions)
-      .where(and(eq(sessions.cwd, path), sql`${sessions.id} NOT IN (SELECT session_id FROM workspace_sessions)`))
-      .orderBy(sql`${sessions.createdAt} DESC`, sessions.id)
-    for (const [index, orphan] of orphans.entries()) {
-      await tx.insert(workspaceSessions).values({ workspaceId: id, sessionId: orphan.id, position: index })
-    }
+    await writes.insertWorkspace(tx, { id, path, title })
     const workspace = (await workspaceById(tx, id))!
     await appendEvent(tx, { kind: 'upsert', payload: { workspace } })
     await appendEvent(tx, { kind: 'order', payload: { workspaceIds: await workspaceOrder(tx) } })
@@ -179,8 +161,8 @@ export async function renameWorkspace(db: Database, authority: Authority, id: st
   return mutate(db, async (tx) => {
     const current = await requireVisible(tx, authority, id)
     if (current.title === title) return scopeWorkspace(authority, current)
-    if (await titleTaken(tx, title, id)) throw nameConflict(title)
-    await tx.update(workspaces).set({ title, updatedAt: Date.now() }).where(eq(workspaces.id, id))
+    if (await writes.titleTaken(tx, title, id)) throw nameConflict(title)
+    await writes.setWorkspaceTitle(tx, id, title)
     const workspace = (await workspaceById(tx, id))!
     await appendEvent(tx, { kind: 'upsert', payload: { workspace } })
     return scopeWorkspace(authority, workspace)
@@ -191,8 +173,7 @@ export async function renameWorkspace(db: Database, authority: Authority, id: st
 export async function deleteWorkspace(db: Database, authority: Authority, id: string): Promise<void> {
   await mutate(db, async (tx) => {
     await requireVisible(tx, authority, id)
-    await tx.delete(workspaceSessions).where(eq(workspaceSessions.workspaceId, id))
-    await tx.delete(workspaces).where(eq(workspaces.id, id))
+    await writes.deleteWorkspace(tx, id)
     await appendEvent(tx, { kind: 'remove', payload: { workspaceId: id } })
   })
 }
@@ -240,9 +221,7 @@ export async function moveSession(
     }
     const listed = await listedSessionIds(tx, workspaceId)
     const stale = listed.filter((id) => !workspace.sessionIds.includes(id))
-    for (const id of stale) {
-      await tx.delete(workspaceSessions).where(and(eq(workspaceSessions.workspaceId, workspaceId), eq(workspaceSessions.sessionId, id)))
-    }
+    await writes.unlistSessions(tx, workspaceId, stale)
     if (stale.length === 0 && next.join('\0') === workspace.sessionIds.join('\0')) return scopeWorkspace(authority, workspace)
     await setSessionOrder(tx, workspaceId, next)
     await touchWorkspace(tx, workspaceId)
@@ -293,11 +272,8 @@ export async function createSession(
       }
       return { session: existing, created: false }
     }
-    await tx.insert(sessions).values({ id, cwd, title: input.title ?? null, createdAt: Date.now() })
+    await writes.insertSession(tx, { id, cwd, title: input.title ?? null }, owner?.id)
     if (owner) {
-      await tx
-        .insert(workspaceSessions)
-        .values({ workspaceId: owner.id, sessionId: id, position: await frontPosition(tx, { workspaceId: owner.id }) })
       await touchWorkspace(tx, owner.id)
       await appendEvent(tx, { kind: 'upsert', payload: { workspace: (await workspaceById(tx, owner.id))! } })
     }
@@ -309,9 +285,7 @@ export async function createSession(
 export async function archiveSession(db: Database, id: string): Promise<string[]> {
   return mutate(db, async (tx) => {
     if (!(await sessionById(tx, id))) throw new TermkeepError('session/not-found', `no session ${id}`)
-    const [already] = await tx.select().from(archivedSessions).where(eq(archivedSessions.sessionId, id)).limit(1)
-    if (already) return archivedIds(tx)
-    await tx.insert(archivedSessions).values({ sessionId: id, archivedAt: Date.now() })
+    if (!(await writes.archive(tx, id))) return archivedIds(tx)
     const archived = await archivedIds(tx)
     await appendEvent(tx, { kind: 'archived', payload: { archivedSessionIds: archived } })
     return archived
@@ -321,9 +295,9 @@ export async function archiveSession(db: Database, id: string): Promise<string[]
 /** Removes from the archive set; the untouched slot restores the old position. */
 export async function unarchiveSession(db: Database, id: string): Promise<string[]> {
   return mutate(db, async (tx) => {
-    const removed = await tx.delete(archivedSessions).where(eq(archivedSessions.sessionId, id)).returning()
+    const removed = await writes.unarchive(tx, id)
     const archived = await archivedIds(tx)
-    if (removed.length > 0) await appendEvent(tx, { kind: 'archived', payload: { archivedSessionIds: archived } })
+    if (removed) await appendEvent(tx, { kind: 'archived', payload: { archivedSessionIds: archived } })
     return archived
   })
 }

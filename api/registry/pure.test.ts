@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import type { Authority } from '../auth/guard.ts'
+import type { Authority } from '../../storage/authority.ts'
 import * as v from 'valibot'
 import { MAX_WORKSPACE_TITLE_CHARS } from '../../schema/limits.ts'
 import { printable } from '../../schema/wire/common.ts'
 import { WorkspaceTitle } from '../../schema/wire/registry.ts'
 import { defaultTitle } from './operations.ts'
 import { mayRegister, RegistryView, scopeList, scopeOrder, seesWorkspace } from './scope.ts'
-import { moveBefore } from './store.ts'
+import { moveBefore } from '../../storage/registry/workspaces.ts'
 
 describe('moveBefore', () => {
   it.each([

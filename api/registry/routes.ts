@@ -40,8 +40,8 @@ import {
   unarchiveSession,
 } from './operations.ts'
 import { scopeArchived, scopeList } from './scope.ts'
-import { listSessions } from './sessions.ts'
-import { listWorkspaces, sessionById } from './store.ts'
+import { listSessions } from '../../storage/registry/sessions.ts'
+import { listWorkspaces, sessionById } from '../../storage/registry/workspaces.ts'
 import { watchRegistry } from './watch.ts'
 
 const tags = ['workspaces']

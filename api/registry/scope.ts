@@ -6,7 +6,7 @@
  * Registering a directory needs a token bound to all sessions (with workspaces:write).
  */
 import type { RegistryIncrement, Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
-import type { Authority } from '../auth/guard.ts'
+import type { Authority } from '../../storage/authority.ts'
 
 function keep(authority: Authority, ids: readonly string[]): string[] {
   const scope = authority.sessions

@@ -10,12 +10,12 @@
  * the stream has shown it, which a cursor does not carry, so its reconnect always starts with a
  * new baseline (a client already handles one: any reconnect may get it).
  */
-import { REGISTRY_POLL_MS } from '../../schema/limits.ts'
+import { REGISTRY_POLL_MS } from '../tuning.ts'
 import type { Database } from '../../storage/client.ts'
-import type { Authority } from '../auth/guard.ts'
+import type { Authority } from '../../storage/authority.ts'
 import type { SseSink } from '../sse.ts'
 import { RegistryView } from './scope.ts'
-import { eventsAfter, latestSeq, listWorkspaces, oldestSeq, onMutation } from './store.ts'
+import { eventsAfter, latestSeq, listWorkspaces, oldestSeq, onMutation } from '../../storage/registry/workspaces.ts'
 
 const PAGE = 500
 

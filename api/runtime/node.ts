@@ -7,7 +7,7 @@
 import type { AddressInfo } from 'node:net'
 import { LISTEN_BACKLOG } from '../../schema/limits.ts'
 import type { Storage } from '../../storage/client.ts'
-import { DatabaseFile } from '../../storage/file-identity.ts'
+import { DatabaseFile } from '../../storage/node/file-identity.ts'
 import { createApp } from '../app.ts'
 import { SidecarClient } from '../sidecar-client.ts'
 import { withNodeRelays } from './node-relay.ts'
@@ -22,7 +22,7 @@ export interface NodeApiOptions {
   /** 0 picks a free port. */
   port: number
   /** The database's URL: for a `file:` one, health checks that its path still names the file
-   * opened (storage/file-identity.ts). */
+   * opened (storage/node/file-identity.ts). */
   databaseUrl?: string
 }
 

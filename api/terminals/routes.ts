@@ -18,6 +18,8 @@ import {
   FollowQuery,
   RenameTerminal,
   ResizeTerminal,
+  SendKeys,
+  SentKeys,
   ShellList,
   TerminalEnvironment,
   TerminalInfo,
@@ -25,17 +27,18 @@ import {
   TerminalParams,
   type Sender,
 } from '../../schema/wire/terminals.ts'
+import { storedTerminal, storedTerminals } from '../../storage/terminals.ts'
 import { guard, openStream } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sidecarDownUnknown, sse } from '../openapi.ts'
 import { lastEventId, relaySSE } from '../sse.ts'
 import { issuesTouch, sizeLimit, validate } from '../validate.ts'
-import { listTerminals, terminalInfo } from './store.ts'
 
 const tags = ['terminals']
 const SessionOnly = v.object({ sid: SessionId })
 const AttachmentHeader = v.object({ 'termkeep-attachment': v.optional(AttachmentId) })
 const InputHeaders = v.object({ ...AttachmentHeader.entries, 'idempotency-key': v.optional(IdempotencyKey) })
+const KeysHeaders = v.object({ 'termkeep-attachment': AttachmentId, 'idempotency-key': v.optional(IdempotencyKey) })
 const geometryCode = (issues: Parameters<typeof issuesTouch>[0]) =>
   issuesTouch(issues, ['cols', 'rows']) ? ('terminal/invalid-geometry' as const) : ('request/invalid' as const)
 
@@ -109,7 +112,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     }),
     guard({ anyOf: ['terminals:control', 'terminals:display'] }),
     validate('param', SessionOnly),
-    async (c) => c.json({ terminals: await listTerminals(c.var.deps.db, c.req.valid('param').sid) }),
+    async (c) => c.json({ terminals: await storedTerminals(c.var.deps.db, c.req.valid('param').sid) }),
   )
   .put(
     '/v1/sessions/:sid/terminals/:tid',
@@ -145,7 +148,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     validate('param', TerminalParams),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return c.json(await terminalInfo(c.var.deps.db, sid, tid))
+      return c.json(await storedTerminal(c.var.deps.db, sid, tid))
     },
   )
   .patch(
@@ -207,6 +210,33 @@ export const terminalRoutes = new Hono<AppEnv>()
       const bytes = new Uint8Array(await c.req.arrayBuffer())
       await c.var.deps.sidecar.input(sid, tid, sender(c), bytes, c.req.valid('header')['idempotency-key'])
       return c.body(null, 204)
+    },
+  )
+  .post(
+    '/v1/sessions/:sid/terminals/:tid/keys',
+    describeRoute({
+      tags,
+      summary: 'Type text, then keys by tmux name, in one write that takes control for itself and frees it again',
+      description: `\`text\` is typed as is, then each of \`keys\` (tmux send-keys names: Enter, Tab, C-c, M-x, Up, S-Tab, PageUp, F1–F12, or one character); arrows and Home/End follow the terminal's application cursor mode as its screen has it. The attachment in \`Termkeep-Attachment\` takes control for this write alone, as a follow with the same \`control\` would (\`if-free\`, the default: refused with 409 \`terminal/control-unavailable\` {reason: "controlled", controllerId} while another attachment controls; \`take\`: whoever held it), and control is free again after it. The answer says whose control it took. \`Idempotency-Key\` works as for raw input.`,
+      responses: {
+        200: json(SentKeys, 'typed: its size, the output sequence it came after, whose control it took'),
+        400: error('an unknown key name, neither text nor keys, or a malformed `Idempotency-Key` (`request/invalid`)'),
+        413: error('`terminal/input-too-large`'),
+        422: error('the `Idempotency-Key` was already used for other input (`terminal/idempotency-key-reused`); nothing was written'),
+        409: error(
+          'another attachment controls it and `control` is `if-free`, or not running (`terminal/control-unavailable`); or the program has not read 1 MiB of input already sent (`terminal/input-backlog-full`)',
+        ),
+        ...GONE,
+        ...liveUnknown(RETRY.input),
+      },
+    }),
+    guard('terminals:control'),
+    validate('param', TerminalParams),
+    validate('header', KeysHeaders),
+    validate('json', SendKeys),
+    async (c) => {
+      const { sid, tid } = c.req.valid('param')
+      return c.json(await c.var.deps.sidecar.sendKeys(sid, tid, sender(c), c.req.valid('json'), c.req.valid('header')['idempotency-key']))
     },
   )
   .post(

@@ -5,11 +5,11 @@
  * `workflow/end`; a run whose sidecar died ends it with `interrupted` (no id) after its last
  * event. Resuming with Last-Event-ID (or ?after=) sends exactly what followed that sequence.
  */
-import { WORKFLOW_EVENTS_POLL_MS } from '../../schema/limits.ts'
-import { pause } from '../../schema/retry.ts'
+import { WORKFLOW_EVENTS_POLL_MS } from '../tuning.ts'
+import { pause } from '../../common/retry.ts'
 import type { Database } from '../../storage/client.ts'
 import type { SseSink } from '../sse.ts'
-import { eventsAfter, runState } from './store.ts'
+import { eventsAfter, runState } from '../../storage/workflows/runs.ts'
 
 const PAGE = 500
 

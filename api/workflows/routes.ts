@@ -31,7 +31,7 @@ import { error, json, sidecarDownUnknown, sse } from '../openapi.ts'
 import { lastEventId, sseResponse } from '../sse.ts'
 import { validate } from '../validate.ts'
 import { streamRunEvents } from './events.ts'
-import { listRuns, repeatedStart, runDetail, runState, runSummary } from './store.ts'
+import { listRuns, repeatedStart, runDetail, runState, runSummary } from '../../storage/workflows/runs.ts'
 
 const tags = ['workflows']
 const SessionOnly = v.object({ sid: SessionId })

@@ -6,9 +6,9 @@
  * journaled after every byte read before it.
  */
 import type { Worker } from 'node:worker_threads'
-import { PTY_EXIT_WAIT_MS } from '../../schema/limits.ts'
 import { startTsWorker } from '../../local/worker-thread.ts'
 import { Backoff } from '../backoff.ts'
+import { PTY_EXIT_WAIT_MS } from '../tuning.ts'
 import type { PtyExit, PtySpawnOptions } from './pty-process.ts'
 import type { FromPtyThread, ToPtyThread } from './pty-protocol.ts'
 

@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { liveHolder } from '../pid-lock.ts'
 import { KeeperClient, KeeperRefused, KeeperUnreachable } from './client.ts'
@@ -16,7 +16,9 @@ import type { Role } from './protocol.ts'
 
 /** What the keeper's command line names (node … keeper/main.ts <data dir>). */
 export const KEEPER_ENTRY = 'keeper/main'
-const ENTRY_PATH = fileURLToPath(new URL('../../keeper/main.ts', import.meta.url))
+/** The keeper's entry: a path to start a process with, not an import (nothing of the keeper's code
+ * is loaded here; the layering keeps the keeper and the sidecar peers). */
+const ENTRY_PATH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'keeper', 'main.ts')
 
 /** How long a starter waits for the keeper to answer (tsx compiling it on a loaded machine). */
 export const KEEPER_START_TIMEOUT_MS = 30_000

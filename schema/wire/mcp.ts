@@ -4,8 +4,7 @@
  * `tools/list` are generated from these and from the routes' schemas (api/mcp/input.ts).
  */
 import * as v from 'valibot'
-import { utf8Length } from '../display-pack.ts'
-import { keyBytes } from '../keys.ts'
+import { utf8Length } from '../utf8.ts'
 import {
   MAX_INPUT_BYTES,
   MCP_PATTERN_MAX_CHARS,
@@ -18,7 +17,7 @@ import {
   MCP_WAIT_MAX_MS,
 } from '../limits.ts'
 import { boundedInteger, TerminalId } from './common.ts'
-import { Command } from './terminals.ts'
+import { Command, KeyName } from './terminals.ts'
 
 /** The attachment id MCP calls follow with (one per token: a token's calls share control). */
 export const MCP_ATTACHMENT_ID = 'mcp'
@@ -31,14 +30,6 @@ const Timeout = v.optional(
     v.description(`Give up after this many ms (default ${MCP_WAIT_DEFAULT_MS}, at most ${MCP_WAIT_MAX_MS})`),
   ),
   MCP_WAIT_DEFAULT_MS,
-)
-
-export const KeyName = v.pipe(
-  v.string(),
-  v.check(
-    (name) => keyBytes(name) !== undefined,
-    (issue) => `not a key name: ${JSON.stringify(issue.input)} (Enter, Tab, C-c, M-x, Up, PageDown, F5, a single character …)`,
-  ),
 )
 
 export const SendArgs = v.pipe(

@@ -18,8 +18,9 @@
  *   GET    /v1/sessions/:sid/terminals/:tid/retain                 SSE `retained`, then heartbeats
  */
 import * as v from 'valibot'
-import { MAX_COMMAND_CHARS, MAX_TITLE_CHARS, MAX_VISIBLE_CELLS } from '../limits.ts'
-import { TERMINAL_STATES, type terminals } from '../tables.ts'
+import { keyBytes } from '../keys.ts'
+import { MAX_COMMAND_CHARS, MAX_INPUT_BYTES, MAX_TITLE_CHARS, MAX_VISIBLE_CELLS } from '../limits.ts'
+import { utf8Length } from '../utf8.ts'
 import { AttachmentId, CELLS_MESSAGE, Cols, Geometry, Rows, SessionId, TerminalId, titleSchema } from './common.ts'
 
 /** Header naming the follow attachment that sends input or resizes. */
@@ -63,7 +64,10 @@ export type TerminalEnvironment = v.InferOutput<typeof TerminalEnvironment>
 export const ShellList = v.object({ shells: v.array(TerminalShell) })
 export type ShellList = v.InferOutput<typeof ShellList>
 
+/** A terminal's states, in the only order it moves through them (a contract: stored and sent as is). */
+export const TERMINAL_STATES = ['starting', 'running', 'exited', 'closed', 'retired'] as const
 export const TerminalState = v.picklist(TERMINAL_STATES)
+export type TerminalState = (typeof TERMINAL_STATES)[number]
 
 /** A workflow run's sub-agent terminal: its run and its member seq (schema/wire/workflows.ts). */
 export const TerminalWorkflow = v.object({ run: v.string(), seq: v.number() })
@@ -97,38 +101,6 @@ export const TerminalInfo = v.object({
   workflow: v.optional(TerminalWorkflow),
 })
 export type TerminalInfo = v.InferOutput<typeof TerminalInfo>
-
-/**
- * Pure: a stored `terminals` row as the wire's TerminalInfo. The table does not hold the live
- * controller, so `controllerId` is null unless the live terminal supplies it.
- */
-export function terminalInfoOf(row: typeof terminals.$inferSelect, controllerId: string | null = null): TerminalInfo {
-  return {
-    sessionId: row.sessionId,
-    id: row.id,
-    title: row.title,
-    shell: { path: row.shellPath, args: row.shellArgs, name: row.shellPath.split('/').at(-1) ?? row.shellPath },
-    cwd: row.cwd,
-    cols: row.cols,
-    rows: row.rows,
-    state: row.state,
-    exitCode: row.exitCode,
-    exitSignal: row.exitSignal,
-    error: row.error,
-    hostGeneration: row.hostGeneration,
-    controllerId,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
-    closedAt: row.closedAt,
-    foregroundCommand: row.foregroundCommand,
-    ...workflowOf(row),
-  }
-}
-
-/** Pure: the `workflow` field of a sub-agent terminal's info (nothing for other terminals). */
-export function workflowOf(row: { workflowRun: string | null; workflowSeq: number | null }): { workflow?: TerminalWorkflow } {
-  return row.workflowRun !== null && row.workflowSeq !== null ? { workflow: { run: row.workflowRun, seq: row.workflowSeq } } : {}
-}
 
 export const TerminalList = v.object({ terminals: v.array(TerminalInfo) })
 export type TerminalList = v.InferOutput<typeof TerminalList>
@@ -177,6 +149,37 @@ export const TerminalParams = v.object({ sid: SessionId, tid: TerminalId })
 export const FOLLOW_CONTROL = ['take', 'if-free'] as const
 export const FollowQuery = v.object({ attachment: AttachmentId, control: v.optional(v.picklist(FOLLOW_CONTROL), 'take') })
 export type FollowControl = (typeof FOLLOW_CONTROL)[number]
+
+/** A key by its tmux send-keys name (schema/keys.ts). */
+export const KeyName = v.pipe(
+  v.string(),
+  v.check(
+    (name) => keyBytes(name) !== undefined,
+    (issue) => `not a key name: ${JSON.stringify(issue.input)} (Enter, Tab, C-c, M-x, Up, PageDown, F5, a single character …)`,
+  ),
+)
+
+/**
+ * POST …/keys: `text` as is, then `keys` by tmux name, in one write; arrows and Home/End follow
+ * the terminal's application cursor mode as its screen has it. The write takes control for
+ * itself as a follow with the same `control` would (`if-free`, the default: refused while
+ * another attachment controls), and frees it again: one request types, with no follow.
+ */
+export const SendKeys = v.pipe(
+  v.object({
+    text: v.optional(v.string()),
+    keys: v.optional(v.array(KeyName)),
+    control: v.optional(v.picklist(FOLLOW_CONTROL), 'if-free'),
+  }),
+  v.check((a) => a.text !== undefined || (a.keys !== undefined && a.keys.length > 0), 'give text or keys'),
+  v.check((a) => utf8Length(a.text ?? '') <= MAX_INPUT_BYTES, `text is at most ${MAX_INPUT_BYTES} bytes`),
+)
+export type SendKeys = v.InferOutput<typeof SendKeys>
+
+/** What a send-keys write typed: its size, the output sequence it came after, and whose control
+ * it took (null when nobody else held it). */
+export const SentKeys = v.object({ sent: v.number(), sequence: v.number(), tookControlFrom: v.nullable(v.string()) })
+export type SentKeys = v.InferOutput<typeof SentKeys>
 
 /**
  * Follow SSE events (`event:` name → `data:` JSON). `snapshot` and `output` carry

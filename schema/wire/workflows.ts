@@ -17,7 +17,7 @@
  * repeat of the key).
  */
 import * as v from 'valibot'
-import { utf8Length } from '../display-pack.ts'
+import { utf8Length } from '../utf8.ts'
 import {
   DEFAULT_WORKFLOW_CONCURRENCY,
   DEFAULT_WORKFLOW_CPU_TIME_MS,
@@ -32,12 +32,28 @@ import {
   MAX_WORKFLOW_WALL_TIME_MS,
   MIN_WORKFLOW_TIME_LIMIT_MS,
 } from '../limits.ts'
-import { AGENT_OUTCOMES, RUN_LIMITS, WORKFLOW_STATUSES } from '../tables.ts'
 import { SessionId } from './common.ts'
 
 /** Run ids are minted by the sidecar (`wf_…`); anything of the id alphabet is looked up. */
 export const RunId = v.pipe(v.string(), v.regex(/^[\w-]{1,128}$/, 'run ids are 1–128 of [A-Za-z0-9_-]'))
 export const RunParams = v.object({ sid: SessionId, rid: RunId })
+
+/** A run's statuses (stored and sent as is); `status` moves forward only. */
+export const WORKFLOW_STATUSES = ['running', 'completed', 'error', 'cancelled', 'interrupted'] as const
+export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number]
+/** The event types of a run's log: the SSE event names of its stream. */
+export const WORKFLOW_EVENT_TYPES = [
+  'workflow/start',
+  'workflow/agent-start',
+  'workflow/agent-end',
+  'workflow/log',
+  'workflow/end',
+] as const
+export type WorkflowEventType = (typeof WORKFLOW_EVENT_TYPES)[number]
+/** How a sub-agent ended. */
+export const AGENT_OUTCOMES = ['completed', 'failed', 'cancelled'] as const
+/** The limits that can end a run: its wall-clock time, the script's CPU time, its memory. */
+export const RUN_LIMITS = ['wall-time', 'cpu-time', 'memory'] as const
 
 /** A profile's name: what `agent(prompt, {profile})` and a run's `profile` say. */
 export const ProfileName = v.pipe(v.string(), v.regex(/^[\w.-]{1,64}$/, 'profile names are 1–64 of [A-Za-z0-9_.-]'))
@@ -282,7 +298,7 @@ export const RunDetail = v.object({
   script: v.string(),
   input: v.optional(v.unknown()),
   lastSequence: v.number(),
-  /** The invariant check of the run's event log (schema/workflow-log.ts). */
+  /** The invariant check of the run's event log (common/workflow-log.ts). */
   log: v.object({ valid: v.boolean(), problem: v.optional(v.string()) }),
 })
 export type RunDetail = v.InferOutput<typeof RunDetail>

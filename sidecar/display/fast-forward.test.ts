@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { FastForward, hasNonPrintable, type FeedRecord } from './fast-forward.ts'
-import { bufferDiff, emulator } from './testing/harness.ts'
+import { bufferDiff, emulator } from '../../test/support/display/harness.ts'
 
 const E = '\x1b'
 const enc = new TextEncoder()

@@ -25,7 +25,8 @@
  * slower: `release()` hands them over before anyone looks at the screen (a request) and the live
  * edge, a resize or a full hold writes them out.
  */
-import { EMULATOR_FAST_FORWARD_HOLD_BYTES, HISTORY_CELLS } from '../../schema/limits.ts'
+import { HISTORY_CELLS } from '../../schema/limits.ts'
+import { EMULATOR_FAST_FORWARD_HOLD_BYTES } from '../tuning.ts'
 import { historyRowsFor } from './allowance.ts'
 
 export type FeedRecord =

@@ -1,12 +1,13 @@
 /**
  * Pure: a revision's new history rows as display_history chunks. Each chunk holds consecutive
  * rows (oldest first) with its own style table, so it reads the same whichever revision it is
- * read for; the API maps its ids into each revision's table as it streams (api/display/store.ts).
+ * read for; the API maps its ids into each revision's table as it streams (storage/displays/revisions.ts).
  * The newest chunk of an epoch, while small, absorbs the next rows (it is written again whole, as
  * a superset of itself), so history does not end up as one chunk per revision.
  */
-import { utf8Length } from '../../schema/display-pack.ts'
-import { DISPLAY_HISTORY_CHUNK_BYTES, DISPLAY_HISTORY_MERGE_BYTES } from '../../schema/limits.ts'
+import { utf8Length } from '../../schema/utf8.ts'
+import { DISPLAY_HISTORY_CHUNK_BYTES } from '../../storage/tuning.ts'
+import { DISPLAY_HISTORY_MERGE_BYTES } from '../tuning.ts'
 import type { CellStyle, EncodedRow } from '../../schema/wire/display.ts'
 
 /** One chunk as built: its rows' JSON (chunk-local style ids) and its style table's JSON. */

@@ -9,14 +9,14 @@
  */
 import { and, eq, sql } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
-import { DISPLAY_KEEP_MS } from '../../schema/limits.ts'
-import { displayChunks, displayRevisions } from '../../schema/tables.ts'
+import { DISPLAY_KEEP_MS } from '../../storage/tuning.ts'
+import { displayChunks, displayRevisions } from '../../storage/tables.ts'
 import { HistoryPosition } from './history.ts'
 import { persistRevision, type StoredHistory } from './persist.ts'
 import { encodeRevision } from './revision.ts'
-import { scratchDatabase } from './testing/database.ts'
-import { emulator, referenceRevision, type ReferenceRevision } from './testing/harness.ts'
-import { headers, storeProblems, streamed } from './testing/store-check.ts'
+import { scratchDatabase } from '../../test/support/display/database.ts'
+import { emulator, referenceRevision, type ReferenceRevision } from '../../test/support/display/harness.ts'
+import { headers, storeProblems, streamed } from '../../test/support/display/store-check.ts'
 
 const scratch = scratchDatabase('termkeep-incremental-')
 
@@ -125,11 +125,10 @@ describe('incremental revisions', () => {
     const chunkCount = await rows()
     await e.write(lines(50, 80))
     const next = encodeRevision(e.tracker, position, { stored: { token: first.stored.token, from: first.stored.end } })
+    // The revision's last statement (its ledger entry) fails: nothing of it may stay.
+    await scratch.storage.db.run(sql`INSERT INTO data_migrations (name, detail) VALUES ('taken', 'first')`)
     await expect(
-      persistRevision(scratch.storage.db, 's', 'fail', next, {
-        stored: first.stored,
-        also: (db) => [db.run(sql`INSERT INTO sessions (id, cwd) VALUES ('s', 'duplicate')`)],
-      }),
+      persistRevision(scratch.storage.db, 's', 'fail', next, { stored: first.stored, ledger: { name: 'taken', detail: 'second' } }),
     ).rejects.toThrow()
     expect(await headers(scratch.storage.db, 's', 'fail')).toEqual(before)
     expect(await rows()).toBe(chunkCount)

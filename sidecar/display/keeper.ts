@@ -16,7 +16,7 @@
  * written, holds everything the screen is (it was encoded at the sequence the emulator is at, and
  * it can be rebuilt from), the keeper asks the emulator to give its screen back.
  */
-import { EMULATOR_RELEASE_IDLE_MS, SETTLE_MAX_WAIT_MS, SETTLE_WINDOW_MS } from '../../schema/limits.ts'
+import { EMULATOR_RELEASE_IDLE_MS, SETTLE_MAX_WAIT_MS, SETTLE_WINDOW_MS } from '../tuning.ts'
 import { untilCaughtUp } from '../emulator/emulator.ts'
 import type { EncodedRevision } from './revision.ts'
 import { DISPLAY_ENCODE, type DisplayEncodeRequest, type DisplayEncodeResult } from './worker.ts'

@@ -6,12 +6,12 @@
  * fully migrated (revision + ledger) or untouched, and the next start finishes the rest. A record
  * whose terminal already has display revisions is only recorded (its newer screens win).
  */
-import { and, count, eq, like } from 'drizzle-orm'
 import xterm from '@xterm/headless'
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS } from '../../schema/limits.ts'
-import { dataMigrations, displayRevisions, legacyTerminalRecords } from '../../schema/tables.ts'
+import { hasLedgerEntry, ledgerNames, legacyRecords, recordLedgerEntry, type LegacyRecord } from '../../storage/displays/legacy.ts'
+import { hasRevisions } from '../../storage/displays/writes.ts'
 import type { Database } from '../../storage/client.ts'
-import { useUnicode11 } from '../emulator/widths.ts'
+import { useUnicode11 } from '../../common/xterm/widths.ts'
 import { historyRowsFor } from './allowance.ts'
 import { persistRevision } from './persist.ts'
 import { encodeRevision, type EncodedRevision } from './revision.ts'
@@ -22,8 +22,6 @@ const { Terminal } = xterm
 /** Ledger names: one entry per migrated record. */
 export const LEGACY_LEDGER_PREFIX = 'legacy-terminal-record:'
 export const ledgerName = (sessionId: string, terminalId: string) => `${LEGACY_LEDGER_PREFIX}${sessionId}/${terminalId}`
-
-type LegacyRecord = typeof legacyTerminalRecords.$inferSelect
 
 export interface LegacyMigrationResult {
   migrated: number
@@ -61,51 +59,30 @@ export async function encodeLegacyRecord(record: LegacyRecord): Promise<EncodedR
   }
 }
 
-async function hasRevisions(db: Database, record: LegacyRecord): Promise<boolean> {
-  const [row] = await db
-    .select({ n: count() })
-    .from(displayRevisions)
-    .where(and(eq(displayRevisions.sessionId, record.sessionId), eq(displayRevisions.terminalId, record.terminalId)))
-  return (row?.n ?? 0) > 0
-}
-
 export async function migrateLegacyRecords(db: Database, options: LegacyMigrationOptions = {}): Promise<LegacyMigrationResult> {
   const result: LegacyMigrationResult = { migrated: 0, superseded: 0, alreadyDone: 0 }
-  const done = new Set(
-    (
-      await db
-        .select({ name: dataMigrations.name })
-        .from(dataMigrations)
-        .where(like(dataMigrations.name, `${LEGACY_LEDGER_PREFIX}%`))
-    ).map((r) => r.name),
-  )
-  const records = await db.select().from(legacyTerminalRecords).orderBy(legacyTerminalRecords.sessionId, legacyTerminalRecords.terminalId)
+  const done = await ledgerNames(db, LEGACY_LEDGER_PREFIX)
+  const records = await legacyRecords(db)
   for (const record of records) {
     const name = ledgerName(record.sessionId, record.terminalId)
     if (done.has(name)) {
       result.alreadyDone++
       continue
     }
-    if (await hasRevisions(db, record)) {
-      await db
-        .insert(dataMigrations)
-        .values({ name, detail: 'superseded: the terminal already had display revisions' })
-        .onConflictDoNothing()
+    if (await hasRevisions(db, record.sessionId, record.terminalId)) {
+      await recordLedgerEntry(db, name, 'superseded: the terminal already had display revisions')
       result.superseded++
     } else {
       const revision = await encodeLegacyRecord(record)
       try {
         await persistRevision(db, record.sessionId, record.terminalId, revision, {
           origin: 'migrated',
-          also: (tx) => [
-            tx.insert(dataMigrations).values({ name, detail: `migrated ${revision.viewportRows + revision.historyRows} rows` }),
-          ],
+          ledger: { name, detail: `migrated ${revision.viewportRows + revision.historyRows} rows` },
         })
         result.migrated++
       } catch (error) {
         // Another starter migrated this record first (its ledger entry exists): nothing to do.
-        const [entry] = await db.select().from(dataMigrations).where(eq(dataMigrations.name, name))
-        if (!entry) throw error
+        if (!(await hasLedgerEntry(db, name))) throw error
         result.alreadyDone++
       }
     }

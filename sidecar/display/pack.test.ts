@@ -1,15 +1,16 @@
 /**
- * The packer (schema/display-pack.ts): retention order, truncation at small budgets, event limits,
+ * The packer (common/display/pack.ts): retention order, truncation at small budgets, event limits,
  * rows too large for one event (split, never stripped), and its equality with the packer before
  * issue 18 for everything that fits; alternate capture and the history allowance.
  */
 import { describe, expect, it } from 'vitest'
-import { ChunkPacker, planChunks as plan, utf8Length, type PlannedRow } from '../../schema/display-pack.ts'
+import { ChunkPacker, planChunks as plan, type PlannedRow } from '../../common/display/pack.ts'
+import { utf8Length } from '../../schema/utf8.ts'
 import type { CellStyle, EncodedRow, RowsEvent } from '../../schema/wire/display.ts'
-import { decodeDisplay } from '../../api/display/decode.ts'
+import { decodeDisplay } from '../../common/display/decode.ts'
 import { historyRowsFor, resizeWithAllowance } from './allowance.ts'
-import { decode, emulator, referenceRevision, transferOf } from './testing/harness.ts'
-import { legacyPlanChunks } from './testing/legacy-plan.ts'
+import { decode, emulator, referenceRevision, transferOf } from '../../test/support/display/harness.ts'
+import { legacyPlanChunks } from '../../test/support/display/legacy-plan.ts'
 
 const planChunks = (rows: PlannedRow[], budget: number, limit: number) => {
   const p = plan(rows, budget, limit)

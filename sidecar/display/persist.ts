@@ -1,12 +1,8 @@
 /**
- * Writes display revisions to libSQL, incrementally (format 2, schema/tables.ts): a revision
- * writes its header, its viewport and alternate events, and only the history rows the database
- * does not hold yet; the rows already stored are shared with the revisions before it.
- *
- * One revision is one transaction (one `db.batch`), in this order: the new history chunks, the
- * head events, the header, then pruning — old revisions, their events, and last the history
- * chunks that no revision left overlaps (the new header is already in, so its rows are safe). A
- * reader that finds a header finds every part of it; no revision ever points at a missing row.
+ * Persists display revisions, incrementally: a revision writes its header, its viewport and
+ * alternate events, and only the history rows the database does not hold yet; the rows already
+ * stored are shared with the revisions before it. One revision is one transaction
+ * (storage/displays/writes.ts, which also prunes).
  *
  * `RevisionWriter` is the per-terminal writer the settle loop hands revisions to. It never queues:
  * while one write is in flight, a newer revision replaces any waiting one (the latest wins). It
@@ -14,19 +10,13 @@
  * carry only the rows after it.
  */
 import { deflateSync } from 'node:zlib'
-import { and, eq, inArray, lt, lte, max, sql, type SQL } from 'drizzle-orm'
-import type { BatchItem } from 'drizzle-orm/batch'
-import { utf8Length } from '../../schema/display-pack.ts'
-import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../schema/limits.ts'
-import { displayChunks, displayHistory, displayRevisions } from '../../schema/tables.ts'
+import { utf8Length } from '../../schema/utf8.ts'
+import { newestRevisionNumber, writeRevision } from '../../storage/displays/writes.ts'
 import type { Database } from '../../storage/client.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
-import { Retry } from '../retry.ts'
+import { Retry } from '../write-retry.ts'
 import { chunkBody, historyChunks, type HistoryChunk } from './history-chunks.ts'
 import type { EncodedRevision } from './revision.ts'
-
-/** Chunk rows per INSERT statement (5–6 bound parameters each). */
-const CHUNKS_PER_INSERT = 100
 
 /** What the database holds of a terminal's current history epoch. */
 export interface StoredHistory {
@@ -45,21 +35,13 @@ export class MissingHistoryRows extends Error {}
 
 export interface PersistOptions {
   origin?: 'live' | 'migrated'
-  /** Extra statements committed in the same transaction (the migration ledger entry). */
-  also?: (db: Database) => BatchItem<'sqlite'>[]
+  /** A data-migration ledger entry committed in the same transaction. */
+  ledger?: { name: string; detail: string }
   now?: number
   /** What the database holds already (the writer's memory); absent: a fresh epoch. */
   stored?: StoredHistory
   /** Emulator state for rebuilding from this revision (sidecar/emulator/restore.ts). */
   restore?: unknown
-}
-
-async function latestRevision(db: Database, sessionId: string, terminalId: string): Promise<number> {
-  const [row] = await db
-    .select({ latest: max(displayRevisions.revision) })
-    .from(displayRevisions)
-    .where(and(eq(displayRevisions.sessionId, sessionId), eq(displayRevisions.terminalId, terminalId)))
-  return row?.latest ?? 0
 }
 
 /** The history chunks this revision writes, and what the database holds afterwards. */
@@ -81,111 +63,11 @@ function historyPlan(
   return { chunks, after: { token: h.token, epoch, end: h.end, tail: last } }
 }
 
-function revisionStatements(
-  db: Database,
-  sessionId: string,
-  terminalId: string,
-  number: number,
-  revision: EncodedRevision,
-  chunks: HistoryChunk[],
-  epoch: number,
-  options: PersistOptions,
-) {
-  const { meta, history } = revision
-  const now = options.now ?? Date.now()
-  const statements: BatchItem<'sqlite'>[] = []
-  for (let i = 0; i < chunks.length; i += CHUNKS_PER_INSERT) {
-    const rows = chunks
-      .slice(i, i + CHUNKS_PER_INSERT)
-      .map((c) => ({ sessionId, terminalId, epoch, firstRow: c.first, rowCount: c.rows.length, body: deflated(c) }))
-    // A chunk that absorbed new rows replaces its smaller self (same first row): a superset, so
-    // any revision reading it finds its rows.
-    statements.push(
-      db
-        .insert(displayHistory)
-        .values(rows)
-        .onConflictDoUpdate({
-          target: [displayHistory.sessionId, displayHistory.terminalId, displayHistory.epoch, displayHistory.firstRow],
-          set: { rowCount: sql`excluded.row_count`, body: sql`excluded.body` },
-        }),
-    )
-  }
-  for (let i = 0; i < revision.head.length; i += CHUNKS_PER_INSERT) {
-    const rows = revision.head
-      .slice(i, i + CHUNKS_PER_INSERT)
-      .map((body, j) => ({ sessionId, terminalId, revision: number, chunk: i + j, body }))
-    statements.push(db.insert(displayChunks).values(rows))
-  }
-  statements.push(
-    db.insert(displayRevisions).values({
-      sessionId,
-      terminalId,
-      revision: number,
-      cols: meta.cols,
-      rows: meta.rows,
-      cursorRow: meta.cursor.row,
-      cursorCol: meta.cursor.col,
-      cursorVisible: meta.cursor.visible,
-      cursorStyle: meta.cursor.style,
-      cursorBlink: meta.cursor.blink,
-      title: meta.title,
-      alternateScreen: meta.alternateScreen,
-      palette: meta.palette,
-      inputModes: meta.inputModes,
-      sequence: meta.sequence,
-      viewportRows: revision.viewportRows,
-      alternateRows: revision.alternateRows,
-      historyRows: revision.historyRows,
-      truncated: revision.truncated,
-      encodedBytes: revision.encodedBytes,
-      chunkCount: revision.chunks,
-      origin: options.origin ?? 'live',
-      createdAt: now,
-      format: 2,
-      headChunks: revision.head.length,
-      historyEpoch: epoch,
-      historyFirst: history.first,
-      historyEnd: history.end,
-      restore: options.restore ?? revision.restore ?? null,
-    }),
-  )
-  // Prune: keep the newest DISPLAY_KEEP_REVISIONS + 1, and anything younger than DISPLAY_KEEP_MS.
-  const old: SQL | undefined = and(
-    eq(displayRevisions.sessionId, sessionId),
-    eq(displayRevisions.terminalId, terminalId),
-    lte(displayRevisions.revision, number - DISPLAY_KEEP_REVISIONS - 1),
-    lt(displayRevisions.createdAt, now - DISPLAY_KEEP_MS),
-  )
-  const oldRevisions = db.select({ revision: displayRevisions.revision }).from(displayRevisions).where(old)
-  statements.push(
-    db
-      .delete(displayChunks)
-      .where(
-        and(
-          eq(displayChunks.sessionId, sessionId),
-          eq(displayChunks.terminalId, terminalId),
-          inArray(displayChunks.revision, oldRevisions),
-        ),
-      ),
-    db.delete(displayRevisions).where(old),
-    db.run(sql`DELETE FROM display_history WHERE session_id = ${sessionId} AND terminal_id = ${terminalId} AND ${unreferenced}`),
-  )
-  statements.push(...(options.also?.(db) ?? []))
-  return statements
-}
-
-/** A chunk's stored body (schema/tables.ts: displayHistory.body); kept on the chunk for `bytesOf`. */
+/** A chunk's stored body (storage/tables.ts: displayHistory.body); kept on the chunk for `bytesOf`. */
 function deflated(chunk: HistoryChunk): Uint8Array {
   chunk.stored ??= deflateSync(chunkBody(chunk))
   return chunk.stored
 }
-
-/** A display_history chunk that no revision's rows overlap (after the revisions were pruned). */
-const unreferenced = sql.raw(`NOT EXISTS (
-  SELECT 1 FROM display_revisions r
-  WHERE r.session_id = display_history.session_id AND r.terminal_id = display_history.terminal_id
-    AND r.format = 2 AND r.history_epoch = display_history.epoch
-    AND r.history_first < display_history.first_row + display_history.row_count AND r.history_end > display_history.first_row)`)
 
 /**
  * Persists one revision as the terminal's next revision number, atomically. Returns the number and
@@ -200,42 +82,26 @@ export async function persistRevision(
   options: PersistOptions = {},
 ): Promise<{ revision: number; stored: StoredHistory; bytes: number }> {
   for (let attempt = 0; ; attempt++) {
-    const number = (await latestRevision(db, sessionId, terminalId)) + 1
+    const number = (await newestRevisionNumber(db, sessionId, terminalId)) + 1
     const { chunks, after } = historyPlan(number, revision, options.stored)
-    const [first, ...rest] = revisionStatements(db, sessionId, terminalId, number, revision, chunks, after.epoch, options)
+    const write = {
+      sessionId,
+      terminalId,
+      number,
+      epoch: after.epoch,
+      origin: options.origin ?? 'live',
+      now: options.now ?? Date.now(),
+      restore: options.restore ?? revision.restore ?? null,
+      ledger: options.ledger,
+    } as const
+    const stored = chunks.map((c) => ({ first: c.first, rowCount: c.rows.length, body: deflated(c) }))
     try {
-      await db.batch([first, ...rest])
+      await writeRevision(db, write, revision, stored)
       return { revision: number, stored: after, bytes: bytesOf(revision, chunks) }
     } catch (error) {
       if (attempt >= 2 || !/UNIQUE|PRIMARY KEY|constraint/i.test(String((error as Error)?.message ?? error))) throw error
     }
   }
-}
-
-/**
- * Deletes old display revisions across terminals, in one transaction. A revision goes once it is
- * older than DISPLAY_KEEP_MS (a reader streaming it has finished) and either (a) is not among the
- * terminal's newest DISPLAY_KEEP_REVISIONS + 1, as pruning at write time would have done had a
- * newer one been written (a terminal that stopped writes none), or (b) is not the newest of a
- * closed or retired terminal, whose screen can change no more: one revision is all it needs.
- * History chunks no remaining revision overlaps go last, in the same transaction.
- */
-export async function pruneDisplayRevisions(db: Database, now = Date.now()): Promise<void> {
-  const cutoff = Math.floor(now - DISPLAY_KEEP_MS)
-  const old = (r: string) =>
-    sql.raw(`${r}.created_at < ${cutoff} AND ${r}.revision <= (
-      SELECT max(m.revision) FROM display_revisions m WHERE m.session_id = ${r}.session_id AND m.terminal_id = ${r}.terminal_id
-    ) - (CASE WHEN EXISTS (
-      SELECT 1 FROM terminals t WHERE t.session_id = ${r}.session_id AND t.id = ${r}.terminal_id AND t.state IN ('closed', 'retired')
-    ) THEN 1 ELSE ${DISPLAY_KEEP_REVISIONS + 1} END)`)
-  await db.batch([
-    db.run(sql`DELETE FROM display_chunks WHERE EXISTS (
-      SELECT 1 FROM display_revisions r
-      WHERE r.session_id = display_chunks.session_id AND r.terminal_id = display_chunks.terminal_id AND r.revision = display_chunks.revision
-        AND ${old('r')})`),
-    db.run(sql`DELETE FROM display_revisions WHERE ${old('display_revisions')}`),
-    db.run(sql`DELETE FROM display_history WHERE ${unreferenced}`),
-  ])
 }
 
 export interface RevisionWriterOptions {

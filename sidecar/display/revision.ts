@@ -5,30 +5,19 @@
  *   - the *head*: the viewport and alternate events, verbatim, rewritten by every revision;
  *   - the *history*: rows located in their epoch (history.ts), of which a revision carries only
  *     those the database does not hold yet (`from` onward); the API re-packs the stored rows into
- *     the same events (api/display/store.ts).
+ *     the same events (storage/displays/revisions.ts).
  * The totals of the whole packing (events, bytes, history rows kept, truncated) are computed here,
  * where every row is at hand, so `begin` is exactly what the whole-revision encoder sent.
  * Must run where the headless Terminal lives (the emulator worker).
  */
-import { ChunkPacker, type PackSummary, type PlannedRow } from '../../schema/display-pack.ts'
+import { ChunkPacker, type PackSummary, type PlannedRow } from '../../common/display/pack.ts'
 import { MAX_DISPLAY_BYTES, MAX_DISPLAY_EVENT_BYTES } from '../../schema/limits.ts'
-import type { CellStyle, Cursor, EncodedRow, InputModes, Palette } from '../../schema/wire/display.ts'
+import type { CellStyle, EncodedRow } from '../../schema/wire/display.ts'
 import { RowEncoder } from './encode.ts'
+import type { RevisionMeta } from '../../storage/displays/writes.ts'
 import type { EmulatorState } from '../emulator/restore.ts'
 import type { HistoryLocation, HistoryPosition } from './history.ts'
 import type { CapturedScreen, DisplayTracker } from './tracker.ts'
-
-export interface RevisionMeta {
-  cols: number
-  rows: number
-  cursor: Cursor
-  title: string
-  alternateScreen: boolean
-  palette: Palette
-  inputModes: InputModes
-  /** Output sequence the emulator had applied. */
-  sequence: number
-}
 
 /** The history a revision shows, and the rows of it it carries. */
 export interface HistoryPart extends HistoryLocation {

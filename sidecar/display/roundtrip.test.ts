@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { RowEncoder } from './encode.ts'
-import { bufferDiff, emulator, roundTrip } from './testing/harness.ts'
+import { bufferDiff, emulator, roundTrip } from '../../test/support/display/harness.ts'
 
 type Step = string | { resize: [number, number] }
 const E = '\x1b'

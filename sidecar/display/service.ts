@@ -6,15 +6,16 @@
  *   const displays = new DisplayService(storage.db)
  *   const emulators = new EmulatorPool(EMULATOR_WORKERS, displays.observer)
  */
-import { beginOf, latestRevision, revisionParts } from '../../api/display/store.ts'
-import { DISPLAY_DRAIN_MS, DISPLAY_PRUNE_SWEEP_MS } from '../../schema/limits.ts'
+import { beginOf, latestRevision, revisionParts } from '../../storage/displays/revisions.ts'
+import { DISPLAY_DRAIN_MS, DISPLAY_PRUNE_SWEEP_MS } from '../tuning.ts'
 import type { Database } from '../../storage/client.ts'
 import type { Emulator, EmulatorObserver, Settled } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import type { RestorePayload } from '../emulator/protocol.ts'
 import type { EmulatorState } from '../emulator/restore.ts'
 import { DisplayKeeper, type KeeperOptions } from './keeper.ts'
-import { pruneDisplayRevisions, RevisionWriter } from './persist.ts'
+import { pruneDisplayRevisions } from '../../storage/displays/writes.ts'
+import { RevisionWriter } from './persist.ts'
 
 export interface DisplayServiceOptions extends KeeperOptions {
   drainMs?: number

@@ -9,7 +9,7 @@
  * reuses it (and V8 unmaps its freed pages). It needs `gc`, exposed by `--expose-gc`
  * (sidecar/node-flags.ts, process-wide, so in every worker); without it nothing happens.
  */
-import { EMULATOR_COLLECT_AFTER_CLOSE_MS } from '../../schema/limits.ts'
+import { EMULATOR_COLLECT_AFTER_CLOSE_MS } from '../tuning.ts'
 
 type Collect = (options?: { type: 'major'; execution: 'sync' }) => void
 

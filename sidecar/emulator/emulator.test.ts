@@ -5,10 +5,10 @@ import { join } from 'node:path'
 import headless from '@xterm/headless'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Journal } from '../journal/journal.ts'
-import { cursorHidden } from './cursor.ts'
+import { cursorHidden } from '../../common/xterm/snapshot-suffix.ts'
 import { EmulatorPool, type Emulator } from './emulator.ts'
 import { historyRows } from './protocol.ts'
-import { useUnicode11 } from './widths.ts'
+import { useUnicode11 } from '../../common/xterm/widths.ts'
 
 const { Terminal } = headless
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-emulator-'))

@@ -20,12 +20,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Worker } from 'node:worker_threads'
 import { TermkeepError } from '../../schema/errors.ts'
-import {
-  EMULATOR_FAST_FORWARD_WINDOW_BYTES,
-  EMULATOR_MAX_INFLIGHT_BYTES,
-  EMULATOR_MAX_REBUILDS,
-  EMULATOR_WORKERS,
-} from '../../schema/limits.ts'
+import type { KeyModes } from '../../schema/keys.ts'
+import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_MAX_REBUILDS, EMULATOR_WORKERS } from '../tuning.ts'
 import type { Journal } from '../journal/journal.ts'
 import { startTsWorker } from '../../local/worker-thread.ts'
 import type { EmulatorSnapshot, FromWorker, RestorePayload, ToWorker, WireRecord } from './protocol.ts'
@@ -444,6 +440,11 @@ export class Emulator {
   /** The screen as ANSI at a known sequence, with explicit cursor position and visibility. */
   snapshot(): Promise<EmulatorSnapshot> {
     return this.request<EmulatorSnapshot>('snapshot')
+  }
+
+  /** The input modes named keys depend on (application cursor keys), as the screen has them now. */
+  inputModes(): Promise<KeyModes> {
+    return this.request<KeyModes>('input-modes')
   }
 
   /** Runs a worker-side handler (see handlers.ts) after every record sent so far is applied. A

@@ -10,7 +10,7 @@
  */
 import type { SerializeAddon } from '@xterm/addon-serialize'
 import type { Terminal } from '@xterm/headless'
-import type { DecodedDisplay } from '../../api/display/decode.ts'
+import type { DecodedDisplay } from '../../common/display/decode.ts'
 import type { RestorePayload } from './protocol.ts'
 
 export interface EmulatorContext {

@@ -31,7 +31,7 @@ export type WireRecord =
 export interface RestorePayload {
   sequence: number
   begin: DisplayBegin
-  /** The revision's parts (api/display/store.ts `revisionParts`): what readDisplay streams, decoded
+  /** The revision's parts (storage/displays/revisions.ts `revisionParts`): what readDisplay streams, decoded
    * the same, without its event packing. */
   parts: RowsEvent[]
   state: EmulatorState

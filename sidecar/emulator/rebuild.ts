@@ -5,8 +5,8 @@
  * wrapped oldest row comes out exact), the allowance set again, then the state no display carries.
  */
 import type { Terminal } from '@xterm/headless'
-import { decodeDisplay, type DecodedDisplay } from '../../api/display/decode.ts'
-import { replayAnsi } from '../../api/display/replay.ts'
+import { decodeDisplay, type DecodedDisplay } from '../../common/display/decode.ts'
+import { replayAnsi } from '../../common/display/replay.ts'
 import { historyRows, type RestorePayload } from './protocol.ts'
 import { applyState } from './restore.ts'
 

@@ -11,10 +11,11 @@ import serializeModule from '@xterm/addon-serialize'
 import headless from '@xterm/headless'
 import { FastForward, type FeedRecord } from '../display/fast-forward.ts'
 import { collectSoon } from './collect.ts'
-import { cursorRestoreSuffix } from './cursor.ts'
+import { cursorRestoreSuffix } from '../../common/xterm/snapshot-suffix.ts'
 import { registerRequestHandler, requestHandler, runScreenRestores, runScreenSetups, type EmulatorContext } from './handlers.ts'
 import { replayRevision } from './rebuild.ts'
-import { useUnicode11 } from './widths.ts'
+import { useUnicode11 } from '../../common/xterm/widths.ts'
+import type { KeyModes } from '../../schema/keys.ts'
 import { historyRows, type EmulatorSnapshot, type FromWorker, type RestorePayload, type ToWorker, type WireRecord } from './protocol.ts'
 // Request handlers of other areas register themselves here (display issue: import its module).
 import '../display/worker.ts'
@@ -126,6 +127,8 @@ registerRequestHandler('snapshot', (context): EmulatorSnapshot => {
     screen: serializer.serialize() + cursorRestoreSuffix(terminal),
   }
 })
+
+registerRequestHandler('input-modes', (context): KeyModes => ({ applicationCursorKeys: context.terminal.modes.applicationCursorKeysMode }))
 
 const screens = new Map<string, Screen>()
 

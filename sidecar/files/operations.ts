@@ -5,7 +5,7 @@
 import { lstat, readdir, type FileHandle } from 'node:fs/promises'
 import { dirname, isAbsolute, join } from 'node:path'
 import { TermkeepError } from '../../schema/errors.ts'
-import { LinePager } from '../../schema/line-page.ts'
+import { LinePager } from '../../common/line-page.ts'
 import { MAX_FILE_BYTES, MAX_FILE_PAGE_BYTES, MAX_FILE_PAGE_LINES, MAX_LIST_ENTRIES, MAX_SKIPPED_LINE_BYTES } from '../../schema/limits.ts'
 import type { DirectoryListing, FileBytes, FileStat, FileText } from '../../schema/wire/files.ts'
 import {
@@ -39,10 +39,10 @@ async function withFile<T>(scope: Scope, path: string, hooks: OpenHooks | undefi
   }
 }
 
-/** A page of UTF-8 lines (see schema/line-page.ts for the exact rules). A line before the page
+/** A page of UTF-8 lines (see common/line-page.ts for the exact rules). A line before the page
  * longer than `maxSkippedLine` is `too-large`: a file without newlines is refused after that many
  * bytes instead of being read to its end. */
-export function readText(
+export function readFileText(
   scope: Scope,
   path: string,
   range: { offset?: number; limit?: number } = {},

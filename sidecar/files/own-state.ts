@@ -20,8 +20,8 @@
 import type { BigIntStats } from 'node:fs'
 import { lstat, readdir, stat } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
-import { OWN_STATE_MAX_SCANNED } from '../../schema/limits.ts'
-import { fileDatabaseName } from '../../storage/file-identity.ts'
+import { OWN_STATE_MAX_SCANNED } from '../tuning.ts'
+import { fileDatabaseName } from '../../storage/node/file-identity.ts'
 
 export interface OwnStatePaths {
   dataDir: string

@@ -7,7 +7,8 @@ import { Hono, type Context } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_FILE_CHANGES_QUEUED, SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
+import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
+import { MAX_FILE_CHANGES_QUEUED } from '../tuning.ts'
 import {
   BytesQuery,
   EmptyQuery,
@@ -22,7 +23,7 @@ import { sessionWorkspace } from '../../storage/bindings.ts'
 import type { Storage } from '../../storage/client.ts'
 import { FileChangeHub, dedupe } from './changes.ts'
 import type { Scope } from './confine.ts'
-import { list, readAll, readBytes, readRelated, readText, stat } from './operations.ts'
+import { list, readAll, readBytes, readFileText, readRelated, stat } from './operations.ts'
 
 export interface FileRoutesDeps {
   storage: Storage
@@ -35,7 +36,7 @@ export interface FileRoutesDeps {
 const canonical = (path: string) => realpath(path).catch(() => undefined)
 
 /** The session's file scope, re-derived from libSQL and the filesystem on every call. */
-export async function scopeOf(deps: Pick<FileRoutesDeps, 'storage' | 'filesAllowOutside'>, sessionId: string): Promise<Scope> {
+export async function workspaceScope(deps: Pick<FileRoutesDeps, 'storage' | 'filesAllowOutside'>, sessionId: string): Promise<Scope> {
   const binding = await sessionWorkspace(deps.storage.db, sessionId, canonical)
   if (!binding) throw new TermkeepError('session/not-found', `no session ${sessionId}`)
   if (!binding.workspace) {
@@ -58,11 +59,11 @@ function query<S extends v.GenericSchema>(c: Context, schema: S): v.InferOutput<
 
 export function fileRoutes(deps: FileRoutesDeps): Hono {
   const hub = deps.fileChanges ?? new FileChangeHub()
-  const scope = (c: Context) => scopeOf(deps, c.req.param('sid')!)
+  const scope = (c: Context) => workspaceScope(deps, c.req.param('sid')!)
   return new Hono()
     .get('/v1/sessions/:sid/files/text', async (c) => {
       const q = query(c, TextQuery)
-      return c.json(await readText(await scope(c), q.path, q, { signal: c.req.raw.signal }))
+      return c.json(await readFileText(await scope(c), q.path, q, { signal: c.req.raw.signal }))
     })
     .get('/v1/sessions/:sid/files/bytes', async (c) => {
       const q = query(c, BytesQuery)

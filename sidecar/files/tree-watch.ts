@@ -12,7 +12,7 @@
 import { watch, type BigIntStats, type FSWatcher } from 'node:fs'
 import { lstat, readdir } from 'node:fs/promises'
 import { basename, join, relative, sep } from 'node:path'
-import { MAX_WATCHED_DIRECTORIES } from '../../schema/limits.ts'
+import { MAX_WATCHED_DIRECTORIES } from '../tuning.ts'
 
 const SKIPPED = new Set(['.git'])
 

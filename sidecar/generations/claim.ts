@@ -9,9 +9,8 @@
  * but only earlier ones count. While it runs, a generation refreshes its heartbeat; a clean stop
  * records its end.
  */
-import { and, eq, isNull, lt } from 'drizzle-orm'
-import { GENERATION_HEARTBEAT_MS } from '../../schema/limits.ts'
-import { hostGenerations } from '../../schema/tables.ts'
+import { GENERATION_HEARTBEAT_MS } from '../tuning.ts'
+import { beat, endGeneration, insertGeneration, unendedBefore } from '../../storage/generations.ts'
 import type { Database } from '../../storage/client.ts'
 import { here as seenHere, liveness, thisRunner, type GenerationRecord, type Here } from './liveness.ts'
 
@@ -37,42 +36,33 @@ export interface ClaimedGeneration {
 }
 
 export async function claimGeneration(db: Database, here: () => Here = seenHere): Promise<ClaimedGeneration> {
-  const now = Date.now()
-  const [{ generation }] = await db
-    .insert(hostGenerations)
-    .values({ ...thisRunner(), startedAt: now, heartbeatAt: now })
-    .returning({ generation: hostGenerations.generation })
-  const mine = eq(hostGenerations.generation, generation)
-  const earlier = await db
-    .select()
-    .from(hostGenerations)
-    .where(and(lt(hostGenerations.generation, generation), isNull(hostGenerations.endedAt)))
+  const generation = await insertGeneration(db, thisRunner())
+  const earlier = await unendedBefore(db, generation)
   const seen = here()
   const ended: ClaimedGeneration['ended'] = []
   for (const record of earlier) {
     const verdict = liveness(record, seen)
     if (verdict.alive) {
-      await db.update(hostGenerations).set({ endedAt: Date.now() }).where(mine)
+      await endGeneration(db, generation)
       throw new GenerationBusy(record, verdict.how)
     }
     ended.push({ generation: record.generation, why: verdict.why })
   }
   for (const { generation: dead } of ended) {
-    await db.update(hostGenerations).set({ endedAt: Date.now() }).where(eq(hostGenerations.generation, dead))
+    await endGeneration(db, dead)
   }
-  const beat = setInterval(() => {
-    db.update(hostGenerations)
-      .set({ heartbeatAt: Date.now() })
-      .where(mine)
-      .catch((error: unknown) => console.error(`termkeep sidecar: the generation heartbeat was not written: ${(error as Error).message}`))
+  const heartbeat = setInterval(() => {
+    beat(db, generation).catch((error: unknown) =>
+      console.error(`termkeep sidecar: the generation heartbeat was not written: ${(error as Error).message}`),
+    )
   }, GENERATION_HEARTBEAT_MS)
-  beat.unref()
+  heartbeat.unref()
   return {
     generation,
     ended,
     async end() {
-      clearInterval(beat)
-      await db.update(hostGenerations).set({ endedAt: Date.now() }).where(mine)
+      clearInterval(heartbeat)
+      await endGeneration(db, generation)
     },
   }
 }

@@ -14,11 +14,11 @@
  */
 import { readlinkSync } from 'node:fs'
 import { hostname } from 'node:os'
-import { GENERATION_LEASE_MS } from '../../schema/limits.ts'
-import type { hostGenerations } from '../../schema/tables.ts'
+import { GENERATION_LEASE_MS } from '../tuning.ts'
+import type { GenerationRecord } from '../../storage/generations.ts'
 import { bootId, processStat, type ProcessStat } from '../../local/proc.ts'
 
-export type GenerationRecord = typeof hostGenerations.$inferSelect
+export type { GenerationRecord }
 
 /** Who runs this sidecar, as its generation row records it. */
 export interface Runner {

@@ -1,14 +1,15 @@
 /**
  * Output items in SSE framing, written straight into one buffer (the watchOutput hot path).
  */
-import { formatSse, SseFrames } from '../http/sse.ts'
+import { sseFrame } from '../../common/sse.ts'
+import { SseFrames } from '../http/sse.ts'
 import type { ItemPlan } from './coalesce.ts'
 
 /**
  * SSE frames for planned items and their raw bytes (as `Journal.readPlanned` returns them), in one
  * buffer: each Data item is `event: data`, `id: N`, `data: {"sequence":N,"data":"<base64>"}` —
- * byte for byte what formatSse gives for that event — with the base64 written in place. Only
- * ASCII is written here; a Resize goes through formatSse.
+ * byte for byte what sseFrame gives for that event — with the base64 written in place. Only
+ * ASCII is written here; a Resize goes through sseFrame.
  */
 export function frameItems(plans: readonly ItemPlan[], bytes: Buffer): SseFrames {
   const heads: string[] = []
@@ -17,7 +18,7 @@ export function frameItems(plans: readonly ItemPlan[], bytes: Buffer): SseFrames
     const head =
       p.kind === 'data'
         ? `event: data\nid: ${p.last}\ndata: {"sequence":${p.last},"data":"`
-        : formatSse({ event: 'resize', id: p.last, data: { sequence: p.last, cols: p.cols, rows: p.rows } })
+        : sseFrame({ event: 'resize', id: p.last, data: { sequence: p.last, cols: p.cols, rows: p.rows } })
     heads.push(head)
     total += head.length + (p.kind === 'data' ? 4 * Math.ceil(p.length / 3) + DATA_TAIL.length : 0)
   }

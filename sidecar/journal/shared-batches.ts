@@ -11,7 +11,7 @@
  * two or more watchers keeps batches once read, and at most WATCH_SHARED_BATCHES_BYTES of them; a watcher
  * whose cursor is not kept reads its own batch (and leaves it for those behind it).
  */
-import { WATCH_SHARED_BATCHES_BYTES } from '../../schema/limits.ts'
+import { WATCH_SHARED_BATCHES_BYTES } from '../tuning.ts'
 import type { SseFrames } from '../http/sse.ts'
 import type { Journal } from './journal.ts'
 import { frameItems } from './frames.ts'

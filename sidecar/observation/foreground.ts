@@ -12,7 +12,7 @@
  * the leader's cmdline, which is copied out of its memory and so read through the thread pool.
  */
 import { open } from 'node:fs/promises'
-import { FOREGROUND_CHECK_DELAY_MS, FOREGROUND_POLL_MS } from '../../schema/limits.ts'
+import { FOREGROUND_CHECK_DELAY_MS, FOREGROUND_POLL_MS } from '../tuning.ts'
 import { argvFrom, executableNameOf, readStat, type ProcStat } from './proc.ts'
 
 /** The leader (or, once it left, a member) of `shellPid`'s terminal's foreground process group. */

@@ -16,17 +16,13 @@
 import type { BigIntStats } from 'node:fs'
 import { lstat, readdir } from 'node:fs/promises'
 import { join, relative } from 'node:path'
-import {
-  OBSERVE_MAX_LIST_SCANNED,
-  OBSERVE_MAX_WATCHED_DIRECTORIES,
-  OBSERVE_WATCH_SETTLE_MS,
-  SSE_HEARTBEAT_MS,
-} from '../../schema/limits.ts'
+import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
+import { OBSERVE_MAX_LIST_SCANNED, OBSERVE_MAX_WATCHED_DIRECTORIES, OBSERVE_WATCH_SETTLE_MS } from '../tuning.ts'
 import type { DirectoryListing, Handle, ListOptions } from '../../schema/wire/observation.ts'
 import { handlePath } from '../files/confine.ts'
 import { OwnStateLook } from '../files/own-state.ts'
 import { TreeWatch } from '../files/tree-watch.ts'
-import type { SseEvent } from '../http/sse.ts'
+import type { SseEvent } from '../../common/sse.ts'
 import { Notifier } from '../journal/notifier.ts'
 import { objectOf, type ObjectIdentity, type PathIdentity } from './handles.ts'
 import type { ObservedTerminal } from './observed.ts'

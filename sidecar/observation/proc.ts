@@ -12,12 +12,8 @@ import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, readSync,
 import { basename } from 'node:path'
 import { objectOf, type ObjectIdentity } from './handles.ts'
 import { type ProcStat, USER_HZ } from '../../local/proc.ts'
-import {
-  OBSERVE_MAX_ARGUMENT_CHARS,
-  OBSERVE_MAX_ARGUMENTS,
-  OBSERVE_MAX_DESCRIPTORS_PER_PROCESS,
-  OBSERVE_MAX_PROC_TEXT_BYTES,
-} from '../../schema/limits.ts'
+import { OBSERVE_MAX_ARGUMENT_CHARS, OBSERVE_MAX_ARGUMENTS } from '../../schema/limits.ts'
+import { OBSERVE_MAX_DESCRIPTORS_PER_PROCESS, OBSERVE_MAX_PROC_TEXT_BYTES } from '../tuning.ts'
 
 export { parseStat, processTable, readStat, USER_HZ, type ProcStat } from '../../local/proc.ts'
 

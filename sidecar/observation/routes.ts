@@ -19,7 +19,8 @@ import {
   WatchDirectoryQuery,
 } from '../../schema/wire/observation.ts'
 import { OBSERVATION_OPERATIONS, type ObservationOperationName } from '../../schema/wire/observation-operations.ts'
-import { RawJson, sseResponse, type SseEvent } from '../http/sse.ts'
+import { RawJson, type SseEvent } from '../../common/sse.ts'
+import { sseResponse } from '../http/sse.ts'
 import { jsonBody, parse } from '../http/validate.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import { FollowCursors } from './cursor.ts'

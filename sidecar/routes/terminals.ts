@@ -15,8 +15,11 @@ import {
   PRINCIPAL_HEADER,
   Principal,
   RenameTerminal,
+  SendKeys,
   type Sender,
+  type SentKeys,
 } from '../../schema/wire/terminals.ts'
+import { typedInput } from '../../schema/keys.ts'
 import { pulledResponse } from '../http/pulled.ts'
 import { sseResponse } from '../http/sse.ts'
 import { jsonBody, parse, rawBody } from '../http/validate.ts'
@@ -47,6 +50,11 @@ function principalHeader(c: Context): string | undefined {
 
 function sender(c: Context): Sender {
   return { attachment: attachmentHeader(c), principal: principalHeader(c) }
+}
+
+function idempotencyKey(c: Context): string | undefined {
+  const header = c.req.header(IDEMPOTENCY_KEY_HEADER)
+  return header === undefined ? undefined : parse(IdempotencyKey, header, 'request/invalid')
 }
 
 /** A bad `after` is a bad cursor; anything else (`limit`) a bad request. */
@@ -95,13 +103,29 @@ export function terminalRoutes(host: TerminalHost): Hono {
   app.post(`${one}/input`, async (c) => {
     const { sid, tid } = ids(c)
     const from = sender(c)
-    const header = c.req.header(IDEMPOTENCY_KEY_HEADER)
-    const key = header === undefined ? undefined : parse(IdempotencyKey, header, 'request/invalid')
+    const key = idempotencyKey(c)
     const terminal = await host.live(sid, tid)
     const bytes = await rawBody(c.req.raw, MAX_INPUT_BYTES, 'terminal/input-too-large')
     // A repeat of an applied key gets the same 204: the batch was typed, once.
     terminal.write(from, bytes, key)
     return c.body(null, 204)
+  })
+  app.post(`${one}/keys`, async (c) => {
+    const { sid, tid } = ids(c)
+    const from = sender(c)
+    const key = idempotencyKey(c)
+    const request = parse(SendKeys, await jsonBody(c.req.raw), 'request/invalid')
+    const terminal = await host.live(sid, tid)
+    const keys = request.keys ?? []
+    // Only arrows and Home/End depend on a mode; the screen is asked only when a key is named.
+    const modes = keys.length > 0 ? await terminal.emulator.inputModes() : {}
+    const bytes = new TextEncoder().encode(typedInput(request.text ?? '', keys, modes))
+    if (bytes.length > MAX_INPUT_BYTES) {
+      throw new TermkeepError('terminal/input-too-large', `input is at most ${MAX_INPUT_BYTES} bytes per write`, { limit: MAX_INPUT_BYTES })
+    }
+    const sequence = terminal.journal.lastSequence
+    const { tookControlFrom } = terminal.writeOnce(from, bytes, request.control, key)
+    return c.json({ sent: bytes.length, sequence, tookControlFrom } satisfies SentKeys)
   })
   app.post(`${one}/resize`, async (c) => {
     const { sid, tid } = ids(c)

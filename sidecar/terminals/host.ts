@@ -10,7 +10,6 @@ import { existsSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   CLOSE_KILL_GRACE_MS,
-  CLOSE_RETRY_MS,
   HISTORY_CELLS,
   MAX_COLS,
   MAX_INPUT_BYTES,
@@ -19,18 +18,11 @@ import {
   MAX_VISIBLE_CELLS,
   MIN_COLS,
   MIN_ROWS,
-  TERMINAL_IDLE_RECLAIM_MS,
 } from '../../schema/limits.ts'
+import { CLOSE_RETRY_MS, TERMINAL_IDLE_RECLAIM_MS } from '../tuning.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
-import {
-  terminalInfoOf,
-  type CreateTerminal,
-  type TerminalEnvironment,
-  type TerminalInfo,
-  type TerminalShell,
-  type TerminalWorkflow,
-} from '../../schema/wire/terminals.ts'
+import type { CreateTerminal, TerminalEnvironment, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import type { KeeperClient } from '../../local/keeper/client.ts'
 import type { KeeperInfo, SweepTarget } from '../../local/keeper/protocol.ts'
 import { KEEPER_ENTRY } from '../../local/keeper/start.ts'
@@ -41,7 +33,7 @@ import { Journal } from '../journal/journal.ts'
 import { listShells } from '../pty/shells.ts'
 import { KeeperLink, type KeptPty, type LinkEnd } from './keeper-link.ts'
 import { LiveTerminal } from './terminal.ts'
-import type { TerminalRow, TerminalStore } from './store.ts'
+import { terminalInfoOf, type TerminalRow, type TerminalStore } from '../../storage/terminals.ts'
 
 export interface TerminalHostOptions {
   store: TerminalStore

@@ -25,7 +25,7 @@ import type {
 } from '../../local/keeper/protocol.ts'
 import { runsAs } from '../../local/proc.ts'
 import { Journal } from '../journal/journal.ts'
-import { writeFailures } from '../retry.ts'
+import { writeFailures } from '../write-retry.ts'
 
 /** A request the keeper could not answer: its terminal went with it (the keeper ended, and the
  * terminal is being retired), never a server error. */

@@ -5,7 +5,7 @@
 import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { FollowControl } from '../../schema/wire/terminals.ts'
-import { RawJson, type SseEvent } from '../http/sse.ts'
+import { RawJson, type SseEvent } from '../../common/sse.ts'
 import { STREAM_BATCH_ITEMS } from '../journal/shared-batches.ts'
 import type { LiveTerminal } from './terminal.ts'
 

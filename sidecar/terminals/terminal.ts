@@ -5,19 +5,19 @@
  */
 import { CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
-import { TERMINAL_STATES, type TerminalState } from '../../schema/tables.ts'
+import { TERMINAL_STATES, type TerminalState } from '../../schema/wire/terminals.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
-import type { Sender, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
+import type { FollowControl, Sender, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
 import type { Emulator } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Notifier } from '../journal/notifier.ts'
 import { ForegroundTracker } from '../observation/foreground.ts'
 import { executableNameOf } from '../observation/proc.ts'
-import { Retry } from '../retry.ts'
+import { Retry } from '../write-retry.ts'
 import type { KeptPty } from './keeper-link.ts'
 import { InputKeys, type RememberedKey } from './input-keys.ts'
-import type { TerminalPatch, TerminalStore } from './store.ts'
+import type { TerminalPatch, TerminalStore } from '../../storage/terminals.ts'
 
 export interface TerminalInit {
   sessionId: string
@@ -232,6 +232,36 @@ export class LiveTerminal {
   rename(title: string): void {
     this.title = title
     this.#changed({ title })
+  }
+
+  /**
+   * One write under control taken for it alone (POST …/keys), as a follow with the same `control`
+   * takes it: `if-free` refuses while another attachment controls; `take` takes it whoever held
+   * it. Control is free again after the write (the holder it was taken from takes it back, as
+   * after a follow's end). Returns whose control was taken.
+   */
+  writeOnce(sender: Sender, bytes: Uint8Array, control: FollowControl, key?: string): { tookControlFrom: string | null } {
+    const held = this.#controller
+    const own = `${sender.principal ?? ''}/${sender.attachment}`
+    if (held?.key === own) {
+      this.write(sender, bytes, key)
+      return { tookControlFrom: null }
+    }
+    if (held && control === 'if-free') {
+      throw new TermkeepError('terminal/control-unavailable', `another attachment (${held.id}) controls terminal ${this.id}`, {
+        reason: 'controlled',
+        controllerId: held.id,
+      })
+    }
+    const once = { id: sender.attachment ?? '', principal: sender.principal, key: `${own}#once` }
+    this.#controller = once
+    try {
+      this.write(sender, bytes, key)
+    } finally {
+      if (this.#controller === once) this.#controller = undefined
+      this.#changed({})
+    }
+    return { tookControlFrom: held?.id ?? null }
   }
 
   /** A follow stream attaches: it becomes the exclusive controller; the previous one is read-only.

@@ -10,14 +10,16 @@
 import { constants } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { AGENT_COLS, AGENT_ROWS, CLOSE_DRAIN_MS, DISPLAY_DRAIN_MS, MAX_AGENT_TEXT_BYTES } from '../../schema/limits.ts'
+import { CLOSE_DRAIN_MS, MAX_AGENT_TEXT_BYTES } from '../../schema/limits.ts'
+import { DISPLAY_DRAIN_MS } from '../tuning.ts'
+import { AGENT_COLS, AGENT_ROWS } from './tuning.ts'
 import type { AgentOutcome, AgentProfile, AgentResult } from '../../schema/wire/workflows.ts'
 import { untilCaughtUp } from '../emulator/emulator.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import type { LiveTerminal } from '../terminals/terminal.ts'
 import { AGENT_TEXT, type RenderedText } from './agent-text.ts'
 import type { HookError } from './protocol.ts'
-import type { RunLog } from './store.ts'
+import type { RunLog } from './run-log.ts'
 
 export interface MemberSpec {
   runId: string

@@ -1,5 +1,5 @@
 /**
- * A workflow's `readText(address)`: Files.readText (api/files/read-text.ts, the one implementation)
+ * A workflow's `readText(address)`: Files.readText (common/files/read-text.ts, the one implementation)
  * under the authority of the token that started the run. That authority is re-derived from libSQL
  * on every call (storage/authority.ts): a token revoked, expired, stripped of `files:read` or of
  * the session since the run began reads nothing more. Workspace text comes from this sidecar's own
@@ -7,14 +7,15 @@
  * same secret, bound to the session and the token, so a page's `next` also continues over HTTP.
  */
 import * as v from 'valibot'
-import { readText } from '../../api/files/read-text.ts'
-import { deriveSigningKey } from '../../api/auth/secrets.ts'
+import { readText, type ResourceKind } from '../../common/files/read-text.ts'
+import { deriveSigningKey } from '../../common/crypto.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import { ReadTextRequest, type ReadTextPage } from '../../schema/wire/files.ts'
 import { authenticateTokenId, coversSession } from '../../storage/authority.ts'
 import type { Storage } from '../../storage/client.ts'
-import { scopeOf } from '../files/routes.ts'
-import { readText as readFileText } from '../files/operations.ts'
+import { resourceBytes } from '../../storage/resources.ts'
+import { workspaceScope } from '../files/routes.ts'
+import { readFileText } from '../files/operations.ts'
 
 export interface WorkflowReaderDeps {
   storage: Storage
@@ -45,10 +46,11 @@ export class WorkflowReader {
     if (!coversSession(authority, binding.sessionId)) throw new TermkeepError('session/not-found', `no session ${binding.sessionId}`)
     const source = {
       signingKey: (purpose: string) => this.#key(purpose),
-      readFileText: async (sessionId: string, query: { path: string; offset?: number; limit?: number }) =>
-        readFileText(await scopeOf(this.#deps, sessionId), query.path, query),
+      readFileText: async (sessionId: string, query: { path: string; offset: number; limit: number }) =>
+        readFileText(await workspaceScope(this.#deps, sessionId), query.path, query),
+      resourceBytes: (sessionId: string, kind: ResourceKind, id: string) => resourceBytes(db, sessionId, kind, id),
     }
-    return readText({ db, sidecar: source }, binding, parsed.output)
+    return readText(source, binding, parsed.output)
   }
 
   #key(purpose: string): Promise<CryptoKey> {

@@ -22,10 +22,10 @@ import {
   MAX_WORKFLOW_LOG_MESSAGE_BYTES,
   MAX_WORKFLOW_LOG_MESSAGES,
   MAX_WORKFLOW_RESULT_BYTES,
-  WORKFLOW_READS_IN_FLIGHT,
   WORKFLOW_SCRIPT_HEAP_MB,
   WORKFLOW_SCRIPT_MEMORY_BYTES,
 } from '../../schema/limits.ts'
+import { WORKFLOW_READS_IN_FLIGHT } from './tuning.ts'
 import { titleFrom, titleSchema } from '../../schema/wire/common.ts'
 import type { RunLimit } from '../../schema/wire/workflows.ts'
 import { bootId, processStat, ticksSinceBoot } from '../../local/proc.ts'
@@ -36,8 +36,8 @@ import { ScriptProcess, type Sandbox, type ScriptExit } from './process.ts'
 import type { Profiles } from './profiles.ts'
 import { FromScript, type HookError } from './protocol.ts'
 import type { WorkflowReader } from './read-text.ts'
+import type { Ending, RunLog, RunStore } from './run-log.ts'
 import { engineLimits, SCRIPT_LIMITS } from './script-limits.ts'
-import type { Ending, RunLog, RunStore } from './store.ts'
 import { WORKFLOW_CPU_BACKSTOP_GRACE_MS, WORKFLOW_PROCESS_MEMORY_SLACK_BYTES } from './tuning.ts'
 import { watchUsage } from './usage.ts'
 

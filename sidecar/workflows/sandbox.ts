@@ -14,7 +14,7 @@
  * Health reports either way whether scripts run in namespaces.
  */
 import { ConfigError } from '../../schema/config.ts'
-import { WORKFLOW_SANDBOX_PROBE_MS } from '../../schema/limits.ts'
+import { WORKFLOW_SANDBOX_PROBE_MS } from './tuning.ts'
 import type { WorkflowsHealth } from '../../schema/wire/health.ts'
 import { type Namespaces, probeNamespaces, type Sandbox, ScriptProcess } from './process.ts'
 import { type EngineFiles, engineFiles, loadQuickJS, ScriptChecker } from './quickjs.ts'

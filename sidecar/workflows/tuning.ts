@@ -13,3 +13,14 @@ export const WORKFLOW_CPU_BACKSTOP_GRACE_MS = 5_000
 export const WORKFLOW_PROCESS_MEMORY_SLACK_BYTES = 512 * 1024 * 1024
 /** How long ending a run's leftover processes keeps looking for ones forked meanwhile. */
 export const WORKFLOW_LEFTOVERS_WAIT_MS = 2_000
+/** Sub-agent terminals start at this size: wide enough that an agent's plain output is rarely
+ * wrapped in its rendered text; a person attaching resizes it to their window. */
+export const AGENT_COLS = 120
+export const AGENT_ROWS = 40
+/** `readText()` calls of one run served at once; later ones wait their turn (a page is 2 MiB). */
+export const WORKFLOW_READS_IN_FLIGHT = 2
+/** Bytes of a script process's stderr kept to explain its unexpected exit (an out-of-memory death). */
+export const WORKFLOW_STDERR_TAIL_BYTES = 4 * 1024
+/** The one probe at sidecar start of whether script processes can start in new namespaces: a
+ * Node start takes well under a second; a hung unshare must not hold the sidecar's start. */
+export const WORKFLOW_SANDBOX_PROBE_MS = 10_000

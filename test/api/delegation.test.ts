@@ -6,7 +6,7 @@
 import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createToken, revokeToken } from '../../api/auth/tokens.ts'
+import { createToken, revokeToken } from '../../storage/tokens.ts'
 import { startNodeApi } from '../../api/runtime/node.ts'
 import { GRANTS } from '../../schema/grants.ts'
 import { waitFor } from '../support/ports.ts'

@@ -26,7 +26,7 @@ let token: string
 const clients: Client[] = []
 /** Set by a test: the next request to `path` (input, or a workflow start) stops the sidecar until `resume` says. */
 let stallNext: { path: RegExp; resume: 'after-attempt' | 'by-test' } | undefined
-const INPUT = /\/input$/
+const INPUT = /\/keys$/
 const START = /\/workflows$/
 let stalledPid: number | undefined
 

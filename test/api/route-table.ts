@@ -64,6 +64,7 @@ export const ROUTES: RouteRow[] = [
   { method: 'PATCH', path: T, grant: 'terminals:control', home: 'api' },
   { method: 'DELETE', path: T, grant: 'terminals:control', home: 'api' },
   { method: 'POST', path: `${T}/input`, grant: 'terminals:control', home: 'api' },
+  { method: 'POST', path: `${T}/keys`, grant: 'terminals:control', home: 'api' },
   { method: 'POST', path: `${T}/resize`, grant: 'terminals:control', home: 'api' },
   { method: 'GET', path: `${T}/follow`, grant: { allOf: ['terminals:control', 'terminals:output'] }, home: 'api' },
   { method: 'GET', path: `${T}/retain`, grant: 'terminals:control', home: 'api' },

@@ -9,7 +9,7 @@
 import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { resourceBytes } from '../../api/files/resources.ts'
+import { resourceBytes } from '../../storage/resources.ts'
 import { GRANTS } from '../../schema/grants.ts'
 import {
   MAX_RESOURCE_BYTES,
@@ -17,9 +17,8 @@ import {
   MAX_TITLE_CHARS,
   MAX_TOKEN_NAME_CHARS,
   MAX_WORKSPACE_TITLE_CHARS,
-  RESOURCE_PART_BYTES,
-  RESOURCE_UPLOAD_ABANDON_MS,
 } from '../../schema/limits.ts'
+import { RESOURCE_PART_BYTES, RESOURCE_UPLOAD_ABANDON_MS } from '../../storage/tuning.ts'
 import { runQueueWaitMs } from '../support/schedstat.ts'
 import { startHarness, type Harness } from './harness.ts'
 

@@ -6,7 +6,7 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createToken } from '../../api/auth/tokens.ts'
+import { createToken } from '../../storage/tokens.ts'
 import { startNodeApi, type RunningApi } from '../../api/runtime/node.ts'
 import { GRANTS } from '../../schema/grants.ts'
 import { openStorage, type Storage } from '../../storage/client.ts'

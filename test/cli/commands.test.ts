@@ -7,7 +7,7 @@
 import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createToken } from '../../api/auth/tokens.ts'
+import { createToken } from '../../storage/tokens.ts'
 import type { Grant } from '../../schema/grants.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { TermkeepClient, terminalPath } from '../../web/client/api.ts'

@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createToken } from '../../api/auth/tokens.ts'
+import { createToken } from '../../storage/tokens.ts'
 import { ROOT } from '../../cli/self.ts'
 import { PtyProcess } from '../../keeper/pty/pty-process.ts'
 import { TermkeepClient } from '../../web/client/api.ts'

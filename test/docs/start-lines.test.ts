@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { randomSecret } from '../../api/auth/secrets.ts'
+import { randomSecret } from '../../common/crypto.ts'
 import { SIDECAR_NODE_FLAGS } from '../../sidecar/node-flags.ts'
 import { displayToLines, readDisplay } from '../../web/client/display.ts'
 import { TermkeepClient } from '../../web/client/api.ts'

@@ -6,7 +6,7 @@
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createToken } from '../../api/auth/tokens.ts'
+import { createToken } from '../../storage/tokens.ts'
 import { GRANTS, type Grant } from '../../schema/grants.ts'
 import { openStorage, type Storage } from '../../storage/client.ts'
 import { startSidecar, type RunningSidecar } from '../support/sidecar.ts'

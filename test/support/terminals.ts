@@ -5,7 +5,7 @@
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { sessions } from '../../schema/tables.ts'
+import { sessions } from '../../storage/tables.ts'
 import { openStorage } from '../../storage/client.ts'
 import type { RunningSidecar } from './sidecar.ts'
 

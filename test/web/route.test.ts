@@ -29,8 +29,8 @@ describe('the web page route', () => {
     expect((await web.request('/assets/constructor')).status).toBe(404)
   })
 
-  // The bundle also takes in api/display (decode, replay) and schema/ (limits, display wire types).
-  it('is built from the current sources (run `npm run build:web` after editing web/, api/display/ or schema/)', async () => {
+  // The bundle also takes in common/ (the display codec, xterm conventions, bytes) and schema/ (limits, display wire types).
+  it('is built from the current sources (run `npm run build:web` after editing web/, common/ or schema/)', async () => {
     const fresh = readFileSync(GENERATED, 'utf8') === (await generateAssetsModule())
     expect(fresh, 'web/assets.gen.ts is stale: run `npm run build:web` and commit it').toBe(true)
   })

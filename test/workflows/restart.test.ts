@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { checkRunLog } from '../../schema/workflow-log.ts'
+import { checkRunLog } from '../../common/workflow-log.ts'
 import { startHarness, type Harness } from '../api/harness.ts'
 import { startSidecar, type RunningSidecar } from '../support/sidecar.ts'
 import { AGENTS_ENV, alive, eventually, logged, prepare, processesOfRun, runEvents, startRun } from './support.ts'

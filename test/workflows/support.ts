@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { expect } from 'vitest'
 import { GRANTS } from '../../schema/grants.ts'
 import { processStat } from '../../local/proc.ts'
-import { checkRunLog, type LoggedEvent } from '../../schema/workflow-log.ts'
+import { checkRunLog, type LoggedEvent } from '../../common/workflow-log.ts'
 import { json, readEvents, type Harness, type SseMessage } from '../api/harness.ts'
 
 export const FAKE_AGENT = new URL('../fixtures/fake-agent.mjs', import.meta.url).pathname

@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { json, readEvents, startHarness, type Harness } from '../api/harness.ts'
-import { createToken } from '../../api/auth/tokens.ts'
+import { createToken } from '../../storage/tokens.ts'
 import { processStat } from '../../local/proc.ts'
 import {
   AGENTS_ENV,

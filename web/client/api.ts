@@ -10,7 +10,7 @@ import type { Session, SessionList, Workspace, WorkspaceList } from '../../schem
 import type { CloseResult, TerminalInfo } from '../../schema/wire/terminals.ts'
 import type { TokenRecord } from '../../schema/wire/tokens.ts'
 import type { RunDetail, RunList, RunSummary, StartWorkflow } from '../../schema/wire/workflows.ts'
-import { readSse, type SseEvent } from './sse.ts'
+import { readSse, type SseMessage } from './sse.ts'
 
 export class ApiError extends Error {
   constructor(
@@ -112,7 +112,7 @@ export class TermkeepClient {
   }
 
   /** Opens an SSE stream; resolves once the server answered 2xx (errors throw before any event). */
-  async stream(path: string, options: { lastEventId?: string; signal?: AbortSignal } = {}): Promise<AsyncGenerator<SseEvent>> {
+  async stream(path: string, options: { lastEventId?: string; signal?: AbortSignal } = {}): Promise<AsyncGenerator<SseMessage>> {
     const headers: Record<string, string> = { accept: 'text/event-stream' }
     if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId
     const response = await this.request('GET', path, { headers, signal: options.signal })
@@ -252,7 +252,7 @@ export class TermkeepClient {
     sid: string,
     rid: string,
     options: { lastEventId?: string; signal?: AbortSignal } = {},
-  ): Promise<AsyncGenerator<SseEvent>> {
+  ): Promise<AsyncGenerator<SseMessage>> {
     return this.stream(`${workflowsPath(sid)}/${seg(rid)}/events`, options)
   }
 }

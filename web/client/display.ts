@@ -1,35 +1,15 @@
 /**
- * readDisplay on the client side (contract: schema/wire/display.ts). `DisplayStaging` collects one
- * transfer privately — `begin`, ordered `rows`, then `end` — and yields a display only when `end`
- * arrived; an interrupted or cancelled transfer yields nothing, and the caller keeps showing what
- * it showed. Decoding and replay into a terminal are the display module's own
- * (api/display/decode.ts, api/display/replay.ts: pure, runtime-free); this file adds the transfer
- * and a printable form for `termkeep display`.
+ * readDisplay on the client side (contract: schema/wire/display.ts): the transfer over the
+ * client's stream, staged by common/display/staging.ts (a display only when the transfer is
+ * complete), and a printable form for `termkeep display`. Decoding and replay into a terminal are
+ * common/display/decode.ts and replay.ts.
  */
-import { decodeDisplay, type DecodedDisplay, type DecodedRow } from '../../api/display/decode.ts'
-import { sgr } from '../../api/display/replay.ts'
-import type { DisplayBegin, DisplayEnd, RowsEvent } from '../../schema/wire/display.ts'
+import type { DecodedDisplay, DecodedRow } from '../../common/display/decode.ts'
+import { sgr } from '../../common/display/replay.ts'
+import { DisplayStaging } from '../../common/display/staging.ts'
 import { terminalPath, type TermkeepClient } from './api.ts'
 
 export type { DecodedDisplay }
-
-/** Collects one readDisplay transfer; `finish` answers only a complete one. */
-export class DisplayStaging {
-  #begin: DisplayBegin | undefined
-  #parts: RowsEvent[] = []
-  #end: DisplayEnd | undefined
-
-  accept(event: string, data: unknown): void {
-    if (event === 'begin') this.#begin = data as DisplayBegin
-    else if (event === 'rows') this.#parts.push(data as RowsEvent)
-    else if (event === 'end') this.#end = data as DisplayEnd
-  }
-
-  finish(): DecodedDisplay | undefined {
-    if (!this.#begin || !this.#end) return undefined
-    return decodeDisplay(this.#begin, this.#parts, this.#end)
-  }
-}
 
 /** Reads the latest settled revision; resolves only with a complete display. */
 export async function readDisplay(client: TermkeepClient, sid: string, tid: string, signal?: AbortSignal): Promise<DecodedDisplay> {

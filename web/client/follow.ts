@@ -6,6 +6,7 @@
  * unavailable, 503 for longer than UNAVAILABLE_RETRY_MS, 404, 409) ends the follow with that
  * error; the caller then shows the persisted display or a message.
  */
+import { fromBase64 } from '../../common/bytes.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
 import { ApiError, terminalPath, type TermkeepClient } from './api.ts'
 
@@ -56,13 +57,6 @@ export interface FollowOptions {
   signal: AbortSignal
 }
 
-export function decodeBase64(data: string): Uint8Array {
-  const binary = atob(data)
-  const bytes = new Uint8Array(binary.length)
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
-  return bytes
-}
-
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms)
@@ -110,7 +104,7 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
           // A replay that overlaps what was applied is skipped, never written twice.
           if (lastSequence !== undefined && sequence <= lastSequence) continue
           lastSequence = sequence
-          handlers.output(sequence, decodeBase64(String(body.data)), resumed && sequence <= replayThrough)
+          handlers.output(sequence, fromBase64(String(body.data)), resumed && sequence <= replayThrough)
         } else if (event.event === 'state') {
           if (typeof body.replayThrough === 'number') replayThrough = body.replayThrough
           lastInfo = body.info as TerminalInfo

@@ -6,15 +6,15 @@
  * Every batch carries an Idempotency-Key of its own (`<queue id>-<n>`; a key is never used for
  * other bytes). A batch whose outcome is unknown (no answer, a 503 from a stalled sidecar) or that
  * was refused with nothing done (the program's input backlog is full) is sent again under the same
- * key with bounded backoff (schema/retry.ts), so it is typed once however often it is sent. Later
+ * key with bounded backoff (common/retry.ts), so it is typed once however often it is sent. Later
  * input waits behind it, so the order holds. It stops at once on a final answer (the terminal is
  * gone: 410; control went elsewhere: 409) and after UNKNOWN_OUTCOME_RETRY_MS; then the owner is
  * told (`failed`), and the input queued behind the batch is dropped with it: typing resumes from a
  * known point, never with a gap in the middle.
  */
-import { concatBytes } from '../../api/files/content.ts'
+import { concatBytes } from '../../common/bytes.ts'
 import { MAX_INPUT_BYTES } from '../../schema/limits.ts'
-import { retrying } from '../../schema/retry.ts'
+import { retrying } from '../../common/retry.ts'
 import { ApiError, outcomeUnknown } from './api.ts'
 
 export interface InputFailure {

@@ -10,7 +10,7 @@
  */
 import { createParser } from 'eventsource-parser'
 
-export interface SseEvent {
+export interface SseMessage {
   /** `message` when the stream named none. */
   event: string
   data: string
@@ -19,8 +19,8 @@ export interface SseEvent {
 }
 
 /** Yields the events of an event-stream response body until it ends or `signal` aborts. */
-export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseEvent> {
-  let ready: SseEvent[] = []
+export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseMessage> {
+  let ready: SseMessage[] = []
   const parser = createParser({
     onEvent: ({ event, data, id }) =>
       void ready.push(id === undefined ? { event: event ?? 'message', data } : { event: event ?? 'message', data, id }),

@@ -24,12 +24,6 @@ export function fill(parent: Element, ...children: Child[]): void {
   parent.replaceChildren(...children.filter((c): c is Node | string => c !== null && c !== undefined && c !== false))
 }
 
-/** A random id fit for terminal and attachment ids (`^[\w-]{1,128}$`). */
-export function randomId(prefix: string): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(6))
-  return `${prefix}-${Array.from(bytes, (b) => b.toString(36).padStart(2, '0')).join('')}`
-}
-
 /** A failed action in words for the page: the server's own message, or that it is unreachable
  * (never an exception's class name). */
 export function failure(doing: string, error: unknown): string {

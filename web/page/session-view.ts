@@ -7,9 +7,10 @@
  */
 import { DEFAULT_COLS, DEFAULT_ROWS } from '../../schema/limits.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
+import { randomId } from '../../common/crypto.ts'
 import type { TermkeepClient } from '../client/api.ts'
 import { isLive, sessionLabel, terminalName } from '../client/labels.ts'
-import { failure, fill, h, randomId } from './dom.ts'
+import { failure, fill, h } from './dom.ts'
 import type { SessionIndex } from './session-index.ts'
 import { MARKER_TEXT } from './sidebar.ts'
 import { attachHint } from './hints.ts'

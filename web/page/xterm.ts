@@ -5,7 +5,7 @@
  */
 import { Terminal, type ITheme } from '@xterm/xterm'
 import { MAX_COLS, MAX_ROWS, MAX_VISIBLE_CELLS, MIN_COLS, MIN_ROWS } from '../../schema/limits.ts'
-import { useUnicode11 } from '../../sidecar/emulator/widths.ts'
+import { useUnicode11 } from '../../common/xterm/widths.ts'
 import { BASE_FONT_SIZE } from './sizing.ts'
 
 export const THEME: ITheme = {

@@ -1,0 +1,47 @@
+/**
+ * A worker's heap is collected once after screens leave it (collect.ts): in a real Node process
+ * started with the sidecar's flags, garbage dropped before a burst of `collectSoon` calls is
+ * finalized (a real full GC ran, once for the burst); without `--expose-gc` nothing runs.
+ */
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { SIDECAR_NODE_FLAGS } from '../../../sidecar/node-flags.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'termkeep-collect-'))
+const script = join(dir, 'probe.mts')
+writeFileSync(
+  script,
+  `import * as collect from ${JSON.stringify(new URL('../../../sidecar/emulator/collect.ts', import.meta.url).pathname)}
+let finalized = false
+const registry = new FinalizationRegistry(() => (finalized = true))
+;(() => {
+  // A released screen in miniature: many small cell buffers, unreachable once this returns.
+  const rows = Array.from({ length: 2000 }, () => new Uint32Array(240))
+  registry.register(rows, 'rows')
+})()
+for (let i = 0; i < 5; i++) collect.collectSoon(20)
+const started = Date.now()
+while (!finalized && Date.now() - started < 3000) await new Promise((r) => setTimeout(r, 20))
+process.stdout.write(JSON.stringify({ finalized, collections: collect.collections }))
+`,
+)
+
+function probe(flags: readonly string[]): { finalized: boolean; collections: number } {
+  return JSON.parse(execFileSync(process.execPath, [...flags, '--import', 'tsx', script], { encoding: 'utf8' }))
+}
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+describe('collectSoon', () => {
+  it('runs one full collection for a burst of closes, with the sidecar flags', () => {
+    expect(SIDECAR_NODE_FLAGS).toContain('--expose-gc')
+    expect(probe(SIDECAR_NODE_FLAGS)).toEqual({ finalized: true, collections: 1 })
+  })
+
+  it('does nothing without --expose-gc', () => {
+    expect(probe([]).collections).toBe(0)
+  })
+})
