@@ -12,6 +12,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, syml
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { LAYERS } from './layering/layers.ts'
 import { stopKeeper } from './support/keepers.ts'
 import { freePort, waitFor } from './support/ports.ts'
 import { alive, serve, type Served } from './support/serve.ts'
@@ -60,6 +61,13 @@ async function stackEnv(name: string): Promise<Stack> {
         body: typeof body === 'string' ? body : body === undefined ? undefined : JSON.stringify(body),
       }),
   }
+}
+
+/** The top folders of every layer that ships (the layer table's, so a new layer is copied too). */
+function shippedFolders(): string[] {
+  const rows = Object.entries(LAYERS).filter(([name]) => name !== 'tooling')
+  const folders = rows.flatMap(([, layer]) => layer.paths.filter((path) => path.includes('/')).map((path) => path.split('/')[0]!))
+  return [...new Set(folders)]
 }
 
 /** Serve started and its API up. */
@@ -176,7 +184,7 @@ describe('the keeper under termkeep serve', () => {
   it('an upgrade (serve from another build) keeps the running program: the new sidecar adopts it from the old keeper', async () => {
     // The other build: this tree with another version string (its own sidecar, API and CLI).
     const next = join(work, 'next')
-    for (const dir of ['api', 'cli', 'keeper', 'local', 'migrations', 'schema', 'sidecar', 'storage', 'web']) {
+    for (const dir of shippedFolders()) {
       cpSync(join(ROOT, dir), join(next, dir), { recursive: true, filter: (path) => !path.endsWith('.test.ts') })
     }
     for (const file of ['tsconfig.json']) cpSync(join(ROOT, file), join(next, file))

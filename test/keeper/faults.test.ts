@@ -21,7 +21,7 @@ import { waitFor } from '../support/ports.ts'
 import { startSidecar } from '../support/sidecar.ts'
 import { keeperPid, stopKeeper, watchKeeper } from '../support/keepers.ts'
 
-const ENTRY = new URL('./main.ts', import.meta.url).pathname
+const ENTRY = new URL('../../keeper/main.ts', import.meta.url).pathname
 const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-keeper-faults-'))
 const paths = keeperPaths(dataDir)
 const software = 'test'
