@@ -6,6 +6,7 @@
  * exit hook alone would not do). SIGTERM ends a keeper's terminals too.
  */
 import type { ChildProcess } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { keeperPaths } from '../../local/keeper/paths.ts'
 import { KEEPER_ENTRY } from '../../local/keeper/start.ts'
@@ -36,14 +37,31 @@ const running = (pid: number) => {
   return stat !== undefined && !stat.zombie
 }
 
+/** Keepers of `dataDir` by their command line (`… keeper/main.ts <dataDir>`): found even when the
+ * directory, with the keeper's lock file, was removed before the keeper was stopped. */
+function keepersByCommandLine(dataDir: string): number[] {
+  const dir = resolve(dataDir)
+  const pids: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'latin1').split('\0')
+      if (args.at(-2) === dir && args.some((arg) => arg.endsWith(`${KEEPER_ENTRY}.ts`))) pids.push(Number(entry))
+    } catch {
+      // gone
+    }
+  }
+  return pids
+}
+
 /** SIGTERM to `dataDir`'s keeper (it ends its terminals), SIGKILL if it has not gone in time. */
 export async function stopKeeper(dataDir: string, timeoutMs = 10_000): Promise<void> {
-  const pid = keeperPid(dataDir)
-  if (pid === undefined) return
-  signal(pid, 'SIGTERM')
+  const pids = new Set([keeperPid(dataDir), ...keepersByCommandLine(dataDir)].filter((pid) => pid !== undefined))
+  for (const pid of pids) signal(pid, 'SIGTERM')
   const deadline = Date.now() + timeoutMs
-  while (running(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
-  if (running(pid)) signal(pid, 'SIGKILL')
+  const left = () => [...pids].filter(running)
+  while (left().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+  for (const pid of left()) signal(pid, 'SIGKILL')
 }
 
 function signal(pid: number, name: NodeJS.Signals): void {
