@@ -175,7 +175,7 @@ describe('the start lines in docs/operations.md', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
     const firstScreen = readme.split('\n').slice(0, 40).join('\n')
     expect(firstScreen).toContain('**Ctrl-C stops the API and the sidecar; the shells keep running**')
-    const stopLine = /`(npx termkeep stop --terminals)` ends them/.exec(firstScreen)?.[1]
+    const stopLine = /`(\.\/termkeep stop --terminals)` ends them/.exec(firstScreen)?.[1]
     expect(stopLine).toBeDefined()
     const port = await freePort()
     const dataDir = join(scratch, 'serve')
