@@ -2,7 +2,9 @@ import type { Client } from '@libsql/client'
 import type { Database } from '../storage/client.ts'
 import type { FileFinding } from '../storage/findings.ts'
 import type { Authority } from '../storage/authority.ts'
+import type { OriginPolicy } from './auth/origin.ts'
 import type { SidecarClient } from './sidecar-client.ts'
+import type { StreamRoutes } from './stream-routes.ts'
 
 /** Everything the stateless app needs; each runtime entry builds these and calls createApp. */
 export interface AppDeps {
@@ -16,6 +18,8 @@ export interface AppDeps {
   /** Where a filesystem is (the Node entry, a `file:` database): whether the database's path
    * still names the file this process opened (storage/node/file-identity.ts). */
   databaseFile?: () => FileFinding | undefined
+  /** Which Origin and Host headers are answered (auth/origin.ts; default: loopback only). */
+  origins?: OriginPolicy
   /** Test and benchmark knobs; production uses the named limits. */
   tuning?: {
     /** SSE comment heartbeat interval (default SSE_HEARTBEAT_MS). */
@@ -43,5 +47,7 @@ export interface AppEnv {
     auth: Authority
     /** The EventSource ticket the request came with, until `openStream` spends it (auth/guard.ts). */
     ticket: string | undefined
+    /** The app's SSE routes (stream-routes.ts): what a ticket may open. */
+    streams: StreamRoutes
   }
 }

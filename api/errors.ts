@@ -4,10 +4,12 @@
  */
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
-import { TermkeepError } from '../schema/errors.ts'
+import { bearerChallenge, TermkeepError } from '../schema/errors.ts'
 import { isDatabaseUnavailable } from '../storage/unavailable.ts'
 
 export function errorResponse(c: Context, error: TermkeepError): Response {
+  const challenge = bearerChallenge(error)
+  if (challenge !== undefined) c.header('WWW-Authenticate', challenge)
   return c.json(error.toBody(), error.status)
 }
 

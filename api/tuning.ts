@@ -33,6 +33,13 @@ export const SIDECAR_LIVENESS_TIMEOUT_MS = 5_000
  * any answer does): N calls waiting on a busy sidecar send it one health request, not N. */
 export const SIDECAR_LIVENESS_VERDICT_MS = 1_000
 
+// ── Health ────────────────────────────────────────────────────────────────────
+/** `/v1/health` answers within 250 ms whatever it asks (docs/reliability.md): once a first answer
+ * is known it waits this long for the sidecar's and the database's, then reports the state last
+ * known with its age (a stopped sidecar held health for its whole 5 s liveness deadline). The rest
+ * of the 250 ms is the API's own work. */
+export const HEALTH_WAIT_MS = 150
+
 // ── MCP ───────────────────────────────────────────────────────────────────────
 /** After a program's output ended, how long the API waits for the sidecar to record its exit
  * (the exit is reported right after the end of output and written to the database at once). */

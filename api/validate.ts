@@ -22,6 +22,8 @@ export interface ValidateOptions {
   code?: ErrorCode | ((issues: readonly StandardSchemaV1.Issue[]) => ErrorCode)
   /** JSON only: the largest accepted body (default MAX_JSON_BODY_BYTES). */
   maxBytes?: number
+  /** JSON only: the body may also be an array (a JSON-RPC batch); otherwise only an object. */
+  arrays?: boolean
 }
 
 function pathOf(issue: StandardSchemaV1.Issue): string {
@@ -86,11 +88,12 @@ const BACKSLASH = 0x5c
  * structural characters are ASCII, which never occurs inside a UTF-8 sequence; strings are
  * skipped with indexOf to their closing quote (one preceded by an even run of backslashes).
  */
-export function jsonBodyProblem(bytes: Uint8Array, maxDepth: number): string | undefined {
+export function jsonBodyProblem(bytes: Uint8Array, maxDepth: number, arrays = false): string | undefined {
   let at = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0 // a BOM
   while (at < bytes.length && (bytes[at] === 0x20 || bytes[at] === 0x09 || bytes[at] === 0x0a || bytes[at] === 0x0d)) at++
   if (at === bytes.length) return undefined
-  if (bytes[at] !== 0x7b) return 'the body must be a JSON object'
+  if (bytes[at] !== 0x7b && !(arrays && bytes[at] === 0x5b))
+    return arrays ? 'the body must be a JSON object or array' : 'the body must be a JSON object'
   let depth = 0
   for (; at < bytes.length; at++) {
     const byte = bytes[at]
@@ -134,7 +137,7 @@ async function decodeInSlices(bytes: Uint8Array): Promise<string> {
  * loop between the steps, each tens of milliseconds, so no step adds to the next one's stall.
  * Says whether the body was large.
  */
-async function checkJsonBody(c: Context): Promise<boolean> {
+async function checkJsonBody(c: Context, arrays: boolean): Promise<boolean> {
   const charset = CHARSET_PARAM.exec(c.req.header('content-type') ?? '')?.[1]?.toLowerCase()
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     throw new TermkeepError('request/invalid', `JSON bodies are UTF-8; charset=${charset} is not accepted`)
@@ -148,7 +151,7 @@ async function checkJsonBody(c: Context): Promise<boolean> {
     throw new TermkeepError('request/invalid', 'the body is not valid UTF-8')
   }
   if (large) await yieldToLoop()
-  const problem = jsonBodyProblem(bytes, MAX_JSON_DEPTH)
+  const problem = jsonBodyProblem(bytes, MAX_JSON_DEPTH, arrays)
   if (problem) throw new TermkeepError('request/invalid', problem)
   if (large)
     await yieldToLoop()
@@ -157,17 +160,38 @@ async function checkJsonBody(c: Context): Promise<boolean> {
   return large
 }
 
+/** The query field an EventSource's ticket travels in: guard's (auth/guard.ts), not the route's. */
+const TICKET_FIELD = 'ticket'
+
+/** `schema` over the query without its ticket, so a strict query schema never refuses one. */
+function withoutTicket<S extends StandardSchemaV1>(schema: S): S {
+  const standard = schema['~standard']
+  const validate = (value: unknown) => {
+    if (typeof value !== 'object' || value === null || !(TICKET_FIELD in value)) return standard.validate(value)
+    const { [TICKET_FIELD]: _, ...rest } = value as Record<string, unknown>
+    return standard.validate(rest)
+  }
+  return { '~standard': { ...standard, validate } } as unknown as S
+}
+
 export function validate<S extends StandardSchemaV1, T extends keyof ValidationTargets, E extends Env = Env, P extends string = string>(
   target: T,
   schema: S,
   options: ValidateOptions = {},
 ) {
-  const inner = validator<S, T, E, P>(target, schema, (result) => {
+  const hook = (result: { success: boolean; error?: unknown }) => {
     if (result.success) return
     const issues = result.error as readonly StandardSchemaV1.Issue[]
     const code = typeof options.code === 'function' ? options.code(issues) : (options.code ?? 'request/invalid')
     throw new TermkeepError(code, describeIssues(target, issues))
-  })
+  }
+  if (target === 'query') {
+    const checking = validator<S, T, E, P>(target, withoutTicket(schema), hook)
+    // Documented from the route's own schema (the ticket is documented with the tickets route).
+    const documenting = validator<S, T, E, P>(target, schema, hook) as unknown as Record<symbol, unknown>
+    return Object.assign(checking, { [uniqueSymbol]: documenting[uniqueSymbol] })
+  }
+  const inner = validator<S, T, E, P>(target, schema, hook)
   if (target !== 'json') return inner
   const limit = options.maxBytes ?? MAX_JSON_BODY_BYTES
   const sizeCheck = sizeLimit(limit, () => Promise.reject(tooLarge(limit)))
@@ -183,7 +207,7 @@ export function validate<S extends StandardSchemaV1, T extends keyof ValidationT
       throw new TermkeepError('request/invalid', 'the body must be JSON, sent with Content-Type: application/json')
     }
     await sizeCheck(c, async () => {
-      const large = sent && (await checkJsonBody(c))
+      const large = sent && (await checkJsonBody(c, options.arrays ?? false))
       // Parsing a large body took the loop for a while: let others run before the route does.
       const afterYield = async () => {
         await yieldToLoop()

@@ -21,7 +21,7 @@ import { startNodeApi, type RunningApi } from '../api/runtime/node.ts'
 import type { Config } from '../schema/config.ts'
 import { openStorage, type Storage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
-import { SIDECAR_NODE_FLAGS } from '../sidecar/node-flags.ts'
+import { SIDECAR_NODE_FLAGS, sidecarEnv } from '../sidecar/node-flags.ts'
 import { keepRunningLine, keptRunning } from './keeper.ts'
 import { SidecarSupervisor, type StartingSidecar } from './supervise.ts'
 import { self } from './self.ts'
@@ -63,7 +63,7 @@ export function localSidecarSecret(config: Config): string {
 function startSidecar(config: Config, secret: string): StartingSidecar {
   const child = fork(SIDECAR_ENTRY, [], {
     execArgv: ['--import', TSX_LOADER, ...SIDECAR_NODE_FLAGS],
-    env: { ...process.env, SIDECAR_SECRET: secret, SIDECAR_URL: config.sidecarUrl, DATABASE_URL: config.databaseUrl },
+    env: sidecarEnv({ ...process.env, SIDECAR_SECRET: secret, SIDECAR_URL: config.sidecarUrl, DATABASE_URL: config.databaseUrl }),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const ready = new Promise<number>((resolve, reject) => {
@@ -114,6 +114,7 @@ async function startApi(config: Config, storage: Storage, secret: string): Promi
     host: config.host,
     port: config.port,
     databaseUrl: config.databaseUrl,
+    allowed: config,
   })
   const admin = await ensureAdminToken(storage.db, config.adminToken)
   console.log(`termkeep: API listening on ${api.url}`)
@@ -181,7 +182,7 @@ export async function serveCommand(config: Config): Promise<void> {
     // Wait for the sidecar's own shutdown (last screens saved, processes killed, rows retired): a
     // supervisor that kills what is left once this process exits would cut it short.
     await sidecar.stop()
-    storage.close()
+    await storage.shutdown()
     const kept = keepRunningLine(await keptRunning(config.dataDir))
     if (kept) console.error(kept)
     process.exit(code)

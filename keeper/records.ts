@@ -6,9 +6,10 @@
  * but not those that ignore SIGHUP. The next keeper, at its start, kills those (proven by the
  * identity, never by a pid alone: identity.ts) and removes what the dead one left.
  */
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { SweepTarget } from '../local/keeper/protocol.ts'
+import { removeSpoolTree } from '../local/journal/remove-tree.ts'
 import { killLeftovers, type Sweep } from './orphans.ts'
 
 /** Writes a terminal's identity beside its journal. */
@@ -54,6 +55,6 @@ function safeList(dir: string): string[] {
 export async function sweepEarlierKeepers(journals: string, own: string): Promise<Sweep> {
   const { dirs, terminals } = leftBehind(journals, own)
   const sweep = await killLeftovers(terminals)
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+  for (const dir of dirs) removeSpoolTree(dir)
   return sweep
 }

@@ -112,5 +112,17 @@ export const migrations: { hash: string; folderMillis: number; sql: string[] }[]
       "\nALTER TABLE `workflow_runs` ADD `cpu_time_limit_ms` integer;",
       "\nALTER TABLE `workflow_runs` ADD `stop_limit` text;"
     ]
+  },
+  {
+    "hash": "867a549a76d64f465eee63ddd5f7a6dc93e2d8da9077f329fe8c630705e07436",
+    "folderMillis": 1796166805500,
+    "sql": [
+      "CREATE TABLE `terminal_commands` (\n\t`session_id` text NOT NULL,\n\t`terminal_id` text NOT NULL,\n\t`n` integer NOT NULL,\n\t`command` text NOT NULL,\n\t`cwd` text,\n\t`start_sequence` integer NOT NULL,\n\t`start_skip` integer NOT NULL,\n\t`end_sequence` integer,\n\t`end_length` integer,\n\t`exit_code` integer,\n\t`started_at` integer NOT NULL,\n\t`ended_at` integer,\n\t`marks` text NOT NULL,\n\t`output_bytes` integer,\n\t`output_text` text,\n\t`output_omitted` integer,\n\tPRIMARY KEY(`session_id`, `terminal_id`, `n`)\n);\n",
+      "\nALTER TABLE `sessions` ADD `name` text;",
+      "\nCREATE UNIQUE INDEX `sessions_name_unique` ON `sessions` (`name`);",
+      "\nALTER TABLE `terminals` ADD `name` text;",
+      "\nALTER TABLE `terminals` ADD `command_marks` text DEFAULT 'none' NOT NULL;",
+      "\nCREATE UNIQUE INDEX `terminals_name` ON `terminals` (`session_id`,`name`);"
+    ]
   }
 ]

@@ -13,7 +13,22 @@ describe('parseConfig', () => {
       sidecarSecret: undefined,
       adminToken: undefined,
       filesAllowOutside: false,
+      allowedOrigins: [],
+      allowedHosts: undefined,
     })
+  })
+
+  it('reads the allowed origins and hosts as lists, and refuses an origin with a path', () => {
+    const config = parseConfig({
+      TERMKEEP_ALLOWED_ORIGINS: 'https://tk.example.com, http://devbox:8787',
+      TERMKEEP_ALLOWED_HOSTS: 'tk.example.com,devbox:8787,[fd00::1]',
+    })
+    expect([config.allowedOrigins, config.allowedHosts]).toEqual([
+      ['https://tk.example.com', 'http://devbox:8787'],
+      ['tk.example.com', 'devbox:8787', '[fd00::1]'],
+    ])
+    expect(() => parseConfig({ TERMKEEP_ALLOWED_ORIGINS: 'https://tk.example.com/app' })).toThrow(ConfigError)
+    expect(() => parseConfig({ TERMKEEP_ALLOWED_HOSTS: 'tk.example.com/x' })).toThrow(ConfigError)
   })
 
   it('derives the database file from the data dir', () => {

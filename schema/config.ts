@@ -15,6 +15,12 @@ export interface Config {
   sidecarSecret: string | undefined
   adminToken: string | undefined
   filesAllowOutside: boolean
+  /** TERMKEEP_ALLOWED_ORIGINS: browser origins (`https://host[:port]`) the API answers besides
+   * loopback ones and its own page's (api/auth/origin.ts). */
+  allowedOrigins: string[]
+  /** TERMKEEP_ALLOWED_HOSTS: Host names (`host` or `host:port`) requests may name besides loopback
+   * ones; unset: loopback only where the API listens on loopback, any elsewhere. */
+  allowedHosts: string[] | undefined
 }
 
 export class ConfigError extends Error {
@@ -48,6 +54,28 @@ const flag = v.pipe(
   v.transform((s) => s === '1' || s === 'true'),
 )
 
+/** A comma-separated list, each entry checked by `entry` (and trimmed; empty entries dropped). */
+const listOf = (entry: (s: string) => boolean) =>
+  v.pipe(
+    v.string(),
+    v.transform((s) =>
+      s
+        .split(',')
+        .map((part) => part.trim())
+        .filter((part) => part !== ''),
+    ),
+    v.check((parts) => parts.length > 0 && parts.every(entry)),
+  )
+/** An origin exactly as a browser sends it: scheme, host, port only. */
+const isOrigin = (s: string) => {
+  try {
+    return /^https?:$/.test(new URL(s).protocol) && new URL(s).origin === s
+  } catch {
+    return false
+  }
+}
+const isHost = (s: string) => /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(s)
+
 type Env = Readonly<Record<string, string | undefined>>
 
 function setting<T>(env: Env, name: string, schema: v.GenericSchema<string, T>, allowed: string): T | undefined {
@@ -77,5 +105,13 @@ export function parseConfig(env: Env): Config {
     sidecarSecret: setting(env, 'SIDECAR_SECRET', secret, `at least ${MIN_SECRET_CHARS} printable characters, no spaces`),
     adminToken: setting(env, 'TERMKEEP_ADMIN_TOKEN', secret, `at least ${MIN_SECRET_CHARS} printable characters, no spaces`),
     filesAllowOutside: setting(env, 'TERMKEEP_FILES_ALLOW_OUTSIDE', flag, 'one of 0, 1, true, false') ?? false,
+    allowedOrigins:
+      setting(
+        env,
+        'TERMKEEP_ALLOWED_ORIGINS',
+        listOf(isOrigin),
+        'comma-separated origins such as https://termkeep.example.com:8443 (no path)',
+      ) ?? [],
+    allowedHosts: setting(env, 'TERMKEEP_ALLOWED_HOSTS', listOf(isHost), 'comma-separated host names, each optionally with :port'),
   }
 }

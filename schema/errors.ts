@@ -17,6 +17,10 @@ export const ERROR_STATUS = {
   'route/not-found': 404,
   /** The path exists, not for this method (GET and DELETE on the stateless `/mcp`). */
   'request/method-not-allowed': 405,
+  /** A browser page of an origin the API does not answer (api/auth/origin.ts: DNS rebinding). */
+  'request/origin-not-allowed': 403,
+  /** A Host the API does not answer to (a name it was not configured for). */
+  'request/host-not-allowed': 403,
   // authority
   'auth/missing-token': 401,
   'auth/invalid-token': 401,
@@ -45,6 +49,19 @@ export const ERROR_STATUS = {
   'terminal/cleanup-failed': 500,
   'terminal/shell-not-allowed': 400,
   'output/invalid-cursor': 400,
+  // commands (shell integration)
+  /** Not typed: the shell is not waiting at an empty prompt (no marks yet, a command running, input
+   * typed since the prompt, another run in flight, or no integration). */
+  'command/not-at-prompt': 409,
+  /** A command to run that is empty, too long, or holds NUL or a control character other than tab. */
+  'command/invalid': 400,
+  'command/not-found': 404,
+  // names
+  /** The name is taken in its scope (another session, or a terminal of the same session), or is
+   * the id of another one. */
+  'name/conflict': 409,
+  /** A target is the id of one and the name of another. */
+  'name/ambiguous': 409,
   'display/not-found': 404,
   // files
   'files/not-found': 404,
@@ -132,4 +149,22 @@ export function errorFromBody(body: unknown): TermkeepError | undefined {
   const { code, message, ...details } = error as Record<string, unknown>
   if (!isErrorCode(code)) return undefined
   return new TermkeepError(code, typeof message === 'string' ? message : code, details)
+}
+
+/** The realm every termkeep 401 names in its challenge. */
+export const AUTH_REALM = 'termkeep'
+
+/**
+ * The `WWW-Authenticate` challenge a 401 carries (RFC 6750 §3), undefined for any other error: a
+ * request with no credentials gets the plain `Bearer realm=…` (the RFC says no error code then),
+ * one whose token was presented but is wrong gets `error="invalid_token"`. A client (the MCP
+ * Inspector, an OAuth-aware SDK) reads this to tell a wrong token from a server asking it to log in.
+ */
+export function bearerChallenge(error: TermkeepError): string | undefined {
+  if (error.status !== 401) return undefined
+  const realm = `Bearer realm="${AUTH_REALM}"`
+  if (error.code !== 'auth/invalid-token') return realm
+  // error_description allows printable ASCII but the quote and the backslash.
+  const description = error.message.replace(/["\\]/g, "'").replace(/[^\x20-\x7e]/g, '?')
+  return `${realm}, error="invalid_token", error_description="${description}"`
 }

@@ -5,16 +5,18 @@
 import { Hono } from 'hono'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
-import { TermkeepError } from '../schema/errors.ts'
+import { bearerChallenge, TermkeepError } from '../schema/errors.ts'
 import type { Storage } from '../storage/client.ts'
 import type { StorageHealth } from '../storage/health.ts'
 import type { SidecarHealth } from '../schema/wire/health.ts'
 import { isDatabaseUnavailable } from '../storage/unavailable.ts'
+import { commandRoutes } from './commands/routes.ts'
 import { displayStatsRoute, screenRoutes } from './display/routes.ts'
 import type { DisplayService } from './display/service.ts'
 import { fileRoutes } from './files/routes.ts'
 import { observationRoutes } from './observation/routes.ts'
 import { paths } from './paths.ts'
+import { searchRoutes } from './search/routes.ts'
 import { terminalRoutes } from './routes/terminals.ts'
 import type { TerminalHost } from './terminals/host.ts'
 import type { WorkflowEngine } from './workflows/engine.ts'
@@ -39,13 +41,19 @@ export interface SidecarDeps {
 export function createSidecarApp(deps: SidecarDeps): Hono {
   const app = new Hono()
   app.onError((error, c) => {
-    if (error instanceof TermkeepError) return c.json(error.toBody(), error.status)
+    if (error instanceof TermkeepError) {
+      const challenge = bearerChallenge(error)
+      if (challenge !== undefined) c.header('WWW-Authenticate', challenge)
+      return c.json(error.toBody(), error.status)
+    }
     if (isDatabaseUnavailable(error)) {
       console.error('termkeep sidecar: the database is unavailable', c.req.method, c.req.path, (error as Error).message)
       return c.json(new TermkeepError('database/unavailable', 'the database is not answering; try again').toBody(), 503)
     }
     if ('status' in error && error.status === 401) {
-      return c.json(new TermkeepError('auth/invalid-token', 'the sidecar secret is missing or wrong').toBody(), 401)
+      const refused = new TermkeepError('auth/invalid-token', 'the sidecar secret is missing or wrong')
+      c.header('WWW-Authenticate', bearerChallenge(refused))
+      return c.json(refused.toBody(), 401)
     }
     // The caller left and its work stopped (a long read checks the request's signal): no bug.
     if (c.req.raw.signal.aborted) return new Response(null, { status: 503 })
@@ -58,6 +66,8 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.get('/v1/health', (c) => c.json(sidecarHealth(deps)))
   app.route('/', paths)
   app.route('/', terminalRoutes(deps.terminals))
+  app.route('/', commandRoutes(deps.terminals))
+  app.route('/', searchRoutes(deps.terminals))
   app.route('/', screenRoutes(deps.terminals))
   const displays = deps.displays
   if (displays)

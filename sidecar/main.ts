@@ -21,6 +21,7 @@ import { lowSpace } from '../storage/node/free-space.ts'
 import { StorageHealth } from '../storage/health.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
+import { CommandStore } from '../storage/commands.ts'
 import { SIDECAR_NODE_FLAGS } from './node-flags.ts'
 import { ensureDataDir } from './data-dir.ts'
 import { declareOwnState } from './files/own-state.ts'
@@ -136,6 +137,9 @@ async function main(): Promise<void> {
       )
       process.exit(1)
     },
+    commands: new CommandStore(storage.db),
+    shellIntegration: shellIntegration(process.env.TERMKEEP_SHELL_INTEGRATION),
+    nonceKey: config.sidecarSecret,
   })
   const { adopted, retired } = await terminals.start()
   const keeper = terminals.keeper
@@ -196,7 +200,7 @@ async function main(): Promise<void> {
     const held = terminals.keeper
     if (held) console.error(`termkeep sidecar: ${running} terminal(s) keep running in the keeper (pid ${held.pid})`)
     await claimed.end().catch((error: unknown) => console.error('termkeep sidecar: recording the end of this generation', error))
-    storage.close()
+    await storage.shutdown()
     process.exit(0)
   }
   process.once('SIGTERM', stop)
@@ -230,6 +234,13 @@ function milliseconds(name: string, raw: string | undefined): number | undefined
 /** A sidecar-only byte count (TERMKEEP_DISK_FREE_MIN_BYTES); unset = the default. */
 function bytes(name: string, raw: string | undefined): number | undefined {
   return wholeNumber(name, raw, 'bytes')
+}
+
+/** TERMKEEP_SHELL_INTEGRATION: `1` (the default) or `0` (no shell integration, docs/commands.md). */
+function shellIntegration(raw: string | undefined): boolean {
+  if (raw === undefined || raw === '' || raw === '1') return true
+  if (raw === '0') return false
+  throw new ConfigError('TERMKEEP_SHELL_INTEGRATION', '1 (on, the default) or 0 (off)', raw)
 }
 
 function wholeNumber(name: string, raw: string | undefined, unit: string): number | undefined {

@@ -4,7 +4,7 @@
  * of every later autocommit write on that connection, which then never lands. The patch in
  * patches/@libsql+client+*.patch drops such a connection from the pool.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { linkSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -41,5 +41,24 @@ describe('openStorage (embedded file)', () => {
       writer.close()
       other.close()
     }
+  })
+})
+
+describe('shutdown (embedded file)', () => {
+  it('empties the write-ahead log before closing: a hard link made to it keeps no database page', async () => {
+    const file = join(dir, 'wal.db')
+    const storage = await openStorage({ url: `file:${file}` })
+    const marker = `wal-marker-${Math.random().toString(36).slice(2)}`
+    await storage.client.execute('CREATE TABLE t (v TEXT)')
+    await storage.client.execute({ sql: 'INSERT INTO t VALUES (?)', args: [marker] })
+    const link = join(dir, 'wal-link')
+    linkSync(`${file}-wal`, link)
+    expect(readFileSync(link).includes(marker)).toBe(true)
+    await storage.shutdown()
+    expect(readFileSync(link)).toHaveLength(0)
+    // Nothing was lost: the rows are in the database file.
+    const again = await openStorage({ url: `file:${file}` })
+    expect((await again.client.execute('SELECT v FROM t')).rows.map((r) => r.v)).toEqual([marker])
+    again.close()
   })
 })

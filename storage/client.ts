@@ -17,6 +17,14 @@ export interface Storage {
    * process's main thread for up to the busy timeout; `client` for a remote database. */
   probe: Client
   close(): void
+  /**
+   * The process's last use: an embedded file's write-ahead log is checkpointed and emptied
+   * (`wal_checkpoint(TRUNCATE)`), then the connections close. SQLite unlinks the log at the last
+   * close without emptying it, so a hard link someone made to it would keep database pages
+   * readable outside the data directory, where nothing knows them as termkeep's. Best effort: a
+   * checkpoint another process blocks leaves the log as it is (it stays in the data directory).
+   */
+  shutdown(): Promise<void>
 }
 
 export interface StorageOptions {
@@ -34,13 +42,18 @@ export async function openStorage({ url, authToken, busyTimeoutMs = DB_BUSY_TIME
   }
   const db = drizzle(client, { schema: tables })
   const probe = url.startsWith('file:') ? createClient({ url, timeout: 0 }) : client
+  const close = () => {
+    client.close()
+    if (probe !== client) probe.close()
+  }
   return {
     client,
     db,
     probe,
-    close: () => {
-      client.close()
-      if (probe !== client) probe.close()
+    close,
+    async shutdown() {
+      if (url.startsWith('file:')) await client.execute('PRAGMA wal_checkpoint(TRUNCATE)').catch(() => undefined)
+      close()
     },
   }
 }

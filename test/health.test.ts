@@ -12,6 +12,7 @@ import { startNodeApi, type RunningApi } from '../api/runtime/node.ts'
 import { openStorage, type Storage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
 import { DB_LOCK_DEGRADED_MS, DB_WRITE_PROBE_MS } from '../schema/limits.ts'
+import { SIDECAR_LIVENESS_TIMEOUT_MS } from '../api/tuning.ts'
 import type { Health, SidecarHealth } from '../schema/wire/health.ts'
 import { freePort, waitFor } from './support/ports.ts'
 import { runQueueWaitMs } from './support/schedstat.ts'
@@ -84,15 +85,19 @@ describe('GET /v1/health', () => {
   })
 
   it('reports the database and the sidecar reachable', async () => {
-    // The sidecar says how it runs workflow scripts once it found out (a second or so after it starts).
-    await waitFor(async () => (await (await fetch(`${api.url}/v1/health`)).json()).sidecar.workflows !== undefined)
-    const response = await fetch(`${api.url}/v1/health`)
+    // The sidecar says how it runs workflow scripts once it found out (a second or so after it
+    // starts); health shows its answer fresh when it came within the wait (HEALTH_WAIT_MS).
+    const response = await waitFor(async () => {
+      const answer = await fetch(`${api.url}/v1/health`)
+      const { sidecar: shown } = await answer.clone().json()
+      return shown.workflows !== undefined && shown.waitingMs === undefined && answer
+    })
     expect(response.status).toBe(200)
     expect(await response.json()).toEqual({
       status: 'ok',
       runtime: 'node',
       database: { reachable: true, writable: true },
-      sidecar: { reachable: true, generation: sidecar.generation, workflows: WORKFLOWS },
+      sidecar: { reachable: true, generation: sidecar.generation, workflows: WORKFLOWS, ageMs: expect.any(Number) },
       problems: [],
     })
   })
@@ -213,6 +218,51 @@ describe('GET /v1/health', () => {
     }
     expect((await health()).status).toBe('ok')
     expect(sidecar.output()).toContain('termkeep sidecar: recovered: database/file-replaced no longer applies')
+  })
+
+  it('never waits for a stopped sidecar (SIGSTOP): within 250 ms, the state last known with its age, then unreachable', async () => {
+    // Answered in time: fresh (on a loaded box a first ask may take longer than the wait).
+    const before = await waitFor(async () => {
+      const health = (await (await fetch(`${api.url}/v1/health`)).json()) as Health
+      return health.sidecar.reachable && health.sidecar.waitingMs === undefined && health
+    }, 10_000)
+    expect(before.sidecar.ageMs).toBeLessThan(100)
+    process.kill(sidecar.pid, 'SIGSTOP')
+    const seen: Array<{ at: number; health: Health }> = []
+    let worst = 0
+    const stoppedAt = performance.now()
+    try {
+      while (performance.now() - stoppedAt < SIDECAR_LIVENESS_TIMEOUT_MS + 1_500) {
+        const waited = runQueueWaitMs(process.pid)
+        const started = performance.now()
+        const health = (await (await fetch(`${api.url}/v1/health`)).json()) as Health
+        // Time the box gave this process no CPU is not time health waited.
+        worst = Math.max(worst, performance.now() - started - (runQueueWaitMs(process.pid) - waited))
+        seen.push({ at: performance.now() - stoppedAt, health })
+        await new Promise((r) => setTimeout(r, 200))
+      }
+    } finally {
+      process.kill(sidecar.pid, 'SIGCONT')
+    }
+    expect(worst, 'the slowest health answer while the sidecar was stopped, in ms').toBeLessThan(250)
+    // First the state last known, older at each answer, with how long its health has been waited for…
+    const stale = seen.filter(({ health }) => health.sidecar.reachable)
+    expect(stale.length).toBeGreaterThan(3)
+    for (const { health } of stale) {
+      expect(health).toMatchObject({ status: 'ok', sidecar: { generation: sidecar.generation, waitingMs: expect.any(Number) } })
+    }
+    const ages = stale.map(({ health }) => health.sidecar.ageMs)
+    expect(ages).toEqual([...ages].sort((a, b) => a - b))
+    expect(ages.at(-1)! - ages[0]!).toBeGreaterThan(2_000)
+    // …then, once its health went unanswered past the liveness deadline, unreachable.
+    const last = seen.at(-1)!.health
+    expect(last).toMatchObject({ status: 'degraded', sidecar: { reachable: false } })
+    expect(last.problems.map((p) => p.code)).toContain('sidecar/unreachable')
+    await waitFor(
+      async () => ((await (await fetch(`${api.url}/v1/health`)).json()) as Health).status === 'ok',
+      10_000,
+      'health once resumed',
+    )
   })
 
   it('answers unknown routes with a typed 404', async () => {

@@ -55,6 +55,8 @@ async function authorityFor(
   path: string,
 ): Promise<{ authority: Authority; ticket?: string }> {
   if (header !== undefined) {
+    // Another scheme carries no bearer token at all: answered as a missing one (RFC 6750 §3.1).
+    if (!/^Bearer(\s|$)/i.test(header)) throw new TermkeepError('auth/missing-token', 'send a bearer token: Authorization: Bearer <token>')
     const secret = bearer(header)
     if (!secret) throw new TermkeepError('auth/invalid-token', 'the Authorization header must be "Bearer <token>"')
     const authority = await authenticateSecret(db, secret)

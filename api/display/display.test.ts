@@ -223,7 +223,7 @@ describe('readDisplay', () => {
   })
 
   it('the client stages a transfer and yields it only at end; a cut transfer is discarded', async () => {
-    const client = new TermkeepClient({ url: 'http://termkeep.test', token, fetch: async (url, init) => app.request(url as string, init) })
+    const client = new TermkeepClient({ url: 'http://localhost', token, fetch: async (url, init) => app.request(url as string, init) })
     const whole = await readDisplay(client, 's1', 't1')
     expect(whole.begin.revision).toBe(1)
     expect(whole.history.length + whole.viewport.length).toBeGreaterThan(3000)

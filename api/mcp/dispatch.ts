@@ -38,11 +38,15 @@ export class Dispatcher {
   readonly #fetch: AppFetch
   readonly #authorization: string
   readonly signal: AbortSignal
+  /** The MCP request's own origin: its routes are asked under the Host it came with, which the
+   * origin guard (auth/origin.ts) let through. */
+  readonly #origin: string
 
-  constructor(fetch: AppFetch, authorization: string, signal: AbortSignal) {
+  constructor(fetch: AppFetch, authorization: string, signal: AbortSignal, origin = 'http://localhost') {
     this.#fetch = fetch
     this.#authorization = authorization
     this.signal = signal
+    this.#origin = origin
   }
 
   /** Sends the request; a refusal becomes the route's own TermkeepError. `signal` (default the
@@ -58,7 +62,7 @@ export class Dispatcher {
       body = JSON.stringify(call.body)
       headers.set('content-type', 'application/json')
     }
-    const url = `http://termkeep.internal${routePath(template, call.params, call.query)}`
+    const url = `${this.#origin}${routePath(template, call.params, call.query)}`
     const response = await this.#fetch(new Request(url, { method, headers, body, signal }))
     if (!response.ok) throw await errorOf(response)
     return response

@@ -8,6 +8,7 @@
 import { toJsonSchema } from '@valibot/to-json-schema'
 import * as v from 'valibot'
 import { TermkeepError } from '../../schema/errors.ts'
+import { JsonValue } from '../../schema/wire/common.ts'
 import { describeIssues } from '../validate.ts'
 
 type Json = Record<string, unknown>
@@ -35,10 +36,15 @@ export interface ToolInput {
   split(args: Json | undefined): SplitArgs
 }
 
+/** Recursive schemas, rendered once as named definitions (`#/$defs/Name`) at the input's root. */
+const DEFINITIONS = { JsonValue }
+
 /** An object schema's properties and required keys; a union of objects gives every member's
- * properties and the keys all of them require (the route still checks which member it is). */
-function flatten(schema: v.GenericSchema): { properties: Record<string, Json>; required: string[] } {
-  const json = toJsonSchema(schema, { errorMode: 'ignore' }) as Json
+ * properties and the keys all of them require (the route still checks which member it is). The
+ * definitions its properties refer to are gathered into `defs`. */
+function flatten(schema: v.GenericSchema, defs: Record<string, Json>): { properties: Record<string, Json>; required: string[] } {
+  const json = toJsonSchema(schema, { errorMode: 'ignore', definitions: DEFINITIONS }) as Json
+  Object.assign(defs, json.$defs as Record<string, Json> | undefined)
   const members = (json.anyOf as Json[] | undefined) ?? [json]
   const properties: Record<string, Json> = {}
   let required: string[] | undefined
@@ -71,11 +77,12 @@ function check(schema: v.GenericSchema, value: unknown, target: string): unknown
 }
 
 export function toolInput(layout: InputLayout): ToolInput {
+  const defs: Record<string, Json> = {}
   const parts = {
-    params: layout.params ? flatten(layout.params) : undefined,
-    query: layout.query ? flatten(layout.query) : undefined,
-    body: layout.body ? flatten(layout.body) : undefined,
-    own: layout.own ? flatten(layout.own) : undefined,
+    params: layout.params ? flatten(layout.params, defs) : undefined,
+    query: layout.query ? flatten(layout.query, defs) : undefined,
+    body: layout.body ? flatten(layout.body, defs) : undefined,
+    own: layout.own ? flatten(layout.own, defs) : undefined,
   }
   const integers = new Set<string>()
   for (const [key, property] of Object.entries(parts.query?.properties ?? {})) {
@@ -96,7 +103,13 @@ export function toolInput(layout: InputLayout): ToolInput {
     }
     for (const key of parts[name]?.required ?? []) if (!layout.defaults?.[key]) required.add(key)
   }
-  const schema = { type: 'object' as const, properties, required: [...required], additionalProperties: false }
+  const schema = {
+    type: 'object' as const,
+    properties,
+    required: [...required],
+    additionalProperties: false,
+    ...(Object.keys(defs).length > 0 ? { $defs: defs } : {}),
+  }
 
   return {
     schema,

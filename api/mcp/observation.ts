@@ -3,9 +3,11 @@
  * JSON operation, generated from OBSERVATION_OPERATIONS — the table the API mounts its routes
  * from — so each tool's name, body schema and grant are the route's own and no schema is copied;
  * `observe_context` is the context route, and `observe_follow` reads the follow stream from a
- * cursor to a bound (stream-read.ts), its chunks shown as text when they are UTF-8.
+ * cursor to a bound (stream-read.ts), its chunks shown as text when they are UTF-8; it takes its
+ * handle as `{id}`, as every other observe_* tool does (the route takes the id in its URL).
  */
-import { FollowFileQuery, type FileBytes, type FollowChunk } from '../../schema/wire/observation.ts'
+import * as v from 'valibot'
+import { FollowFileQuery, Handle, type FileBytes, type FollowChunk } from '../../schema/wire/observation.ts'
 import {
   OBSERVATION_OPERATIONS,
   observationPath,
@@ -109,14 +111,15 @@ export const OBSERVATION_TOOLS: readonly Tool[] = [
     title: 'Follow a file (read since a cursor)',
     description:
       "A file's bytes since cursor `after` (absent: from its start), what is there and what is written meanwhile, read to a bound (quietMs, maxEvents, maxBytes of event data, timeoutMs). " +
-      "`handle` is a file handle's id (the string), e.g. the last entry of observe_list_directory. Chunks: `append` continues the content at `offset`; " +
+      '`handle` is a file handle `{id}` as the other observe_* tools give and take it, e.g. the last entry of observe_list_directory. Chunks: `append` continues the content at `offset`; ' +
       '`truncate` (the file was cut or rewritten) and `replace` (the path names another file now: rotated, replaced) start it over at offset 0. ' +
       'Each chunk is text when valid UTF-8 (`encoding: "utf8"`), else base64 (`encoding: "base64"`, `bytes`). ' +
       'Pass `next` back as `after` to read on: no byte is repeated or skipped. After a rotation while you were away the answer starts with `replace` ' +
       '(what the old file got after your cursor is not in it: the path no longer leads there).',
     path: `${O}/files/follow`,
     params: TerminalParams,
-    query: FollowFileQuery,
+    query: v.omit(FollowFileQuery, ['handle']),
+    shaped: { schema: v.object({ handle: Handle }), query: (args) => ({ handle: (args.handle as Handle).id }) },
     cursor: 'after',
     summarize: followChunks,
   }),

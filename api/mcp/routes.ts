@@ -8,7 +8,7 @@
 import { Hono, type Context } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import { TermkeepError } from '../../schema/errors.ts'
-import { JsonRpcMessage, McpPostHeaders } from '../../schema/wire/mcp.ts'
+import { JsonRpcBody, MCP_BATCHES_REMOVED_IN, McpPostHeaders } from '../../schema/wire/mcp.ts'
 import { AUTHENTICATED, guard } from '../auth/guard.ts'
 import type { AppEnv } from '../deps.ts'
 import { errorResponse } from '../errors.ts'
@@ -17,6 +17,7 @@ import { validate } from '../validate.ts'
 import { Catalog } from './catalog.ts'
 import { Dispatcher } from './dispatch.ts'
 import { WebStandardStreamableHTTPServerTransport } from './sdk.ts'
+import { refuseMalformedParams } from './params.ts'
 import { mcpServer } from './server.ts'
 import { TOOLS } from './tools.ts'
 
@@ -55,7 +56,8 @@ export function mcpRoutes(app: Hono<AppEnv>): Hono<AppEnv> {
       '/mcp',
       describeRoute({
         tags,
-        summary: 'MCP (Streamable HTTP, stateless): one JSON-RPC message per POST; tools/list shows the tools this token may call',
+        summary:
+          'MCP (Streamable HTTP, stateless): one JSON-RPC message per POST (a batch too for a 2025-03-26 client); tools/list shows the tools this token may call',
         description:
           "Each tool calls the HTTP routes it mirrors with this request's token (`x-termkeep-grant` per route). See docs/mcp.md.",
         responses: {
@@ -65,21 +67,33 @@ export function mcpRoutes(app: Hono<AppEnv>): Hono<AppEnv> {
       }),
       guard(AUTHENTICATED),
       validate('header', McpPostHeaders),
-      validate('json', JsonRpcMessage),
+      validate('json', JsonRpcBody, { arrays: true }),
       async (c) => {
+        const body = c.req.valid('json')
+        const version = c.req.valid('header')['mcp-protocol-version']
+        // A client that names no version speaks 2025-03-26, where batches MUST be accepted; one
+        // that names a later one does not have them.
+        if (Array.isArray(body) && version !== undefined && version >= MCP_BATCHES_REMOVED_IN) {
+          throw new TermkeepError(
+            'request/invalid',
+            `JSON-RPC batches are not part of MCP ${version} (removed in ${MCP_BATCHES_REMOVED_IN}): send one message per POST`,
+          )
+        }
         const authorization = c.req.header('authorization')!
         const requestSignal = c.req.raw.signal
+        const origin = new URL(c.req.url).origin
         const server = mcpServer({
           catalog,
           authority: c.var.auth,
-          dispatcher: (signal) => new Dispatcher(fetch, authorization, signal),
+          dispatcher: (signal) => new Dispatcher(fetch, authorization, signal, origin),
           requestSignal,
           tuning: { retryMs: c.var.deps.tuning?.mcpRetryMs },
         })
         const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined })
         await server.connect(transport)
+        refuseMalformedParams(transport)
         requestSignal.addEventListener('abort', () => void server.close(), { once: true })
-        const response = await transport.handleRequest(c.req.raw, { parsedBody: c.req.valid('json') })
+        const response = await transport.handleRequest(c.req.raw, { parsedBody: body })
         return response.ok ? response : refusal(c, response)
       },
     )

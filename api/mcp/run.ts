@@ -3,7 +3,8 @@
  * `command`: the shell runs `-c command`), its output as plain text and its exit code. No markers
  * and no polling: the tool follows the new terminal from its first byte (Last-Event-ID 0), and
  * the follow sends the exit only after the output that preceded it. The terminal is kept, exited,
- * for inspection (read_screen, read_output) until close_terminal; on a timeout it keeps running
+ * for inspection (read_screen, read_output) until close_terminal (an exited terminal does not
+ * count toward the session's running ones); on a timeout it keeps running
  * (wait_for, send_keys). Output beyond MCP_TEXT_MAX_BYTES is cut from the front and counted.
  */
 import { DEFAULT_COLS, DEFAULT_ROWS, MAX_TITLE_CHARS, MCP_TEXT_MAX_BYTES } from '../../schema/limits.ts'
@@ -27,7 +28,8 @@ export const runCommand: Tool = {
   title: 'Run a command',
   description:
     'Run one command in a new terminal of the session (`shell -c command`, the session directory as cwd) and answer its exit code and output as plain text. ' +
-    'The terminal is kept for inspection (read_screen, read_output) until close_terminal; after `timeoutMs` the answer says it is still running.',
+    "The terminal is kept for inspection (read_screen, read_output) until close_terminal; once exited it does not count toward the session's running terminals. " +
+    'After `timeoutMs` the answer says it is still running.',
   annotations: { destructiveHint: true, openWorldHint: true },
   uses: [
     { method: 'PUT', path: T },

@@ -13,10 +13,11 @@ export { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 export {
   CallToolRequestSchema,
   ErrorCode,
+  InitializeRequestSchema,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
-  McpError,
+  PingRequestSchema,
   ReadResourceRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js'
 // @ts-types="../../node_modules/@modelcontextprotocol/sdk/dist/esm/types.d.ts"

@@ -10,7 +10,7 @@
  * The route's guard and validation apply as over HTTP: the tool is a GET of the route, its path
  * parameters and query from the route's schemas, the cursor as the route takes it.
  */
-import type * as v from 'valibot'
+import * as v from 'valibot'
 import { StreamReadArgs } from '../../schema/wire/mcp.ts'
 import type { ToolAnnotations } from './sdk.ts'
 import { EventStream, type StreamEvent } from './events.ts'
@@ -91,6 +91,9 @@ export interface StreamReadSpec {
   final?: readonly string[]
   /** What the result shows of all the events read, instead of `{events}` (e.g. merged chunks). */
   summarize?: (events: StreamEvent[]) => Record<string, unknown>
+  /** Arguments the tool takes in another shape than the route's query, and the query fields they
+   * become: an observation handle is `{id}` in every observe_* tool, a string in the URL. */
+  shaped?: { schema: v.ObjectSchema<v.ObjectEntries, undefined>; query(args: Record<string, unknown>): Record<string, string> }
 }
 
 export function streamReadTool(spec: StreamReadSpec): Tool {
@@ -101,8 +104,13 @@ export function streamReadTool(spec: StreamReadSpec): Tool {
     description: spec.description,
     annotations: spec.annotations ?? { readOnlyHint: true, openWorldHint: false },
     uses: [{ method: 'GET', path: spec.path }],
-    input: toolInput({ params: spec.params, query: spec.query, own: StreamReadArgs }),
-    async run({ params, query, own }, { call }) {
+    input: toolInput({
+      params: spec.params,
+      query: spec.query,
+      own: spec.shaped ? v.object({ ...StreamReadArgs.entries, ...spec.shaped.schema.entries }) : StreamReadArgs,
+    }),
+    async run({ params, query: given, own }, { call }) {
+      const query = { ...given, ...spec.shaped?.query(own) }
       const from = query[spec.cursor]
       const stream = await EventStream.open(call, spec.path, { params, query })
       try {

@@ -16,10 +16,12 @@ import { type FileText, ListQuery, PathQuery, type ReadTextPage, ReadTextRequest
 import type { ScreenProjection } from '../../schema/wire/display.ts'
 import { ScreenArgs } from '../../schema/wire/mcp.ts'
 import { OutputQuery, type OutputPage } from '../../schema/wire/output.ts'
-import { CreateSession, CreateWorkspace } from '../../schema/wire/registry.ts'
+import { CreateSession, CreateWorkspace, SessionListQuery } from '../../schema/wire/registry.ts'
 import { CreateTerminal, TerminalParams } from '../../schema/wire/terminals.ts'
 import * as v from 'valibot'
+import { COMMAND_TOOLS } from './commands.ts'
 import { runCommand } from './run.ts'
+import { SESSION_TOOLS } from './sessions.ts'
 import { sendKeys } from './send.ts'
 import { fromBase64 } from '../../common/bytes.ts'
 import { plainText, screenText } from './text.ts'
@@ -81,6 +83,16 @@ export const TOOLS: readonly Tool[] = [
     body: CreateSession,
   }),
   routeTool({
+    name: 'list_sessions',
+    title: 'List sessions',
+    description:
+      'Recorded sessions this token may touch, newest first, a page at a time. `workspace`: a workspace id for its sessions, or `none` for the sessions that belong to no workspace (they have terminals but no files); `cursor`: the `next` of the previous page.',
+    annotations: READ,
+    method: 'GET',
+    path: '/v1/sessions',
+    query: SessionListQuery,
+  }),
+  routeTool({
     name: 'list_terminals',
     title: 'List terminals',
     description: "The session's terminals, live and ended, with state and exit code.",
@@ -101,6 +113,7 @@ export const TOOLS: readonly Tool[] = [
     defaults: { tid: () => randomId('t'), cols: () => DEFAULT_COLS, rows: () => DEFAULT_ROWS },
   }),
   runCommand,
+  ...COMMAND_TOOLS,
   sendKeys,
   routeTool({
     name: 'read_screen',
@@ -188,6 +201,7 @@ export const TOOLS: readonly Tool[] = [
       return textResult(text, facts)
     },
   }),
+  ...SESSION_TOOLS,
   ...WORKFLOW_TOOLS,
   ...OBSERVATION_TOOLS,
 ]

@@ -8,7 +8,7 @@
  * (`workflow/end`, or `interrupted` when its sidecar died), so its end is the run's end.
  */
 import { TermkeepError } from '../../schema/errors.ts'
-import { IDEMPOTENCY_KEY_HEADER, SessionId } from '../../schema/wire/common.ts'
+import { IDEMPOTENCY_KEY_HEADER, JsonValue, SessionId } from '../../schema/wire/common.ts'
 import { WorkflowRunArgs } from '../../schema/wire/mcp.ts'
 import {
   CancelWorkflow,
@@ -65,7 +65,12 @@ export const runWorkflow: Tool = {
     '`next` is the events cursor for workflow_events.',
   annotations: { destructiveHint: true, openWorldHint: true },
   uses: [{ method: 'POST', path: W }],
-  input: toolInput({ params: v.object({ sid: SessionId }), body: StartWorkflow, own: WorkflowRunArgs }),
+  // The route takes any JSON as `input` (and checks its size); the tool says so in its schema.
+  input: toolInput({
+    params: v.object({ sid: SessionId }),
+    body: v.strictObject({ ...StartWorkflow.entries, input: v.optional(JsonValue) }),
+    own: WorkflowRunArgs,
+  }),
   async run({ params, body, own }, { call, need, tuning }) {
     const args = own as WorkflowRunArgs
     // Refused before the run starts, not after: waiting reads what workflows:read guards.

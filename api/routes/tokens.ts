@@ -63,6 +63,10 @@ export const tokenRoutes = new Hono<AppEnv>()
     validate('json', TicketRequest),
     async (c) => {
       const { path } = c.req.valid('json')
+      const streams = c.get('streams')
+      if (!streams.matches(path)) {
+        throw new TermkeepError('request/invalid', `tickets open only SSE stream paths (${streams.paths.join(', ')}), not ${path}`)
+      }
       const minted = await mintTicket(c.get('deps').db, c.get('auth').tokenId, path)
       return c.json({ ticket: minted.ticket, path, expiresAt: minted.expiresAt }, 201)
     },

@@ -9,6 +9,9 @@ import { LISTEN_BACKLOG } from '../../schema/limits.ts'
 import type { Storage } from '../../storage/client.ts'
 import { DatabaseFile } from '../../storage/node/file-identity.ts'
 import { createApp } from '../app.ts'
+import { originPolicy } from '../auth/origin.ts'
+import type { AppDeps } from '../deps.ts'
+import { primeHealth } from '../routes/health.ts'
 import { SidecarClient } from '../sidecar-client.ts'
 import { withNodeRelays } from './node-relay.ts'
 import { createNodeServer } from './node-server.ts'
@@ -24,6 +27,8 @@ export interface NodeApiOptions {
   /** The database's URL: for a `file:` one, health checks that its path still names the file
    * opened (storage/node/file-identity.ts). */
   databaseUrl?: string
+  /** TERMKEEP_ALLOWED_ORIGINS and TERMKEEP_ALLOWED_HOSTS (auth/origin.ts); default none. */
+  allowed?: { allowedOrigins: readonly string[]; allowedHosts: readonly string[] | undefined }
 }
 
 export interface RunningApi {
@@ -32,19 +37,30 @@ export interface RunningApi {
   close(): Promise<void>
 }
 
-export function startNodeApi({ storage, sidecarUrl, sidecarSecret, host, port, databaseUrl }: NodeApiOptions): Promise<RunningApi> {
+export function startNodeApi({
+  storage,
+  sidecarUrl,
+  sidecarSecret,
+  host,
+  port,
+  databaseUrl,
+  allowed,
+}: NodeApiOptions): Promise<RunningApi> {
   const file = databaseUrl === undefined ? undefined : DatabaseFile.opened(databaseUrl)
-  const app = createApp({
+  const deps: AppDeps = {
     db: storage.db,
     client: storage.client,
     probe: storage.probe,
     sidecar: new SidecarClient({ url: sidecarUrl, secret: sidecarSecret, fetch: nodeFetch }),
     runtime: 'node',
     databaseFile: file && (() => file.check()),
-  })
+    origins: originPolicy(allowed ?? { allowedOrigins: [], allowedHosts: undefined }, host),
+  }
+  const app = createApp(deps)
   return new Promise((resolve, reject) => {
     const server = createNodeServer(withNodeRelays(app.fetch), host)
     server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
+      primeHealth(deps)
       const info = server.address() as AddressInfo
       const shownHost = host.includes(':') ? `[${host}]` : host
       resolve({

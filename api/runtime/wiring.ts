@@ -6,6 +6,7 @@
 import { ConfigError, type Config } from '../../schema/config.ts'
 import { openStorage } from '../../storage/client.ts'
 import { migrate } from '../../storage/migrate.ts'
+import { originPolicy } from '../auth/origin.ts'
 import type { AppDeps } from '../deps.ts'
 import { SidecarClient } from '../sidecar-client.ts'
 
@@ -50,5 +51,7 @@ export async function wireDeps(config: Config, options: WireOptions): Promise<Ap
     probe: storage.probe,
     sidecar: new SidecarClient({ url: config.sidecarUrl, secret: options.sidecarSecret }),
     runtime: options.runtime,
+    // Deno and Workers cannot tell which names reach them: any Host unless some are configured.
+    origins: originPolicy(config, undefined),
   }
 }

@@ -11,6 +11,7 @@
  * ends both.
  */
 import { closeSync, mkdirSync, openSync, rmdirSync, rmSync, writeSync, writevSync } from 'node:fs'
+import { emptyFile } from './remove-tree.ts'
 import { dirname } from 'node:path'
 import { MAX_RECORD_RAW_BYTES } from '../../schema/limits.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
@@ -118,9 +119,14 @@ export class JournalWriter {
   }
 
   /** Closes and removes both files (a reader that has the spool open keeps reading it), and
-   * their directory with its last journal (one per session would otherwise stay behind). */
-  remove(): void {
+   * their directory with its last journal (one per session would otherwise stay behind). `empty`
+   * (only once nothing reads them): emptied first, so a hard link made to them keeps no output. */
+  remove({ empty = false } = {}): void {
     this.close()
+    if (empty) {
+      emptyFile(this.paths.spool)
+      emptyFile(this.paths.index)
+    }
     rmSync(this.paths.spool, { force: true })
     rmSync(this.paths.index, { force: true })
     try {

@@ -44,6 +44,21 @@ export const IdempotencyKey = v.pipe(
   ),
 )
 
+/** Any JSON value (what a JSON body carries where the contract takes anything: a workflow's
+ * `input`). Recursive, so its JSON Schema is a named definition (`$defs/JsonValue`). */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
+export const JsonValue: v.GenericSchema<JsonValue> = v.union([
+  v.string(),
+  v.number(),
+  v.boolean(),
+  v.null(),
+  v.array(v.lazy(() => JsonValue)),
+  v.record(
+    v.string(),
+    v.lazy(() => JsonValue),
+  ),
+])
+
 export const ErrorEnvelope = v.object({
   error: v.looseObject({
     code: v.picklist(Object.keys(ERROR_STATUS) as (keyof typeof ERROR_STATUS)[]),

@@ -82,11 +82,19 @@ export const Health = v.object({
   status: v.picklist(['ok', 'degraded']),
   /** The runtime serving the API: `node`, `deno`, `workerd`. */
   runtime: v.string(),
-  database: DatabaseHealth,
+  /** As last checked; `ageMs` says how long ago when the check did not answer within HEALTH_WAIT_MS. */
+  database: v.object({ ...DatabaseHealth.entries, ageMs: v.optional(v.number()) }),
+  /** As the sidecar last answered (health never waits for it past HEALTH_WAIT_MS). */
   sidecar: v.object({
     reachable: v.boolean(),
     generation: v.optional(v.number()),
     error: v.optional(v.string()),
+    /** How old this state is, in ms: 0 when the sidecar answered this request in time; else the
+     * age of its last answer, or of the verdict that it is not reachable. */
+    ageMs: v.number(),
+    /** Present while the sidecar's health has been asked and not answered: for how long (ms). A
+     * sidecar that does not answer within 5 s is then `reachable: false`. */
+    waitingMs: v.optional(v.number()),
     /** How it runs workflow scripts (while it is reachable). */
     workflows: v.optional(WorkflowsHealth),
   }),

@@ -143,11 +143,17 @@ export type ScreenArgs = v.InferOutput<typeof ScreenArgs>
 
 // ── The /mcp route (Streamable HTTP; the SDK checks the JSON-RPC message itself) ─────────────
 
-/** One JSON-RPC 2.0 message (MCP has no batches since 2025-06-18). */
+/** One JSON-RPC 2.0 message. */
 export const JsonRpcMessage = v.looseObject({ jsonrpc: v.literal('2.0', 'the body is one JSON-RPC 2.0 message ({"jsonrpc":"2.0",…})') })
+/** The protocol revision that removed JSON-RPC batches; 2025-03-26 requires servers to take them. */
+export const MCP_BATCHES_REMOVED_IN = '2025-06-18'
+/** A POST's body: one message, or a batch of them (only where the protocol in use has batches). */
+export const JsonRpcBody = v.union([JsonRpcMessage, v.pipe(v.array(JsonRpcMessage), v.minLength(1, 'a batch holds at least one message'))])
 
 /** Streamable HTTP: a client takes both a JSON answer and an SSE stream. */
 export const McpPostHeaders = v.object({
+  /** Sent by clients of 2025-06-18 and later after initialization; absent means 2025-03-26. */
+  'mcp-protocol-version': v.optional(v.string()),
   accept: v.pipe(
     v.string('send Accept: application/json, text/event-stream'),
     v.check(

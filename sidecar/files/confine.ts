@@ -14,7 +14,8 @@
  *
  * termkeep's own state (own-state.ts: the data directory, the database, the secret, the journals)
  * is refused here for every caller, by the identity of the entry and of the opened descriptor and
- * its ancestors, with exactly the answer an absent path gets.
+ * its ancestors, with exactly the answer an absent path gets. So is anything on a pseudo
+ * filesystem (pseudo-fs.ts: `/proc/self/environ` read here is the sidecar's own environment).
  */
 import { constants, type BigIntStats } from 'node:fs'
 import { lstat, open, readlink, realpath, type FileHandle } from 'node:fs/promises'
@@ -22,6 +23,7 @@ import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { FileKind } from '../../schema/wire/files.ts'
 import { OwnStateLook } from './own-state.ts'
+import { pseudoFilesystem } from './pseudo-fs.ts'
 
 export interface Scope {
   /** Canonical (realpath) workspace root. */
@@ -84,8 +86,9 @@ export function versionOf(stats: BigIntStats): string {
 export async function resolveExisting(scope: Scope, requested: string, own?: OwnStateLook): Promise<string> {
   const canonical = await resolveCanonical(scope, requested)
   const look = own ?? (await OwnStateLook.take())
-  const stats = look && (await lstatOrUndefined(canonical))
-  if (look && (!stats || (await look.covers(canonical, stats)))) throw notFound(requested)
+  const stats = await lstatOrUndefined(canonical)
+  if (!stats || (look && (await look.covers(canonical, stats)))) throw notFound(requested)
+  if (await pseudoFilesystem(canonical, stats.dev).catch(() => 'unknown')) throw notFound(requested, 'pseudo-filesystem')
   return canonical
 }
 
@@ -165,6 +168,7 @@ export async function openVerified(scope: Scope, requested: string, expect: 'fil
         const actual = await descriptorPath(handle, absolutePath)
         if (scope.allowOutside || isInside(scope.root, actual)) {
           if (own && (await own.covers(actual || absolutePath, stats))) throw notFound(requested)
+          if (await onPseudoFilesystem(handle, absolutePath, stats)) throw notFound(requested, 'pseudo-filesystem')
           await hooks.afterOpen?.(absolutePath)
           return { handle, absolutePath, stats }
         }
@@ -199,6 +203,15 @@ async function descriptorPath(handle: FileHandle, absolutePath: string): Promise
   } catch {
     return await realpath(absolutePath).catch(() => '')
   }
+}
+
+/** Is the opened object on a pseudo filesystem? Looked at through the descriptor where Linux names
+ * it, so the answer is about what was opened; one that cannot be told counts as pseudo. */
+async function onPseudoFilesystem(handle: FileHandle, absolutePath: string, stats: BigIntStats): Promise<boolean> {
+  const found = await pseudoFilesystem(`/proc/self/fd/${handle.fd}`, stats.dev)
+    .catch(() => pseudoFilesystem(absolutePath, stats.dev))
+    .catch(() => 'unknown')
+  return found !== undefined
 }
 
 /** A path for reading the directory behind a verified handle without re-resolving its name. */

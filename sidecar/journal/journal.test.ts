@@ -1,5 +1,5 @@
 /** The journal against a real spool file: records, exact cursors, waiting, retirement, I/O errors. */
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -7,6 +7,7 @@ import { MAX_OUTPUT_ITEM_BYTES, MAX_RECORD_RAW_BYTES } from '../../schema/limits
 import type { OutputItem } from '../../schema/wire/output.ts'
 import { Journal } from './journal.ts'
 import { RecordIndex } from '../../local/journal/record-index.ts'
+import { removeSpoolTree } from './spool.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-journal-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -137,6 +138,37 @@ describe('Journal', () => {
     expect(readdirSync(shared)).toEqual(['b', 'b.index'])
     b.retire()
     expect(existsSync(shared)).toBe(false)
+  })
+
+  it('empties the spool before unlinking it: a hard link made to it keeps no byte of the output', async () => {
+    const path = join(dir, 'linked', 'spool')
+    const j = new Journal(path, { cols: 80, rows: 24 })
+    j.appendData(Buffer.from('secret output'))
+    j.end()
+    const link = join(dir, 'link-of-a-journal')
+    linkSync(path, link)
+    expect(readFileSync(link, 'utf8')).toBe('secret output')
+    const release = j.attach()
+    j.retire()
+    expect(readFileSync(link, 'utf8')).toBe('secret output') // a reader still drains it
+    release()
+    expect(existsSync(path)).toBe(false)
+    expect(readFileSync(link)).toHaveLength(0)
+  })
+
+  it("removes an earlier sidecar's spool tree emptied, and never truncates what a link planted in it names", () => {
+    const tree = join(dir, 'old-spool')
+    mkdirSync(join(tree, 'g1', 's1'), { recursive: true })
+    writeFileSync(join(tree, 'g1', 's1', 't1.journal'), 'left behind')
+    const link = join(dir, 'link-of-an-old-journal')
+    linkSync(join(tree, 'g1', 's1', 't1.journal'), link)
+    const victim = join(dir, 'not-termkeeps')
+    writeFileSync(victim, 'keep me')
+    symlinkSync(victim, join(tree, 'g1', 's1', 'planted.journal'))
+    removeSpoolTree(tree)
+    expect(existsSync(tree)).toBe(false)
+    expect(readFileSync(link)).toHaveLength(0)
+    expect(readFileSync(victim, 'utf8')).toBe('keep me')
   })
 
   it('drops bytes that arrive after a retirement without EOF (shutdown) instead of writing a closed fd', async () => {

@@ -72,7 +72,8 @@ export class Journal {
     }
     const writer = new JournalWriter({ spool: spoolPath, index: indexPathOf(spoolPath) }, initialSize, this.#startedAt)
     this.#writer = writer
-    this.#spool = new Spool(() => writer.remove())
+    // The last reader let go: nothing reads the files any more.
+    this.#spool = new Spool(() => writer.remove({ empty: true }))
     this.#spool.open(spoolPath)
   }
 
@@ -182,12 +183,13 @@ export class Journal {
     this.#changes.notify()
   }
 
-  /** Closed and released: the spool goes away once every attached reader has let go. */
-  retire(): void {
+  /** Closed and released: the spool goes away once every attached reader has let go (`forGood`:
+   * its terminal is closed, the file is emptied then; not when this sidecar only leaves it). */
+  retire({ forGood = false } = {}): void {
     if (this.#retired) return
     this.flush()
     this.#retired = true
-    this.#spool.release()
+    this.#spool.release({ empty: forGood })
     this.#changes.notify()
   }
 

@@ -7,8 +7,14 @@
  * reader that is draining: the keeper removes the file once the terminal is released, and what is
  * open stays readable. A spool is bound to its file when the keeper has created it (`open`); a
  * terminal whose program never started has none, and nothing ever reads it.
+ *
+ * A journal released for good (its terminal closed) is emptied when the last holder lets go,
+ * through this descriptor (the keeper may have unlinked the name by then): unlinking removes only
+ * a name, and a hard link someone made to the journal (a process in the terminal can, as its
+ * user) would otherwise keep the whole output outside the data directory. The descriptor is
+ * opened for writing for that alone; the sidecar never writes a byte to it.
  */
-import { closeSync, openSync, read } from 'node:fs'
+import { closeSync, fstatSync, ftruncateSync, openSync, read } from 'node:fs'
 
 export class Spool {
   #path: string | undefined
@@ -16,6 +22,7 @@ export class Spool {
   #holders = 1 // the journal itself
   #released = false
   #closed = false
+  #empty = false
   readonly #onClosed: (() => void) | undefined
 
   /** `onClosed` runs once the last holder let go (the in-process writer removes its files then). */
@@ -27,11 +34,11 @@ export class Spool {
     return this.#path
   }
 
-  /** Binds the spool to its file (read-only). */
+  /** Binds the spool to its file. */
   open(path: string): void {
     if (this.#fd !== undefined || this.#closed) throw new Error('spool already bound')
     this.#path = path
-    this.#fd = openSync(path, 'r')
+    this.#fd = openSync(path, 'r+')
   }
 
   /** Reads exactly `length` bytes at `offset`; a short read or an I/O error rejects. */
@@ -63,17 +70,24 @@ export class Spool {
     }
   }
 
-  /** The journal's own release: the descriptor closes once no reader holds it. */
-  release(): void {
+  /** The journal's own release: the descriptor closes once no reader holds it (`empty`: the
+   * file emptied first, the terminal is gone for good). */
+  release({ empty = false } = {}): void {
     if (this.#released) return
     this.#released = true
+    this.#empty = empty
     this.#drop()
   }
 
   #drop(): void {
     if (--this.#holders > 0) return
     this.#closed = true
-    if (this.#fd !== undefined) closeSync(this.#fd)
+    if (this.#fd !== undefined) {
+      if (this.#empty && fstatSync(this.#fd).isFile()) ftruncateSync(this.#fd, 0)
+      closeSync(this.#fd)
+    }
     this.#onClosed?.()
   }
 }
+
+export { removeSpoolTree } from '../../local/journal/remove-tree.ts'

@@ -1,31 +1,52 @@
 /**
- * The foreground program of a terminal, for its info (tmux's `pane_current_command`): the name of
- * the leader of the PTY's foreground process group — `vim` while vim runs, the shell at its
- * prompt. The live terminal records it (persisted with its row, announced to followers) only
- * when it changes, so list and info keep answering from libSQL with the sidecar down.
+ * The foreground program of a terminal — one rule for its info (`foregroundCommand`) and for
+ * observation's `foreground`: the leader of the PTY's foreground process group, named by its
+ * argv[0] (tmux's `#{pane_current_command}`): `vim` while vim runs, the shell at its prompt. One
+ * difference from tmux, on purpose: when the group's leader has ended while the group runs on
+ * (`true | sleep 300`, `cat notes | agent`), tmux shows the pane's shell; here it is the group's
+ * earliest-started live member (`sleep`), the program the terminal is actually waiting on.
  *
- * When to look: a shell starts a command right after the Enter that asked for it, and a command
- * ends by giving the terminal back, usually printing a prompt — so shortly after input or output
- * (at most once per FOREGROUND_CHECK_DELAY_MS), plus every FOREGROUND_POLL_MS for programs that
- * change without any I/O. Each look is two /proc/<pid>/stat reads (small, formatted from the
- * kernel's memory without touching the process's own; read at once, as kills do) and
- * the leader's cmdline, which is copied out of its memory and so read through the thread pool.
+ * The live terminal records its name (persisted with its row, announced to followers) only when it
+ * changes, so list and info keep answering from libSQL with the sidecar down. When to look: a
+ * shell starts a command right after the Enter that asked for it, and a command ends by giving the
+ * terminal back, usually printing a prompt — so shortly after input or output (at most once per
+ * FOREGROUND_CHECK_DELAY_MS), plus every FOREGROUND_POLL_MS for programs that change without any
+ * I/O. Each look is two /proc/<pid>/stat reads (small, formatted from the kernel's memory without
+ * touching the process's own; read at once, as kills do) — plus the whole process table, only
+ * while a group's leader is gone — and the leader's cmdline, which is copied out of its memory
+ * and so read through the thread pool.
  */
 import { open } from 'node:fs/promises'
 import { FOREGROUND_CHECK_DELAY_MS, FOREGROUND_POLL_MS } from '../tuning.ts'
-import { argvFrom, executableNameOf, readStat, type ProcStat } from './proc.ts'
+import { argvFrom, executableNameOf, processTable, readStat, terminalTree, type ProcStat } from './proc.ts'
 
-/** The leader (or, once it left, a member) of `shellPid`'s terminal's foreground process group. */
-export function foregroundLeader(shellPid: number, members?: () => Iterable<ProcStat>): ProcStat | undefined {
+/**
+ * The foreground process of `shellPid`'s terminal: its foreground group's leader, else (the leader
+ * ended) the group's earliest-started live member among `members`, else the shell. `members`: the
+ * terminal's process tree (proc.ts `terminalTree`; read only when the leader is gone), so the
+ * terminal's info and observation, which passes the tree it read, choose among the same processes.
+ */
+export function foregroundLeader(
+  shellPid: number,
+  members: () => Iterable<ProcStat> = () => terminalTree(processTable(), shellPid),
+): ProcStat | undefined {
   const shell = readStat(shellPid)
   if (!shell || shell.state === 'Z') return undefined
   if (shell.tpgid <= 0 || shell.tpgid === shell.pid) return shell
   const leader = readStat(shell.tpgid)
   if (leader && leader.session === shell.session && leader.state !== 'Z') return leader
-  for (const process of members?.() ?? []) {
-    if (process.pgrp === shell.tpgid && process.session === shell.session && process.state !== 'Z') return process
+  let earliest: ProcStat | undefined
+  for (const process of members()) {
+    if (process.pgrp !== shell.tpgid || process.session !== shell.session || process.state === 'Z') continue
+    if (
+      !earliest ||
+      process.startTicks < earliest.startTicks ||
+      (process.startTicks === earliest.startTicks && process.pid < earliest.pid)
+    ) {
+      earliest = process
+    }
   }
-  return shell
+  return earliest ?? shell
 }
 
 const CMDLINE_START_BYTES = 4096

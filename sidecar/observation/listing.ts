@@ -15,6 +15,7 @@
  */
 import type { BigIntStats } from 'node:fs'
 import { lstat, readdir } from 'node:fs/promises'
+import { pseudoFilesystem } from '../files/pseudo-fs.ts'
 import { join, relative } from 'node:path'
 import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import { OBSERVE_MAX_LIST_SCANNED, OBSERVE_MAX_WATCHED_DIRECTORIES, OBSERVE_WATCH_SETTLE_MS } from '../tuning.ts'
@@ -60,6 +61,8 @@ async function discover(root: PathIdentity, options: ListOptions, signal?: Abort
           // Looked up through the directory's descriptor: the name is not resolved again.
           const stats = await lstat(join(base, entry.name), { bigint: true }).catch(() => undefined)
           if (!stats?.isFile() || (own && (await own.isOwn(stats)))) continue
+          // A file mounted over this name from another filesystem (a bind mount) may be a pseudo one.
+          if (stats.dev !== opened.stats.dev && (await pseudoFilesystem(join(base, entry.name), stats.dev).catch(() => 'unknown'))) continue
           const mtimeMs = Number(stats.mtimeMs)
           found.push({ path, relativePath: relative(root.path, path), size: Number(stats.size), mtimeMs, identity: objectOf(stats) })
         }

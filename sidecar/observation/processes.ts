@@ -5,6 +5,7 @@
  * start time, so a process that exited — or a new one that got its pid — is refused.
  */
 import { lstat } from 'node:fs/promises'
+import { pseudoFilesystem } from '../files/pseudo-fs.ts'
 import type * as v from 'valibot'
 import { OBSERVE_MAX_ARGUMENTS, OBSERVE_MAX_OPEN_FILES, OBSERVE_MAX_PROCESSES } from '../../schema/limits.ts'
 import type {
@@ -101,6 +102,8 @@ export async function openFiles(view: ObservedTerminal, r: v.InferOutput<typeof 
       if (!named?.isFile() || !sameObject(named, identity)) continue
       // termkeep's own files (a program here with the database open) are not this terminal's to show.
       if (own && (await own.covers(descriptor.path, named))) continue
+      // Nor a file that only presents kernel state (a process may hold its /proc files open).
+      if ((await pseudoFilesystem(descriptor.path, named.dev).catch(() => 'unknown')) !== undefined) continue
       const key = `${identity.dev}:${identity.ino}`
       const seen = byInode.get(key)
       const access = seen && seen.access !== descriptor.access ? 'read-write' : descriptor.access

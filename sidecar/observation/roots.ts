@@ -5,8 +5,9 @@
  * is opened through files/confine.ts's `openVerified` with its root as the scope, so a symlink
  * that leads out, or a component swapped for one mid-open, is caught after resolution and on the
  * opened descriptor; special files (FIFOs, devices) are refused before they are opened. termkeep's
- * own state (files/own-state.ts) is refused there too, so it resolves, lists, reads and follows as
- * if it were absent. A directory root is never the home itself nor anything holding it: a grant
+ * own state (files/own-state.ts) and anything on a pseudo filesystem (files/pseudo-fs.ts: procfs,
+ * sysfs, …) are refused there too, so they resolve, list, read and follow as if absent; nor is a
+ * directory on one ever a root. A directory root is never the home itself nor anything holding it: a grant
  * to watch one agent's journals is not a walk over the user's whole home.
  */
 import { realpath, stat } from 'node:fs/promises'
@@ -15,6 +16,7 @@ import { TermkeepError } from '../../schema/errors.ts'
 import type { Handle } from '../../schema/wire/observation.ts'
 import { isInside, openVerified, type Opened, type Scope } from '../files/confine.ts'
 import type { OwnStateLook } from '../files/own-state.ts'
+import { pseudoFilesystem } from '../files/pseudo-fs.ts'
 import { objectOf, sameObject, type PathIdentity } from './handles.ts'
 import { handleInvalid, type ObservedTerminal } from './observed.ts'
 
@@ -39,8 +41,11 @@ async function rootAt(value: string | undefined, base: Root['base']): Promise<Ro
   if (value === undefined || !isAbsolute(value) || value.includes('\0')) return undefined
   const path = await realpath(value).catch(() => undefined)
   if (path === undefined || path === '/') return undefined
-  const stats = await stat(path).catch(() => undefined)
-  return stats?.isDirectory() ? { path, base } : undefined
+  const stats = await stat(path, { bigint: true }).catch(() => undefined)
+  if (!stats?.isDirectory()) return undefined
+  // A HOME of /proc/self would be the sidecar's own /proc entry once resolved here.
+  if ((await pseudoFilesystem(path, stats.dev).catch(() => 'unknown')) !== undefined) return undefined
+  return { path, base }
 }
 
 /** The canonical directory `relativePath` names beneath `root`, if it exists inside it. */

@@ -6,12 +6,14 @@
  * per-terminal call goes through `live()`, which tells an unknown id (404) from one that is no
  * longer live here (410). An id used once can never be created again in its session.
  */
-import { existsSync, rmSync, statSync } from 'node:fs'
+import { createHmac, randomBytes } from 'node:crypto'
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   CLOSE_KILL_GRACE_MS,
   HISTORY_CELLS,
   MAX_COLS,
+  MAX_EXITED_TERMINALS_PER_SESSION,
   MAX_INPUT_BYTES,
   MAX_ROWS,
   MAX_TERMINALS_PER_SESSION,
@@ -30,9 +32,13 @@ import { isHolder } from '../../local/pid-lock.ts'
 import { processStat } from '../../local/proc.ts'
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
+import { withShellIntegration } from '../commands/integration.ts'
+import { CommandTracker } from '../commands/tracker.ts'
+import { removeSpoolTree } from '../journal/spool.ts'
 import { listShells } from '../pty/shells.ts'
 import { KeeperLink, type KeptPty, type LinkEnd } from './keeper-link.ts'
 import { LiveTerminal } from './terminal.ts'
+import type { CommandStore } from '../../storage/commands.ts'
 import { terminalInfoOf, type TerminalRow, type TerminalStore } from '../../storage/terminals.ts'
 
 export interface TerminalHostOptions {
@@ -50,7 +56,18 @@ export interface TerminalHostOptions {
   /** The connection to a keeper that still runs broke (a bug on one side): this sidecar cannot
    * go on, and a restarted one adopts the terminals again. */
   linkBroken?: (error: Error | undefined) => void
+  /** Where command records go (sidecar/commands/); absent: terminals keep no command records. */
+  commands?: CommandStore
+  /** Shell integration for bash, zsh and fish (docs/commands.md); default on. */
+  shellIntegration?: boolean
+  /** The key each terminal's shell-integration nonce is derived from (the sidecar's secret), so a
+   * sidecar that adopts a terminal can tell its marks again; default: random per host. */
+  nonceKey?: string
 }
+
+/** A shell-integration nonce file the shell never took (it failed to start, or replaced itself
+ * before reading its rc) is removed after this long. */
+const NONCE_FILE_LIFETIME_MS = 30_000
 
 /** The terminal type every shell is told it runs in (the emulator is xterm.js). */
 export const TERMINAL_TYPE = 'xterm-256color'
@@ -92,6 +109,9 @@ interface Launch {
   geometry: Geometry
   env: Record<string, string>
   workflow?: TerminalWorkflow
+  name?: string
+  /** Inject shell integration when the shell is one termkeep integrates. */
+  integrate?: boolean
 }
 
 export class TerminalHost {
@@ -107,10 +127,12 @@ export class TerminalHost {
   #stopping = false
   /** Rows of terminals whose keeper ended, being retired (a stop waits for them). */
   #retiring: Promise<unknown> = Promise.resolve()
+  readonly #nonceKey: string
 
   constructor(options: TerminalHostOptions) {
     this.#options = options
     this.generation = options.generation
+    this.#nonceKey = options.nonceKey ?? randomBytes(32).toString('hex')
     const idle = options.idleReclaimMs ?? TERMINAL_IDLE_RECLAIM_MS
     // 0 turns reclamation off.
     this.#idleTimer = setInterval(() => idle > 0 && this.#reclaimIdle(idle), Math.min(60_000, Math.max(50, idle / 4)))
@@ -157,8 +179,13 @@ export class TerminalHost {
     }
     await this.#sweep(link, gone)
     await store.retire(gone)
+    // Adopted terminals are of this generation now: only commands of terminals gone stay running.
+    await this.#options.commands?.endAbandoned(this.generation)
     // Spools of releases before the keeper (the keeper keeps journals in its own directory now).
-    rmSync(join(this.#options.dataDir, 'spool'), { recursive: true, force: true })
+    removeSpoolTree(join(this.#options.dataDir, 'spool'))
+    // Nonce files a shell never took (an adopted one took its own long ago). Integration scripts
+    // are small and regular: a plain recursive remove (never follows a link) is enough.
+    rmSync(join(this.#options.dataDir, 'shell-integration'), { recursive: true, force: true })
     return { adopted, retired: gone.length }
   }
 
@@ -210,9 +237,30 @@ export class TerminalHost {
       emulator: emulators.open(key, pty.journal, settled),
       store,
       workflow: info.workflow,
+      name: info.name,
+      commandMarks: info.commandMarks,
     })
+    // The marks are read again from the journal's start: the same records come out (their writes
+    // are idempotent), and a command that ran on meanwhile is followed to its end.
+    const nonce = info.commandMarks === 'injected' ? this.#nonceOf(row.sessionId, row.id, row.createdAt) : undefined
+    this.#track(terminal, nonce)
     this.#live.set(key, terminal)
     terminal.started(pty)
+  }
+
+  /** The terminal's command tracker (sidecar/commands/), when this host keeps command records. */
+  #track(terminal: LiveTerminal, nonce: string | undefined): void {
+    terminal.markNonce = nonce
+    const commands = this.#options.commands
+    if (!commands) return
+    terminal.commands = new CommandTracker({
+      sessionId: terminal.sessionId,
+      terminalId: terminal.id,
+      journal: terminal.journal,
+      store: commands,
+      nonce,
+      onDetected: () => terminal.marksDetected(),
+    })
   }
 
   /** The link to the keeper: connected, its end watched. */
@@ -238,7 +286,13 @@ export class TerminalHost {
       this.#live.delete(keyOf(terminal.sessionId, terminal.id))
       terminal.lost()
     }
-    this.#retiring = Promise.all([this.#retiring, ...lost.map((terminal) => terminal.flushed())])
+    // A command still running ended with the journal: its record is written before a stop.
+    const written = lost.map(async (terminal) => {
+      await terminal.flushed()
+      await terminal.commands?.done
+      await terminal.commands?.flushed()
+    })
+    this.#retiring = Promise.all([this.#retiring, ...written])
     this.#connect().catch((error: unknown) => console.error('termkeep sidecar: starting a new keeper failed', error))
   }
 
@@ -329,15 +383,33 @@ export class TerminalHost {
     }
   }
 
-  async rename(sessionId: string, id: string, title: string): Promise<TerminalInfo> {
+  /** A new title, name (null: none), or both. A name is checked and written first: it must be free. */
+  async rename(sessionId: string, id: string, change: { title?: string; name?: string | null }): Promise<TerminalInfo> {
+    const { store } = this.#options
+    if (!(await store.get(sessionId, id))) throw notFound(sessionId, id)
+    if (change.name !== undefined) await this.#claimName(sessionId, id, change.name)
     const live = this.#live.get(keyOf(sessionId, id))
     if (live) {
-      live.rename(title)
+      if (change.title !== undefined) live.rename(change.title)
+      if (change.name !== undefined) live.setName(change.name)
       await live.persisted()
       return live.info()
     }
-    if (!(await this.#options.store.update(sessionId, id, { title }))) throw notFound(sessionId, id)
+    if (change.title !== undefined) await store.update(sessionId, id, { title: change.title })
     return this.info(sessionId, id)
+  }
+
+  /** Writes `name` as the terminal's, or 409 `name/conflict` when another terminal of the session
+   * has it as its name or its id. */
+  async #claimName(sessionId: string, id: string, name: string | null): Promise<void> {
+    const { store } = this.#options
+    if (name !== null && name !== id && (await store.get(sessionId, name))) throw nameTaken(name, 'the id of another terminal')
+    try {
+      await store.update(sessionId, id, { name })
+    } catch (error) {
+      if (isUniqueViolation(error)) throw nameTaken(name!, 'the name of another terminal')
+      throw error
+    }
   }
 
   /** Close: repeatable; a closed or retired terminal answers with its final info. */
@@ -374,6 +446,19 @@ export class TerminalHost {
     return terminals.filter((t) => t.state === 'running').length
   }
 
+  /** Closes every live terminal of the session (tmux kill-session); answers their final infos. A
+   * terminal whose cleanup failed is still tried by the others' closes, then its error is thrown. */
+  async closeSession(sessionId: string): Promise<TerminalInfo[]> {
+    await this.#sessionCwd(sessionId)
+    const ids = new Set<string>()
+    for (const terminal of this.#live.values()) if (terminal.sessionId === sessionId) ids.add(terminal.id)
+    for (const key of this.#creating.keys()) if (key.startsWith(`${sessionId}/`)) ids.add(key.slice(sessionId.length + 1))
+    const results = await Promise.allSettled([...ids].map((id) => this.close(sessionId, id)))
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+    if (failed) throw failed.reason
+    return results.map((r) => (r as PromiseFulfilledResult<TerminalInfo>).value)
+  }
+
   async #create(sessionId: string, id: string, request: CreateTerminal): Promise<LiveTerminal> {
     const cwd = await this.#admit(sessionId, id)
     const shells = listShells(this.#options.shellsFile)
@@ -388,7 +473,18 @@ export class TerminalHost {
     // A command runs as `shell -c command` (tmux new-window 'cmd', docker run): its exit is the
     // terminal's exit, and the args are recorded in the row like any shell's.
     const launched = request.command === undefined ? shell : { ...shell, args: [...shell.args, '-c', request.command] }
-    return this.#launch(sessionId, id, { shell: launched, cwd, title: request.title ?? shell.name, geometry, env: {} })
+    if (request.name !== undefined && request.name !== id && (await this.#options.store.get(sessionId, request.name)))
+      throw nameTaken(request.name, 'the id of another terminal')
+    const integrate = (this.#options.shellIntegration ?? true) && request.shellIntegration !== false
+    return this.#launch(sessionId, id, {
+      shell: launched,
+      cwd,
+      title: request.title ?? shell.name,
+      geometry,
+      env: {},
+      name: request.name,
+      integrate,
+    })
   }
 
   async #startProgram(sessionId: string, id: string, program: ProgramSpec): Promise<LiveTerminal> {
@@ -405,12 +501,9 @@ export class TerminalHost {
   async #admit(sessionId: string, id: string): Promise<string> {
     if (await this.#options.store.get(sessionId, id)) throw closed(id)
     const cwd = await this.#sessionCwd(sessionId)
-    const count = this.#countIn(sessionId) - 1 // this create is pending too
-    if (count >= MAX_TERMINALS_PER_SESSION) {
-      throw new TermkeepError('terminal/limit-reached', `at most ${MAX_TERMINALS_PER_SESSION} live terminals per session`, {
-        limit: MAX_TERMINALS_PER_SESSION,
-      })
-    }
+    const running = this.#runningIn(sessionId).filter((other) => other !== id) // this create is pending too
+    if (running.length >= MAX_TERMINALS_PER_SESSION) throw limitReached(sessionId, running)
+    this.#closeOldestExited(sessionId)
     return cwd
   }
 
@@ -418,24 +511,31 @@ export class TerminalHost {
     const { store, emulators } = this.#options
     const { shell, cwd, title, geometry, workflow } = launch
     const createdAt = Date.now()
-    await store.insert({
-      sessionId,
-      id,
-      title,
-      shellPath: shell.path,
-      shellArgs: shell.args,
-      cwd,
-      cols: geometry.cols,
-      rows: geometry.rows,
-      state: 'starting',
-      hostGeneration: this.generation,
-      createdAt,
-      updatedAt: createdAt,
-      workflowRun: workflow?.run ?? null,
-      workflowSeq: workflow?.seq ?? null,
-    })
-    const env = { ...this.#env(sessionId, id), ...launch.env }
-    const options = { file: shell.path, args: shell.args, cwd, env, cols: geometry.cols, rows: geometry.rows }
+    const spawn = this.#spawnSpec(sessionId, id, launch, createdAt)
+    await store
+      .insert({
+        sessionId,
+        id,
+        title,
+        shellPath: shell.path,
+        shellArgs: shell.args,
+        cwd,
+        cols: geometry.cols,
+        rows: geometry.rows,
+        state: 'starting',
+        hostGeneration: this.generation,
+        createdAt,
+        updatedAt: createdAt,
+        workflowRun: workflow?.run ?? null,
+        workflowSeq: workflow?.seq ?? null,
+        name: launch.name ?? null,
+        commandMarks: spawn.commandMarks,
+      })
+      .catch((error: unknown) => {
+        spawn.discard()
+        throw isUniqueViolation(error) && launch.name !== undefined ? nameTaken(launch.name, 'the name of another terminal') : error
+      })
+    const options = { ...spawn.spec, cwd, cols: geometry.cols, rows: geometry.rows }
     let pty: KeptPty | undefined
     let failure: string | undefined
     try {
@@ -443,6 +543,8 @@ export class TerminalHost {
       pty = await link.spawn(sessionId, id, options)
     } catch (error) {
       failure = (error as Error).message
+    } finally {
+      spawn.spawned()
     }
     // A program that could not start is an exited terminal with its error and an empty journal.
     const journal = pty?.journal ?? new Journal(undefined, geometry)
@@ -459,7 +561,10 @@ export class TerminalHost {
       emulator: emulators.open(keyOf(sessionId, id), journal),
       store,
       workflow,
+      name: launch.name,
+      commandMarks: spawn.commandMarks,
     })
+    this.#track(terminal, spawn.commandMarks === 'injected' ? spawn.nonce : undefined)
     this.#live.set(keyOf(sessionId, id), terminal)
     if (!pty) {
       const error = terminal.failed(failure ?? 'unknown')
@@ -477,6 +582,36 @@ export class TerminalHost {
     return this.#link
   }
 
+  /**
+   * What the PTY is spawned with: the program, the environment every terminal gets, and for an
+   * interactive bash, zsh or fish the shell integration, whose nonce goes in a file of its own
+   * (0600 in a 0700 directory) that the shell reads and deletes (sidecar/commands/integration.ts).
+   */
+  #spawnSpec(sessionId: string, id: string, launch: Launch, createdAt: number) {
+    const spec = { file: launch.shell.path, args: launch.shell.args, env: { ...this.#env(sessionId, id), ...launch.env } }
+    const plain = { spec, commandMarks: 'none' as const, nonce: undefined, spawned: () => {}, discard: () => {} }
+    if (!launch.integrate) return plain
+    const dir = join(this.#options.dataDir, 'shell-integration')
+    const nonceFile = join(dir, randomBytes(16).toString('hex'))
+    const integrated = withShellIntegration(spec, nonceFile)
+    if (integrated.commandMarks !== 'injected') return plain
+    const nonce = this.#nonceOf(sessionId, id, createdAt)
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    writeFileSync(nonceFile, `${nonce}\n`, { mode: 0o600, flag: 'wx' })
+    const discard = () => rmSync(nonceFile, { force: true })
+    const spawned = () => setTimeout(discard, NONCE_FILE_LIFETIME_MS).unref()
+    return { ...integrated, nonce, spawned, discard }
+  }
+
+  /**
+   * A terminal's shell-integration nonce, derived from the sidecar's secret and what names the
+   * terminal for good (an id is never created again in its session), so that a sidecar adopting
+   * the terminal after a restart tells its marks again.
+   */
+  #nonceOf(sessionId: string, id: string, createdAt: number): string {
+    return createHmac('sha256', this.#nonceKey).update(`shell-integration\0${sessionId}\0${id}\0${createdAt}`).digest('hex').slice(0, 32)
+  }
+
   #env(sessionId: string, id: string): Record<string, string> {
     const env: Record<string, string> = {}
     for (const [name, value] of Object.entries(process.env)) if (value !== undefined) env[name] = value
@@ -484,12 +619,32 @@ export class TerminalHost {
     return { ...env, TERM: TERMINAL_TYPE, COLORTERM: 'truecolor', TERMKEEP_SESSION_ID: sessionId, TERMKEEP_TERMINAL_ID: id }
   }
 
-  /** Live and pending terminals of a session (a spawning one is both: counted once). */
-  #countIn(sessionId: string): number {
-    const keys = new Set<string>()
-    for (const [key, terminal] of this.#live) if (terminal.sessionId === sessionId) keys.add(key)
-    for (const key of this.#creating.keys()) if (key.startsWith(`${sessionId}/`)) keys.add(key)
-    return keys.size
+  /** Ids of a session's creates in flight and terminals whose program runs (a spawning one is
+   * both: counted once). An exited terminal is not running, whoever still reads it. */
+  #runningIn(sessionId: string): string[] {
+    const ids = new Set<string>()
+    for (const terminal of this.#live.values()) {
+      if (terminal.sessionId === sessionId && (terminal.state === 'starting' || terminal.state === 'running')) ids.add(terminal.id)
+    }
+    for (const key of this.#creating.keys()) if (key.startsWith(`${sessionId}/`)) ids.add(key.slice(sessionId.length + 1))
+    return [...ids]
+  }
+
+  /** Exited terminals kept for inspection are bounded per session: the oldest beyond the limit
+   * that nobody follows or holds are closed (their rows and screens stay in the database). */
+  #closeOldestExited(sessionId: string): void {
+    const exited = [...this.#live.values()]
+      .filter((t) => t.sessionId === sessionId && t.state === 'exited' && !t.closeRequested)
+      .sort((a, b) => (a.exitedAt ?? 0) - (b.exitedAt ?? 0))
+    let excess = exited.length - MAX_EXITED_TERMINALS_PER_SESSION
+    for (const terminal of exited) {
+      if (excess <= 0) break
+      if (terminal.holds > 0 || terminal.followers > 0) continue
+      excess--
+      void this.close(sessionId, terminal.id).catch((error: unknown) =>
+        console.error(`termkeep sidecar: closing exited terminal ${sessionId}/${terminal.id} beyond the kept ones`, error),
+      )
+    }
   }
 
   async #sessionCwd(sessionId: string): Promise<string> {
@@ -529,5 +684,20 @@ const unavailable = (id: string) =>
   new TermkeepError('terminal/unavailable', `terminal ${id} is no longer live (closed, or its keeper ended)`, {
     terminalId: id,
   })
+const limitReached = (sessionId: string, running: string[]) =>
+  new TermkeepError(
+    'terminal/limit-reached',
+    `at most ${MAX_TERMINALS_PER_SESSION} running terminals per session, and ${running.length} are running (${running.join(', ')}); ` +
+      'a terminal whose program exited does not count. Close one (DELETE /v1/sessions/' +
+      `${sessionId}/terminals/<id>, MCP close_terminal) or let its program end to free a place`,
+    { limit: MAX_TERMINALS_PER_SESSION, running },
+  )
+const nameTaken = (name: string, what: string) =>
+  new TermkeepError('name/conflict', `the name ${name} is taken: it is ${what} in this session`, { name })
+/** SQLite's UNIQUE constraint failure (libSQL reports it in the message and as SQLITE_CONSTRAINT). */
+function isUniqueViolation(error: unknown): boolean {
+  const text = `${(error as { message?: string })?.message ?? ''} ${String((error as { cause?: unknown })?.cause ?? '')}`
+  return text.includes('UNIQUE constraint failed')
+}
 const closed = (id: string) =>
   new TermkeepError('terminal/closed', `terminal id ${id} was closed and cannot be created again`, { terminalId: id })

@@ -2,7 +2,7 @@
  * The two per-terminal streams: `follow` (attach as the controller: snapshot, then output and
  * state) and `retain` (a hold that keeps the terminal from idle reclamation).
  */
-import { SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
+import { CONTROL_RENEW_MS, SSE_HEARTBEAT_MS } from '../../schema/limits.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { FollowControl } from '../../schema/wire/terminals.ts'
 import { RawJson, type SseEvent } from '../../common/sse.ts'
@@ -51,7 +51,8 @@ export async function* follow(
       cursor = snapshot.sequence
       geometry = { cols: snapshot.cols, rows: snapshot.rows }
       version = terminal.version
-      yield { event: 'snapshot', id: cursor, data: { sequence: cursor, screen: snapshot.screen, info: terminal.info(geometry) } }
+      const marks = terminal.markNonce === undefined ? {} : { marks: terminal.markNonce }
+      yield { event: 'snapshot', id: cursor, data: { sequence: cursor, screen: snapshot.screen, info: terminal.info(geometry), ...marks } }
     } else {
       cursor = resumeAfter
       geometry = journal.geometryAt(cursor)
@@ -82,12 +83,18 @@ export async function* follow(
       if (items.length > 0) continue
       const drained = cursor >= journal.lastSequence
       if (drained && (journal.retired || (finished(terminal) && journal.ended))) return
+      // The controller's stream never stays quiet longer than CONTROL_RENEW_MS: a write every
+      // second is how every runtime between here and the client finds a client that left (its
+      // write fails), which ends this stream and so frees control at once. A read-only follow
+      // holds nothing and keeps the plain heartbeat.
+      const controlling = terminal.controls(token)
+      const quiet = controlling ? CONTROL_RENEW_MS : SSE_HEARTBEAT_MS
       // After EOF only info changes can come (journal.wait would return at once, forever).
       const woke = journal.ended
-        ? await terminal.changes.wait(SSE_HEARTBEAT_MS, signal)
-        : await journal.waitOr(cursor, [terminal.changes], SSE_HEARTBEAT_MS, signal)
+        ? await terminal.changes.wait(quiet, signal)
+        : await journal.waitOr(cursor, [terminal.changes], quiet, signal)
       if (woke === 'aborted') return
-      if (woke === 'timeout') yield { comment: 'heartbeat' }
+      if (woke === 'timeout') yield { comment: controlling ? 'control' : 'heartbeat' }
     }
   } finally {
     hold()

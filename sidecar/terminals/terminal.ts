@@ -5,9 +5,10 @@
  */
 import { CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
-import { TERMINAL_STATES, type TerminalState } from '../../schema/wire/terminals.ts'
+import { type CommandMarks, TERMINAL_STATES, type TerminalState } from '../../schema/wire/terminals.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { FollowControl, Sender, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
+import type { CommandTracker } from '../commands/tracker.ts'
 import type { Emulator } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
@@ -33,6 +34,9 @@ export interface TerminalInit {
   store: TerminalStore
   /** A workflow run's sub-agent terminal. */
   workflow?: TerminalWorkflow
+  name?: string | null
+  /** Where its command marks come from (sidecar/commands/integration.ts). */
+  commandMarks?: CommandMarks
 }
 
 interface Controller {
@@ -63,6 +67,14 @@ export class LiveTerminal {
   exitCode: number | null = null
   exitSignal: number | null = null
   error: string | null = null
+  /** When the program exited (or failed to start); null while it runs. */
+  exitedAt: number | null = null
+  name: string | null
+  commandMarks: CommandMarks
+  /** Its commands, from the marks in its journal (sidecar/commands/); set once at launch. */
+  commands: CommandTracker | undefined
+  /** The nonce its shell's command marks carry (injected integration only); set once at launch. */
+  markNonce: string | undefined
   /** The foreground program's name (observation/foreground.ts); null before spawn and after exit. */
   foregroundCommand: string | null = null
   closedAt: number | null = null
@@ -103,6 +115,8 @@ export class LiveTerminal {
     this.journal = init.journal
     this.emulator = init.emulator
     this.workflow = init.workflow
+    this.name = init.name ?? null
+    this.commandMarks = init.commandMarks ?? 'none'
     this.#store = init.store
   }
 
@@ -114,6 +128,11 @@ export class LiveTerminal {
   /** N of the PTY's slave /dev/pts/N, when the kernel proved it for the master descriptor. */
   get ttyIndex(): number | undefined {
     return this.#pty?.ttyIndex
+  }
+
+  /** Does the follow that attached as `key` hold control now? */
+  controls(key: string): boolean {
+    return this.#controller?.key === key
   }
 
   get controllerId(): string | null {
@@ -145,6 +164,8 @@ export class LiveTerminal {
       closedAt: this.closedAt,
       foregroundCommand: this.foregroundCommand,
       ...(this.workflow ? { workflow: this.workflow } : {}),
+      name: this.name,
+      commandMarks: this.commandMarks,
     }
   }
 
@@ -175,6 +196,7 @@ export class LiveTerminal {
       this.exitCode = exitCode
       this.exitSignal = signal
       this.foregroundCommand = null
+      this.exitedAt = at
       this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: at, foregroundCommand: null })
     })
   }
@@ -183,7 +205,8 @@ export class LiveTerminal {
   failed(reason: string): TermkeepError {
     this.error = `spawn failed: ${reason}`
     this.journal.end()
-    this.#advance('exited', { error: this.error, exitedAt: Date.now() })
+    this.exitedAt = Date.now()
+    this.#advance('exited', { error: this.error, exitedAt: this.exitedAt })
     return new TermkeepError('terminal/spawn-failed', this.error)
   }
 
@@ -193,6 +216,7 @@ export class LiveTerminal {
       throw new TermkeepError('terminal/control-unavailable', `terminal ${this.id} is not running`, { reason: 'not-running' })
     }
     this.#pty.write(bytes)
+    this.commands?.typed()
   }
 
   /**
@@ -203,6 +227,7 @@ export class LiveTerminal {
   write(sender: Sender, bytes: Uint8Array, key?: string): void {
     const write = (remembered?: RememberedKey) => {
       this.#requireControl(sender).write(bytes, remembered)
+      this.commands?.typed()
       this.lastActivity = Date.now()
       this.#foreground?.poke()
     }
@@ -232,6 +257,19 @@ export class LiveTerminal {
   rename(title: string): void {
     this.title = title
     this.#changed({ title })
+  }
+
+  /** A new name (null: none); the caller checked it is free. */
+  setName(name: string | null): void {
+    this.name = name
+    this.#changed({ name })
+  }
+
+  /** A prompt of its own emits command marks (the tracker saw them; no integration was injected). */
+  marksDetected(): void {
+    if (this.commandMarks !== 'none') return
+    this.commandMarks = 'detected'
+    this.#changed({ commandMarks: 'detected' })
   }
 
   /**
@@ -343,7 +381,7 @@ export class LiveTerminal {
     this.closedAt = Date.now()
     this.#advance('closed', { closedAt: this.closedAt })
     this.emulator.dispose()
-    this.journal.retire()
+    this.journal.retire({ forGood: true })
     this.#advance('retired', {})
     if (pty) {
       await pty
@@ -361,8 +399,12 @@ export class LiveTerminal {
    */
   async leave(): Promise<void> {
     this.#foreground?.close()
+    this.commands?.leave()
     this.emulator.dispose()
     this.journal.retire()
+    // Every command record read so far is written (the next sidecar reads the marks again).
+    await this.commands?.done
+    await this.commands?.flushed()
     // A pending retry would land after this process is gone: one last write now instead.
     this.#retry.cancel()
     await this.flushed()
@@ -383,7 +425,7 @@ export class LiveTerminal {
     this.#foreground?.close()
     this.foregroundCommand = null
     this.emulator.dispose()
-    this.journal.retire()
+    this.journal.retire({ forGood: true })
     this.#advance('retired', { foregroundCommand: null })
   }
 

@@ -95,26 +95,36 @@ async function refused(row: RouteRow, sid: string, token: string | undefined, he
   })
   const body = (await response.json()) as any
   expect(await snapshot(), `${row.method} ${row.path} changed state`).toBe(before)
-  return { status: response.status, body }
+  return { status: response.status, body, challenge: response.headers.get('www-authenticate') }
 }
 
 describe.each(ROUTES.filter((r) => r.grant !== null))('$method $path', (row) => {
   it('is mounted', () => expect(mounted(row), `${row.method} ${row.path} (${row.home})`).toBe(true))
 
   it('is refused without a token (401), with a bad token (401), and without its grant (403)', async () => {
+    // RFC 6750 §3: every 401 challenges for a bearer token; one that was sent and is wrong says so.
     const none = await refused(row, 'mine', undefined)
     expect(none.status).toBe(401)
     expect(none.body.error.code).toBe('auth/missing-token')
+    expect(none.challenge).toBe('Bearer realm="termkeep"')
     const bad = await refused(row, 'mine', 'tk_not-a-real-token')
     expect(bad.status).toBe(401)
     expect(bad.body.error.code).toBe('auth/invalid-token')
+    expect(bad.challenge).toBe(
+      'Bearer realm="termkeep", error="invalid_token", error_description="the token is unknown, revoked or expired"',
+    )
     const malformed = await refused(row, 'mine', undefined, { authorization: 'Basic abc' })
-    expect(malformed.status).toBe(401)
+    expect([malformed.status, malformed.challenge]).toEqual([401, 'Bearer realm="termkeep"'])
+    const unparsable = await refused(row, 'mine', undefined, { authorization: 'Bearer two words' })
+    expect([unparsable.status, unparsable.body.error.code]).toEqual([401, 'auth/invalid-token'])
+    expect(unparsable.challenge).toMatch(/^Bearer realm="termkeep", error="invalid_token", error_description="[^"\\]*"$/)
     for (const missing of lacking(row.grant)) {
       const token = await h.token(GRANTS.filter((g) => !missing.includes(g)))
       const forbidden = await refused(row, 'mine', token)
       expect(forbidden.status, `without ${missing.join(',')}`).toBe(403)
       expect(forbidden.body.error.code).toBe('auth/forbidden')
+      // Not an OAuth step-up: clients read a 403 with a challenge as "ask for more scope".
+      expect(forbidden.challenge).toBeNull()
     }
   })
 })
@@ -415,6 +425,7 @@ describe('EventSource tickets', () => {
     expect(events.some((e) => e.event === 'baseline')).toBe(true)
     const reused = await h.request('GET', url)
     expect(reused.status).toBe(401)
+    expect(reused.headers.get('www-authenticate')).toMatch(/^Bearer realm="termkeep", error="invalid_token"/)
     expect(((await reused.json()) as any).error.code).toBe('auth/invalid-token')
 
     const other = await mint(reader, '/v1/workspaces/watch')

@@ -58,6 +58,15 @@ describe('tools/list and grants', () => {
     expect(names).toContain('observe_follow')
     expect(names.every((n) => n.startsWith('observe_'))).toBe(true)
     expect(names).toHaveLength(20)
+    // One shape for a handle in every tool that takes one: `{id}`, as the tools hand them out.
+    const takingHandle = (await observer.listTools()).tools.filter((t) => 'handle' in (t.inputSchema.properties ?? {}))
+    expect(takingHandle.map((t) => t.name)).toContain('observe_follow')
+    for (const tool of takingHandle) {
+      expect((tool.inputSchema.properties as any).handle, tool.name).toMatchObject({
+        type: 'object',
+        properties: { id: { type: 'string' } },
+      })
+    }
     const filesOnly = await client(await o.observer(['observe:files', 'observe:process']))
     const visible = (await filesOnly.listTools()).tools.map((t) => t.name)
     expect(visible).not.toContain('observe_follow')
@@ -65,7 +74,7 @@ describe('tools/list and grants', () => {
     const { handle } = factsOf(
       await callTool(filesOnly, 'observe_resolve_home_relative', { ...T1, relativePath: `.fakeagent/sessions/${DATE}/abc.jsonl` }),
     )
-    const refused = errorOf(await callTool(filesOnly, 'observe_follow', { ...T1, handle: handle.id }))
+    const refused = errorOf(await callTool(filesOnly, 'observe_follow', { ...T1, handle }))
     expect(refused).toMatchObject({ code: 'auth/forbidden', required: 'observe:journal' })
   })
 })
@@ -117,7 +126,7 @@ describe('the seed flow as tool calls', () => {
   })
 
   it('follow-reads the file, then what was appended since the cursor, then nothing more', async () => {
-    const first = await facts('observe_follow', { handle: file.id, quietMs: 300 })
+    const first = await facts('observe_follow', { handle: file, quietMs: 300 })
     expect(first.reason).toBe('quiet')
     expect(first.chunks).toEqual([
       { type: 'append', offset: 0, length: readFileSync(journal()).length, encoding: 'utf8', text: readFileSync(journal(), 'utf8') },
@@ -126,11 +135,11 @@ describe('the seed flow as tool calls', () => {
     await o.type('t1', 'say one\r')
     await o.type('t1', 'say two\r')
     await written('two')
-    const since = await facts('observe_follow', { handle: file.id, after: first.next, quietMs: 300 })
+    const since = await facts('observe_follow', { handle: file, after: first.next, quietMs: 300 })
     const added = readFileSync(journal()).subarray(before.length).toString()
     expect(added).toBe('{"n":3,"type":"message","text":"one"}\n{"n":4,"type":"message","text":"two"}\n')
     expect(since.chunks).toEqual([{ type: 'append', offset: before.length, length: added.length, encoding: 'utf8', text: added }])
-    const again = await facts('observe_follow', { handle: file.id, after: since.next, quietMs: 300 })
+    const again = await facts('observe_follow', { handle: file, after: since.next, quietMs: 300 })
     expect(again).toMatchObject({ chunks: [], next: since.next, reason: 'quiet' })
     next = since.next
   })
@@ -142,7 +151,7 @@ describe('the seed flow as tool calls', () => {
     let text = ''
     let calls = 0
     for (let cursor = next; !text.includes('"burst 399"}\n') && calls < 200; calls++) {
-      const page = await facts('observe_follow', { handle: file.id, after: cursor, maxChunkBytes: 1_000, maxBytes: 3_000, quietMs: 500 })
+      const page = await facts('observe_follow', { handle: file, after: cursor, maxChunkBytes: 1_000, maxBytes: 3_000, quietMs: 500 })
       for (const chunk of page.chunks) {
         expect(chunk.type).toBe('append')
         expect(chunk.offset, 'each page goes on where the previous one ended').toBe(start + Buffer.byteLength(text))
@@ -163,13 +172,13 @@ describe('the seed flow as tool calls', () => {
   it('answers replace when the journal was rotated while the reader was away, and goes on in the new file', async () => {
     await o.type('t1', 'rotate\r')
     await waitFor(async () => readFileSync(journal(), 'utf8').includes('abc rotated'), 10_000, 'the rotation')
-    const rotated = await facts('observe_follow', { handle: file.id, after: next, quietMs: 300 })
+    const rotated = await facts('observe_follow', { handle: file, after: next, quietMs: 300 })
     expect(rotated.chunks).toEqual([
       { type: 'replace', offset: 0, length: readFileSync(journal()).length, encoding: 'utf8', text: readFileSync(journal(), 'utf8') },
     ])
     await o.type('t1', 'say in the new file\r')
     await written('in the new file')
-    const on = await facts('observe_follow', { handle: file.id, after: rotated.next, quietMs: 300 })
+    const on = await facts('observe_follow', { handle: file, after: rotated.next, quietMs: 300 })
     expect(on.chunks).toEqual([
       expect.objectContaining({ type: 'append', offset: rotated.chunks[0].length, text: expect.stringContaining('"in the new file"') }),
     ])
@@ -248,13 +257,15 @@ describe('refusals as typed tool errors', () => {
       ['observe_read', { ...T1, handle: { id: 5 }, maxBytes: 10 }, 'request/invalid'],
       ['observe_read', { ...T1, handle, maxBytes: -1 }, 'request/invalid'],
       ['observe_list_directory', { ...T1, root: handle, maxDepth: 1, maxEntries: 1, maxBytes: 1 }, 'request/invalid'],
-      ['observe_follow', { ...t2, handle: handle.id, quietMs: 100 }, 'observe/handle-invalid'],
-      ['observe_follow', { ...T1, handle: 'h1.f.garbage', quietMs: 100 }, 'observe/handle-invalid'],
-      ['observe_follow', { ...T1, handle, quietMs: 100 }, 'request/invalid'],
-      ['observe_follow', { ...T1, handle: handle.id, after: 'not-a-cursor', quietMs: 100 }, 'request/invalid'],
+      ['observe_follow', { ...t2, handle, quietMs: 100 }, 'observe/handle-invalid'],
+      ['observe_follow', { ...T1, handle: { id: 'h1.f.garbage' }, quietMs: 100 }, 'observe/handle-invalid'],
+      ['observe_follow', { ...T1, handle: tampered, quietMs: 100 }, 'observe/handle-invalid'],
+      // The id alone is not a handle: one shape, `{id}`, in every tool.
+      ['observe_follow', { ...T1, handle: handle.id, quietMs: 100 }, 'request/invalid'],
+      ['observe_follow', { ...T1, handle, after: 'not-a-cursor', quietMs: 100 }, 'request/invalid'],
       [
         'observe_follow',
-        { ...T1, handle: handle.id, after: `c1.3.${'x'.repeat(22)}.${'y'.repeat(22)}.${'z'.repeat(22)}`, quietMs: 100 },
+        { ...T1, handle, after: `c1.3.${'x'.repeat(22)}.${'y'.repeat(22)}.${'z'.repeat(22)}`, quietMs: 100 },
         'observe/cursor-invalid',
       ],
       ['observe_context', { ...T1, tid: '..' }, 'request/invalid'],

@@ -56,7 +56,7 @@ async function mcp(retryMs?: number): Promise<Client> {
   const sidecar = new SidecarClient({ url: h.sidecar.url, secret: h.sidecar.secret, fetch: stallingFetch })
   const app = createApp({ ...h.deps, sidecar, tuning: { ...TUNING, mcpRetryMs: retryMs } })
   const client = new McpClient({ name: 'termkeep-test', version: '1' })
-  const transport = new StreamableHTTPClientTransport(new URL('http://termkeep.test/mcp'), {
+  const transport = new StreamableHTTPClientTransport(new URL('http://localhost/mcp'), {
     requestInit: { headers: { authorization: `Bearer ${token}` } },
     fetch: async (url, init) => app.request(String(url), init),
   })

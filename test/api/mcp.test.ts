@@ -4,11 +4,13 @@
  * refused without their routes' grants (changing nothing), and drive real terminals and files.
  */
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
 import { join } from 'node:path'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { GRANTS } from '../../schema/grants.ts'
-import { callTool, errorOf, factsOf, mcpStack, type McpStack, textOf } from '../support/mcp.ts'
+import { extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js'
+import { callTool, errorOf, factsOf, mcpClient, mcpStack, type McpStack, textOf } from '../support/mcp.ts'
 import { readEvents, startHarness, type Harness } from './harness.ts'
 
 let h: Harness
@@ -17,6 +19,34 @@ let admin: Client
 let adminToken: string
 let dir: string
 const client = (token: string) => stack.client(token)
+
+/** Keywords whose value may be a boolean (JSON Schema); anywhere else `true`/`false` stands for a schema. */
+const BOOLEAN_VALUED = new Set(['additionalProperties', 'unevaluatedProperties', 'uniqueItems', 'exclusiveMinimum', 'exclusiveMaximum'])
+/** Keywords that say something about the value: a schema with none accepts anything (`{}`). */
+const CONSTRAINING = new Set(['type', 'enum', 'const', 'anyOf', 'oneOf', 'allOf', 'not', '$ref', 'properties', 'items', 'pattern'])
+
+/** What MCP Inspector's `tools/list --strict` reports (its schema lint): untyped schemas, `type`
+ * arrays, bare boolean schemas, remote refs; as paths into the schema. */
+function schemaFindings(node: unknown, path = '', keyword?: string): string[] {
+  if (typeof node === 'boolean') return keyword !== undefined && BOOLEAN_VALUED.has(keyword) ? [] : [`${path}: a bare boolean schema`]
+  if (typeof node !== 'object' || node === null) return []
+  const schema = node as Record<string, unknown>
+  const found: string[] = []
+  if (!Object.keys(schema).some((key) => CONSTRAINING.has(key))) found.push(`${path || '(root)'}: constrains nothing`)
+  if (Array.isArray(schema.type)) found.push(`${path}: type is an array`)
+  if (typeof schema.$ref === 'string' && !schema.$ref.startsWith('#')) found.push(`${path}: a remote $ref`)
+  for (const key of ['properties', '$defs', 'patternProperties']) {
+    for (const [name, sub] of Object.entries((schema[key] as Record<string, unknown>) ?? {}))
+      found.push(...schemaFindings(sub, `${path}.${key}.${name}`, key))
+  }
+  for (const key of ['anyOf', 'oneOf', 'allOf']) {
+    for (const [i, sub] of ((schema[key] as unknown[]) ?? []).entries()) found.push(...schemaFindings(sub, `${path}.${key}[${i}]`, key))
+  }
+  for (const key of ['items', 'additionalProperties', 'propertyNames', 'not']) {
+    if (key in schema) found.push(...schemaFindings(schema[key], `${path}.${key}`, key))
+  }
+  return found
+}
 
 async function terminalRows(): Promise<unknown[]> {
   return (await h.storage.client.execute('SELECT session_id, id, state FROM terminals ORDER BY rowid')).rows
@@ -70,10 +100,19 @@ describe('tools/list and authority', () => {
     expect(file.inputSchema.properties).toMatchObject({ offset: { type: 'integer', minimum: 1 } })
   })
 
+  it('gives every tool a schema a strict client takes: every node constrains, no type unions, no bare booleans', async () => {
+    const { tools } = await admin.listTools()
+    const findings = tools.flatMap((tool) => schemaFindings(tool.inputSchema).map((finding) => `${tool.name}: ${finding}`))
+    expect(findings).toEqual([])
+    const run = tools.find((t) => t.name === 'run_workflow')!.inputSchema as any
+    expect(run.properties.input).toEqual({ $ref: '#/$defs/JsonValue' })
+    expect(run.$defs.JsonValue.anyOf.map((branch: any) => branch.type)).toEqual(['string', 'number', 'boolean', 'null', 'array', 'object'])
+  })
+
   it('shows a narrow token only the tools its grants allow; the others are refused and change nothing', async () => {
     const narrow = await client(await h.token(['terminals:screen']))
     const names = (await narrow.listTools()).tools.map((t) => t.name).sort()
-    expect(names).toEqual(['read_screen', 'wait_for'])
+    expect(names).toEqual(['list_commands', 'read_screen', 'wait_for'])
     const before = await terminalRows()
     const refused = await callTool(narrow, 'create_terminal', { sid: 's1', tid: 'narrow-1' })
     expect(errorOf(refused)).toMatchObject({ code: 'auth/forbidden' })
@@ -120,6 +159,132 @@ describe('tools/list and authority', () => {
       body: '{}',
     })
     expect(unauthenticated.status).toBe(401)
+  })
+
+  it('tells the SDK client a wrong token from one it never sent (RFC 6750 challenge), not a login to start', async () => {
+    const wrong = mcpClient(stack.api.url, 'tk_wrong-token-for-this-test')
+    await expect(wrong).rejects.toMatchObject({ code: 401, message: expect.stringContaining('auth/invalid-token') })
+    const initialize = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    })
+    const post = (headers: Record<string, string>) =>
+      fetch(`${stack.api.url}/mcp`, {
+        method: 'POST',
+        headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...headers },
+        body: initialize,
+      })
+    // Parsed as the SDK's own transport parses a 401: no resource metadata to start OAuth from.
+    const refused = await post({ authorization: 'Bearer tk_wrong-token-for-this-test' })
+    expect(refused.status).toBe(401)
+    expect(extractWWWAuthenticateParams(refused)).toEqual({ resourceMetadataUrl: undefined, scope: undefined, error: 'invalid_token' })
+    const none = await post({})
+    expect(none.headers.get('www-authenticate')).toBe('Bearer realm="termkeep"')
+    expect(extractWWWAuthenticateParams(none)).toEqual({})
+  })
+})
+
+describe('transport rules beside the conformance suite', () => {
+  const STREAMABLE = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }
+  const post = (body: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${stack.api.url}/mcp`, {
+      method: 'POST',
+      headers: { ...STREAMABLE, authorization: `Bearer ${adminToken}`, ...headers },
+      body: JSON.stringify(body),
+    })
+  /** The JSON-RPC messages of an SSE answer. */
+  const messages = async (response: Response) =>
+    (await response.text())
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => JSON.parse(line.slice(6)))
+  const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' }
+
+  /** A request with exactly these headers (fetch will not send a Host of one's choosing). */
+  const raw = (method: string, path: string, headers: Record<string, string>, body?: string) =>
+    new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const url = new URL(path, stack.api.url)
+      const request = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method, headers }, (response) => {
+        let text = ''
+        response.on('data', (chunk: Buffer) => (text += chunk))
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text.startsWith('{') ? JSON.parse(text) : text }))
+      })
+      request.on('error', reject)
+      request.end(body)
+    })
+
+  it('refuses a present, invalid Origin and a spoofed Host with 403, on /mcp and on /v1 routes; no Origin passes', async () => {
+    const auth = { authorization: `Bearer ${adminToken}` }
+    for (const [headers, code] of [
+      [{ origin: 'http://evil.example.com' }, 'request/origin-not-allowed'],
+      [{ origin: 'null' }, 'request/origin-not-allowed'],
+      [{ host: 'evil.example.com' }, 'request/host-not-allowed'],
+      [{ host: 'evil.example.com:8787', origin: 'http://evil.example.com:8787' }, 'request/host-not-allowed'],
+    ] as [Record<string, string>, string][]) {
+      const refused = await raw('POST', '/mcp', { ...STREAMABLE, ...auth, ...headers }, JSON.stringify(list))
+      expect([refused.status, refused.body.error?.code], JSON.stringify(headers)).toEqual([403, code])
+      const route = await raw('GET', '/v1/workspaces', { ...auth, ...headers })
+      expect([route.status, route.body.error?.code], JSON.stringify(headers)).toEqual([403, code])
+    }
+    // The page's own origin, another loopback one, and none at all.
+    for (const headers of [{ origin: stack.api.url }, { origin: 'http://localhost:5173' }, {}] as Record<string, string>[]) {
+      const answered = await post(list, headers)
+      expect(answered.status, JSON.stringify(headers)).toBe(200)
+      expect((await messages(answered))[0].result.tools.length).toBeGreaterThan(10)
+    }
+  })
+
+  it('takes a JSON-RPC batch from a 2025-03-26 client, and refuses one under 2025-06-18 and later', async () => {
+    const batch = [list, { jsonrpc: '2.0', id: 2, method: 'ping' }, { jsonrpc: '2.0', method: 'notifications/initialized' }]
+    for (const headers of [{}, { 'mcp-protocol-version': '2025-03-26' }] as Record<string, string>[]) {
+      const answered = await post(batch, headers)
+      expect(answered.status, JSON.stringify(headers)).toBe(200)
+      const answers = await messages(answered)
+      expect(answers.map((m: { id: number }) => m.id).sort()).toEqual([1, 2])
+      expect(answers.find((m: { id: number }) => m.id === 2).result).toEqual({})
+    }
+    for (const version of ['2025-06-18', '2025-11-25']) {
+      const refused = await post(batch, { 'mcp-protocol-version': version })
+      const body = await refused.json()
+      expect([refused.status, body.error.code]).toEqual([400, 'request/invalid'])
+      expect(body.error.message).toContain('batches')
+    }
+  })
+
+  it('answers malformed params -32602 naming what is wrong, not -32603 with a schema dump', async () => {
+    const cases: [unknown, RegExp][] = [
+      [{ jsonrpc: '2.0', id: 7, method: 'tools/call', params: {} }, /^invalid params for tools\/call: params\.name: /],
+      [{ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 5 } }, /^invalid params for tools\/call: params\.name: /],
+      [{ jsonrpc: '2.0', id: 7, method: 'resources/read', params: {} }, /^invalid params for resources\/read: params\.uri: /],
+      [{ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'no_such_tool' } }, /^unknown tool no_such_tool$/],
+    ]
+    for (const [request, message] of cases) {
+      const [answer] = await messages(await post(request))
+      expect(answer.error.code, JSON.stringify(request)).toBe(-32602)
+      expect(answer.error.message, JSON.stringify(request)).toMatch(message)
+      expect(answer.error.message.length).toBeLessThan(300)
+    }
+  })
+})
+
+describe('sessions', () => {
+  it("lists the sessions in no workspace (workspace: none), and a workspace's own, through list_sessions", async () => {
+    const loose = realpathSync((mkdirSync(join(h.dir, 'loose'), { recursive: true }), join(h.dir, 'loose')))
+    await h.request('POST', '/v1/sessions', { token: adminToken, body: { id: 's-loose', cwd: loose } })
+    const none = factsOf(await callTool(admin, 'list_sessions', { workspace: 'none' }))
+    expect(none.sessions.map((s: { id: string }) => s.id)).toEqual(['s-loose'])
+    const all = factsOf(await callTool(admin, 'list_sessions', { limit: 1 }))
+    expect(all.sessions).toHaveLength(1)
+    expect(all.next).not.toBeNull()
+    const rest = factsOf(await callTool(admin, 'list_sessions', { cursor: all.next }))
+    expect([...all.sessions, ...rest.sessions].map((s: { id: string }) => s.id).sort()).toEqual(['s-loose', 's1'])
+    // A terminal of such a session is reached as any other.
+    const run = factsOf(await callTool(admin, 'run_command', { sid: 's-loose', command: 'pwd' }))
+    expect(run.exitCode).toBe(0)
+    const bad = errorOf(await callTool(admin, 'list_sessions', { workspace: '../x' }))
+    expect(bad.code).toBe('request/invalid')
   })
 })
 

@@ -7,11 +7,12 @@
  * to the data directory answer exactly as absent paths do, and never return a byte of them;
  * ordinary files beside them still work. Also: the home itself is not a directory root.
  */
-import { linkSync, mkdirSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { linkSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { callTool, factsOf, mcpClient } from '../support/mcp.ts'
+import { waitFor } from '../support/ports.ts'
 import { Observation } from './support.ts'
 
 let o: Observation
@@ -183,6 +184,33 @@ describe('observation files routes', () => {
     expect(viaVariable).toEqual({ status: 200, body: { handle: null } })
     const below = await files('resolveDirectoryRelativeToEnvironment', { relativePath: 'work', environmentVariable: 'WHOLEHOME' })
     expect(below.body.handle).not.toBeNull()
+  })
+
+  it('a hard link to a live journal keeps no byte of it once its terminal closes (the journal is emptied, then unlinked)', async () => {
+    const marker = `closed-journal-${Math.random().toString(36).slice(2)}`
+    await o.terminal('t-linked')
+    await o.type('t-linked', `echo ${marker}\r`)
+    const spoolFile = await waitFor(
+      async () =>
+        walk(dataDir).find((path) => path.endsWith('t-linked.journal') && readFileSync(join(dataDir, path), 'utf8').includes(marker)),
+      10_000,
+      'the marker in the journal',
+    )
+    const link = join(home, 'stash', 'closed-journal.jsonl')
+    linkSync(join(dataDir, spoolFile), link)
+    expect((await homeFile('stash/closed-journal.jsonl')).body.handle).toBeNull() // termkeep's while it lives
+    const closed = await o.call('DELETE', o.terminalPath('t-linked'))
+    expect(closed.status).toBe(200)
+    // Its follower lets go of the spool just after the close answered.
+    await waitFor(async () => !walk(dataDir).includes(spoolFile), 10_000, 'the journal unlinked')
+    // Now an ordinary file of the user's, and an empty one: no route gives a byte of the output.
+    const { handle } = (await homeFile('stash/closed-journal.jsonl')).body
+    if (handle !== null) {
+      const read = await files('read', { handle, maxBytes: 100_000 })
+      expect(Buffer.from(read.body.data ?? '', 'base64').toString()).not.toContain(marker)
+      expect((await files('stat', { handle })).body.stat.size).toBe(0)
+    }
+    expect(readFileSync(link)).toHaveLength(0)
   })
 
   it('the MCP tools (which call the same routes) resolve the secret as absent too', async () => {

@@ -90,6 +90,8 @@ export async function attachTerminal(url: string, secret: string, sid: string, t
         return output.includes(text)
       })
     },
+    /** Closes the follow (the client leaves); the terminal stays. */
+    detach: () => follow.close(),
     async close() {
       await follow.close()
       await fetch(base, { method: 'DELETE', headers: bearer(secret) })

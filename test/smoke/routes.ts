@@ -7,12 +7,18 @@
 import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CONTROL_RENEW_MS } from '../../schema/limits.ts'
+import { waitFor } from '../support/ports.ts'
 import { SQLD_BIN } from '../support/sqld.ts'
 import { startBackend, type SmokeBackend } from './backend.ts'
 import { attachTerminal, bearer, createSession, openSse, post, rowText, scratch, until } from './client.ts'
 import { callTool, factsOf, mcpClient, textOf } from '../support/mcp.ts'
 import { readSse } from './sse.ts'
 import type { RunningTarget } from './targets.ts'
+/** How soon after its follow closes a controller's input control must be free, on every runtime:
+ * the controlling stream writes at least every CONTROL_RENEW_MS, and the write after the client
+ * left fails; the rest is slack for a loaded box. */
+const CONTROL_RELEASE_BOUND_MS = 2 * CONTROL_RENEW_MS
 
 export interface SmokeContext {
   /** The API's base URL on the runtime under test. */
@@ -31,15 +37,18 @@ export const ROUTE_CHECKS: RouteCheck[] = [
   {
     name: 'GET /v1/health reports the remote database and the sidecar reachable',
     async run({ url, runtime, backend }) {
-      const response = await fetch(`${url}/v1/health`)
+      // A fresh API knows the sidecar once its first health ask answered (health never waits for it
+      // past HEALTH_WAIT_MS; on a loaded box the first one can take longer).
+      const response = await waitFor(async () => {
+        const answer = await fetch(`${url}/v1/health`)
+        return (await answer.clone().json()).sidecar.waitingMs === undefined && answer
+      }, 10_000)
       expect(response.status).toBe(200)
-      expect(await response.json()).toEqual({
-        status: 'ok',
-        runtime,
-        database: { reachable: true, writable: true },
-        sidecar: { reachable: true, generation: backend.sidecar.generation },
-        problems: [],
-      })
+      // `sidecar.workflows` appears once the sidecar found out how it runs scripts (about a second in).
+      const { sidecar: shown, ...rest } = await response.json()
+      expect(rest).toEqual({ status: 'ok', runtime, database: { reachable: true, writable: true }, problems: [] })
+      const { workflows: _, ...known } = shown
+      expect(known).toEqual({ reachable: true, generation: backend.sidecar.generation, ageMs: expect.any(Number) })
     },
   },
   {
@@ -97,6 +106,38 @@ export const ROUTE_CHECKS: RouteCheck[] = [
         // The shell computes the number: finding it proves the input reached the PTY and back.
         await terminal.write(`echo round-trip-$((6*7))-${runtime}\r`)
         await terminal.waitFor(`round-trip-42-${runtime}`)
+      } finally {
+        await terminal.close()
+      }
+    },
+  },
+  {
+    name: 'closing a follow releases input control at once: another attachment takes it if-free right after',
+    async run({ url, runtime, backend }) {
+      const secret = await backend.token(['sessions:write', 'terminals:control', 'terminals:output'])
+      const sid = await createSession(url, secret, scratch(backend, `release-${runtime}`))
+      const terminal = await attachTerminal(url, secret, sid, 'held') // attachment smoke-held controls it
+      const ifFree = `${terminal.base}/follow?attachment=agent&control=if-free`
+      try {
+        const refused = await fetch(ifFree, { headers: { ...bearer(secret), accept: 'text/event-stream' } })
+        expect([refused.status, (await refused.json()).error.code]).toEqual([409, 'terminal/control-unavailable'])
+        await terminal.detach()
+        const closedAt = performance.now()
+        let taken: Response | undefined
+        while (performance.now() - closedAt < 10_000) {
+          const answer = await fetch(ifFree, { headers: { ...bearer(secret), accept: 'text/event-stream' } })
+          if (answer.status === 200) {
+            taken = answer
+            break
+          }
+          await answer.body?.cancel()
+          await new Promise((r) => setTimeout(r, 50))
+        }
+        const releasedMs = performance.now() - closedAt
+        await taken?.body?.cancel()
+        console.log(`${runtime}: input control released ${releasedMs.toFixed(0)} ms after the controlling follow closed`)
+        expect(taken?.status, `still controlled ${releasedMs.toFixed(0)} ms after the follow closed`).toBe(200)
+        expect(releasedMs).toBeLessThan(CONTROL_RELEASE_BOUND_MS)
       } finally {
         await terminal.close()
       }
@@ -198,6 +239,28 @@ export const ROUTE_CHECKS: RouteCheck[] = [
         const result = await callTool(client, 'run_command', { sid, command: `echo mcp-on-${runtime}-$((6*7)); exit 5` })
         expect(textOf(result)).toBe(`mcp-on-${runtime}-42\n`)
         expect(factsOf(result)).toMatchObject({ state: 'exited', exitCode: 5, timedOut: false })
+      } finally {
+        await client.close()
+      }
+    },
+  },
+  {
+    name: 'commands: run_in_terminal in an existing bash carries state over; its records and text read back from the database',
+    async run({ url, runtime, backend }) {
+      const secret = await backend.token(['workspaces:write', 'sessions:write', 'terminals:control', 'terminals:output'])
+      const sid = await createSession(url, secret, scratch(backend, `commands-${runtime}`))
+      const client = await mcpClient(url, secret)
+      try {
+        await callTool(client, 'create_terminal', { sid, tid: 'sh', shell: '/usr/bin/bash' })
+        const first = await callTool(client, 'run_in_terminal', { sid, tid: 'sh', command: `export ON=${runtime}` })
+        expect(JSON.parse(textOf(first, 1))).toMatchObject({ n: 1, exitCode: 0, ended: true })
+        const second = await callTool(client, 'run_in_terminal', { sid, tid: 'sh', command: 'echo "on $ON"; false' })
+        expect(textOf(second)).toBe(`on ${runtime}`)
+        const base = `${url}/v1/sessions/${sid}/terminals/sh/commands`
+        const list = await (await fetch(`${base}?limit=1`, { headers: bearer(secret) })).json()
+        expect(list).toMatchObject({ newest: 2, commands: [{ n: 2, command: 'echo "on $ON"; false', state: 'ended', exitCode: 1 }] })
+        const output = await (await fetch(`${base}/2/output`, { headers: bearer(secret) })).json()
+        expect(output).toMatchObject({ n: 2, state: 'ended', text: `on ${runtime}`, omittedBytes: 0 })
       } finally {
         await client.close()
       }

@@ -54,14 +54,22 @@ export function denoBinary(): string | undefined {
 
 /**
  * The arguments of deno.json's `start` task with the port swapped for `port`, so the test serves
- * the API exactly as `deno task start` does (same permissions, same entry).
+ * the API exactly as `deno task start` does (same permissions, same entry). The task runs
+ * `sh -c 'exec …/deno serve … --host "${HOST:-…}" --port "${PORT:-…}" …'`: its deno command is
+ * taken from inside the quotes, HOST and PORT filled in for this test.
  */
 export function denoStartArgs(port: number): string[] {
   const config = JSON.parse(readFileSync(join(ROOT, 'deno.json'), 'utf8')) as { tasks: { start: string } }
-  const [, ...args] = config.tasks.start.trim().split(/\s+/)
+  const task = config.tasks.start.trim()
+  const command = /^sh -c '(?:exec )?(.*)'$/.exec(task)?.[1] ?? task
+  const [, ...args] = command
+    .replace(/"\$\{PORT:-\d+\}"/, String(port))
+    .replace(/"\$\{HOST:-([^}]+)\}"/, '127.0.0.1')
+    .split(/\s+/)
   const at = args.indexOf('--port')
-  if (args[0] !== 'serve' || at < 0) throw new Error(`deno.json start task is not "deno serve … --port N …": ${config.tasks.start}`)
-  args[at + 1] = String(port)
+  if (args[0] !== 'serve' || at < 0 || args[at + 1] !== String(port)) {
+    throw new Error(`deno.json start task is not "deno serve … --port N …": ${config.tasks.start}`)
+  }
   return args
 }
 

@@ -8,7 +8,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { SIDECAR_NODE_FLAGS } from '../../sidecar/node-flags.ts'
+import { SIDECAR_NODE_FLAGS, sidecarEnv } from '../../sidecar/node-flags.ts'
 import { keeperPid, stopKeeper, watchKeeper } from './keepers.ts'
 import { freePort } from './ports.ts'
 
@@ -76,7 +76,7 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
       ...(options.nodeArgs ?? []),
     ],
     cwd: options.cwd,
-    env: {
+    env: sidecarEnv({
       ...inherited,
       HOME: home,
       // Workflow runs start also on a kernel without user namespaces (then without them, as
@@ -86,7 +86,7 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
       ...locations,
       SIDECAR_URL: url,
       SIDECAR_SECRET: secret,
-    },
+    }),
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   })
   watchKeeper(dataDir, child)

@@ -2,12 +2,13 @@
  * Live terminals through the real sidecar process over HTTP: create/list/info, exclusive control,
  * bad input, close with process-session kill, retirement and restart.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MAX_INPUT_BACKLOG_BYTES, MAX_INPUT_BYTES, MAX_JSON_BODY_BYTES, MAX_TERMINALS_PER_SESSION } from '../../../schema/limits.ts'
 import { openStorage } from '../../../storage/client.ts'
+import { keeperPaths } from '../../../local/keeper/paths.ts'
 import { allProcesses } from '../../../local/proc.ts'
 import { waitFor } from '../../support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../../support/sidecar.ts'
@@ -454,6 +455,22 @@ describe('control', () => {
 })
 
 describe('close', () => {
+  it("empties the journal it closes: a hard link made to the keeper's spool keeps no byte of the output", async () => {
+    await http.json('PUT', T('linked'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
+    await waitFor(async () => (await outputText('linked')).includes('ready'), 10_000, 'the echoer')
+    const spool = readdirSync(keeperPaths(sidecar.dataDir).journals, { recursive: true, encoding: 'utf8' })
+      .map((name) => join(keeperPaths(sidecar.dataDir).journals, name))
+      .find((path) => path.endsWith(join(SID, 'linked.journal')))
+    expect(spool).toBeDefined()
+    const link = join(work, 'link-of-a-journal')
+    linkSync(spool!, link)
+    expect(readFileSync(link, 'utf8')).toContain('ready')
+    expect((await http.json('DELETE', T('linked'))).status).toBe(200)
+    await waitFor(async () => !existsSync(spool!), 10_000, 'the spool removed')
+    // Emptied once the last of the sidecar's readers lets go (a moment after the close answers).
+    await waitFor(async () => readFileSync(link).length === 0, 10_000, 'the linked journal emptied')
+  })
+
   it('kills every process of the terminal, even ones that ignore SIGHUP, drains readers, and is repeatable', async () => {
     await http.json('PUT', T('victim'), { json: { cols: 80, rows: 24, shell: '/bin/bash' } })
     const ctl = await follow('victim', 'v')
