@@ -90,7 +90,7 @@ async function main(): Promise<void> {
   await migrateLegacyRecords(storage.db) // once per legacy text-only record (data_migrations ledger)
   // Refused (GenerationBusy) while an earlier sidecar on this database still runs: its terminals
   // are not ours to retire.
-  const claimed = await claimGeneration(storage.db)
+  const claimed = await claimGeneration(storage.db, undefined, storage.probeDb)
   const { generation } = claimed
   if (claimed.ended.length > 0) {
     const list = claimed.ended.map((g) => `${g.generation} (${g.why})`).join(', ')

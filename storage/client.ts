@@ -16,6 +16,9 @@ export interface Storage {
    * that never waits for a lock (busy timeout 0), since a write waiting on the lock blocks the
    * process's main thread for up to the busy timeout; `client` for a remote database. */
   probe: Client
+  /** `probe` for queries: writes that must never hold the main thread on a lock
+   * another process holds (the sidecar's generation heartbeat). */
+  probeDb: Database
   close(): void
   /**
    * The process's last use: an embedded file's write-ahead log is checkpointed and emptied
@@ -42,6 +45,7 @@ export async function openStorage({ url, authToken, busyTimeoutMs = DB_BUSY_TIME
   }
   const db = drizzle(client, { schema: tables })
   const probe = url.startsWith('file:') ? createClient({ url, timeout: 0 }) : client
+  const probeDb = probe === client ? db : drizzle(probe, { schema: tables })
   const close = () => {
     client.close()
     if (probe !== client) probe.close()
@@ -50,6 +54,7 @@ export async function openStorage({ url, authToken, busyTimeoutMs = DB_BUSY_TIME
     client,
     db,
     probe,
+    probeDb,
     close,
     async shutdown() {
       if (url.startsWith('file:')) await client.execute('PRAGMA wal_checkpoint(TRUNCATE)').catch(() => undefined)

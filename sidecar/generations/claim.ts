@@ -35,7 +35,10 @@ export interface ClaimedGeneration {
   end(): Promise<void>
 }
 
-export async function claimGeneration(db: Database, here: () => Here = seenHere): Promise<ClaimedGeneration> {
+/** `heartbeatDb`: where the heartbeat is written (a connection that never waits for a lock: a beat
+ * that met one is skipped and the next tries again, where waiting held the main thread, and every
+ * route, for the busy timeout). */
+export async function claimGeneration(db: Database, here: () => Here = seenHere, heartbeatDb: Database = db): Promise<ClaimedGeneration> {
   const generation = await insertGeneration(db, thisRunner())
   const earlier = await unendedBefore(db, generation)
   const seen = here()
@@ -52,7 +55,7 @@ export async function claimGeneration(db: Database, here: () => Here = seenHere)
     await endGeneration(db, dead)
   }
   const heartbeat = setInterval(() => {
-    beat(db, generation).catch((error: unknown) =>
+    beat(heartbeatDb, generation).catch((error: unknown) =>
       console.error(`termkeep sidecar: the generation heartbeat was not written: ${(error as Error).message}`),
     )
   }, GENERATION_HEARTBEAT_MS)
