@@ -1,8 +1,10 @@
 /**
  * `termkeep serve` (what `npm start` runs): migrate the database, start the sidecar as a child
  * process and keep it running (a crashed one is started again, cli/supervise.ts), start the Node
- * API next to it, print the URL and (once) the admin token. Ctrl-C or SIGTERM stops the API, then
- * the sidecar, and waits for the sidecar's own shutdown.
+ * API next to it, print the URL and (once) the admin token. The sidecar reaches the data
+ * directory's keeper (starting it), which holds the terminals. Ctrl-C or SIGTERM stops the API,
+ * then the sidecar, waits for the sidecar's own shutdown, and says how many terminals the keeper
+ * keeps running (`termkeep stop --terminals` ends them).
  *
  * `termkeep serve --api-only` (`npm run start:api`) is the Node API alone, as the Deno and Workers
  * entries are: it migrates, then serves against the sidecar at SIDECAR_URL with SIDECAR_SECRET (or
@@ -20,6 +22,7 @@ import type { Config } from '../schema/config.ts'
 import { openStorage, type Storage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
 import { SIDECAR_NODE_FLAGS, sidecarEnv } from '../sidecar/node-flags.ts'
+import { keepRunningLine, keptRunning } from './keeper.ts'
 import { SidecarSupervisor, type StartingSidecar } from './supervise.ts'
 import { self } from './self.ts'
 
@@ -180,6 +183,8 @@ export async function serveCommand(config: Config): Promise<void> {
     // supervisor that kills what is left once this process exits would cut it short.
     await sidecar.stop()
     await storage.shutdown()
+    const kept = keepRunningLine(await keptRunning(config.dataDir))
+    if (kept) console.error(kept)
     process.exit(code)
   }
   try {

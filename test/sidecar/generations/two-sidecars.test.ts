@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { waitFor } from '../../support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../../support/sidecar.ts'
 import { insertSession, shellsFixture, SidecarHttp } from '../../support/terminals.ts'
-import { processStat } from '../../../sidecar/pty/process-tree.ts'
+import { processStat } from '../../../local/proc.ts'
 
 const work = mkdtempSync(join(tmpdir(), 'termkeep-two-sidecars-'))
 const loopFile = join(work, 'loop.pid')
@@ -42,7 +42,7 @@ async function outputText(http: SidecarHttp): Promise<string> {
 }
 
 describe('a second sidecar on the same database', () => {
-  it('refuses while the first runs; starts, retires and sweeps once the first was killed', async () => {
+  it('refuses while the first runs; starts once the first was killed, and retires and sweeps its terminal once its keeper ended', async () => {
     const first = await startSidecar({ env })
     running.push(first)
     await insertSession(first.databaseUrl, 'two', work)
@@ -76,11 +76,20 @@ describe('a second sidecar on the same database', () => {
     expect(alive(loop)).toBe(true)
 
     await first.kill()
-    running.splice(running.indexOf(first), 1)
-    const third = await startSidecar({ databaseUrl: first.databaseUrl, dataDir: mkdtempSync(join(tmpdir(), 'termkeep-third-')), env })
+    const thirdDir = mkdtempSync(join(tmpdir(), 'termkeep-third-'))
+    let third = await startSidecar({ databaseUrl: first.databaseUrl, dataDir: thirdDir, env })
     running.push(third)
     expect(third.generation).toBeGreaterThan(first.generation)
     expect(third.output()).toMatch(new RegExp(`earlier generation\\(s\\) ended: ${first.generation} \\(its process is gone\\)`))
+    // The first one's keeper (another data directory) still holds its terminal: not this one's to
+    // retire, nor its processes to kill.
+    expect((await new SidecarHttp(third).json('GET', T)).body.state).toBe('running')
+    expect(alive(loop)).toBe(true)
+    // Once that keeper is gone too, a start of this one retires the terminal and sweeps what it left.
+    process.kill(first.keeperPid()!, 'SIGKILL')
+    await third.stop({ terminals: 'keep' })
+    third = await startSidecar({ databaseUrl: first.databaseUrl, dataDir: thirdDir, env })
+    running.push(third)
     await waitFor(async () => !alive(loop), 5_000, 'the leftover loop to be killed')
     expect((await new SidecarHttp(third).json('GET', T)).body.state).toBe('retired')
   }, 90_000)
