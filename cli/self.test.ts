@@ -13,7 +13,7 @@ describe('the command hints print', () => {
     const env = { PATH: '/usr/bin:/bin' }
     expect(commandFor(env, ROOT)).toBe('./termkeep')
     expect(commandFor(env, dirname(ROOT))).toBe(`./${ROOT.split('/').at(-2)}/termkeep`)
-    expect(commandFor(env, tmpdir())).toBe(LAUNCHER)
+    expect(commandFor(env, scratch)).toBe(LAUNCHER) // not tmpdir(): a clone may sit right under it
     expect(commandFor(env, join(ROOT, 'cli'))).toBe(LAUNCHER)
   })
 

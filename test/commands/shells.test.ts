@@ -165,8 +165,9 @@ describe('refusals', () => {
   })
 
   test('409 while a command runs, then its end is the answer to nobody but the list', async () => {
-    const slow = await c.run(tid, 'sleep 1; echo slept', 100)
-    expect(slow.body).toMatchObject({ ended: false, exitCode: null, command: { state: 'running', command: 'sleep 1; echo slept' } })
+    // Its start is read within the 1 s wait on a loaded machine too; it still runs when refused.
+    const slow = await c.run(tid, 'sleep 4; echo slept', 1_000)
+    expect(slow.body).toMatchObject({ ended: false, exitCode: null, command: { state: 'running', command: 'sleep 4; echo slept' } })
     const refused = await c.call('POST', `${c.terminal(tid)}/commands`, { json: { command: 'true' } })
     expect([refused.status, refused.body.error.code, refused.body.error.reason]).toEqual([409, 'command/not-at-prompt', 'running'])
     const n = slow.body.command.n
