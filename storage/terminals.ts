@@ -3,10 +3,11 @@
  * list terminals without the sidecar. A state write only ever moves forward
  * (starting → running → exited → closed → retired): the UPDATE itself refuses to go back.
  */
-import { and, asc, eq, inArray, isNotNull, lt, ne } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNotNull, ne } from 'drizzle-orm'
 import { TermkeepError } from '../schema/errors.ts'
 import { TERMINAL_STATES, type TerminalInfo, type TerminalState, type TerminalWorkflow } from '../schema/wire/terminals.ts'
 import { sessions, terminals } from './tables.ts'
+import { earlierOnSameHost } from './generations.ts'
 import type { Database } from './client.ts'
 
 export type TerminalRow = typeof terminals.$inferSelect
@@ -95,16 +96,17 @@ export class TerminalStore {
         bootId: terminals.bootId,
       })
       .from(terminals)
-      .where(and(lt(terminals.hostGeneration, generation), ne(terminals.state, 'retired'), isNotNull(terminals.leaderPid)))
+      .where(and(earlierOnSameHost(terminals.hostGeneration, generation), ne(terminals.state, 'retired'), isNotNull(terminals.leaderPid)))
     return rows.filter((r): r is RecordedTerminal => r.leaderPid !== null && r.leaderStartTicks !== null && r.bootId !== null)
   }
 
-  /** At start: terminals owned by earlier sidecar generations are gone; mark them retired. */
+  /** At start: terminals owned by earlier generations of this host are gone; mark them retired
+   * (another host's stay as they are). */
   async retireEarlierGenerations(generation: number): Promise<number> {
     const result = await this.#db
       .update(terminals)
       .set({ state: 'retired', updatedAt: Date.now() })
-      .where(and(lt(terminals.hostGeneration, generation), ne(terminals.state, 'retired')))
+      .where(and(earlierOnSameHost(terminals.hostGeneration, generation), ne(terminals.state, 'retired')))
     return result.rowsAffected
   }
 }

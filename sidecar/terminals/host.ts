@@ -46,6 +46,8 @@ export const TERMINAL_TYPE = 'xterm-256color'
 /** Variables of the sidecar that a shell must not inherit (secrets, or confusing to a terminal). */
 const WITHHELD_ENV = [
   'SIDECAR_SECRET',
+  'TERMKEEP_HOST_SECRET',
+  'TERMKEEP_FLEET_SECRET',
   'TERMKEEP_ADMIN_TOKEN',
   'DATABASE_AUTH_TOKEN',
   'TMUX',

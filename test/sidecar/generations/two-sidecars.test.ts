@@ -1,10 +1,12 @@
 /**
- * Two real sidecars on one database: the second refuses to start (one line, exit code 1) while
- * the first runs — with its own data directory or with the first's — and the first's terminal
- * keeps working; after kill -9 of the first, a new one starts at once, retires the first's
- * terminals and kills what they left running.
+ * Two real sidecars of one host on one database: the second refuses to start (one line, exit code
+ * 1) while the first runs — with the first's data directory, or another one holding the first's
+ * host id — and the first's terminal keeps working; after kill -9 of the first, a new one of the
+ * same host starts at once, retires the first's terminals and kills what they left running. A
+ * sidecar of another host (its own data directory, its own id) starts beside it and touches none
+ * of the first's terminals, neither while it runs nor after it crashed.
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -41,6 +43,13 @@ async function outputText(http: SidecarHttp): Promise<string> {
     .join('')
 }
 
+/** A new data directory that holds `from`'s host id: the same host, started elsewhere. */
+function sameHost(from: RunningSidecar): string {
+  const dir = mkdtempSync(join(tmpdir(), 'termkeep-same-host-'))
+  copyFileSync(join(from.dataDir, 'host.id'), join(dir, 'host.id'))
+  return dir
+}
+
 describe('a second sidecar on the same database', () => {
   it('refuses while the first runs; starts, retires and sweeps once the first was killed', async () => {
     const first = await startSidecar({ env })
@@ -50,7 +59,11 @@ describe('a second sidecar on the same database', () => {
     expect((await http.json('PUT', T, { json: { cols: 80, rows: 24, shell: shells.path('keeper') } })).status).toBe(201)
     await waitFor(async () => (await outputText(http)).includes('ready'), 10_000, 'the shell')
 
-    for (const dataDir of [mkdtempSync(join(tmpdir(), 'termkeep-second-')), first.dataDir]) {
+    // Another host: it starts, and the first's terminal and its processes are not its to retire.
+    const other = await startSidecar({ databaseUrl: first.databaseUrl, dataDir: mkdtempSync(join(tmpdir(), 'termkeep-other-')), env })
+    running.push(other)
+    expect(other.output()).not.toMatch(/earlier generation/)
+    for (const dataDir of [sameHost(first), first.dataDir]) {
       const refused = await startSidecar({ databaseUrl: first.databaseUrl, dataDir, env }).then(
         (sidecar) => (running.push(sidecar), undefined),
         (error: Error) => error.message,
@@ -77,7 +90,12 @@ describe('a second sidecar on the same database', () => {
 
     await first.kill()
     running.splice(running.indexOf(first), 1)
-    const third = await startSidecar({ databaseUrl: first.databaseUrl, dataDir: mkdtempSync(join(tmpdir(), 'termkeep-third-')), env })
+    // The other host restarting after the crash still leaves them alone.
+    await other.stop()
+    running.splice(running.indexOf(other), 1)
+    running.push(await startSidecar({ databaseUrl: first.databaseUrl, dataDir: other.dataDir, env }))
+    expect(alive(loop)).toBe(true)
+    const third = await startSidecar({ databaseUrl: first.databaseUrl, dataDir: sameHost(first), env })
     running.push(third)
     expect(third.generation).toBeGreaterThan(first.generation)
     expect(third.output()).toMatch(new RegExp(`earlier generation\\(s\\) ended: ${first.generation} \\(its process is gone\\)`))
