@@ -12,6 +12,7 @@ import type { AppDeps, AppEnv } from './deps.ts'
 import { displayRoutes } from './display/routes.ts'
 import { notFound, onError } from './errors.ts'
 import { fileRoutes } from './files/routes.ts'
+import { Fleet } from './hosts/fleet.ts'
 import { mcpRoutes } from './mcp/routes.ts'
 import { observationRoutes } from './observation/routes.ts'
 import { openApiDocument } from './openapi.ts'
@@ -28,8 +29,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
   // Read from the routes once all are mounted, at the first request.
   let streams: StreamRoutes | undefined
+  const fleet = new Fleet({ db: deps.db, local: deps.sidecar, fleetSecret: deps.fleetSecret })
   app.use(async (c, next) => {
     c.set('deps', deps)
+    c.set('fleet', fleet)
     c.set('streams', (streams ??= streamRoutes(app)))
     await next()
   })

@@ -108,6 +108,7 @@ async function startApi(config: Config, storage: Storage, secret: string): Promi
     storage,
     sidecarUrl: config.sidecarUrl,
     sidecarSecret: secret,
+    fleetSecret: config.fleetSecret,
     host: config.host,
     port: config.port,
     databaseUrl: config.databaseUrl,

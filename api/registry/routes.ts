@@ -219,7 +219,7 @@ export const registryRoutes = new Hono<AppEnv>()
     validate('json', CreateSession),
     async (c) => {
       const { deps, auth } = c.var
-      const result = await createSession(deps.db, deps.sidecar, auth, c.req.valid('json'))
+      const result = await createSession(deps.db, c.var.fleet, auth, c.req.valid('json'))
       return c.json(result, result.created ? 201 : 200)
     },
   )

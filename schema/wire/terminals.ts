@@ -99,6 +99,9 @@ export const TerminalInfo = v.object({
   foregroundCommand: v.nullable(v.string()),
   /** Only on a workflow run's sub-agent terminal. */
   workflow: v.optional(TerminalWorkflow),
+  /** Only while its host is down (GET /v1/hosts): its state is the last one known, and it is
+   * retired only if the host comes back without it. */
+  unreachable: v.optional(v.literal(true)),
 })
 export type TerminalInfo = v.InferOutput<typeof TerminalInfo>
 

@@ -45,6 +45,7 @@ export async function listSessions(q: Queryable, authority: Authority, query: Se
       cwd: sessions.cwd,
       title: sessions.title,
       createdAt: sessions.createdAt,
+      host: sessions.hostId,
       workspaceId: memberOf,
       archived: isArchived,
     })

@@ -1,0 +1,194 @@
+/**
+ * Three hosts behind one Node API on one sqld: three sidecars with their own data directories,
+ * host ids and secrets (each derived from the API's fleet secret) stand in for three machines.
+ * Sessions are placed on a host and every live call goes to it; kill -9 of one host's sidecar
+ * makes its live routes 503 `host/unavailable` naming it while the others keep typing and
+ * printing, its stored data (session, terminal list, display) is still served, its terminals are
+ * shown unreachable (not retired), and once it is back they are retired and new ones run there.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startNodeApi, type RunningApi } from '../../api/runtime/node.ts'
+import { deriveHostSecret } from '../../common/crypto.ts'
+import { GRANTS } from '../../schema/grants.ts'
+import { HOST_LEASE_MS } from '../../schema/limits.ts'
+import { openStorage, type Storage } from '../../storage/client.ts'
+import { hostGenerations } from '../../storage/tables.ts'
+import { createToken } from '../../storage/tokens.ts'
+import { eq } from 'drizzle-orm'
+import { waitFor } from '../support/ports.ts'
+import { startSidecar, type RunningSidecar } from '../support/sidecar.ts'
+import { startSqld, type RunningSqld } from '../support/sqld.ts'
+import { shellsFixture } from '../support/terminals.ts'
+
+const FLEET_SECRET = `fleet-${Math.random().toString(36).slice(2)}-secret-xxxxxxxx`
+const NAMES = ['alpha', 'beta', 'gamma'] as const
+type Name = (typeof NAMES)[number]
+const shells = shellsFixture({ echoer: 'echo "home:$HOME"; while read line; do echo "got:$line"; done' })
+const work = mkdtempSync(join(tmpdir(), 'termkeep-fleet-'))
+
+let sqld: RunningSqld
+let storage: Storage
+let api: RunningApi
+let token: string
+const hosts = {} as Record<Name, { dataDir: string; id: string; sidecar: RunningSidecar }>
+const sessionOf = {} as Record<Name, string>
+
+/** A host's data directory with its id made in advance, so its secret can be derived first. */
+async function startHost(name: Name, dataDir?: string): Promise<void> {
+  const dir = dataDir ?? mkdtempSync(join(tmpdir(), `termkeep-host-${name}-`))
+  const id = hosts[name]?.id ?? `host-${name}-${Math.random().toString(36).slice(2, 8)}`
+  writeFileSync(join(dir, 'host.id'), `${id}\n`)
+  const sidecar = await startSidecar({
+    databaseUrl: sqld.url,
+    dataDir: dir,
+    // SIDECAR_SECRET is not the fleet's: a host holds only its own (TERMKEEP_HOST_SECRET).
+    secret: `not-the-fleet-secret-${name}-xxxxxxxx`,
+    env: { TERMKEEP_HOST: name, TERMKEEP_HOST_SECRET: await deriveHostSecret(FLEET_SECRET, id), TERMKEEP_SHELLS_FILE: shells.shellsFile },
+  })
+  hosts[name] = { dataDir: dir, id, sidecar }
+}
+
+function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  return fetch(`${api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+}
+
+async function json(response: Response): Promise<any> {
+  return response.json()
+}
+
+const terminal = (name: Name, tid = 't1') => `/v1/sessions/${sessionOf[name]}/terminals/${tid}`
+
+async function output(name: Name, tid = 't1'): Promise<string> {
+  const page = await json(await call('GET', `${terminal(name, tid)}/output?after=0&limit=256`))
+  return page.items.map((item: any) => (item.kind === 'data' ? Buffer.from(item.data, 'base64').toString() : '')).join('')
+}
+
+function type(name: Name, text: string, tid = 't1') {
+  return call('POST', `${terminal(name, tid)}/keys`, { text: `${text}\n` }, { 'termkeep-attachment': `typist-${name}` })
+}
+
+async function echoes(name: Name, text: string, tid = 't1'): Promise<void> {
+  const typed = await type(name, text, tid)
+  expect(typed.status, await typed.clone().text()).toBe(200)
+  await waitFor(async () => (await output(name, tid)).includes(`got:${text}`), 10_000, `${name} to echo ${text}`)
+}
+
+beforeAll(async () => {
+  sqld = await startSqld()
+  for (const name of NAMES) await startHost(name)
+  storage = await openStorage({ url: sqld.url })
+  api = await startNodeApi({
+    storage,
+    // The configured sidecar is one of them (health's); the others are found in the database.
+    sidecarUrl: hosts.alpha.sidecar.url,
+    sidecarSecret: `api-own-sidecar-secret-xxxxxxxx`,
+    fleetSecret: FLEET_SECRET,
+    host: '127.0.0.1',
+    port: 0,
+  })
+  token = (await createToken(storage.db, { name: 'fleet', grants: [...GRANTS], sessions: 'all' })).secret
+}, 120_000)
+
+afterAll(async () => {
+  await api?.close()
+  for (const name of NAMES) await hosts[name]?.sidecar.stop()
+  storage?.close()
+  await sqld?.stop()
+})
+
+describe('sessions on hosts', () => {
+  it('places a session on the named host, and refuses an ambiguous or unknown one with a typed error', async () => {
+    const cwd = join(work, 'project')
+    mkdirSync(cwd, { recursive: true })
+    const ambiguous = await call('POST', '/v1/sessions', { cwd })
+    expect(ambiguous.status).toBe(409)
+    expect((await json(ambiguous)).error.code).toBe('host/ambiguous')
+    const unknown = await call('POST', '/v1/sessions', { cwd, host: 'delta' })
+    expect(unknown.status).toBe(400)
+    expect((await json(unknown)).error).toMatchObject({ code: 'host/unknown', host: 'delta' })
+    for (const name of NAMES) {
+      // By name, and gamma by its id.
+      const host = name === 'gamma' ? hosts.gamma.id : name
+      const created = await call('POST', '/v1/sessions', { id: `ses-${name}`, cwd, host })
+      expect(created.status).toBe(201)
+      const { session } = await json(created)
+      expect(session.host).toBe(hosts[name].id)
+      sessionOf[name] = session.id
+      expect((await json(await call('GET', `/v1/sessions/${session.id}`))).session.host).toBe(hosts[name].id)
+    }
+  })
+
+  it("routes every live call to the session's host", async () => {
+    for (const name of NAMES) {
+      const created = await call('PUT', terminal(name), { cols: 80, rows: 24, shell: shells.path('echoer') })
+      expect(created.status).toBe(201)
+      // Each sidecar gives its programs its own HOME (inside its data directory): the shell ran there.
+      await waitFor(async () => (await output(name)).includes(`home:${hosts[name].dataDir}`), 10_000, `${name}'s shell`)
+      await echoes(name, `hello-${name}`)
+    }
+  }, 60_000)
+})
+
+describe('a host that is down', () => {
+  it('answers 503 host/unavailable on its live routes, serves what is stored, and leaves the others working', async () => {
+    // A settled screen to serve while it is down.
+    await waitFor(async () => (await call('GET', `${terminal('beta')}/display`)).status === 200, 10_000, "beta's display")
+    await hosts.beta.sidecar.kill()
+
+    for (const [method, path, body] of [
+      ['POST', `${terminal('beta')}/keys`, { text: 'x' }],
+      ['GET', `${terminal('beta')}/output?after=0`, undefined],
+      ['GET', `/v1/sessions/${sessionOf.beta}/shells`, undefined],
+      ['PUT', terminal('beta', 't2'), { cols: 80, rows: 24 }],
+    ] as const) {
+      const response = await call(method, path, body, { 'termkeep-attachment': 'typist-beta' })
+      expect(response.status, path).toBe(503)
+      const { error } = await json(response)
+      expect(error).toMatchObject({ code: 'host/unavailable', host: hosts.beta.id, hostName: 'beta' })
+      expect(error.message).toContain('beta')
+    }
+    // Stored: the session, its terminal list and the settled display.
+    expect((await call('GET', `/v1/sessions/${sessionOf.beta}`)).status).toBe(200)
+    const display = await call('GET', `${terminal('beta')}/display`)
+    expect(display.status).toBe(200)
+    expect(await display.text()).toContain('got:hello-beta')
+    // The others: every byte still arrives.
+    await echoes('alpha', 'while-beta-is-down')
+    await echoes('gamma', 'while-beta-is-down')
+
+    // Once its heartbeat is older than the lease (here: made so), it is known down: refused at
+    // once, and its terminals are shown unreachable, not retired.
+    await storage.db
+      .update(hostGenerations)
+      .set({ heartbeatAt: Date.now() - HOST_LEASE_MS })
+      .where(eq(hostGenerations.generation, hosts.beta.sidecar.generation))
+    await new Promise((r) => setTimeout(r, 1_100)) // the API's hosts cache (HOSTS_CACHE_MS)
+    const listed = await json(await call('GET', `/v1/sessions/${sessionOf.beta}/terminals`))
+    expect(listed.terminals.map((t: any) => [t.id, t.state, t.unreachable])).toEqual([['t1', 'running', true]])
+    expect((await json(await call('GET', terminal('alpha')))).unreachable).toBeUndefined()
+    const known = await call('GET', `${terminal('beta')}/output?after=0`)
+    expect(known.status).toBe(503)
+    expect((await json(known)).error.message).toMatch(/host beta .*no heartbeat/)
+  }, 60_000)
+
+  it('comes back: its old terminals retired, a new one runs there, the others untouched', async () => {
+    await startHost('beta', hosts.beta.dataDir)
+    await new Promise((r) => setTimeout(r, 1_100))
+    const old = await json(await call('GET', terminal('beta')))
+    expect(old.state).toBe('retired')
+    expect(old.unreachable).toBeUndefined()
+    expect((await call('PUT', terminal('beta', 't2'), { cols: 80, rows: 24, shell: shells.path('echoer') })).status).toBe(201)
+    await echoes('beta', 'back', 't2')
+    for (const name of ['alpha', 'gamma'] as const) {
+      expect((await json(await call('GET', terminal(name)))).state).toBe('running')
+      await echoes(name, 'after-beta-returned')
+    }
+  }, 60_000)
+})
