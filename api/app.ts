@@ -13,6 +13,7 @@ import { displayRoutes } from './display/routes.ts'
 import { notFound, onError } from './errors.ts'
 import { fileRoutes } from './files/routes.ts'
 import { Fleet } from './hosts/fleet.ts'
+import { hostRoutes } from './hosts/routes.ts'
 import { mcpRoutes } from './mcp/routes.ts'
 import { observationRoutes } from './observation/routes.ts'
 import { openApiDocument } from './openapi.ts'
@@ -45,6 +46,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', web)
   app.route('/', tokenRoutes)
   app.route('/', registryRoutes)
+  app.route('/', hostRoutes)
   app.route('/', terminalRoutes)
   app.route('/', displayRoutes)
   app.route('/', fileRoutes)

@@ -3,7 +3,7 @@
  * routes by. A host is up while its newest generation has not ended and beat within
  * HOST_LEASE_MS; nothing else is stored about liveness.
  */
-import { asc, eq, isNull, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm'
 import { HOST_LEASE_MS } from '../schema/limits.ts'
 import type { Host } from '../schema/wire/hosts.ts'
 import type { Database } from './client.ts'
@@ -79,11 +79,6 @@ export async function listHosts(db: Database, now = Date.now()): Promise<Host[]>
   return rows.map((row) => hostFromRow(row, now))
 }
 
-export async function hostById(db: Database, id: string, now = Date.now()): Promise<Host | undefined> {
-  const [row] = await hostQuery(db).where(eq(hosts.id, id))
-  return row && hostFromRow(row, now)
-}
-
 /** The host a session's live calls go to: undefined for no such session; `host` null for a
  * session recorded before hosts (the caller decides: the only host, else ambiguous). */
 export async function sessionHost(db: Database, sessionId: string): Promise<{ hostId: string | null } | undefined> {
@@ -91,9 +86,12 @@ export async function sessionHost(db: Database, sessionId: string): Promise<{ ho
   return row
 }
 
-/** Hosts with this id or name: a selector names one host when exactly one matches. */
-export async function hostsNamed(db: Database, selector: string, now = Date.now()): Promise<Host[]> {
-  const rows = await hostQuery(db).where(sql`${hosts.id} = ${selector} OR ${hosts.name} = ${selector}`)
-  const byId = rows.filter((row) => row.host.id === selector)
-  return (byId.length > 0 ? byId : rows).map((row) => hostFromRow(row, now))
+/** The hosts these sessions live on (a session-bound token's hosts). */
+export async function sessionHosts(db: Database, sessionIds: readonly string[]): Promise<string[]> {
+  if (sessionIds.length === 0) return []
+  const rows = await db
+    .selectDistinct({ hostId: sessions.hostId })
+    .from(sessions)
+    .where(and(inArray(sessions.id, [...sessionIds]), isNotNull(sessions.hostId)))
+  return rows.map((row) => row.hostId!)
 }

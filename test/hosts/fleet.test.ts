@@ -21,6 +21,7 @@ import { eq } from 'drizzle-orm'
 import { waitFor } from '../support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../support/sidecar.ts'
 import { startSqld, type RunningSqld } from '../support/sqld.ts'
+import { callTool, errorOf, factsOf, mcpClient } from '../support/mcp.ts'
 import { shellsFixture } from '../support/terminals.ts'
 
 const FLEET_SECRET = `fleet-${Math.random().toString(36).slice(2)}-secret-xxxxxxxx`
@@ -134,6 +135,42 @@ describe('sessions on hosts', () => {
       await echoes(name, `hello-${name}`)
     }
   }, 60_000)
+})
+
+describe('where a person or an agent looks', () => {
+  it("lists the hosts (GET /v1/hosts), a session-bound token only its sessions' hosts", async () => {
+    const { hosts: listed } = await json(await call('GET', '/v1/hosts'))
+    expect(listed.map((h: any) => [h.name, h.id, h.url, h.up])).toEqual(NAMES.map((n) => [n, hosts[n].id, hosts[n].sidecar.url, true]))
+    const bound = (await createToken(storage.db, { name: 'alpha only', grants: [...GRANTS], sessions: [sessionOf.alpha] })).secret
+    const seen = await fetch(`${api.url}/v1/hosts`, { headers: { authorization: `Bearer ${bound}` } })
+    expect((await json(seen)).hosts.map((h: any) => h.name)).toEqual(['alpha'])
+    // Another host's session is as missing as any other session outside the token's.
+    const other = await fetch(`${api.url}${terminal('beta')}`, { headers: { authorization: `Bearer ${bound}` } })
+    expect(other.status).toBe(404)
+  })
+
+  it("gives each host a secret of its own: one host's does not open another, the fleet's opens none", async () => {
+    const alphaSecret = await deriveHostSecret(FLEET_SECRET, hosts.alpha.id)
+    const ask = (name: Name, secret: string) =>
+      fetch(`${hosts[name].sidecar.url}/v1/sessions/${sessionOf[name]}/terminals/t1`, { headers: { authorization: `Bearer ${secret}` } })
+    expect((await ask('alpha', alphaSecret)).status).toBe(200)
+    expect((await ask('beta', alphaSecret)).status).toBe(401)
+    expect((await ask('gamma', alphaSecret)).status).toBe(401)
+    expect((await ask('alpha', FLEET_SECRET)).status).toBe(401)
+  })
+
+  it('MCP: list_hosts, and create_session with a host', async () => {
+    const client = await mcpClient(api.url, token)
+    try {
+      const listed = factsOf(await callTool(client, 'list_hosts'))
+      expect(listed.hosts.map((h: any) => h.name)).toEqual([...NAMES])
+      const created = factsOf(await callTool(client, 'create_session', { cwd: work, host: 'gamma' }))
+      expect(created.session.host).toBe(hosts.gamma.id)
+      expect(errorOf(await callTool(client, 'create_session', { cwd: work })).code).toBe('host/ambiguous')
+    } finally {
+      await client.close()
+    }
+  })
 })
 
 describe('a host that is down', () => {
