@@ -23,7 +23,7 @@ import { self } from './self.ts'
 /** The size a detached terminal starts with (an attach resizes it to the attaching terminal). */
 const DETACHED_GEOMETRY = { cols: 80, rows: 24 }
 
-const USAGE = `usage: termkeep new [--session ID | --cwd DIR] [--shell PATH] [--title TEXT] [--detached]
+const USAGE = `usage: termkeep new [--session ID | --cwd DIR [--host HOST]] [--shell PATH] [--title TEXT] [--detached]
 
   Starts a terminal and attaches this terminal to it (Ctrl-\\ detaches; it keeps running).
 
@@ -31,6 +31,8 @@ const USAGE = `usage: termkeep new [--session ID | --cwd DIR] [--shell PATH] [--
   --cwd DIR                 or in a new session for this directory (default: the current one;
                             a path on the server's machine). The session joins the directory's
                             workspace, which is registered first if the token may (it says which)
+  --host HOST               the host (id or name, termkeep hosts) the new session lives on; needed
+                            when the server reaches several
   --shell PATH              one of the server's shells (default: its default shell)
   --title TEXT              the terminal's title
   --detached                only start it; print "<session> <terminal>" for termkeep attach
@@ -46,6 +48,7 @@ export async function newCommand(args: string[]): Promise<number> {
       ...HELP_OPTION,
       session: { type: 'string' },
       cwd: { type: 'string' },
+      host: { type: 'string' },
       shell: { type: 'string' },
       title: { type: 'string' },
       detached: { type: 'boolean', default: false },
@@ -55,9 +58,12 @@ export async function newCommand(args: string[]): Promise<number> {
   if (printedHelp(values, USAGE)) return 0
   if (positionals.length > 0) throw new UsageError(`termkeep: new takes no arguments, only options (\`${self()} new --help\` shows them)`)
   if (values.session !== undefined && values.cwd !== undefined) throw new UsageError('termkeep: give --session or --cwd, not both')
+  if (values.session !== undefined && values.host !== undefined) {
+    throw new UsageError('termkeep: --host places a new session; an existing session (--session) already has its host')
+  }
   const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', CLI_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
-  const sessionId = values.session ?? (await newSession(client, resolve(values.cwd ?? '.')))
+  const sessionId = values.session ?? (await newSession(client, resolve(values.cwd ?? '.'), values.host))
   const terminalId = `t-${randomBytes(6).toString('base64url')}`
   const geometry =
     values.detached || !process.stdout.isTTY ? DETACHED_GEOMETRY : { cols: process.stdout.columns, rows: process.stdout.rows }
@@ -72,8 +78,8 @@ export async function newCommand(args: string[]): Promise<number> {
 
 /** Records a session for `cwd` in its directory's workspace, registering that first if the
  * token may; reports on stderr where the session belongs. */
-async function newSession(client: TermkeepClient, cwd: string): Promise<string> {
-  const session: Session = await client.createSession(cwd)
+async function newSession(client: TermkeepClient, cwd: string, host: string | undefined): Promise<string> {
+  const session: Session = await client.createSession(cwd, undefined, host)
   if (session.workspaceId !== null) {
     process.stderr.write(`termkeep: session ${session.id} is in workspace ${session.workspaceId} (${printable(session.cwd)})\n`)
     return session.id

@@ -5,8 +5,8 @@
  * was. A host that is down answers `host/unavailable` naming it, at once when its heartbeat
  * stopped; the other hosts are not touched.
  *
- * One host (every deployment before hosts, `termkeep serve`) is reached exactly as before: at the
- * configured SIDECAR_URL, errors `sidecar/unavailable`. So is a session recorded before hosts, and
+ * One host without a fleet secret (every deployment before hosts, `termkeep serve`) is reached
+ * exactly as before: at the configured SIDECAR_URL, errors `sidecar/unavailable`. So is a session recorded before hosts, and
  * one that does not exist (its sidecar answers `session/not-found` as it always did).
  */
 import { deriveHostSecret } from '../../common/crypto.ts'
@@ -61,7 +61,7 @@ export class Fleet {
    * (`whenDown: 'client'`: its client all the same, for what needs only its keys). */
   async forSession(sessionId: string, { whenDown = 'refuse' }: { whenDown?: 'refuse' | 'client' } = {}): Promise<SidecarClient> {
     const [row, hosts] = await Promise.all([sessionHost(this.#db, sessionId), this.hosts()])
-    if (!row || row.hostId === null || hosts.length <= 1) return this.#local
+    if (!row || row.hostId === null || this.#alone(hosts)) return this.#local
     const host = hosts.find((h) => h.id === row.hostId)
     if (!host) throw new TermkeepError('host/unavailable', `the session's host ${row.hostId} is not registered`, { host: row.hostId })
     if (!host.up && whenDown === 'refuse') throw unavailable(host, `its sidecar stopped (no heartbeat for ${ageOf(host)})`)
@@ -71,7 +71,7 @@ export class Fleet {
   /** The session's host when it is known down (listed terminals are marked unreachable). */
   async downHostOf(sessionId: string): Promise<Host | undefined> {
     const [row, hosts] = await Promise.all([sessionHost(this.#db, sessionId), this.hosts()])
-    if (!row || row.hostId === null || hosts.length <= 1) return undefined
+    if (!row || row.hostId === null || this.#alone(hosts)) return undefined
     return hosts.find((h) => h.id === row.hostId && !h.up)
   }
 
@@ -86,10 +86,9 @@ export class Fleet {
           hosts: hosts.map((h) => h.name),
         })
       }
-      return { hostId: hosts[0]!.id, sidecar: this.#local }
     }
     const byId = hosts.filter((h) => h.id === selector)
-    const matches = byId.length > 0 ? byId : hosts.filter((h) => h.name === selector)
+    const matches = selector === undefined ? hosts : byId.length > 0 ? byId : hosts.filter((h) => h.name === selector)
     if (matches.length === 0) throw new TermkeepError('host/unknown', `no host is named ${selector}`, { host: selector })
     if (matches.length > 1) {
       throw new TermkeepError('host/ambiguous', `${matches.length} hosts are named ${selector}: name one by its id`, {
@@ -97,9 +96,14 @@ export class Fleet {
       })
     }
     const host = matches[0]!
-    if (hosts.length === 1) return { hostId: host.id, sidecar: this.#local }
+    if (this.#alone(hosts)) return { hostId: host.id, sidecar: this.#local }
     if (!host.up) throw unavailable(host, `its sidecar stopped (no heartbeat for ${ageOf(host)})`)
     return { hostId: host.id, sidecar: await this.#clientOf(host) }
+  }
+
+  /** One host and no fleet secret: reached as before hosts, at SIDECAR_URL with SIDECAR_SECRET. */
+  #alone(hosts: readonly Host[]): boolean {
+    return hosts.length <= 1 && this.#fleetSecret === undefined
   }
 
   #clientOf(host: Host): Promise<SidecarClient> {

@@ -21,7 +21,9 @@ import { eq } from 'drizzle-orm'
 import { waitFor } from '../support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../support/sidecar.ts'
 import { startSqld, type RunningSqld } from '../support/sqld.ts'
+import { runCli, startCli } from '../cli/run.ts'
 import { callTool, errorOf, factsOf, mcpClient } from '../support/mcp.ts'
+import { freePort } from '../support/ports.ts'
 import { shellsFixture } from '../support/terminals.ts'
 
 const FLEET_SECRET = `fleet-${Math.random().toString(36).slice(2)}-secret-xxxxxxxx`
@@ -35,7 +37,7 @@ let storage: Storage
 let api: RunningApi
 let token: string
 const hosts = {} as Record<Name, { dataDir: string; id: string; sidecar: RunningSidecar }>
-const sessionOf = {} as Record<Name, string>
+const sessionOf = {} as Record<Name | 'delta', string>
 
 /** A host's data directory with its id made in advance, so its secret can be derived first. */
 async function startHost(name: Name, dataDir?: string): Promise<void> {
@@ -64,18 +66,18 @@ async function json(response: Response): Promise<any> {
   return response.json()
 }
 
-const terminal = (name: Name, tid = 't1') => `/v1/sessions/${sessionOf[name]}/terminals/${tid}`
+const terminal = (name: Name | 'delta', tid = 't1') => `/v1/sessions/${sessionOf[name]}/terminals/${tid}`
 
-async function output(name: Name, tid = 't1'): Promise<string> {
+async function output(name: Name | 'delta', tid = 't1'): Promise<string> {
   const page = await json(await call('GET', `${terminal(name, tid)}/output?after=0&limit=256`))
   return page.items.map((item: any) => (item.kind === 'data' ? Buffer.from(item.data, 'base64').toString() : '')).join('')
 }
 
-function type(name: Name, text: string, tid = 't1') {
+function type(name: Name | 'delta', text: string, tid = 't1') {
   return call('POST', `${terminal(name, tid)}/keys`, { text: `${text}\n` }, { 'termkeep-attachment': `typist-${name}` })
 }
 
-async function echoes(name: Name, text: string, tid = 't1'): Promise<void> {
+async function echoes(name: Name | 'delta', text: string, tid = 't1'): Promise<void> {
   const typed = await type(name, text, tid)
   expect(typed.status, await typed.clone().text()).toBe(200)
   await waitFor(async () => (await output(name, tid)).includes(`got:${text}`), 10_000, `${name} to echo ${text}`)
@@ -228,4 +230,54 @@ describe('a host that is down', () => {
       await echoes(name, 'after-beta-returned')
     }
   }, 60_000)
+})
+
+describe('the command line', () => {
+  it('termkeep hosts lists them; new --host starts a terminal there; hosts secret derives what a host needs', async () => {
+    const env = { TERMKEEP_URL: api.url, TERMKEEP_TOKEN: token }
+    const listed = await runCli(['hosts'], env)
+    expect(listed.code, listed.stderr).toBe(0)
+    for (const name of NAMES) expect(listed.stdout).toMatch(new RegExp(`^${name}  ${hosts[name].id}  up  v`, 'm'))
+    const started = await runCli(['new', '--cwd', work, '--host', 'gamma', '--detached'], env)
+    expect(started.code, started.stderr).toBe(0)
+    const [sid, tid] = started.stdout.trim().split(' ')
+    expect((await json(await call('GET', `/v1/sessions/${sid}`))).session.host).toBe(hosts.gamma.id)
+    expect((await json(await call('GET', `/v1/sessions/${sid}/terminals/${tid}`))).state).toBe('running')
+    const ambiguous = await runCli(['new', '--cwd', work, '--detached'], env)
+    expect(ambiguous.code).toBe(1)
+    expect(ambiguous.stderr).toContain('host/ambiguous')
+    const secret = await runCli(['hosts', 'secret', hosts.alpha.id], { TERMKEEP_FLEET_SECRET: FLEET_SECRET })
+    expect(secret.stdout.trim()).toBe(await deriveHostSecret(FLEET_SECRET, hosts.alpha.id))
+  }, 60_000)
+
+  it('termkeep serve --host-only joins the fleet: a fourth host, up, whose terminals the API reaches', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-host-only-'))
+    const id = (await runCli(['hosts', 'id'], { TERMKEEP_DATA_DIR: dataDir })).stdout.trim()
+    const hostSecret = (await runCli(['hosts', 'secret', id], { TERMKEEP_FLEET_SECRET: FLEET_SECRET })).stdout.trim()
+    const serving = startCli(['serve', '--host-only'], {
+      TERMKEEP_DATA_DIR: dataDir,
+      DATABASE_URL: sqld.url,
+      SIDECAR_URL: `http://127.0.0.1:${await freePort()}`,
+      SIDECAR_SECRET: '',
+      TERMKEEP_HOST: 'delta',
+      TERMKEEP_HOST_SECRET: hostSecret,
+      TERMKEEP_SHELLS_FILE: shells.shellsFile,
+      HOME: join(dataDir, 'home'),
+    })
+    try {
+      await waitFor(
+        async () => (await json(await call('GET', '/v1/hosts'))).hosts.some((h: any) => h.name === 'delta' && h.id === id && h.up),
+        30_000,
+        'delta to register',
+      )
+      const created = await json(await call('POST', '/v1/sessions', { id: 'ses-delta', cwd: work, host: 'delta' }))
+      expect(created.session.host).toBe(id)
+      sessionOf.delta = 'ses-delta'
+      expect((await call('PUT', terminal('delta'), { cols: 80, rows: 24, shell: shells.path('echoer') })).status).toBe(201)
+      await echoes('delta', 'from-delta')
+    } finally {
+      serving.child.kill('SIGTERM')
+      await serving.exited
+    }
+  }, 90_000)
 })
