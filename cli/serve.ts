@@ -247,7 +247,8 @@ export async function serveCommand(config: Config): Promise<void> {
   process.once('SIGINT', () => void stop(0))
   process.once('SIGTERM', () => void stop(0))
   try {
-    api = await startApi(config, storage, secret)
+    // Its own sidecar (health's) accepts its host's secret only, in a fleet.
+    api = await startApi(config, storage, hostSecret ?? secret)
   } catch (error) {
     // Never leave the sidecar running behind a failed start (e.g. the API port is taken).
     console.error(apiFailed(config, error))
