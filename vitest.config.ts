@@ -2,6 +2,11 @@ import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
   test: {
+    // Files wait on real processes (a sidecar, sqld, PTYs, Chromium) far more than they compute:
+    // vitest's default of one worker per core but one (a single worker on 2 cores) left the
+    // machine half idle. Two, not three: with three, timing-sensitive tests (health within 250 ms,
+    // the control handover) failed while other work loaded the machine.
+    maxWorkers: 2,
     projects: [
       {
         test: {

@@ -9,7 +9,9 @@ import { Hono } from 'hono'
 import { describeRoute } from 'hono-openapi'
 import { originGuard } from './auth/origin-guard.ts'
 import type { AppDeps, AppEnv } from './deps.ts'
+import { commandRoutes } from './commands/routes.ts'
 import { displayRoutes } from './display/routes.ts'
+import { scrollbackRoutes } from './display/scrollback.ts'
 import { notFound, onError } from './errors.ts'
 import { fileRoutes } from './files/routes.ts'
 import { Fleet } from './hosts/fleet.ts'
@@ -17,6 +19,7 @@ import { hostRoutes } from './hosts/routes.ts'
 import { mcpRoutes } from './mcp/routes.ts'
 import { observationRoutes } from './observation/routes.ts'
 import { openApiDocument } from './openapi.ts'
+import { nameRoutes } from './registry/name-routes.ts'
 import { registryRoutes } from './registry/routes.ts'
 import { health } from './routes/health.ts'
 import { tokenRoutes } from './routes/tokens.ts'
@@ -24,6 +27,7 @@ import { web } from './routes/web.ts'
 import { headWithoutStreams } from './sse.ts'
 import { streamRoutes, type StreamRoutes } from './stream-routes.ts'
 import { terminalRoutes } from './terminals/routes.ts'
+import { sessionTerminalRoutes } from './terminals/session-routes.ts'
 import { workflowRoutes } from './workflows/routes.ts'
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
@@ -47,8 +51,12 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', tokenRoutes)
   app.route('/', registryRoutes)
   app.route('/', hostRoutes)
+  app.route('/', nameRoutes)
   app.route('/', terminalRoutes)
+  app.route('/', sessionTerminalRoutes)
+  app.route('/', commandRoutes)
   app.route('/', displayRoutes)
+  app.route('/', scrollbackRoutes)
   app.route('/', fileRoutes)
   app.route('/', observationRoutes)
   app.route('/', workflowRoutes)

@@ -25,7 +25,9 @@ import type {
   RelatedQuery,
   TextQuery,
 } from '../schema/wire/files.ts'
+import type { CommandOutput, CommandRun, RunCommand } from '../schema/wire/commands.ts'
 import type { SidecarHealth } from '../schema/wire/health.ts'
+import type { SearchQuery, SearchResult, SessionSearch } from '../schema/wire/search.ts'
 import { OBSERVE_ENV_HEADER, type ObservationFacts } from '../schema/wire/observation.ts'
 import { observationPath, type ObservationOperationName, type ObservationRequest } from '../schema/wire/observation-operations.ts'
 import type { OutputPage } from '../schema/wire/output.ts'
@@ -39,6 +41,7 @@ import {
   type SendKeys,
   type SentKeys,
   type CreateTerminal,
+  type RenameTerminal,
   type ShellList,
   type TerminalEnvironment,
   type TerminalInfo,
@@ -179,8 +182,8 @@ export class SidecarClient {
     return this.json(terminal(sid, tid))
   }
 
-  rename(sid: string, tid: string, title: string): Promise<TerminalInfo> {
-    return this.json(terminal(sid, tid), jsonInit('PATCH', { title }))
+  rename(sid: string, tid: string, change: RenameTerminal): Promise<TerminalInfo> {
+    return this.json(terminal(sid, tid), jsonInit('PATCH', change))
   }
 
   close(sid: string, tid: string): Promise<CloseResult> {
@@ -238,6 +241,52 @@ export class SidecarClient {
   watchOutput(sid: string, tid: string, query: { after: number; lastEventId?: string }, signal: AbortSignal): Promise<Response> {
     const params = new URLSearchParams({ after: String(query.after) })
     return this.request(`${terminal(sid, tid)}/output/watch?${params}`, streamInit(signal, query.lastEventId), SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  // ── Commands (schema/wire/commands.ts) ────────────────────────────────────
+
+  /** Types the command at the shell's prompt and answers once it ended (or `timeoutMs` passed):
+   * the call's budget is the command's own, plus the usual allowance for the sidecar to answer. */
+  runCommand(sid: string, tid: string, body: RunCommand, from: Sender): Promise<CommandRun> {
+    const init = jsonInit('POST', body)
+    senderHeaders(init.headers as Headers, from)
+    return this.json(`${terminal(sid, tid)}/commands`, init, body.timeoutMs + SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  /** The text of a command the sidecar still holds (running, or just ended); 404 otherwise. */
+  commandOutput(sid: string, tid: string, n: number): Promise<CommandOutput> {
+    return this.json(`${terminal(sid, tid)}/commands/${n}/output`)
+  }
+
+  /** A command's exact bytes from the journal: the open response, its body streamed. */
+  commandBytes(sid: string, tid: string, n: number, signal: AbortSignal): Promise<Response> {
+    return this.request(`${terminal(sid, tid)}/commands/${n}/output.bin`, { signal }, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  watchCommands(sid: string, tid: string, query: { after: number; lastEventId?: string }, signal: AbortSignal): Promise<Response> {
+    const params = new URLSearchParams({ after: String(query.after) })
+    return this.request(
+      `${terminal(sid, tid)}/commands/watch?${params}`,
+      streamInit(signal, query.lastEventId),
+      SIDECAR_SLOW_CALL_TIMEOUT_MS,
+    )
+  }
+
+  /** Closes every live terminal of the session; each close waits for its processes' end. */
+  closeSession(sid: string): Promise<{ closed: TerminalInfo[] }> {
+    return this.json(`${session(sid)}/terminals`, { method: 'DELETE' }, CLOSE_BUDGET_MS)
+  }
+
+  // ── Search (schema/wire/search.ts) ────────────────────────────────────────
+
+  search(sid: string, tid: string, query: SearchQuery): Promise<SearchResult> {
+    const params = new URLSearchParams({ pattern: query.pattern, after: query.after, limit: String(query.limit) })
+    return this.json(`${terminal(sid, tid)}/search?${params}`, {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
+  }
+
+  searchSession(sid: string, query: SearchQuery): Promise<SessionSearch> {
+    const params = new URLSearchParams({ pattern: query.pattern, limit: String(query.limit) })
+    return this.json(`${session(sid)}/search?${params}`, {}, SIDECAR_SLOW_CALL_TIMEOUT_MS)
   }
 
   // ── Terminal observation (schema/wire/observation.ts) ─────────────────────

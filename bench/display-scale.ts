@@ -1,42 +1,35 @@
 /**
- * The display pipeline at scale (issue 18), each row side by side with its baseline in one run:
+ * The display pipeline at scale (issues 18 and 27), each row side by side with its baseline in one run:
  *
- * 1. Soak: 30 terminals with moderate coloured output (bursts of log lines, ~0.5 MB/s in all) for
- *    SOAK_SECONDS: display bytes written (header fields, events, history chunks: what a database
- *    billed by the byte is sent) per output byte (target ≤ 1.5×), and database growth (file + WAL)
- *    against journal growth (target ≤ 1×).
- * 2. Quiet terminals: QUIET terminals that each printed 15,000 coloured lines (a full 10,000-row
- *    history) and went quiet, until every emulator was released and the workers had collected
- *    their heaps (sidecar/emulator/collect.ts): sidecar RSS per terminal against a tmux 3 server's
- *    per pane with the same output and history, both measured in this run. The target row (≤ 1×)
- *    is a second batch after a first one warmed the process: what one more quiet terminal costs.
- *    The first batch, in a fresh process, is a reference row: its RSS keeps the allocator's
- *    high-water mark of parsing QUIET floods at once (glibc keeps freed memory for reuse rather
- *    than return it; docs/display.md has the breakdown). Then the time to rebuild one (a screen
- *    read of a released terminal, median; target ≤ 300 ms).
- * 3. Flood: 3 terminals `cat` a FLOOD_MIB file each at once; every 100 ms the newest revision's
- *    sequence is compared with the journal's: how long ago the first record it does not cover
- *    arrived (p100 over the flood; target ≤ 5 s).
- * 4. Fan-out: WATCHERS watchOutput streams of one terminal printing a WATCH_MIB file, all checked
- *    byte-exact, aggregate delivered bytes/s against one watcher of the same (target ≥ 0.5×).
+ * 1. Soak (display-memory.ts): 30 terminals with moderate coloured output (bursts of log lines,
+ *    ~0.35 MB/s in all) and two watchers each for SOAK_SECONDS, while tmux runs the same program in
+ *    30 panes: display bytes written per output byte (≤ 1.5×), database growth against journal
+ *    growth (≤ 1×), the sidecar's RSS against tmux's (≤ 2×) and its growth after the first minute.
+ * 2. Quiet terminals (display-memory.ts): 20 terminals that each printed 15,000 coloured lines (a
+ *    full 10,000-row history) in a fresh sidecar: RSS per terminal with the emulators live and after
+ *    they were released, against a tmux 3 pane with the same output and history (≤ 1× each); then
+ *    the time to rebuild one (a screen read of a released terminal, median; ≤ 300 ms).
+ * 3. Flood: 3 terminals `cat` a FLOOD_MIB file each at once, plain and SGR-coloured; every 100 ms
+ *    the newest revision's sequence is compared with the journal's: how long ago the first record
+ *    it does not cover arrived (p100 over the flood; ≤ 5 s).
+ * 4. Crash (display-crash.ts): the newest persisted revision's lag when the sidecar is killed
+ *    during an SGR-coloured flood on three terminals (≤ 5 s, at the moment of the crash).
+ * 5. Fan-out: WATCHERS watchOutput streams of one terminal printing a WATCH_MIB file, all checked
+ *    byte-exact, aggregate delivered bytes/s against one watcher of the same (≥ 0.5×).
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { DisplayStats } from '../sidecar/display/service.ts'
-import { historyRowsFor } from '../sidecar/display/allowance.ts'
-import { openStorage } from '../storage/client.ts'
 import { startSidecar, type RunningSidecar } from '../test/support/sidecar.ts'
-import { insertSession, rssKiB, shellsFixture, SidecarHttp } from '../test/support/terminals.ts'
+import { insertSession, shellsFixture, SidecarHttp } from '../test/support/terminals.ts'
 import { drain } from './journal.ts'
+import { crashLag } from './display-crash.ts'
+import { type MemoryHarness, QUIET_LINES, quietMemory, soakMemory } from './display-memory.ts'
 import type { BenchRow, BenchScenario } from './table.ts'
 
-const SOAK_TERMINALS = 30
-const SOAK_SECONDS = Number(process.env.TERMKEEP_BENCH_SOAK_S || 60)
-const QUIET = 10
-const QUIET_LINES = 15_000
 const FLOOD_TERMINALS = 3
 const FLOOD_MIB = 100
 const WATCHERS = 100
@@ -49,15 +42,6 @@ const now = () => Number(process.hrtime.bigint() / 1_000_000n)
 async function stats(http: SidecarHttp): Promise<DisplayStats> {
   return (await http.json<DisplayStats>('GET', '/v1/display/stats')).body
 }
-
-function sizeOf(path: string): number {
-  if (!existsSync(path)) return 0
-  const s = statSync(path)
-  if (!s.isDirectory()) return s.size
-  return readdirSync(path).reduce((n, name) => n + sizeOf(join(path, name)), 0)
-}
-
-const dbSize = (sidecar: RunningSidecar) => ['termkeep.db', 'termkeep.db-wal'].reduce((n, f) => n + sizeOf(join(sidecar.dataDir, f)), 0)
 
 /** Sessions s0…s3 (a session holds at most 16 terminals). */
 const SESSIONS = 4
@@ -100,49 +84,7 @@ while :; do
 done`
 
 async function soak(dir: string): Promise<BenchRow[]> {
-  return withSidecar(dir, { soak: SOAK_PROGRAM }, {}, async (sidecar, http, path) => {
-    for (let i = 0; i < SOAK_TERMINALS; i++) await create(http, `soak${i}`, path('soak'), 80, 24, sessionOf(i))
-    await sleep(3000) // every terminal started and settled once
-    const spool = join(sidecar.dataDir, 'spool')
-    const start = { display: (await stats(http)).bytesWritten, journal: sizeOf(spool), db: dbSize(sidecar) }
-    await sleep(SOAK_SECONDS * 1000)
-    const end = { display: (await stats(http)).bytesWritten, journal: sizeOf(spool), db: dbSize(sidecar) }
-    const output = end.journal - start.journal
-    const display = end.display - start.display
-    const db = end.db - start.db
-    const storage = await openStorage({ url: sidecar.databaseUrl })
-    const sum = async (table: string) =>
-      Number((await storage.client.execute(`SELECT coalesce(sum(length(body)), 0) AS n FROM ${table}`)).rows[0].n)
-    const held = { history: await sum('display_history'), events: await sum('display_chunks') }
-    storage.close()
-    const mb = (n: number) => (n / 1e6).toFixed(1)
-    const note = `${SOAK_TERMINALS} terminals, ${SOAK_SECONDS} s soak, ${(output / SOAK_SECONDS / 1e6).toFixed(2)} MB/s of output in all`
-    const where = `at the end: file ${mb(sizeOf(join(sidecar.dataDir, 'termkeep.db')))} MB + WAL ${mb(sizeOf(join(sidecar.dataDir, 'termkeep.db-wal')))} MB, holding ${mb(held.history)} MB of history rows and ${mb(held.events)} MB of viewport events`
-    return [
-      {
-        area: 'display',
-        metric: 'display bytes written per output byte (moderate-output soak)',
-        value: display / 1e6,
-        baseline: output / 1e6,
-        unit: 'MB',
-        ratio: display / output,
-        target: '≤ 1.5×',
-        met: display / output <= 1.5,
-        note,
-      },
-      {
-        area: 'display',
-        metric: 'database growth (file + WAL) vs journal growth (same soak)',
-        value: db / 1e6,
-        baseline: output / 1e6,
-        unit: 'MB',
-        ratio: db / output,
-        target: '≤ 1×',
-        met: db / output <= 1,
-        note: `${note}; ${where}`,
-      },
-    ]
-  })
+  return soakMemory(dir, SOAK_PROGRAM, harness(dir))
 }
 
 function colouredFile(path: string, lines: number): void {
@@ -152,103 +94,18 @@ function colouredFile(path: string, lines: number): void {
   writeFileSync(path, out)
 }
 
-/** A tmux server with `panes` windows, each printing the file, its RSS growth per pane (KiB). */
-function tmuxPerPane(file: string, dir: string, panes: number): number {
-  const socket = `termkeep-bench-quiet-${process.pid}`
-  const conf = join(dir, 'tmux-quiet.conf')
-  writeFileSync(conf, `set -g history-limit ${historyRowsFor(80)}\n`)
-  const tmux = (...args: string[]) => execFileSync('tmux', ['-L', socket, '-f', conf, ...args], { encoding: 'utf8' })
-  try {
-    tmux('new-session', '-d', '-x', '80', '-y', '24', 'sleep 600')
-    const pid = Number(tmux('display-message', '-p', '#{pid}').trim())
-    const base = rssKiB(pid)
-    for (let i = 0; i < panes; i++) tmux('new-window', '-d', `cat ${file}; tmux -L ${socket} wait-for -S done${i}; exec sleep 600`)
-    for (let i = 0; i < panes; i++) tmux('wait-for', `done${i}`)
-    execFileSync('sleep', ['1'])
-    return (rssKiB(pid) - base) / panes
-  } finally {
-    try {
-      tmux('kill-server')
-    } catch {
-      // already gone
-    }
-  }
-}
-
 async function quiet(dir: string): Promise<BenchRow[]> {
   const file = join(dir, 'quiet.txt')
   colouredFile(file, QUIET_LINES)
-  const tmuxKiB = tmuxPerPane(file, dir, QUIET)
-  const program = `cat ${file}\nexec sleep 600`
-  return withSidecar(dir, { quiet: program }, { TERMKEEP_EMULATOR_RELEASE_MS: '3000' }, async (sidecar, http, path) => {
-    await sleep(1500)
-    const released = async (count: number) => {
-      const deadline = Date.now() + 120_000
-      for (;;) {
-        const s = await stats(http)
-        if (s.terminals.length === count && s.terminals.every((t) => t.released)) break
-        if (Date.now() > deadline) throw new Error('the quiet terminals were not all released')
-        await sleep(250)
-      }
-      await sleep(3000) // the workers collect their heaps 1 s after the last release
-    }
-    // A cold process first: its RSS keeps the allocator's high-water mark of parsing QUIET floods at
-    // once (freed, reused, not given back to the system); the batch after it shows what a quiet
-    // terminal itself costs.
-    const cold = rssKiB(sidecar.pid)
-    for (let i = 0; i < QUIET; i++) await create(http, `warm${i}`, path('quiet'), 80, 24, 's0')
-    await released(QUIET)
-    const base = rssKiB(sidecar.pid)
-    for (let i = 0; i < QUIET; i++) await create(http, `q${i}`, path('quiet'), 80, 24, 's1')
-    await released(2 * QUIET)
-    // Below zero (the second batch reused more than it added) is reported as 0, the raw figure in the note.
-    const measured = (rssKiB(sidecar.pid) - base) / QUIET
-    const perTerminal = Math.max(0, measured)
-    const coldPerTerminal = (base - cold) / QUIET
-    // Rebuild: a screen read of a released terminal, each a different one.
-    const times: number[] = []
-    for (let i = 0; i < QUIET; i++) {
-      const t0 = now()
-      const screen = await http.json('GET', `/v1/sessions/s1/terminals/q${i}/screen`)
-      if (screen.status !== 200) throw new Error(`screen q${i}: ${screen.status}`)
-      times.push(now() - t0)
-    }
-    times.sort((a, b) => a - b)
-    const median = times[Math.floor(times.length / 2)]
-    return [
-      {
-        area: 'display',
-        metric: `sidecar RSS per quiet terminal with a full 10,000-row history, vs a tmux 3 pane (same output, same history)`,
-        value: perTerminal / 1024,
-        baseline: tmuxKiB / 1024,
-        unit: 'MiB',
-        ratio: perTerminal / tmuxKiB,
-        target: '≤ 1×',
-        met: perTerminal <= tmuxKiB,
-        note: `${QUIET} terminals of ${QUIET_LINES} coloured lines each after ${QUIET} such terminals warmed the process, emulators released and collected; measured ${(measured / 1024).toFixed(2)} MiB each`,
-      },
-      {
-        area: 'display',
-        metric: `sidecar RSS per quiet terminal in a fresh process (the warm-up batch), vs a tmux 3 pane`,
-        value: coldPerTerminal / 1024,
-        baseline: tmuxKiB / 1024,
-        unit: 'MiB',
-        ratio: coldPerTerminal / tmuxKiB,
-        target: 'reference',
-        met: true,
-        note: `the first ${QUIET} terminals, started at once, quiet, released and collected: what stays is mostly freed memory glibc keeps for reuse (the next ${QUIET} reuse it) and V8 heap pages of the two workers`,
-      },
-      {
-        area: 'display',
-        metric: 'rebuild of a released terminal (screen read: newest revision + journal after it)',
-        value: median,
-        unit: 'ms',
-        target: '≤ 300 ms',
-        met: median <= 300,
-        note: `median of ${QUIET}; all: ${times.map((t) => t.toFixed(0)).join(', ')} ms`,
-      },
-    ]
-  })
+  return quietMemory(dir, file, harness(dir))
+}
+
+function harness(dir: string): MemoryHarness {
+  return {
+    withSidecar: (scripts, env, run) => withSidecar(dir, scripts, env, run),
+    create: (http, id, shell, session) => create(http, id, shell, 80, 24, session),
+    sessionOf,
+  }
 }
 
 function plainFile(path: string, mib: number): void {
@@ -262,9 +119,21 @@ function plainFile(path: string, mib: number): void {
   writeFileSync(path, chunk.repeat(mib))
 }
 
-async function flood(dir: string): Promise<BenchRow[]> {
-  const file = join(dir, 'flood.txt')
-  plainFile(file, FLOOD_MIB)
+/** A counter flood where every line carries colours (what a coloured log or test runner prints). */
+function sgrFile(path: string, mib: number): void {
+  const lines: string[] = []
+  for (let size = 0, i = 0; size < MiB; i++) {
+    const line = `\x1b[90m${String(i).padStart(7, '0')}\x1b[0m \x1b[3${(i % 7) + 1}m${i % 3 === 0 ? 'PASS' : 'INFO'}\x1b[0m \x1b[1;36mcase-${i % 97}\x1b[0m ${'.'.repeat(i % 30)} \x1b[2m${(i * 7) % 1000} ms\x1b[0m\n`
+    lines.push(line)
+    size += line.length
+  }
+  writeFileSync(path, lines.join('').repeat(mib))
+}
+
+async function flood(dir: string, kind: 'plain' | 'sgr'): Promise<BenchRow[]> {
+  const file = join(dir, `flood-${kind}.txt`)
+  if (kind === 'plain') plainFile(file, FLOOD_MIB)
+  else sgrFile(file, FLOOD_MIB)
   return withSidecar(dir, { flood: `cat ${file}\nexec sleep 600` }, {}, async (_sidecar, http, path) => {
     // When each journal sequence was first seen (arrival, to within one poll).
     const seen = new Map<string, Array<[number, number]>>()
@@ -303,12 +172,12 @@ async function flood(dir: string): Promise<BenchRow[]> {
     return [
       {
         area: 'display',
-        metric: `newest revision's lag behind the journal during a ${FLOOD_TERMINALS}-terminal flood (p100)`,
+        metric: `newest revision's lag behind the journal during a ${FLOOD_TERMINALS}-terminal ${kind === 'plain' ? 'plain' : 'SGR-coloured'} flood (p100)`,
         value: worst,
         unit: 's',
         target: '≤ 5 s',
         met: worst <= 5,
-        note: `${FLOOD_TERMINALS} × cat ${FLOOD_MIB} MiB at 120×40, sampled every 100 ms, ${((now() - started) / 1000).toFixed(0)} s; the emulator itself lagged ≤ ${emulatorWorst.toFixed(2)} s`,
+        note: `${FLOOD_TERMINALS} × cat ${FLOOD_MIB} MiB${kind === 'sgr' ? ' of lines with five SGR sequences each' : ''} at 120×40, sampled every 100 ms, ${((now() - started) / 1000).toFixed(0)} s; the emulator itself lagged ≤ ${emulatorWorst.toFixed(2)} s`,
       },
     ]
   })
@@ -351,6 +220,15 @@ async function fanOut(dir: string): Promise<BenchRow[]> {
   })
 }
 
+async function crash(dir: string): Promise<BenchRow[]> {
+  const file = join(dir, 'crash-sgr.txt')
+  sgrFile(file, FLOOD_MIB)
+  return crashLag(file, {
+    withSidecar: (scripts, run) => withSidecar(dir, scripts, {}, run),
+    create: (http, id, shell) => create(http, id, shell, 120, 40),
+  })
+}
+
 function readFileLatin1(path: string): string {
   return execFileSync('cat', [path], { encoding: 'latin1', maxBuffer: 64 * MiB })
 }
@@ -364,7 +242,9 @@ const scenario: BenchScenario = {
       const parts: Array<[string, (dir: string) => Promise<BenchRow[]>]> = [
         ['soak', soak],
         ['quiet', quiet],
-        ['flood', flood],
+        ['flood', (d) => flood(d, 'plain')],
+        ['flood-sgr', (d) => flood(d, 'sgr')],
+        ['crash', crash],
         ['fanout', fanOut],
       ]
       const rows: BenchRow[] = []

@@ -13,6 +13,7 @@ const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = [
   () => import('./observation.ts'),
   () => import('./display-scale.ts'),
   () => import('./mcp.ts'),
+  () => import('./commands.ts'),
   () => import('./workflows.ts'),
 ]
 

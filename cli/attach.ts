@@ -29,7 +29,8 @@ import { InputQueue, type InputFailure } from '../web/client/input.ts'
 import { stripQueries } from '../web/client/queries.ts'
 import { LocalScreen } from './local-screen.ts'
 import { describeRemoteError, REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, seconds } from './remote.ts'
-import { exactArgs, HELP_OPTION, printedHelp } from './usage.ts'
+import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
+import { HELP_OPTION, printedHelp } from './usage.ts'
 import { self } from './self.ts'
 
 /** Ctrl-\ (FS): the detach key. It is never sent to the remote terminal. */
@@ -44,6 +45,7 @@ const USAGE = `usage: termkeep attach <session> <terminal> [--reconnect-timeout 
   Ends with the remote shell's exit code when it exits.
 
   --reconnect-timeout SECS  give up after this long without the server (default ${CLI_RECONNECT_GIVE_UP_MS / 1000})
+${TARGET_USAGE}
 ${REMOTE_USAGE}`
 
 export async function attachCommand(args: string[]): Promise<number> {
@@ -53,9 +55,10 @@ export async function attachCommand(args: string[]): Promise<number> {
     options: { ...REMOTE_OPTIONS, ...HELP_OPTION, 'reconnect-timeout': { type: 'string' } },
   })
   if (printedHelp(values, USAGE)) return 0
-  const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'attach')
+  const target = targetOf(positionals, 'attach', true)
   const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', CLI_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
+  const { sessionId, terminalId } = await resolveTarget(client, target)
   // Fail fast, before touching the local terminal, when the server or the terminal is not there.
   const info = await client.terminal(sessionId, terminalId)
   if (info.state !== 'starting' && info.state !== 'running') {

@@ -6,7 +6,8 @@
 import { parseArgs } from 'node:util'
 import { endedText } from '../web/client/labels.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
+import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
+import { HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
 
 const USAGE = `usage: termkeep close <session> <terminal> [--json]
 
@@ -14,6 +15,7 @@ const USAGE = `usage: termkeep close <session> <terminal> [--json]
   succeeds. Its last screen stays readable with termkeep display.
 
   --json                    print the server's answer ({closed, info}) as JSON
+${TARGET_USAGE}
 ${REMOTE_USAGE}`
 
 export async function closeCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
@@ -23,8 +25,10 @@ export async function closeCommand(args: string[], out: NodeJS.WritableStream = 
     options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION },
   })
   if (printedHelp(values, USAGE, out)) return 0
-  const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'close')
-  const result = await remoteClient(values).closeTerminal(sessionId, terminalId)
+  const target = targetOf(positionals, 'close')
+  const client = remoteClient(values)
+  const { sessionId, terminalId } = await resolveTarget(client, target)
+  const result = await client.closeTerminal(sessionId, terminalId)
   if (values.json) printJson(out, result)
   // "was closed", with how its shell had ended when it had exited before (never "signal 1": that
   // is the hangup the close itself sent).

@@ -5,8 +5,9 @@
  */
 import { parseArgs } from 'node:util'
 import { displayToLines, readDisplay } from '../web/client/display.ts'
+import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { exactArgs, HELP_OPTION, printedHelp } from './usage.ts'
+import { HELP_OPTION, printedHelp } from './usage.ts'
 
 const USAGE = `usage: termkeep display <session> <terminal> [--plain] [--no-history]
 
@@ -15,6 +16,7 @@ const USAGE = `usage: termkeep display <session> <terminal> [--plain] [--no-hist
 
   --plain                   no colour, trailing blanks trimmed
   --no-history              only the screen, not the history above it
+${TARGET_USAGE}
 ${REMOTE_USAGE}`
 
 export async function displayCommand(args: string[], out: NodeJS.WritableStream & { isTTY?: boolean } = process.stdout): Promise<number> {
@@ -29,8 +31,10 @@ export async function displayCommand(args: string[], out: NodeJS.WritableStream 
     },
   })
   if (printedHelp(values, USAGE, out)) return 0
-  const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'display')
-  const display = await readDisplay(remoteClient(values), sessionId, terminalId)
+  const target = targetOf(positionals, 'display')
+  const client = remoteClient(values)
+  const { sessionId, terminalId } = await resolveTarget(client, target)
+  const display = await readDisplay(client, sessionId, terminalId)
   const color = !values.plain && out.isTTY === true && !process.env.NO_COLOR
   const text = displayToLines(display, { color, history: !values['no-history'] })
   out.write(color ? text : text.replace(/[ \t]+$/gm, ''))

@@ -9,8 +9,9 @@ import { finished } from 'node:stream/promises'
 import { parseArgs } from 'node:util'
 import { ASCIICAST_CONTENT_TYPE } from '../schema/wire/output.ts'
 import { terminalPath } from '../web/client/api.ts'
+import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { CommandError, exactArgs, HELP_OPTION, printedHelp, writeOut } from './usage.ts'
+import { CommandError, HELP_OPTION, printedHelp, writeOut } from './usage.ts'
 
 const USAGE = `usage: termkeep export <session> <terminal> [-o FILE]
 
@@ -21,6 +22,7 @@ const USAGE = `usage: termkeep export <session> <terminal> [-o FILE]
   its process exited, until the terminal is closed.
 
   -o, --output FILE         write to FILE (created only once the recording is complete)
+${TARGET_USAGE}
 ${REMOTE_USAGE}`
 
 export async function exportCommand(args: string[]): Promise<number> {
@@ -30,8 +32,9 @@ export async function exportCommand(args: string[]): Promise<number> {
     options: { ...REMOTE_OPTIONS, ...HELP_OPTION, output: { type: 'string', short: 'o' } },
   })
   if (printedHelp(values, USAGE)) return 0
-  const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'export')
+  const target = targetOf(positionals, 'export')
   const client = remoteClient(values)
+  const { sessionId, terminalId } = await resolveTarget(client, target)
   const response = await client.request('GET', `${terminalPath(sessionId, terminalId)}/output.cast`, {
     headers: { accept: ASCIICAST_CONTENT_TYPE },
   })

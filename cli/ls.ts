@@ -63,7 +63,7 @@ function writeSession(out: NodeJS.WritableStream, session: ListedSession, showCw
   const label = session.terminals === null ? '' : `  ${sessionMarker(session.terminals)}`
   const running = session.terminals === null ? '' : programsOf(session.terminals)
   out.write(
-    `  session ${session.id}${title}${where}${label}${running ? `: ${printable(running)}` : ''}${session.archived ? '  (archived)' : ''}\n`,
+    `  session ${session.id}${session.name ? `  (${session.name})` : ''}${title}${where}${label}${running ? `: ${printable(running)}` : ''}${session.archived ? '  (archived)' : ''}\n`,
   )
   if (session.terminals === null) return void out.write(`    (terminals not listed: ${session.terminalsError})\n`)
   if (session.terminals.length === 0) out.write('    (no terminals)\n')
@@ -71,7 +71,8 @@ function writeSession(out: NodeJS.WritableStream, session: ListedSession, showCw
     const live = isLive(t)
     const state = live ? t.state : `${t.state}${endedWord(t) === t.state ? '' : ` (${endedWord(t)})`}`
     const program = live ? (t.foregroundCommand ?? t.shell.name) : '-'
-    out.write(`    ${t.id}  ${state}  ${t.cols}x${t.rows}  ${printable(program)}  "${printable(t.title)}"\n`)
+    const named = t.name ? `  (${t.name})` : ''
+    out.write(`    ${t.id}${named}  ${state}  ${t.cols}x${t.rows}  ${printable(program)}  "${printable(t.title)}"\n`)
   }
 }
 

@@ -54,6 +54,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   new: async () => (await import('./new.ts')).newCommand,
   attach: async () => (await import('./attach.ts')).attachCommand,
   send: async () => (await import('./send.ts')).sendCommand,
+  exec: async () => (await import('./exec.ts')).execCommand,
   screen: async () => (await import('./screen.ts')).screenCommand,
   output: async () => (await import('./output.ts')).outputCommand,
   display: async () => (await import('./display.ts')).displayCommand,
@@ -73,13 +74,14 @@ const USAGE = `usage: termkeep <command>
   ls                                      list workspaces, sessions and terminals
   workspace add <dir> | ls | rename <id> <title> | rm <id>
                                           manage workspaces (registered directories)
-  new [--session ID | --cwd DIR [--host HOST]]
+  new [--session S | -s NAME [--host HOST]] [-n NAME]
                                           start a terminal and attach to it (--detached: only start)
   attach <session> <terminal>             attach this terminal to a remote one (Ctrl-\\ detaches)
   send <session> <terminal> [TEXT ...] [--key NAME ...]
                                           type text and keys (tmux names: Enter, C-c, Up, …)
+  exec <session> <terminal> -- COMMAND    run a command in the terminal's shell; its output, its exit code
   screen <session> <terminal> [--watch]   print a live terminal's screen as plain text
-  output <session> <terminal> [--after N] [--follow] [--raw]
+  output <session> <terminal> [--after N] [--follow] [--raw] [--command N]
                                           print what a terminal printed, from its journal
   display <session> <terminal> [--plain] [--no-history]
                                           print a terminal's last persisted screen in colour
@@ -90,6 +92,7 @@ const USAGE = `usage: termkeep <command>
   ps <session> <terminal> [--json]        a terminal's foreground program and process tree
   hosts [--json] | id | secret <host-id>  the hosts the server reaches; a new host's id and secret
 
+  <session> <terminal> is two ids or names, or one session:terminal (attach api, send api:2 …).
   Client commands (all but serve and token create) take --url URL and --token TOKEN, or read
   TERMKEEP_URL (default http://127.0.0.1:8787) and TERMKEEP_TOKEN. Listings take --json.
   \`termkeep <command> --help\` describes one command. Exit codes: 0 done, 1 failed,

@@ -8,12 +8,12 @@
  * workspaces:write, or registering new directories needs a token bound to all sessions), the
  * session stands alone and `new` says why. Either way the terminal starts.
  */
-import { randomBytes } from 'node:crypto'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { printable } from '../schema/wire/common.ts'
 import type { Session } from '../schema/wire/registry.ts'
-import { ApiError, type TermkeepClient } from '../web/client/api.ts'
+import type { ResolvedTarget } from '../schema/wire/names.ts'
+import { ApiError, type TermkeepClient, terminalPath } from '../web/client/api.ts'
 import { CLI_RECONNECT_GIVE_UP_MS } from './tuning.ts'
 import { attachTo } from './attach.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds } from './remote.ts'
@@ -23,16 +23,19 @@ import { self } from './self.ts'
 /** The size a detached terminal starts with (an attach resizes it to the attaching terminal). */
 const DETACHED_GEOMETRY = { cols: 80, rows: 24 }
 
-const USAGE = `usage: termkeep new [--session ID | --cwd DIR [--host HOST]] [--shell PATH] [--title TEXT] [--detached]
+const USAGE = `usage: termkeep new [--session ID|NAME | [-s NAME] [--cwd DIR] [--host HOST]] [-n NAME] [--shell PATH] [--title TEXT] [--detached]
 
-  Starts a terminal and attaches this terminal to it (Ctrl-\\ detaches; it keeps running).
+  Starts a terminal and attaches this terminal to it (Ctrl-\\ detaches; it keeps running). Its id
+  is the next number in its session (1, 2, 3 …), so \`termkeep attach api:2\` finds it.
 
-  --session ID              start it in this session
+  --session ID|NAME         start it in this session
   --cwd DIR                 or in a new session for this directory (default: the current one;
                             a path on the server's machine). The session joins the directory's
                             workspace, which is registered first if the token may (it says which)
+  -s, --session-name NAME   the new session's name (as tmux new -s): \`termkeep attach NAME\`
   --host HOST               the host (id or name, termkeep hosts) the new session lives on; needed
                             when the server reaches several
+  -n, --name NAME           the terminal's name (as tmux new -n), unique in its session
   --shell PATH              one of the server's shells (default: its default shell)
   --title TEXT              the terminal's title
   --detached                only start it; print "<session> <terminal>" for termkeep attach
@@ -49,6 +52,8 @@ export async function newCommand(args: string[]): Promise<number> {
       session: { type: 'string' },
       cwd: { type: 'string' },
       host: { type: 'string' },
+      'session-name': { type: 'string', short: 's' },
+      name: { type: 'string', short: 'n' },
       shell: { type: 'string' },
       title: { type: 'string' },
       detached: { type: 'boolean', default: false },
@@ -58,16 +63,20 @@ export async function newCommand(args: string[]): Promise<number> {
   if (printedHelp(values, USAGE)) return 0
   if (positionals.length > 0) throw new UsageError(`termkeep: new takes no arguments, only options (\`${self()} new --help\` shows them)`)
   if (values.session !== undefined && values.cwd !== undefined) throw new UsageError('termkeep: give --session or --cwd, not both')
+  if (values.session !== undefined && values['session-name'] !== undefined)
+    throw new UsageError('termkeep: --session-name names a new session: not with --session')
   if (values.session !== undefined && values.host !== undefined) {
     throw new UsageError('termkeep: --host places a new session; an existing session (--session) already has its host')
   }
   const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', CLI_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
-  const sessionId = values.session ?? (await newSession(client, resolve(values.cwd ?? '.'), values.host))
-  const terminalId = `t-${randomBytes(6).toString('base64url')}`
+  const sessionId =
+    values.session !== undefined
+      ? (await client.json<ResolvedTarget>('GET', `/v1/resolve?${new URLSearchParams({ target: values.session })}`)).sessionId
+      : await newSession(client, resolve(values.cwd ?? '.'), { name: values['session-name'], host: values.host })
   const geometry =
     values.detached || !process.stdout.isTTY ? DETACHED_GEOMETRY : { cols: process.stdout.columns, rows: process.stdout.rows }
-  await client.createTerminal(sessionId, terminalId, { ...geometry, shell: values.shell, title: values.title })
+  const terminalId = await createNumbered(client, sessionId, { ...geometry, shell: values.shell, title: values.title, name: values.name })
   if (values.detached) {
     process.stdout.write(`${sessionId} ${terminalId}\n`)
     return 0
@@ -76,10 +85,34 @@ export async function newCommand(args: string[]): Promise<number> {
   return attachTo(client, sessionId, terminalId, giveUpMs)
 }
 
+/** Ids `new` tries past a number taken meanwhile (another `new` in the same session). */
+const NUMBER_TRIES = 32
+
+/**
+ * Creates the terminal under the session's next number (one past its highest numeric id, as tmux
+ * numbers windows). Create is idempotent on the id, so a number another client took meanwhile
+ * answers 200 (or 409 once closed): then the next one is tried.
+ */
+async function createNumbered(client: TermkeepClient, sessionId: string, body: Record<string, unknown>): Promise<string> {
+  const numbers = (await client.terminals(sessionId)).map((t) => (/^\d{1,9}$/.test(t.id) ? Number(t.id) : 0))
+  let next = Math.max(0, ...numbers) + 1
+  for (let tries = 0; tries < NUMBER_TRIES; tries++, next++) {
+    try {
+      const response = await client.request('PUT', terminalPath(sessionId, String(next)), { json: body })
+      await response.body?.cancel()
+      if (response.status === 201) return String(next)
+    } catch (error) {
+      if (!(error instanceof ApiError && error.code === 'terminal/closed')) throw error
+    }
+  }
+  throw new Error(`no free terminal number in session ${sessionId} after ${NUMBER_TRIES} tries`)
+}
+
 /** Records a session for `cwd` in its directory's workspace, registering that first if the
  * token may; reports on stderr where the session belongs. */
-async function newSession(client: TermkeepClient, cwd: string, host: string | undefined): Promise<string> {
-  const session: Session = await client.createSession(cwd, undefined, host)
+async function newSession(client: TermkeepClient, cwd: string, placed: { name?: string; host?: string }): Promise<string> {
+  const json = { cwd, ...(placed.name ? { name: placed.name } : {}), ...(placed.host === undefined ? {} : { host: placed.host }) }
+  const session: Session = (await client.json<{ session: Session }>('POST', '/v1/sessions', { json })).session
   if (session.workspaceId !== null) {
     process.stderr.write(`termkeep: session ${session.id} is in workspace ${session.workspaceId} (${printable(session.cwd)})\n`)
     return session.id

@@ -7,16 +7,23 @@
  * ends, and resumes by itself after a network loss.
  */
 import { parseArgs } from 'node:util'
+import type { CommandOutput } from '../schema/wire/commands.ts'
 import type { OutputPage } from '../schema/wire/output.ts'
 import { ApiError, terminalPath } from '../web/client/api.ts'
 import { CLI_RECONNECT_GIVE_UP_MS } from './tuning.ts'
+import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, seconds, type CliClient } from './remote.ts'
-import { CommandError, exactArgs, HELP_OPTION, printedHelp, UsageError, writeOut } from './usage.ts'
+import { CommandError, HELP_OPTION, printedHelp, UsageError, writeOut } from './usage.ts'
 
 const USAGE = `usage: termkeep output <session> <terminal> [--after N] [--follow] [--raw]
+       termkeep output <session> <terminal> --command N [--raw]
 
   Prints what the terminal printed, from the first byte (or after sequence N), as recorded.
   Text by default (UTF-8 decoded; escape sequences included); --raw writes the exact bytes.
+
+  --command N               only command N's output (docs/commands.md): as plain text (its last
+                            64 KiB, kept after the terminal ended), or with --raw its exact
+                            bytes (while the terminal lives)
 
   --after N                 only what came after native record N (a sequence from an earlier
                             run, or from \`termkeep screen --json\`)
@@ -24,6 +31,7 @@ const USAGE = `usage: termkeep output <session> <terminal> [--after N] [--follow
   --raw                     the exact bytes, undecoded (e.g. into a file or another terminal)
   --reconnect-timeout SECS  with --follow: give up after this long without the server
                             (default ${CLI_RECONNECT_GIVE_UP_MS / 1000})
+${TARGET_USAGE}
 ${REMOTE_USAGE}`
 
 /** Items per readOutput page. */
@@ -63,15 +71,23 @@ export async function outputCommand(args: string[], out: NodeJS.WritableStream =
       after: { type: 'string' },
       follow: { type: 'boolean', default: false },
       raw: { type: 'boolean', default: false },
+      command: { type: 'string' },
       'reconnect-timeout': { type: 'string' },
     },
   })
   if (printedHelp(values, USAGE, out)) return 0
-  const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'output')
+  const target = targetOf(positionals, 'output')
   if (values.after !== undefined && !/^\d{1,15}$/.test(values.after))
     throw new UsageError(`termkeep: --after takes a sequence number (got "${values.after}")`)
+  if (values.command !== undefined && !/^[1-9]\d{0,14}$/.test(values.command))
+    throw new UsageError(`termkeep: --command takes a command number (got "${values.command}")`)
+  if (values.command !== undefined && (values.after !== undefined || values.follow))
+    throw new UsageError('termkeep: --command reads one command: not with --after or --follow')
   const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', CLI_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
+  const { sessionId, terminalId } = await resolveTarget(client, target)
+  if (values.command !== undefined)
+    return commandOutput(client, `${terminalPath(sessionId, terminalId)}/commands/${values.command}`, values.raw, out)
   const sink = new Sink(out, values.raw)
   const after = Number(values.after ?? 0)
   const last = values.follow
@@ -80,6 +96,19 @@ export async function outputCommand(args: string[], out: NodeJS.WritableStream =
   await sink.end()
   // Where a later run can go on from; only for a person at a terminal, never into a script's stderr.
   if (process.stderr.isTTY) process.stderr.write(`termkeep: through sequence ${last} (\`--after ${last}\` goes on from here)\n`)
+  return 0
+}
+
+/** One command's output: its text (with a newline after it), or its exact bytes. */
+async function commandOutput(client: CliClient, path: string, raw: boolean, out: NodeJS.WritableStream): Promise<number> {
+  if (raw) {
+    const response = await client.request('GET', `${path}/output.bin`, { headers: { accept: 'application/octet-stream' } })
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) await writeOut(out, chunk)
+    return 0
+  }
+  const { text, omittedBytes } = await client.json<CommandOutput>('GET', `${path}/output`)
+  if (text !== '') await writeOut(out, `${text}\n`)
+  if (omittedBytes > 0) process.stderr.write(`termkeep: the first ${omittedBytes} bytes of its output are left out (--raw has them all)\n`)
   return 0
 }
 

@@ -7,8 +7,9 @@ import { parseArgs } from 'node:util'
 import { printable } from '../schema/wire/common.ts'
 import type { Descendants, ObservationContext, ProcessSnapshot } from '../schema/wire/observation.ts'
 import { terminalPath } from '../web/client/api.ts'
+import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
+import { HELP_OPTION, JSON_OPTION, printedHelp, printJson } from './usage.ts'
 
 const USAGE = `usage: termkeep ps <session> <terminal> [--json]
 
@@ -17,6 +18,7 @@ const USAGE = `usage: termkeep ps <session> <terminal> [--json]
   Needs a token with observe:process.
 
   --json                    print {foreground, processes} as JSON
+${TARGET_USAGE}
 ${REMOTE_USAGE}`
 
 export async function psCommand(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
@@ -26,8 +28,9 @@ export async function psCommand(args: string[], out: NodeJS.WritableStream = pro
     options: { ...REMOTE_OPTIONS, ...HELP_OPTION, ...JSON_OPTION },
   })
   if (printedHelp(values, USAGE, out)) return 0
-  const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'ps')
+  const target = targetOf(positionals, 'ps')
   const client = remoteClient(values)
+  const { sessionId, terminalId } = await resolveTarget(client, target)
   const base = terminalPath(sessionId, terminalId)
   const context = await client.json<ObservationContext>('GET', `${base}/observation`)
   const tree = await client.json<Descendants>('POST', `${base}/observation/processes/descendants`, { json: {} })

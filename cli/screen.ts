@@ -8,8 +8,9 @@
 import { parseArgs } from 'node:util'
 import type { ScreenProjection } from '../schema/wire/display.ts'
 import { terminalPath } from '../web/client/api.ts'
+import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
-import { exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson, writeOut } from './usage.ts'
+import { HELP_OPTION, JSON_OPTION, printedHelp, printJson, writeOut } from './usage.ts'
 
 const USAGE = `usage: termkeep screen <session> <terminal> [--history] [--watch] [--json]
 
@@ -22,6 +23,7 @@ const USAGE = `usage: termkeep screen <session> <terminal> [--history] [--watch]
                             form-feed line (\\f)
   --json                    the projection as JSON ({cols, rows, lines, viewportStart, cursor,
                             sequence, …}); with --watch one JSON object per line
+${TARGET_USAGE}
 ${REMOTE_USAGE}`
 
 /** Pure: the projection's text, the viewport only unless `history`. */
@@ -51,8 +53,9 @@ export async function screenCommand(args: string[], out: NodeJS.WritableStream &
     },
   })
   if (printedHelp(values, USAGE, out)) return 0
-  const [sessionId, terminalId] = exactArgs(positionals, ['session', 'terminal'], 'screen')
+  const target = targetOf(positionals, 'screen')
   const client = remoteClient(values)
+  const { sessionId, terminalId } = await resolveTarget(client, target)
   if (!values.watch) {
     const screen = await client.screen(sessionId, terminalId)
     if (values.json) printJson(out, screen)

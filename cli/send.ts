@@ -22,6 +22,7 @@ import { UNKNOWN_OUTCOME_RETRY_MS } from '../schema/limits.ts'
 import type { TerminalInfo } from '../schema/wire/terminals.ts'
 import { follow, type FollowEnd } from '../web/client/follow.ts'
 import { InputQueue, type InputFailure } from '../web/client/input.ts'
+import { resolveTarget, TARGET_USAGE, targetOf } from './target.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient, remoteErrorLine, type CliClient } from './remote.ts'
 import { CommandError, printedHelp, UsageError } from './usage.ts'
 import { self } from './self.ts'
@@ -40,6 +41,7 @@ const USAGE = `usage: termkeep send <session> <terminal> [TEXT ...] [--key NAME 
   until then (termkeep attach takes control back by itself; the page offers "Take control").
 
   --key NAME                a key to send (repeatable), e.g. --key Enter, --key C-c
+${TARGET_USAGE}
 ${REMOTE_USAGE}`
 
 /** What to type, in order: literal text, or a key by name. */
@@ -64,7 +66,8 @@ export interface SendLine {
 export function parseSend(args: readonly string[]): SendLine {
   const line: SendLine = { help: false, remote: {}, positionals: [], pieces: [] }
   const text = (word: string) => {
-    if (line.positionals.length < 2) return void line.positionals.push(word)
+    // The target: <session> <terminal>, or one session:terminal (cli/target.ts).
+    if (line.positionals.length < (line.positionals[0]?.includes(':') ? 1 : 2)) return void line.positionals.push(word)
     const last = line.pieces.at(-1)
     if (last && 'text' in last) last.text += ` ${word}`
     else line.pieces.push({ text: word })
@@ -110,11 +113,11 @@ export function cursorKeysAfter(text: string, current: boolean): boolean {
 export async function sendCommand(args: string[]): Promise<number> {
   const { help, remote, positionals, pieces } = parseSend(args)
   if (printedHelp({ help }, USAGE)) return 0
-  if (positionals.length < 2)
+  if (positionals.length < 2 && !positionals[0]?.includes(':'))
     throw new UsageError(
-      `termkeep: send takes <session> <terminal> and then TEXT or --key NAME (\`${self()} send --help\` shows the usage)`,
+      `termkeep: send takes <session> <terminal> (or session:terminal) and then TEXT or --key NAME (\`${self()} send --help\` shows the usage)`,
     )
-  const [sessionId, terminalId] = positionals
+  const target = targetOf(positionals, 'send')
   if (pieces.length === 0) throw new UsageError('termkeep: send has nothing to send: give TEXT or --key NAME')
   for (const piece of pieces) {
     if ('key' in piece && keyBytes(piece.key) === undefined) {
@@ -124,6 +127,7 @@ export async function sendCommand(args: string[]): Promise<number> {
     }
   }
   const client = remoteClient(remote)
+  const { sessionId, terminalId } = await resolveTarget(client, target)
   const info = await client.terminal(sessionId, terminalId)
   if (info.state !== 'starting' && info.state !== 'running')
     throw new CommandError(`termkeep: terminal ${sessionId}/${terminalId} is ${info.state}; nothing was sent`)

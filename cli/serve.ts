@@ -25,7 +25,7 @@ import { startNodeApi, type RunningApi } from '../api/runtime/node.ts'
 import type { Config } from '../schema/config.ts'
 import { openStorage, type Storage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
-import { SIDECAR_NODE_FLAGS } from '../sidecar/node-flags.ts'
+import { SIDECAR_NODE_FLAGS, sidecarEnv } from '../sidecar/node-flags.ts'
 import { SidecarSupervisor, type StartingSidecar } from './supervise.ts'
 import { self } from './self.ts'
 
@@ -75,7 +75,7 @@ function startSidecar(config: Config, secret: string, hostSecret?: string): Star
   if (hostSecret !== undefined) env.TERMKEEP_HOST_SECRET = hostSecret
   const child = fork(SIDECAR_ENTRY, [], {
     execArgv: ['--import', TSX_LOADER, ...SIDECAR_NODE_FLAGS],
-    env,
+    env: sidecarEnv(env),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const ready = new Promise<number>((resolve, reject) => {

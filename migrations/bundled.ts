@@ -114,8 +114,20 @@ export const migrations: { hash: string; folderMillis: number; sql: string[] }[]
     ]
   },
   {
+    "hash": "867a549a76d64f465eee63ddd5f7a6dc93e2d8da9077f329fe8c630705e07436",
+    "folderMillis": 1796166805500,
+    "sql": [
+      "CREATE TABLE `terminal_commands` (\n\t`session_id` text NOT NULL,\n\t`terminal_id` text NOT NULL,\n\t`n` integer NOT NULL,\n\t`command` text NOT NULL,\n\t`cwd` text,\n\t`start_sequence` integer NOT NULL,\n\t`start_skip` integer NOT NULL,\n\t`end_sequence` integer,\n\t`end_length` integer,\n\t`exit_code` integer,\n\t`started_at` integer NOT NULL,\n\t`ended_at` integer,\n\t`marks` text NOT NULL,\n\t`output_bytes` integer,\n\t`output_text` text,\n\t`output_omitted` integer,\n\tPRIMARY KEY(`session_id`, `terminal_id`, `n`)\n);\n",
+      "\nALTER TABLE `sessions` ADD `name` text;",
+      "\nCREATE UNIQUE INDEX `sessions_name_unique` ON `sessions` (`name`);",
+      "\nALTER TABLE `terminals` ADD `name` text;",
+      "\nALTER TABLE `terminals` ADD `command_marks` text DEFAULT 'none' NOT NULL;",
+      "\nCREATE UNIQUE INDEX `terminals_name` ON `terminals` (`session_id`,`name`);"
+    ]
+  },
+  {
     "hash": "34d1a7f83b9c3fd0217a89ee9e7a0fd355f6b077b60054fc3bac83444685ba85",
-    "folderMillis": 1796172720161,
+    "folderMillis": 1796176886756,
     "sql": [
       "CREATE TABLE `hosts` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`name` text NOT NULL,\n\t`url` text NOT NULL,\n\t`version` text NOT NULL,\n\t`cpus` integer NOT NULL,\n\t`memory_bytes` integer NOT NULL,\n\t`registered_at` integer DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)) NOT NULL,\n\t`updated_at` integer DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)) NOT NULL\n);\n",
       "\nALTER TABLE `host_generations` ADD `host_id` text;",

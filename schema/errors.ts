@@ -49,6 +49,19 @@ export const ERROR_STATUS = {
   'terminal/cleanup-failed': 500,
   'terminal/shell-not-allowed': 400,
   'output/invalid-cursor': 400,
+  // commands (shell integration)
+  /** Not typed: the shell is not waiting at an empty prompt (no marks yet, a command running, input
+   * typed since the prompt, another run in flight, or no integration). */
+  'command/not-at-prompt': 409,
+  /** A command to run that is empty, too long, or holds NUL or a control character other than tab. */
+  'command/invalid': 400,
+  'command/not-found': 404,
+  // names
+  /** The name is taken in its scope (another session, or a terminal of the same session), or is
+   * the id of another one. */
+  'name/conflict': 409,
+  /** A target is the id of one and the name of another. */
+  'name/ambiguous': 409,
   'display/not-found': 404,
   // files
   'files/not-found': 404,

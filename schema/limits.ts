@@ -59,6 +59,46 @@ export const MAX_TERMINALS_PER_SESSION = 16
  * stay in the database. */
 export const MAX_EXITED_TERMINALS_PER_SESSION = 64
 
+// ── Commands (shell integration: docs/commands.md) ──────────────────────────
+/** A command typed into an existing shell (POST …/commands) is one input write: at most the
+ * input bound, in UTF-8 bytes. */
+export const MAX_RUN_COMMAND_BYTES = MAX_INPUT_BYTES
+/** How long a run waits for its command's end unless told otherwise, and at most: the call holds
+ * one request that long (as MCP `wait` and `run` do). */
+export const COMMAND_RUN_DEFAULT_TIMEOUT_MS = 30_000
+export const COMMAND_RUN_MAX_TIMEOUT_MS = 10 * 60_000
+/** A command's output as plain text (a run's answer, the text kept in its record): an agent's
+ * context holds tens of kilobytes. More is cut from the front and counted; the journal keeps every
+ * byte while the terminal lives. */
+export const COMMAND_TEXT_MAX_BYTES = 64 * KiB
+/** Command records kept per terminal (the oldest go first): with each record's text at most
+ * COMMAND_TEXT_MAX_BYTES, a terminal's records stay within 64 MiB, a display revision's size. */
+export const COMMANDS_KEPT_PER_TERMINAL = 1_000
+/** A recorded command line is cut to this many characters (a pasted script can be megabytes). */
+export const MAX_RECORDED_COMMAND_CHARS = 16_384
+/** Records one page of `GET …/commands` holds (default and at most). */
+export const COMMANDS_PAGE_DEFAULT = 50
+export const COMMANDS_PAGE_MAX = 500
+
+// ── Names (sessions and terminals; docs/api.md#names) ───────────────────────
+/** A name people type (`termkeep attach api`): a letter first (an all-digit target is a position,
+ * and a name never collides with a generated id's prefix by accident of form), then letters,
+ * digits, `.`, `_`, `-`; no `:` (it separates session and terminal in a target). */
+export const NAME_PATTERN = /^[A-Za-z][\w.-]{0,63}$/
+export const MAX_NAME_CHARS = 64
+
+// ── Search and scrollback ───────────────────────────────────────────────────
+/** Matches one search answers (default and at most): lines, not a dump of the output. */
+export const SEARCH_DEFAULT_MATCHES = 100
+export const SEARCH_MAX_MATCHES = 1_000
+/** Output bytes one search reads per terminal before it answers with a cursor to go on from: RE2
+ * is linear, so this bounds a request's time (about a second here). */
+export const SEARCH_MAX_SCAN_BYTES = 32 * MiB
+/** A matching line is shown cut to this many characters around its match. */
+export const SEARCH_LINE_MAX_CHARS = 512
+/** History rows one scrollback read returns at most. */
+export const SCROLLBACK_PAGE_MAX_ROWS = 2_000
+
 /** UTF-16 units one grapheme of a title or name may take: a text longer than its grapheme limit
  * times this is refused before its graphemes are counted, because Intl.Segmenter is quadratic in
  * the length (a 200,000-character title blocked the API for 54 s). The longest emoji sequences
@@ -190,6 +230,12 @@ export const MAX_WORKFLOW_SCRIPT_BYTES = 256 * KiB
 export const MAX_WORKFLOW_INPUT_BYTES = 512 * KiB
 /** The script's return value, serialized as JSON: it is stored with the run and sent whole. */
 export const MAX_WORKFLOW_RESULT_BYTES = 1 * MiB
+/** Arrays and objects nested in the return value. V8's JSON.stringify, which stores it, throws
+ * past about 4,000 levels; no result a person reads nests this deep. */
+export const MAX_WORKFLOW_RESULT_DEPTH = 200
+/** A failed run's `error` (its description of what the script threw, or why the run ended),
+ * stored with the run and sent whole like the result: longer text is cut, and says so. */
+export const MAX_WORKFLOW_ERROR_BYTES = 16 * KiB
 /** `agent()` calls one run may make (queued ones included): the seed engine's maxTotalAgents. */
 export const MAX_AGENTS_PER_RUN = 1000
 /** Sub-agents running at once in one run. Each is a live terminal, and a session holds at most
@@ -210,9 +256,10 @@ export const MAX_RUNNING_WORKFLOWS_PER_TOKEN = 4
  * each take minutes; a run that never returns ends instead of holding its place for ever. */
 export const DEFAULT_WORKFLOW_WALL_TIME_MS = 60 * 60_000
 export const MAX_WORKFLOW_WALL_TIME_MS = 24 * 60 * 60_000
-/** The script's own CPU time (its process's; agents run in terminals and are not counted): the
- * default and the most `limits.cpuTimeMs` may ask. A script orchestrates, it waits on agents far
- * more than it computes: a minute of CPU is a lot of orchestration. */
+/** The script's own CPU time (its process's, with the sidecar's time serving its readText() calls;
+ * agents run in terminals and are not counted): the default and the most `limits.cpuTimeMs` may
+ * ask. A script orchestrates, it waits on agents far more than it computes: a minute of CPU is a
+ * lot of orchestration. */
 export const DEFAULT_WORKFLOW_CPU_TIME_MS = 60_000
 export const MAX_WORKFLOW_CPU_TIME_MS = 10 * 60_000
 /** The least either time limit may be set to. */
@@ -223,8 +270,9 @@ export const MIN_WORKFLOW_TIME_LIMIT_MS = 100
  * with `limit: 'memory'`. */
 export const WORKFLOW_SCRIPT_MEMORY_BYTES = 64 * MiB
 /** The script's stack in its engine: a recursion deeper than it throws `InternalError: stack
- * overflow` in the script (about 400 nested calls). The engine's frames run on the script
- * process's native stack too, and beyond about 300 KiB a deep recursion overflowed that first. */
+ * overflow` in the script (measured: 1,361 nested calls of a small function, 680 of an async
+ * one). The engine's frames run on the script process's native stack too, and beyond about
+ * 300 KiB a deep recursion overflowed that first. */
 export const WORKFLOW_SCRIPT_STACK_BYTES = 256 * KiB
 /** The script process's own V8 heap (the host side that relays messages; the script's memory is
  * WORKFLOW_SCRIPT_MEMORY_BYTES, in WebAssembly memory): a bound for escaped code, not for scripts. */

@@ -10,11 +10,13 @@ import type { Storage } from '../storage/client.ts'
 import type { StorageHealth } from '../storage/health.ts'
 import type { SidecarHealth } from '../schema/wire/health.ts'
 import { isDatabaseUnavailable } from '../storage/unavailable.ts'
+import { commandRoutes } from './commands/routes.ts'
 import { displayStatsRoute, screenRoutes } from './display/routes.ts'
 import type { DisplayService } from './display/service.ts'
 import { fileRoutes } from './files/routes.ts'
 import { observationRoutes } from './observation/routes.ts'
 import { paths } from './paths.ts'
+import { searchRoutes } from './search/routes.ts'
 import { terminalRoutes } from './routes/terminals.ts'
 import type { TerminalHost } from './terminals/host.ts'
 import type { WorkflowEngine } from './workflows/engine.ts'
@@ -64,6 +66,8 @@ export function createSidecarApp(deps: SidecarDeps): Hono {
   app.get('/v1/health', (c) => c.json(sidecarHealth(deps)))
   app.route('/', paths)
   app.route('/', terminalRoutes(deps.terminals))
+  app.route('/', commandRoutes(deps.terminals))
+  app.route('/', searchRoutes(deps.terminals))
   app.route('/', screenRoutes(deps.terminals))
   const displays = deps.displays
   if (displays)

@@ -20,6 +20,7 @@ import { lowSpace } from '../storage/node/free-space.ts'
 import { StorageHealth } from '../storage/health.ts'
 import { migrate } from '../storage/migrate.ts'
 import { createSidecarApp } from './app.ts'
+import { CommandStore } from '../storage/commands.ts'
 import { SIDECAR_NODE_FLAGS } from './node-flags.ts'
 import { ensureDataDir } from './data-dir.ts'
 import { declareOwnState } from './files/own-state.ts'
@@ -85,7 +86,7 @@ async function main(): Promise<void> {
   await migrateLegacyRecords(storage.db) // once per legacy text-only record (data_migrations ledger)
   // Refused (GenerationBusy) while an earlier sidecar of this host still runs: its terminals are
   // not ours to retire. Other hosts' generations are theirs (storage/generations.ts).
-  const claimed = await claimGeneration(storage.db, { hostId: host.id })
+  const claimed = await claimGeneration(storage.db, storage.probe, { hostId: host.id })
   // Registered once claimed: a refused start must not overwrite the running one's address.
   await registerHost(storage.db, host)
   await adoptUnhostedSessions(storage.db, host.id)
@@ -123,6 +124,9 @@ async function main(): Promise<void> {
     dataDir: config.dataDir,
     shellsFile: process.env.TERMKEEP_SHELLS_FILE || DEFAULT_SHELLS_FILE,
     idleReclaimMs: milliseconds('TERMKEEP_TERMINAL_IDLE_MS', process.env.TERMKEEP_TERMINAL_IDLE_MS),
+    commands: new CommandStore(storage.db),
+    shellIntegration: shellIntegration(process.env.TERMKEEP_SHELL_INTEGRATION),
+    nonceKey: config.sidecarSecret,
   })
   await terminals.start()
   // Can scripts run here as configured? (the engine loads; a script process starts, in
@@ -204,6 +208,13 @@ function milliseconds(name: string, raw: string | undefined): number | undefined
 /** A sidecar-only byte count (TERMKEEP_DISK_FREE_MIN_BYTES); unset = the default. */
 function bytes(name: string, raw: string | undefined): number | undefined {
   return wholeNumber(name, raw, 'bytes')
+}
+
+/** TERMKEEP_SHELL_INTEGRATION: `1` (the default) or `0` (no shell integration, docs/commands.md). */
+function shellIntegration(raw: string | undefined): boolean {
+  if (raw === undefined || raw === '' || raw === '1') return true
+  if (raw === '0') return false
+  throw new ConfigError('TERMKEEP_SHELL_INTEGRATION', '1 (on, the default) or 0 (off)', raw)
 }
 
 function wholeNumber(name: string, raw: string | undefined, unit: string): number | undefined {

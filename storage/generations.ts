@@ -7,6 +7,7 @@
  * before hosts existed left, which no host owns: the first start of any host takes them over).
  */
 import { and, eq, isNull, lt, or, type SQL, type SQLWrapper, sql } from 'drizzle-orm'
+import type { Client } from '@libsql/client'
 import type { Database } from './client.ts'
 import { hostGenerations } from './tables.ts'
 
@@ -52,10 +53,22 @@ export function earlierOnSameHost(column: SQLWrapper, generation: number): SQL {
   return sql`(${column} < ${generation} AND ${column} NOT IN ${otherHosts})`
 }
 
-export async function endGeneration(db: Database, generation: number): Promise<void> {
-  await db.update(hostGenerations).set({ endedAt: Date.now() }).where(eq(hostGenerations.generation, generation))
+/**
+ * The heartbeat, on the connection that never waits for a write lock (client.ts `probe`). An
+ * embedded libSQL write waiting on another process's lock blocks the writer's thread for the busy
+ * timeout, so a beat on the ordinary connection froze the sidecar for up to 10 s while a backup or
+ * another writer held the lock. Found held, the beat is skipped (false): a lease is three beats.
+ */
+export async function beatWithoutWaiting(probe: Client, generation: number): Promise<boolean> {
+  try {
+    await probe.execute({ sql: 'UPDATE host_generations SET heartbeat_at = ? WHERE generation = ?', args: [Date.now(), generation] })
+    return true
+  } catch (error) {
+    if (String((error as { code?: string }).code ?? '').startsWith('SQLITE_BUSY')) return false
+    throw error
+  }
 }
 
-export async function beat(db: Database, generation: number): Promise<void> {
-  await db.update(hostGenerations).set({ heartbeatAt: Date.now() }).where(eq(hostGenerations.generation, generation))
+export async function endGeneration(db: Database, generation: number): Promise<void> {
+  await db.update(hostGenerations).set({ endedAt: Date.now() }).where(eq(hostGenerations.generation, generation))
 }

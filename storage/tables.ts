@@ -6,7 +6,7 @@
  */
 import { sql } from 'drizzle-orm'
 import { blob, customType, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import { TERMINAL_STATES } from '../schema/wire/terminals.ts'
+import { COMMAND_MARKS, TERMINAL_STATES } from '../schema/wire/terminals.ts'
 import { AGENT_OUTCOMES, RUN_LIMITS, WORKFLOW_EVENT_TYPES, WORKFLOW_STATUSES } from '../schema/wire/workflows.ts'
 
 const now = sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`
@@ -38,10 +38,12 @@ export const sessions = sqliteTable(
     /** The session's recorded working directory, canonical when it could be resolved. */
     cwd: text('cwd').notNull(),
     title: text('title'),
+    createdAt: integer('created_at').notNull().default(now),
+    /** A name people type (`termkeep attach api`), unique across sessions; null: none. */
+    name: text('name').unique(),
     /** The host its terminals and files live on (hosts.id); null in rows written before hosts
      * existed, which belong to the only host there is (api/hosts/). */
     hostId: text('host_id'),
-    createdAt: integer('created_at').notNull().default(now),
   },
   (t) => [index('sessions_host').on(t.hostId)],
 )
@@ -174,12 +176,53 @@ export const terminals = sqliteTable(
     leaderPid: integer('leader_pid'),
     leaderStartTicks: integer('leader_start_ticks'),
     bootId: text('boot_id'),
+    /** A name people type (`termkeep attach api:build`), unique within the session; null: none. */
+    name: text('name'),
+    /** Where the terminal's command marks come from (docs/commands.md): `injected` by termkeep's
+     * shell integration, `detected` from a prompt that emits them itself, or `none` seen. */
+    commandMarks: text('command_marks', { enum: COMMAND_MARKS }).notNull().default('none'),
   },
   (t) => [
     primaryKey({ columns: [t.sessionId, t.id] }),
     index('terminals_state').on(t.state, t.hostGeneration),
     index('terminals_workflow').on(t.workflowRun, t.workflowSeq),
+    uniqueIndex('terminals_name').on(t.sessionId, t.name),
   ],
+)
+
+/**
+ * One command a terminal's shell ran, derived by the sidecar from the command marks in the
+ * terminal's journal (sidecar/commands/). `n` counts 1, 2, 3… per terminal. Its output is the Data
+ * records after `start_sequence` through `end_sequence`, without the first `start_skip` bytes of
+ * the first and cut after `end_length` bytes of the last: exactly the bytes between the marks.
+ * `output_text` is those bytes as plain text, cut from the front to COMMAND_TEXT_MAX_BYTES
+ * (`output_omitted` bytes before it), written when the command ended; the rows outlive the journal.
+ */
+export const terminalCommands = sqliteTable(
+  'terminal_commands',
+  {
+    sessionId: text('session_id').notNull(),
+    terminalId: text('terminal_id').notNull(),
+    n: integer('n').notNull(),
+    /** The command line as the shell reported it ('' when it did not). */
+    command: text('command').notNull(),
+    /** The working directory it started in (null: not reported). */
+    cwd: text('cwd'),
+    startSequence: integer('start_sequence').notNull(),
+    startSkip: integer('start_skip').notNull(),
+    endSequence: integer('end_sequence'),
+    endLength: integer('end_length'),
+    /** Null while running, and when the shell did not say (the terminal ended first). */
+    exitCode: integer('exit_code'),
+    startedAt: integer('started_at').notNull(),
+    endedAt: integer('ended_at'),
+    /** `injected` (the marks carried the terminal's nonce) or `detected` (a prompt's own marks). */
+    marks: text('marks', { enum: ['injected', 'detected'] }).notNull(),
+    outputBytes: integer('output_bytes'),
+    outputText: text('output_text'),
+    outputOmitted: integer('output_omitted'),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.terminalId, t.n] })],
 )
 
 /**

@@ -36,6 +36,8 @@ export type TerminalPatch = Partial<
     | 'leaderPid'
     | 'leaderStartTicks'
     | 'bootId'
+    | 'name'
+    | 'commandMarks'
   >
 >
 
@@ -135,6 +137,8 @@ export function terminalInfoOf(row: TerminalRow, controllerId: string | null = n
     closedAt: row.closedAt,
     foregroundCommand: row.foregroundCommand,
     ...workflowOf(row),
+    name: row.name,
+    commandMarks: row.commandMarks,
   }
 }
 

@@ -3,7 +3,6 @@
  * written without waiting for another's lock, still the file opened) and the sidecar, and says
  * `degraded` with each problem.
  */
-import { spawn } from 'node:child_process'
 import { copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -25,39 +24,7 @@ const WORKFLOWS = (await probeNamespaces()).wrapper
   ? { available: true, namespaces: true }
   : { available: true, namespaces: false, reason: expect.stringMatching(/^scripts run without namespaces/) }
 import { SidecarHttp } from './support/terminals.ts'
-
-/** Another process (not this one, not the sidecar) takes the database's write lock and holds it
- * until released, as a `sqlite3` shell left in a transaction would. */
-function holdWriteLock(databaseUrl: string): { locked: Promise<void>; release(): Promise<void> } {
-  const child = spawn(
-    process.execPath,
-    [
-      '--input-type=module',
-      '-e',
-      `import { createClient } from '@libsql/client'
-const tx = await createClient({ url: process.env.LOCK_URL }).transaction('write')
-await tx.execute("INSERT INTO health_probes (writer, checked_at) VALUES ('lock', 1) ON CONFLICT DO NOTHING")
-process.stdout.write('locked\\n')
-process.stdin.resume()
-process.stdin.once('end', async () => { await tx.rollback(); process.exit(0) })`,
-    ],
-    { cwd: process.cwd(), env: { ...process.env, LOCK_URL: databaseUrl }, stdio: ['pipe', 'pipe', 'inherit'] },
-  )
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  const locked = new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('locked') && resolve())
-    child.once('exit', (code) => reject(new Error(`the lock holder exited (${code}) before it held the lock`)))
-  })
-  return {
-    locked,
-    release: async () => {
-      child.stdin!.end()
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000)
-      await exited
-      clearTimeout(timer)
-    },
-  }
-}
+import { holdWriteLock } from './support/write-lock.ts'
 
 describe('GET /v1/health', () => {
   let sidecar: RunningSidecar

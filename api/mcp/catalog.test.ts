@@ -39,16 +39,32 @@ describe('the MCP tool table', () => {
         .map((t) => t.name)
         .sort()
     expect(names([])).toEqual([])
-    expect(names(['terminals:screen'])).toEqual(['read_screen', 'wait_for'])
+    expect(names(['terminals:screen'])).toEqual(['list_commands', 'read_screen', 'wait_for'])
     expect(names(['files:read'])).toEqual(['list_directory', 'read_file', 'read_text', 'stat_file'])
     // send_keys writes through the keys route alone (control), with no follow (control + output).
-    expect(names(['terminals:control'])).toEqual(['close_terminal', 'create_terminal', 'list_terminals', 'send_keys'])
-    expect(names(['terminals:control', 'terminals:output'])).toEqual([
+    expect(names(['terminals:control'])).toEqual([
+      'close_session',
       'close_terminal',
       'create_terminal',
+      'find',
+      'list_terminals',
+      'rename_terminal',
+      'send_keys',
+    ])
+    expect(names(['terminals:control', 'terminals:output'])).toEqual([
+      'close_session',
+      'close_terminal',
+      'command_output',
+      'create_terminal',
+      'find',
+      'list_commands',
       'list_terminals',
       'read_output',
+      'rename_terminal',
       'run_command',
+      'run_in_terminal',
+      'search_output',
+      'search_session',
       'send_keys',
     ])
     // Reading runs is workflows:read; starting and cancelling them workflows:run, as the routes' guards say.

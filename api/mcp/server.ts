@@ -9,6 +9,7 @@ import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import type { Authority } from '../../storage/authority.ts'
 import type { Catalog } from './catalog.ts'
 import type { Dispatcher } from './dispatch.ts'
+import { resolveNames } from './names.ts'
 import { listScreens, readScreen, TEMPLATES } from './resources.ts'
 import {
   CallToolRequestSchema,
@@ -47,6 +48,8 @@ export const INSTRUCTIONS =
   'termkeep keeps terminals: every byte recorded, every screen kept. Typical use: run_command for one command and its exit code; ' +
   'or create_terminal, send_keys (text, then keys such as Enter), wait_for (a pattern on the screen, quiet output, or the exit), read_screen. ' +
   'send_keys never takes the keyboard from a person who controls the terminal unless takeControl is true. ' +
+  'To keep state between commands (cd, export, a virtualenv), create_terminal once and run_in_terminal in it: each call answers the exit code and output; ' +
+  'list_commands and command_output read what any shell ran. Tools take a session or terminal name wherever they take an id; find looks them up. ' +
   'Workflows: run_workflow (wait: true for its result), workflow_events from a cursor (pass next back as after), workflow_status, cancel_workflow. ' +
   'Observing an agent in a terminal: observe_context (the foreground program), observe_resolve_home_directory, observe_list_directory (the last entry is the newest), ' +
   'observe_read_json_line, observe_follow from a cursor (pass next back as after). ' +
@@ -121,7 +124,8 @@ export function mcpServer({ catalog, authority, dispatcher, requestSignal, tunin
           const needed = catalog.routeGrants(routes)
           throw new TermkeepError('auth/forbidden', `${purpose} needs ${needed}, which this token lacks`, { required: needed })
         }
-        return await tool.run(tool.input.split(request.params.arguments), { call, need, tuning })
+        const args = await resolveNames(call, request.params.arguments)
+        return await tool.run(tool.input.split(args), { call, need, tuning })
       } catch (error) {
         return errorResult(known(error, `tool ${tool.name}`))
       }

@@ -19,7 +19,9 @@ import { OutputQuery, type OutputPage } from '../../schema/wire/output.ts'
 import { CreateSession, CreateWorkspace, SessionListQuery } from '../../schema/wire/registry.ts'
 import { CreateTerminal, TerminalParams } from '../../schema/wire/terminals.ts'
 import * as v from 'valibot'
+import { COMMAND_TOOLS } from './commands.ts'
 import { runCommand } from './run.ts'
+import { SESSION_TOOLS } from './sessions.ts'
 import { sendKeys } from './send.ts'
 import { fromBase64 } from '../../common/bytes.ts'
 import { plainText, screenText } from './text.ts'
@@ -120,6 +122,7 @@ export const TOOLS: readonly Tool[] = [
     defaults: { tid: () => randomId('t'), cols: () => DEFAULT_COLS, rows: () => DEFAULT_ROWS },
   }),
   runCommand,
+  ...COMMAND_TOOLS,
   sendKeys,
   routeTool({
     name: 'read_screen',
@@ -207,6 +210,7 @@ export const TOOLS: readonly Tool[] = [
       return textResult(text, facts)
     },
   }),
+  ...SESSION_TOOLS,
   ...WORKFLOW_TOOLS,
   ...OBSERVATION_TOOLS,
 ]

@@ -32,6 +32,7 @@ import {
   workspaceOrder,
   type Queryable,
 } from '../../storage/registry/workspaces.ts'
+import { claimSessionName } from '../../storage/registry/names.ts'
 import * as writes from '../../storage/registry/writes.ts'
 import { mayRegister, scopeOrder, scopeWorkspace, seesWorkspace } from './scope.ts'
 
@@ -251,7 +252,7 @@ export async function createSession(
   db: Database,
   fleet: Fleet,
   authority: Authority,
-  input: { id?: string; cwd: string; title?: string; host?: string },
+  input: { id?: string; cwd: string; title?: string; host?: string; name?: string },
 ): Promise<{ session: Session; created: boolean }> {
   const confined = authority.sessions !== 'all'
   if (confined) {
@@ -279,6 +280,7 @@ export async function createSession(
       return { session: existing, created: false }
     }
     await writes.insertSession(tx, { id, cwd, title: input.title ?? null, hostId }, owner?.id)
+    if (input.name !== undefined) await claimSessionName(tx, id, input.name)
     if (owner) {
       await touchWorkspace(tx, owner.id)
       await appendEvent(tx, { kind: 'upsert', payload: { workspace: (await workspaceById(tx, owner.id))! } })

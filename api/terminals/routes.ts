@@ -49,7 +49,7 @@ const LIVE = { ...NOT_FOUND, ...SIDECAR_DOWN }
 /** What a retry after a 503 does, for the routes whose 503 leaves the outcome unknown. */
 const RETRY = {
   create: 'Retry with the same id and body: create is idempotent on the id (200 with the terminal when the first attempt created it).',
-  rename: 'Retry with the same title: renaming to the title it has is the same answer.',
+  rename: 'Retry with the same title and name: renaming to what it has is the same answer.',
   close: 'Retry: repeated closes succeed.',
   input:
     'Retry with the same `Idempotency-Key`: a batch the sidecar already applied under it is answered 204 again and not typed twice. Without a key, a retry may type the batch twice.',
@@ -165,15 +165,17 @@ export const terminalRoutes = new Hono<AppEnv>()
     '/v1/sessions/:sid/terminals/:tid',
     describeRoute({
       tags,
-      summary: 'Rename (trimmed, 1–120 characters)',
-      responses: { 200: json(TerminalInfo), ...GONE, ...liveUnknown(RETRY.rename) },
+      summary: 'Rename: a new title (trimmed, 1–120 characters), a new name (null removes it), or both',
+      description:
+        'A name is what people type (`termkeep attach api:build`): a letter, then letters, digits, `.`, `_`, `-`, at most 64; unique in the session, and not the id of another of its terminals (409 `name/conflict`).',
+      responses: { 200: json(TerminalInfo), 409: error('the name is taken (`name/conflict`)'), ...GONE, ...liveUnknown(RETRY.rename) },
     }),
     guard('terminals:control'),
     validate('param', TerminalParams),
     validate('json', RenameTerminal),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return c.json(await (await c.var.fleet.forSession(sid)).rename(sid, tid, c.req.valid('json').title))
+      return c.json(await (await c.var.fleet.forSession(sid)).rename(sid, tid, c.req.valid('json')))
     },
   )
   .delete(

@@ -96,21 +96,36 @@ export class ChunkPacker {
   add(planned: PlannedRow): boolean {
     if (this.#truncated) return false
     const styleJson = planned.styles.length === 0 ? NO_STYLES : planned.styles.map((s) => JSON.stringify(s))
-    let styleBytes = 0
-    for (const s of styleJson) styleBytes += utf8Length(s) + 1
     const rowJson = JSON.stringify(planned.row)
     const rowBytes = utf8Length(rowJson) + 1
-    const region = planned.region
+    return this.#place(planned.region, styleJson, rowJson, rowBytes) ?? this.#addSplit(planned, styleJson, rowBytes)
+  }
+
+  /**
+   * `add` for a counting packer (no `emit`: the sidecar's history totals) given only the size of
+   * the row's JSON (`rowBytes`: its UTF-8 length plus 1) and the JSON of the styles it uses first.
+   * Undefined, with nothing added, when the row needs more than a fresh event: the caller adds it
+   * whole with `add`, which splits it.
+   */
+  addSized(region: Region, rowBytes: number, styleJson: string[]): boolean | undefined {
+    if (this.#emit) throw new Error('addSized counts only: a packer that emits bodies needs the rows')
+    if (this.#truncated) return false
+    return this.#place(region, styleJson, '', rowBytes)
+  }
+
+  #place(region: Region, styleJson: string[], rowJson: string, rowBytes: number): boolean | undefined {
+    let styleBytes = 0
+    for (const s of styleJson) styleBytes += utf8Length(s) + 1
     const sameChunk = this.#region === region && this.#openBytes + styleBytes + rowBytes <= this.#limit
     const freshBytes = sameChunk ? 0 : utf8Length(envelope(region, this.#counts[region], this.#styleCount)) + styleBytes
-    if (!sameChunk && freshBytes + rowBytes > this.#limit) return this.#addSplit(planned, styleJson, rowBytes)
+    if (!sameChunk && freshBytes + rowBytes > this.#limit) return undefined
     const added = sameChunk ? styleBytes + rowBytes : freshBytes + rowBytes
     if (region === 'history' && !this.#fits(added)) return false
     if (!sameChunk) this.#open(region, this.#counts[region])
     for (const s of styleJson) this.#styleParts.push(s)
     this.#rowParts.push(rowJson)
     this.#openBytes += styleBytes + rowBytes
-    this.#styleCount += planned.styles.length
+    this.#styleCount += styleJson.length
     this.#counts[region]++
     return true
   }

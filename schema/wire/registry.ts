@@ -23,6 +23,7 @@ import * as v from 'valibot'
 import { MAX_SESSION_PAGE, MAX_WORKSPACE_TITLE_CHARS } from '../limits.ts'
 import { pageLimit, SessionId, titleSchema } from './common.ts'
 import { HostSelector } from './hosts.ts'
+import { Name } from './terminals.ts'
 import { AbsolutePath } from './paths.ts'
 
 export const WorkspaceId = v.pipe(v.string(), v.regex(/^[\w-]{1,128}$/, 'workspace ids are 1–128 of [A-Za-z0-9_-]'))
@@ -64,6 +65,8 @@ export const Session = v.object({
   /** Canonical working directory. */
   cwd: v.string(),
   title: v.nullable(v.string()),
+  /** A name people type (`termkeep attach api`), unique across sessions; null: none. */
+  name: v.nullable(v.string()),
   /** The workspace the session belongs to, if any. */
   workspaceId: v.nullable(v.string()),
   archived: v.boolean(),
@@ -81,7 +84,15 @@ export const CreateSession = v.object({
   /** The host to record it on: an id, or a name no other host has; default: the only host (with
    * several, 409 `host/ambiguous`; an unknown one is 400 `host/unknown`). */
   host: v.optional(HostSelector),
+  /** A name people type, unique across sessions (409 `name/conflict` when taken). */
+  name: v.optional(Name),
 })
+/** A new title, name (null removes it), or both. */
+export const RenameSession = v.pipe(
+  v.object({ title: v.optional(WorkspaceTitle), name: v.optional(v.nullable(Name)) }),
+  v.check((r) => r.title !== undefined || r.name !== undefined, 'give a title or a name'),
+)
+export type RenameSession = v.InferOutput<typeof RenameSession>
 export const SessionCreated = v.object({ session: Session, created: v.boolean() })
 export const SessionEnvelope = v.object({ session: Session })
 

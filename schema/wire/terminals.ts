@@ -19,7 +19,7 @@
  */
 import * as v from 'valibot'
 import { keyBytes } from '../keys.ts'
-import { MAX_COMMAND_CHARS, MAX_INPUT_BYTES, MAX_TITLE_CHARS, MAX_VISIBLE_CELLS } from '../limits.ts'
+import { MAX_COMMAND_CHARS, MAX_INPUT_BYTES, MAX_NAME_CHARS, MAX_TITLE_CHARS, MAX_VISIBLE_CELLS, NAME_PATTERN } from '../limits.ts'
 import { utf8Length } from '../utf8.ts'
 import { AttachmentId, CELLS_MESSAGE, Cols, Geometry, Rows, SessionId, TerminalId, titleSchema } from './common.ts'
 
@@ -68,6 +68,9 @@ export type ShellList = v.InferOutput<typeof ShellList>
 export const TERMINAL_STATES = ['starting', 'running', 'exited', 'closed', 'retired'] as const
 export const TerminalState = v.picklist(TERMINAL_STATES)
 export type TerminalState = (typeof TERMINAL_STATES)[number]
+/** Where a terminal's command marks come from (docs/commands.md). */
+export const COMMAND_MARKS = ['injected', 'detected', 'none'] as const
+export type CommandMarks = (typeof COMMAND_MARKS)[number]
 
 /** A workflow run's sub-agent terminal: its run and its member seq (schema/wire/workflows.ts). */
 export const TerminalWorkflow = v.object({ run: v.string(), seq: v.number() })
@@ -99,6 +102,11 @@ export const TerminalInfo = v.object({
   foregroundCommand: v.nullable(v.string()),
   /** Only on a workflow run's sub-agent terminal. */
   workflow: v.optional(TerminalWorkflow),
+  /** A name people type (`termkeep attach api:build`), unique in the session; null: none. */
+  name: v.nullable(v.string()),
+  /** Where its command marks come from (docs/commands.md): `injected` (termkeep's shell
+   * integration), `detected` (a prompt that emits them itself) or `none` (no command records). */
+  commandMarks: v.picklist(COMMAND_MARKS),
   /** Only while its host is down (GET /v1/hosts): its state is the last one known, and it is
    * retired only if the host comes back without it. */
   unreachable: v.optional(v.literal(true)),
@@ -109,6 +117,13 @@ export const TerminalList = v.object({ terminals: v.array(TerminalInfo) })
 export type TerminalList = v.InferOutput<typeof TerminalList>
 
 export const Title = titleSchema(MAX_TITLE_CHARS, 'titles')
+
+/** A session's or terminal's name (docs/api.md#names): a letter, then letters, digits, `.`, `_`, `-`. */
+export const Name = v.pipe(
+  v.string(),
+  v.maxLength(MAX_NAME_CHARS, `names are at most ${MAX_NAME_CHARS} characters`),
+  v.regex(NAME_PATTERN, 'names start with a letter, then letters, digits, `.`, `_` or `-` (no `:`, no spaces)'),
+)
 
 /** A command the shell runs instead of an interactive session (`shell -c command`). */
 export const Command = v.pipe(
@@ -129,6 +144,10 @@ export const CreateTerminalFields = v.object({
   rows: Rows,
   title: v.optional(Title),
   command: v.optional(Command),
+  /** A name people type, unique in the session (409 `name/conflict` when taken). */
+  name: v.optional(Name),
+  /** termkeep's shell integration for bash, zsh and fish (docs/commands.md); default true. */
+  shellIntegration: v.optional(v.boolean()),
 })
 export const CreateTerminal = v.pipe(
   CreateTerminalFields,
@@ -136,7 +155,12 @@ export const CreateTerminal = v.pipe(
 )
 export type CreateTerminal = v.InferOutput<typeof CreateTerminal>
 
-export const RenameTerminal = v.object({ title: Title })
+/** A new title, name (null removes it), or both. */
+export const RenameTerminal = v.pipe(
+  v.object({ title: v.optional(Title), name: v.optional(v.nullable(Name)) }),
+  v.check((r) => r.title !== undefined || r.name !== undefined, 'give a title or a name'),
+)
+export type RenameTerminal = v.InferOutput<typeof RenameTerminal>
 export const ResizeTerminal = Geometry
 
 export const CloseResult = v.object({ closed: v.literal(true), info: TerminalInfo })
@@ -200,7 +224,15 @@ export type SentKeys = v.InferOutput<typeof SentKeys>
  * the follow's attachment id in `Termkeep-Attachment` while it is the controller; otherwise 409
  * `terminal/control-unavailable` {reason: 'read-only' | 'not-running'}.
  */
-export const FollowSnapshot = v.object({ sequence: v.number(), screen: v.string(), info: TerminalInfo })
+export const FollowSnapshot = v.object({
+  sequence: v.number(),
+  screen: v.string(),
+  info: TerminalInfo,
+  /** The terminal's command-mark nonce, when termkeep integrated its shell (docs/commands.md): a
+   * client tells the shell's marks in the output from printed ones by it. A follower reads the
+   * output, which carries it anyway; nothing else hands it out. */
+  marks: v.optional(v.string()),
+})
 export const FollowOutput = v.object({ sequence: v.number(), data: v.string() })
 export const FollowState = v.object({
   info: TerminalInfo,

@@ -123,7 +123,7 @@ const timeLimit = (name: string, max: number) =>
 export const RunTimeLimits = v.strictObject({
   /** From the run's start to its end, agents' time included. */
   wallTimeMs: timeLimit('wallTimeMs', MAX_WORKFLOW_WALL_TIME_MS),
-  /** The script's own CPU time (not its agents'). */
+  /** The script's own CPU time and the sidecar's serving its readText() calls (not its agents'). */
   cpuTimeMs: timeLimit('cpuTimeMs', MAX_WORKFLOW_CPU_TIME_MS),
 })
 

@@ -105,6 +105,49 @@ describe('FastForward', () => {
     expect(skipped).toBeGreaterThan(0)
   })
 
+  it('replays only the SGRs after the last reset of a skipped range, and leaves the same screen', async () => {
+    // Every kind of SGR xterm keeps state for, around resets of every spelling.
+    const styles = [
+      `${E}[4:3;58;5;200m`,
+      `${E}[0m`,
+      `${E}[38;2;1;2;3;48;5;9;1;3m`,
+      `${E}[m`,
+      `${E}[;7;53m`,
+      `${E}[4:2m${E}[59m`,
+      `${E}[0;4:3;58:2::9:8:7m`,
+      `${E}[21m`,
+      `${E}[00;2;9m`,
+      `${E}[0:3m`,
+      `${E}[22;24;27m`,
+    ]
+    for (const seed of [1, 2, 3]) {
+      // Blocks of sequences, then blocks of plain lines: those print in the attributes the
+      // previous block accumulated since its last reset, across the skip points inside them.
+      const style = (i: number) => (i % 600 < 300 && i % 3 === 0 ? styles[((i / 3) * seed) % styles.length] : '')
+      const skipped = await compare(80, 24, [lines(3000, 0, style)], seed)
+      expect(skipped).toBeGreaterThan(50_000)
+    }
+  })
+
+  it('makes a coloured flood cost what a plain one does: the replacement keeps a few sequences', () => {
+    const cols = 80
+    const rows = 24
+    const historyCells = 20_000
+    const coloured = (i: number) => `${E}[90m08:00:${i % 60}${E}[0m ${E}[3${(i % 7) + 1}mINFO${E}[0m ${E}[1m#${i}${E}[0m served\r\n`
+    let text = ''
+    for (let i = 0; i < 5000; i++) text += coloured(i)
+    const planner = new FastForward({ cols, rows }, historyCells)
+    const out = planner.plan([{ kind: 'data', sequence: 1, bytes: enc.encode(text) }])
+    const written = out.reduce((n, r) => n + (r.kind === 'data' ? r.bytes.length : 0), 0)
+    // What must be parsed is the tail the proof needs (K lines) plus a handful of SGRs, where
+    // keeping every SGR of the skipped lines would add ~4,000 lines' worth of sequences.
+    const k = Math.floor(historyCells / cols) + 2 * rows + 2
+    let tail = 0
+    for (let i = 5000 - k - 2; i < 5000; i++) tail += enc.encode(coloured(i)).length
+    expect(planner.skipped).toBeGreaterThan(text.length / 2)
+    expect(written).toBeLessThan(tail + 64)
+  })
+
   it('does not skip across titles, modes, alternate screen, scroll regions or cursor moves', async () => {
     const steps: Step[] = [
       lines(400),

@@ -13,7 +13,11 @@
  *     row in both versions, and the rest scroll every line that existed at P out of the allowance.
  *     So the buffer, the cursor and the wrap state after the stretch do not depend on [S, P).
  *   - SGR sequences in [S, P) change the current attributes; they are kept, in order, as the
- *     replacement (with the CR). Nothing else in a stretch changes state.
+ *     replacement (with the CR) — from the last one that begins with a reset (its first parameter
+ *     0 or empty): xterm's SGR 0 sets every attribute an SGR can set (colours, flags, underline
+ *     style and colour), so nothing before it shows afterwards. A coloured flood resets on every
+ *     line, so its replacement is a few sequences, not a third of the bytes. Nothing else in a
+ *     stretch changes state.
  * Anything the planner does not understand ends a stretch, so it only ever skips less.
  *
  * Streaming: a flood arrives in windows (≤ 1 MiB each, so the feed's memory stays flat) but the
@@ -42,6 +46,11 @@ enum S {
   StrEsc,
 }
 
+/** Numbers per SGR entry of a stretch: start, end, and whether it begins with a reset. */
+const SGR_ENTRY = 3
+/** SGR parameters whose first parameter is 0 or empty (with or without sub-parameters). */
+const RESETS = /^0*(?:[;:]|$)/
+
 const CR = 0x0d
 const LF = 0x0a
 const ESC = 0x1b
@@ -56,7 +65,8 @@ interface Stretch {
   head: number
   /** LFs since the stretch began (the base of crlfLfCount; not reset when `start` moves). */
   lfs: number
-  /** SGR sequences as [start, end) positions, from index `sgrHead`. */
+  /** SGR sequences as [start, end, resets) triples (resets: 1 when it begins with SGR 0), from
+   * index `sgrHead`. */
   sgr: number[]
   sgrHead: number
 }
@@ -282,7 +292,7 @@ export class FastForward {
         if (b >= 0x40 && b <= 0x7e) {
           this.#state = S.Ground
           if (this.#csiSimple && b === 0x6d && /^[0-9;:]*$/.test(this.#csiParams)) {
-            stretch?.sgr.push(this.#csiStart, at + 1)
+            stretch?.sgr.push(this.#csiStart, at + 1, RESETS.test(this.#csiParams) ? 1 : 0)
           } else {
             end(this.#csiStart)
             this.#csi(String.fromCharCode(b))
@@ -354,7 +364,7 @@ export class FastForward {
     if (pick < 0) return
     stretch.start = stretch.crlfEnds[pick]
     stretch.head = pick + 1
-    while (stretch.sgrHead < stretch.sgr.length && stretch.sgr[stretch.sgrHead + 1] <= stretch.start) stretch.sgrHead += 2
+    while (stretch.sgrHead < stretch.sgr.length && stretch.sgr[stretch.sgrHead + 1] <= stretch.start) stretch.sgrHead += SGR_ENTRY
     compact(stretch)
   }
 
@@ -384,9 +394,12 @@ export class FastForward {
     if (pick < 0) return -1
     const to = stretch.crlfEnds[pick]
     const replacement: number[] = []
-    for (let i = stretch.sgrHead; i < stretch.sgr.length; i += 2) {
-      if (stretch.sgr[i + 1] > to) break
-      for (let at = stretch.sgr[i]; at < stretch.sgr[i + 1]; at++) replacement.push(byteAt(records, offsets, at))
+    const sgr = stretch.sgr
+    let from = stretch.sgrHead
+    let stop = from
+    for (; stop < sgr.length && sgr[stop + 1] <= to; stop += SGR_ENTRY) if (sgr[stop + 2] === 1) from = stop
+    for (let i = from; i < stop; i += SGR_ENTRY) {
+      for (let at = sgr[i]; at < sgr[i + 1]; at++) replacement.push(byteAt(records, offsets, at))
     }
     replacement.push(CR)
     skips.push({ from: stretch.start, to, replacement })
@@ -438,6 +451,32 @@ function byteAt(records: FeedRecord[], offsets: number[], at: number): number {
   throw new Error(`fast-forward: no byte at ${at}`)
 }
 
+const SEMICOLON = 0x3b
+const COLON = 0x3a
+
+/**
+ * Pure: the end (exclusive) of a plain SGR sequence — ESC [ digits, semicolons and colons, m — that
+ * starts at `at` and ends inside `bytes`, else -1 (anything else, or a sequence cut by the record's
+ * end, goes through the planner's state machine). Coloured output is mostly these: read in one
+ * tight loop they cost what plain text does, where the state machine cost ~25× as much per byte.
+ */
+export function sgrEnd(bytes: Uint8Array, at: number): number {
+  if (bytes[at + 1] !== 0x5b) return -1
+  for (let j = at + 2; j < bytes.length; j++) {
+    const c = bytes[j]
+    if (c === 0x6d) return j + 1
+    if ((c < 0x30 || c > 0x39) && c !== SEMICOLON && c !== COLON) return -1
+  }
+  return -1
+}
+
+/** Whether the SGR parameters from `at` begin with a first parameter of only zeros (a reset). */
+function zeroFirst(bytes: Uint8Array, at: number): boolean {
+  let j = at
+  while (bytes[j] === 0x30) j++
+  return bytes[j] === SEMICOLON || bytes[j] === COLON || bytes[j] === 0x6d
+}
+
 /** The 4-byte-aligned middle of `bytes` as words, for plainRun's word-at-a-time skip. */
 interface Words {
   words: Uint32Array
@@ -465,8 +504,9 @@ export function hasNonPrintable(x: number): boolean {
 
 /**
  * Pure over `bytes` from `from`: consumes what cannot end or change an open stretch in the ground
- * state (printable ASCII, bytes ≥ 0x80 other than C2, CR, TAB, BS, BEL, and LF, whose count and
- * CR LF ends it records) and returns the index of the first byte it did not consume. `prev` is the
+ * state (printable ASCII, bytes ≥ 0x80 other than C2, CR, TAB, BS, BEL, LF, whose count and CR LF
+ * ends it records, and whole plain SGR sequences, which it records) and returns the index of the
+ * first byte it did not consume. `prev` is the
  * byte before `from` (from an earlier record when `from` is 0). Runs of printable ASCII are
  * skipped four bytes at a time: this loop is most of the emulator thread's work during a flood,
  * and byte by byte it cost ~3 ns per byte here.
@@ -496,6 +536,11 @@ function plainRun(bytes: Uint8Array, words: Words | undefined, from: number, bas
         stretch.crlfEnds.push(base + i + 1)
         stretch.crlfLfCount.push(lfs)
       }
+    } else if (c === ESC) {
+      const end = sgrEnd(bytes, i)
+      if (end < 0) break
+      stretch.sgr.push(base + i, base + end, zeroFirst(bytes, i + 2) ? 1 : 0)
+      i = end - 1
     } else if (c !== CR && c !== 0x09 && c !== 0x08 && c !== 0x07) break
   }
   stretch.lfs = lfs

@@ -12,8 +12,12 @@
  *   - a full reset (RIS replaces the buffers), or any other replacement of the buffer or its ring,
  *   - the newest row last handed out is no longer the same line object where it was (a safety
  *     net for anything not foreseen: it costs a full history write, never a wrong revision).
+ * An emulator's screen keeps most of its history packed above the ring (sidecar/emulator/
+ * history-store.ts): a row the ring trims into the store keeps its number, so the history is
+ * [trimmed - packed, trimmed + ybase).
  */
 import type { IDisposable, Terminal } from '@xterm/headless'
+import { HistoryStore } from '../emulator/history-store.ts'
 
 interface Ring {
   readonly length: number
@@ -26,7 +30,7 @@ interface NormalBuffer {
   ybase: number
 }
 
-function normalBuffer(terminal: Terminal): NormalBuffer {
+function ringBuffer(terminal: Terminal): NormalBuffer {
   const core = (terminal as unknown as { _core?: { buffers?: { normal?: NormalBuffer } } })._core
   const normal = core?.buffers?.normal
   if (!normal?.lines || typeof normal.lines.onTrim !== 'function')
@@ -65,20 +69,26 @@ export class HistoryPosition {
 
   /** The current history's location; begins a new epoch when the numbering could have moved. */
   locate(): HistoryLocation {
-    const buffer = normalBuffer(this.#terminal)
+    const buffer = ringBuffer(this.#terminal)
     if (buffer !== this.#buffer || buffer.lines !== this.#ring) this.#stale = true
     if (!this.#stale && this.#sentinel) {
       const at = this.#sentinel.row - this.#trimmed
       if (at >= 0 && (at >= buffer.ybase || buffer.lines.get(at) !== this.#sentinel.line)) this.#stale = true
     }
-    if (this.#stale) this.#begin(buffer, 0)
-    return { token: this.#token, first: this.#trimmed, end: this.#trimmed + buffer.ybase }
+    const packed = this.#packed()
+    if (this.#stale) this.#begin(buffer, packed)
+    return { token: this.#token, first: this.#trimmed - packed, end: this.#trimmed + buffer.ybase }
+  }
+
+  #packed(): number {
+    return HistoryStore.of(this.#terminal)?.packed ?? 0
   }
 
   /** Notes the newest row of a revision just encoded (the sentinel for `locate`). */
   handedOut(location: HistoryLocation): void {
-    const buffer = normalBuffer(this.#terminal)
-    if (location.token !== this.#token || location.end <= location.first) return void (this.#sentinel = undefined)
+    const buffer = ringBuffer(this.#terminal)
+    if (location.token !== this.#token || location.end <= location.first || location.end <= this.#trimmed)
+      return void (this.#sentinel = undefined)
     this.#sentinel = { row: location.end - 1, line: buffer.lines.get(location.end - 1 - this.#trimmed) }
   }
 
@@ -87,7 +97,7 @@ export class HistoryPosition {
    * holds exactly its history rows, the oldest of them at absolute row `first`.
    */
   adopt(token: string, first: number): void {
-    this.#begin(normalBuffer(this.#terminal), first, token)
+    this.#begin(ringBuffer(this.#terminal), first + this.#packed(), token)
   }
 
   #begin(buffer: NormalBuffer, trimmed: number, token?: string): void {

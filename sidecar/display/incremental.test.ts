@@ -14,6 +14,7 @@ import { displayChunks, displayRevisions } from '../../storage/tables.ts'
 import { HistoryPosition } from './history.ts'
 import { persistRevision, type StoredHistory } from './persist.ts'
 import { encodeRevision } from './revision.ts'
+import { RowFacts } from './row-facts.ts'
 import { scratchDatabase } from '../../test/support/display/database.ts'
 import { emulator, referenceRevision, type ReferenceRevision } from '../../test/support/display/harness.ts'
 import { headers, storeProblems, streamed } from '../../test/support/display/store-check.ts'
@@ -58,61 +59,70 @@ const STEPS: Step[] = [
 ]
 
 describe('incremental revisions', () => {
-  it('stream exactly what the whole-revision encoder made, step after step, writing only what is new', async () => {
-    const e = emulator(60, 24, 600)
-    const position = new HistoryPosition(e.terminal)
-    let stored: StoredHistory | undefined
-    let budget = 64 * 1024 * 1024
-    const references = new Map<number, ReferenceRevision>()
-    const written: Array<{ full: number; carried: number; rows: number }> = []
-    const old = Date.now() - DISPLAY_KEEP_MS - 60_000
-    for (const [i, step] of STEPS.entries()) {
-      if (typeof step === 'string') await e.write(step)
-      else if ('resize' in step) e.terminal.resize(...step.resize)
-      else {
-        budget = step.budget
-        continue
+  // `counted`: the history is counted from row facts and the last packing reused, as the emulator
+  // worker does (row-facts.ts, revision.ts), instead of encoding every row.
+  it.each(['encoded', 'counted'])(
+    'stream exactly what the whole-revision encoder made, step after step, writing only what is new (%s)',
+    async (mode) => {
+      const e = emulator(60, 24, 600)
+      const position = new HistoryPosition(e.terminal)
+      const fast = mode === 'counted' ? { facts: new RowFacts(), reuse: {} } : {}
+      const terminal = `t-${mode}`
+      let stored: StoredHistory | undefined
+      let budget = 64 * 1024 * 1024
+      const references = new Map<number, ReferenceRevision>()
+      const written: Array<{ full: number; carried: number; rows: number }> = []
+      const old = Date.now() - DISPLAY_KEEP_MS - 60_000
+      for (const [i, step] of STEPS.entries()) {
+        if (typeof step === 'string') await e.write(step)
+        else if ('resize' in step) e.terminal.resize(...step.resize)
+        else {
+          budget = step.budget
+          continue
+        }
+        const revision = encodeRevision(e.tracker, position, {
+          sequence: i,
+          budget,
+          stored: stored && { token: stored.token, from: stored.end },
+          ...fast,
+        })
+        const reference = referenceRevision(e.tracker, { sequence: i, budget })
+        // The older revisions are old enough to prune, so pruning runs along the way.
+        const result = await persistRevision(scratch.storage.db, 's', terminal, revision, { stored, now: old + i })
+        stored = result.stored
+        references.set(result.revision, reference)
+        written[i] = { full: reference.encodedBytes, carried: result.bytes, rows: revision.history.rows.length }
+        const [header] = (await headers(scratch.storage.db, 's', terminal)).slice(-1)
+        const { begin, bodies } = await streamed(scratch.storage.db, header)
+        expect(bodies, `step ${i}`).toEqual(reference.chunks)
+        expect(begin, `step ${i}`).toMatchObject({
+          chunks: reference.chunks.length,
+          encodedBytes: reference.encodedBytes,
+          viewportRows: reference.viewportRows,
+          alternateRows: reference.alternateRows,
+          historyRows: reference.historyRows,
+          truncated: reference.truncated,
+          ...reference.meta,
+        })
+        expect(await storeProblems(scratch.storage.db, 's', terminal), `step ${i}`).toEqual([])
       }
-      const revision = encodeRevision(e.tracker, position, {
-        sequence: i,
-        budget,
-        stored: stored && { token: stored.token, from: stored.end },
-      })
-      const reference = referenceRevision(e.tracker, { sequence: i, budget })
-      // The older revisions are old enough to prune, so pruning runs along the way.
-      const result = await persistRevision(scratch.storage.db, 's', 't', revision, { stored, now: old + i })
-      stored = result.stored
-      references.set(result.revision, reference)
-      written[i] = { full: reference.encodedBytes, carried: result.bytes, rows: revision.history.rows.length }
-      const [header] = (await headers(scratch.storage.db, 's', 't')).slice(-1)
-      const { begin, bodies } = await streamed(scratch.storage.db, header)
-      expect(bodies, `step ${i}`).toEqual(reference.chunks)
-      expect(begin, `step ${i}`).toMatchObject({
-        chunks: reference.chunks.length,
-        encodedBytes: reference.encodedBytes,
-        viewportRows: reference.viewportRows,
-        alternateRows: reference.alternateRows,
-        historyRows: reference.historyRows,
-        truncated: reference.truncated,
-        ...reference.meta,
-      })
-      expect(await storeProblems(scratch.storage.db, 's', 't'), `step ${i}`).toEqual([])
-    }
-    // Every revision still kept streams what it streamed when it was written.
-    const kept = await headers(scratch.storage.db, 's', 't')
-    expect(kept.length).toBeGreaterThanOrEqual(4)
-    for (const header of kept) expect((await streamed(scratch.storage.db, header)).bodies).toEqual(references.get(header.revision)!.chunks)
-    // A step that scrolls a few rows into a long history writes a small part of the whole, and a
-    // step after a resize or reset writes its whole history again.
-    const small = written[STEPS.indexOf(lines(764, 40))]
-    expect(small.rows).toBe(40)
-    expect(small.carried).toBeLessThan(small.full / 4)
-    const afterResize = written[STEPS.findIndex((s) => typeof s === 'object' && 'resize' in s)]
-    expect(afterResize.rows).toBeGreaterThan(500)
-    const total = written.reduce((n, w) => n + (w?.carried ?? 0), 0)
-    const whole = written.reduce((n, w) => n + (w?.full ?? 0), 0)
-    expect(total).toBeLessThan(whole * 0.6)
-  })
+      // Every revision still kept streams what it streamed when it was written.
+      const kept = await headers(scratch.storage.db, 's', terminal)
+      expect(kept.length).toBeGreaterThanOrEqual(4)
+      for (const header of kept)
+        expect((await streamed(scratch.storage.db, header)).bodies).toEqual(references.get(header.revision)!.chunks)
+      // A step that scrolls a few rows into a long history writes a small part of the whole, and a
+      // step after a resize or reset writes its whole history again.
+      const small = written[STEPS.indexOf(lines(764, 40))]
+      expect(small.rows).toBe(40)
+      expect(small.carried).toBeLessThan(small.full / 4)
+      const afterResize = written[STEPS.findIndex((s) => typeof s === 'object' && 'resize' in s)]
+      expect(afterResize.rows).toBeGreaterThan(500)
+      const total = written.reduce((n, w) => n + (w?.carried ?? 0), 0)
+      const whole = written.reduce((n, w) => n + (w?.full ?? 0), 0)
+      expect(total).toBeLessThan(whole * 0.6)
+    },
+  )
 
   it('a transaction that fails changes nothing, and the writer state it would have reached is not taken', async () => {
     const e = emulator(40, 6)

@@ -6,6 +6,7 @@
 import type { Terminal } from '@xterm/headless'
 import { SCREEN_HISTORY_ROWS } from '../../schema/limits.ts'
 import type { ScreenProjection } from '../../schema/wire/display.ts'
+import { activeBuffer } from '../emulator/history-store.ts'
 import type { DisplayTracker } from './tracker.ts'
 
 export function plainProjection(
@@ -14,7 +15,7 @@ export function plainProjection(
   sequence: number,
   historyRows = SCREEN_HISTORY_ROWS,
 ): ScreenProjection {
-  const buffer = terminal.buffer.active
+  const buffer = activeBuffer(terminal)
   const top = buffer.baseY
   const first = Math.max(0, top - historyRows)
   const lines: string[] = []

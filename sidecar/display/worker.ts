@@ -10,11 +10,19 @@
  */
 import type { Terminal } from '@xterm/headless'
 import type { EncodedRow, RowsEvent } from '../../schema/wire/display.ts'
-import { registerRequestHandler, registerScreenRestore, registerScreenSetup, type EmulatorContext } from '../emulator/handlers.ts'
+import {
+  registerRequestHandler,
+  registerScreenIdle,
+  registerScreenRestore,
+  registerScreenSetup,
+  type EmulatorContext,
+} from '../emulator/handlers.ts'
+import { normalBuffer } from '../emulator/history-store.ts'
 import { captureState } from '../emulator/restore.ts'
 import { plainProjection } from './plain.ts'
 import { HistoryPosition } from './history.ts'
-import { encodeRevision, sameDisplay, type EncodedRevision } from './revision.ts'
+import { encodeRevision, type HistoryPacking, sameDisplay, type EncodedRevision } from './revision.ts'
+import { RowFacts } from './row-facts.ts'
 import { DisplayTracker } from './tracker.ts'
 
 export const DISPLAY_ENCODE = 'display-encode'
@@ -31,6 +39,10 @@ export type DisplayEncodeResult = { changed: false; sequence: number } | { chang
 interface ScreenDisplay {
   tracker: DisplayTracker
   history: HistoryPosition
+  /** The last history packing, reused while the history and the head's styles stay the same. */
+  packing: { last?: HistoryPacking }
+  /** What each history row adds to a packing, so an encode need not encode the history again. */
+  facts: RowFacts
   last?: EncodedRevision
   /** Sequence and tracker generation when `last` was encoded: unchanged means nothing to encode. */
   lastSequence: number
@@ -46,6 +58,8 @@ function displayOf(context: EmulatorContext): ScreenDisplay {
     display = {
       tracker: new DisplayTracker(context.terminal),
       history: new HistoryPosition(context.terminal),
+      packing: {},
+      facts: new RowFacts(),
       lastSequence: -1,
       lastGeneration: -1,
       lastGeometry: '',
@@ -72,7 +86,13 @@ registerRequestHandler(DISPLAY_ENCODE, (context, payload): DisplayEncodeResult =
   const untouched =
     sequence === display.lastSequence && display.tracker.generation === display.lastGeneration && geometry === display.lastGeometry
   if (untouched && !request.force) return { changed: false, sequence }
-  const revision = encodeRevision(display.tracker, display.history, { sequence, budget: request.budget, stored: request.stored })
+  const revision = encodeRevision(display.tracker, display.history, {
+    sequence,
+    budget: request.budget,
+    stored: request.stored,
+    reuse: display.packing,
+    facts: display.facts,
+  })
   // What a rebuild from this revision needs besides it; none when its history is incomplete.
   revision.restore = revision.truncated ? null : (captureState(terminal) ?? null)
   display.lastSequence = sequence
@@ -107,5 +127,13 @@ function alternateRows(parts: RowsEvent[]): EncodedRow[] {
   }
   return rows
 }
+
+/** A quiet screen computes the facts of its history rows now (row-facts.ts), so that the revision
+ * of the next keystroke counts the history instead of encoding it: after a flood or a new epoch the
+ * revision encodes every row and leaves the facts to this. */
+registerScreenIdle((context) => {
+  const display = displayOf(context)
+  display.facts.sync(display.history.locate(), normalBuffer(context.terminal), context.terminal.cols)
+})
 
 registerRequestHandler(SCREEN_TEXT, (context) => plainProjection(context.terminal, displayOf(context).tracker, context.sequence))

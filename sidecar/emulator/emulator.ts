@@ -18,18 +18,25 @@
  * restorable revision it replays its journal from the start, as after a worker failure.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import type { Worker } from 'node:worker_threads'
+import { Worker } from 'node:worker_threads'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { KeyModes } from '../../schema/keys.ts'
 import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_MAX_REBUILDS, EMULATOR_WORKERS } from '../tuning.ts'
 import type { Journal } from '../journal/journal.ts'
-import { startTsWorker } from '../worker-thread.ts'
+import { emulatorWorkerSource } from './bundle.ts'
 import type { EmulatorSnapshot, FromWorker, RestorePayload, ToWorker, WireRecord } from './protocol.ts'
 
 /** The pump's wait between checks when the journal is idle (it is woken on every append). */
 const IDLE_WAIT_MS = 60_000
 
-const WORKER_URL = new URL('./worker.ts', import.meta.url)
+/** An emulator worker left without screens (all released or closed) ends after this long: its
+ * isolate's heap goes back to the system, where an idle worker kept ~10–15 MiB of it; a new
+ * screen starts a worker again (~50 ms). Long enough that a batch of releases, or a terminal
+ * closed and another opened, does not restart it. */
+const WORKER_IDLE_EXIT_MS = 5_000
+
+/** The emulator workers' thread name (fault injection in tests finds them by it). */
+export const EMULATOR_WORKER_NAME = 'termkeep-emulator'
 
 type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void }
 
@@ -60,9 +67,15 @@ class WorkerSlot {
   readonly emulators = new Map<string, Emulator>()
   readonly pending = new Map<number, Pending>()
   failure: Error | undefined
+  /** Ended on purpose (idle): its exit is no failure. */
+  retired = false
+  #idle: ReturnType<typeof setTimeout> | undefined
 
-  constructor(private readonly onFail: (slot: WorkerSlot) => void) {
-    this.worker = startTsWorker(WORKER_URL)
+  constructor(
+    private readonly onFail: (slot: WorkerSlot) => void,
+    private readonly onIdle: (slot: WorkerSlot) => void,
+  ) {
+    this.worker = new Worker(emulatorWorkerSource(), { execArgv: [], name: EMULATOR_WORKER_NAME })
     this.worker.unref()
     this.worker.on('message', (message: FromWorker) => this.#receive(message))
     this.worker.on('error', (error) => this.#fail(error))
@@ -71,6 +84,27 @@ class WorkerSlot {
 
   post(message: ToWorker, transfer: ArrayBuffer[] = []): void {
     if (!this.failure) this.worker.postMessage(message, transfer)
+  }
+
+  /** A screen left this worker: with none left (and no answer awaited) it ends after a while. */
+  left(): void {
+    clearTimeout(this.#idle)
+    if (this.emulators.size > 0) return
+    this.#idle = setTimeout(() => {
+      if (this.emulators.size === 0 && this.pending.size === 0 && !this.failure) this.onIdle(this)
+    }, WORKER_IDLE_EXIT_MS)
+    this.#idle.unref()
+  }
+
+  /** A screen was placed here. */
+  joined(): void {
+    clearTimeout(this.#idle)
+  }
+
+  retire(): Promise<number> {
+    this.retired = true
+    clearTimeout(this.#idle)
+    return this.worker.terminate()
   }
 
   #receive(message: FromWorker): void {
@@ -86,7 +120,7 @@ class WorkerSlot {
   }
 
   #fail(error: Error): void {
-    if (this.failure) return
+    if (this.failure || this.retired) return
     this.failure = error
     const failed = new TermkeepError(
       'sidecar/unavailable',
@@ -123,6 +157,7 @@ export class EmulatorPool {
   place(emulator: Emulator, journal: Journal, restore?: RestorePayload): WorkerSlot {
     const slot = this.#pick()
     slot.emulators.set(emulator.key, emulator)
+    slot.joined()
     const { cols, rows } = restore ? restore.begin : journal.initialSize
     slot.post({ type: 'open', key: emulator.key, cols, rows, restore })
     return slot
@@ -156,10 +191,25 @@ export class EmulatorPool {
     this.#slots.length = 0
   }
 
+  /** Workers running now (tests, the memory breakdown). */
+  get workers(): number {
+    return this.#slots.length
+  }
+
+  /** A worker with no screen left for WORKER_IDLE_EXIT_MS ends; the next screen starts another. */
+  #retire(slot: WorkerSlot): void {
+    const at = this.#slots.indexOf(slot)
+    if (at >= 0) this.#slots.splice(at, 1)
+    void slot.retire()
+  }
+
   #pick(): WorkerSlot {
     for (let i = this.#slots.length - 1; i >= 0; i--) if (this.#slots[i].failure) this.#slots.splice(i, 1)
     if (this.#slots.length < this.#size) {
-      const slot = new WorkerSlot((failed) => this.#failed(failed))
+      const slot = new WorkerSlot(
+        (failed) => this.#failed(failed),
+        (idle) => this.#retire(idle),
+      )
       this.#slots.push(slot)
       return slot
     }
@@ -252,6 +302,7 @@ export class Emulator {
     this.releases++
     this.#slot.emulators.delete(this.key)
     this.#slot.post({ type: 'close', key: this.key })
+    this.#slot.left()
     this.#wake?.()
     void this.#watchReleased()
     return true
@@ -410,6 +461,7 @@ export class Emulator {
     if (!this.#released) {
       this.#slot.emulators.delete(this.key)
       this.#slot.post({ type: 'close', key: this.key })
+      this.#slot.left()
     }
     this.#release()
   }

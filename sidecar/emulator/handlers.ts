@@ -69,3 +69,20 @@ export function registerScreenRestore(restore: ScreenRestore): void {
 export function runScreenRestores(context: EmulatorContext, payload: RestorePayload, decoded: DecodedDisplay): void {
   for (const restore of restores) restore(context, payload, decoded)
 }
+
+/**
+ * Idle hooks run on a screen that has had no records and no requests for SCREEN_IDLE_MS, in order
+ * with its work (display issue: precomputing what the next revision needs, so that a keystroke's
+ * revision is fast).
+ */
+export type ScreenIdle = (context: EmulatorContext) => void
+
+const idles: ScreenIdle[] = []
+
+export function registerScreenIdle(idle: ScreenIdle): void {
+  idles.push(idle)
+}
+
+export function runScreenIdles(context: EmulatorContext): void {
+  for (const idle of idles) idle(context)
+}

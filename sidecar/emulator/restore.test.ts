@@ -19,6 +19,7 @@ import { DISPLAY_ENCODE, trackerOf, type DisplayEncodeResult } from '../display/
 import { cursorRestoreSuffix } from '../../common/xterm/snapshot-suffix.ts'
 import { requestHandler, runScreenRestores, runScreenSetups, type EmulatorContext } from './handlers.ts'
 import { historyRows } from './protocol.ts'
+import { HistoryStore, normalBuffer } from './history-store.ts'
 import { replayRevision } from './rebuild.ts'
 import { captureState } from './restore.ts'
 import { useUnicode11 } from '../../common/xterm/widths.ts'
@@ -32,6 +33,7 @@ const scratch = scratchDatabase('termkeep-restore-')
 /** A screen as the emulator worker makes one (sidecar/emulator/worker.ts), in this thread. */
 function screen(key: string, cols: number, rows: number): EmulatorContext {
   const terminal = new HeadlessTerminal({ cols, rows, scrollback: historyRows(cols), allowProposedApi: true })
+  new HistoryStore(terminal, historyRows(cols))
   useUnicode11(terminal)
   const serializer = new SerializeAddon()
   terminal.loadAddon(serializer)
@@ -165,7 +167,7 @@ describe('a rebuilt emulator', () => {
       const compare = async () => {
         const a = observable(kept, tracker(kept), referenceRevision(tracker(kept)))
         const b = observable(rebuilt, tracker(rebuilt), referenceRevision(tracker(rebuilt)))
-        expect(bufferDiff(kept.terminal.buffer.normal, rebuilt.terminal.buffer.normal, f.cols)).toEqual([])
+        expect(bufferDiff(normalBuffer(kept.terminal), normalBuffer(rebuilt.terminal), f.cols)).toEqual([])
         expect(bufferDiff(kept.terminal.buffer.alternate, rebuilt.terminal.buffer.alternate, f.cols)).toEqual([])
         expect(b).toEqual(a)
       }

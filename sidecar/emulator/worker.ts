@@ -3,17 +3,33 @@
  * thread (`emulator.ts`) sends records in sequence order; this thread parses them and reports the
  * sequence it has applied. Requests (snapshot, and kinds registered by other modules) run in order
  * with the records of their screen.
+ *
+ * The emulator runs at the default scheduling priority. It ran at nice 10, so that a flood's
+ * parsing would yield to the PTY reader and the journal; but on a busy machine a nice-10 thread
+ * gets a tenth of a normal one's share, and the screens fell behind without bound: three floods
+ * with a load average of ~17 (other work on the machine) left the emulator 6.4 s (plain) and 9.0 s
+ * (coloured) behind the journal at nice 10, 2.9 and 1.9 s at nice 0, and the newest revision
+ * behind it by as much again. Fast-forward now keeps a flood's parsing to a few ms per MiB
+ * (sidecar/display/fast-forward.ts), and the journal's throughput row measured the same within its
+ * noise either way (docs/benchmarks.md).
  */
-import { readlinkSync } from 'node:fs'
-import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
 import serializeModule from '@xterm/addon-serialize'
 import headless from '@xterm/headless'
 import { FastForward, type FeedRecord } from '../display/fast-forward.ts'
-import { collectSoon } from './collect.ts'
+import { collectAfterWork, collectSoon } from './collect.ts'
 import { cursorRestoreSuffix } from '../../common/xterm/snapshot-suffix.ts'
-import { registerRequestHandler, requestHandler, runScreenRestores, runScreenSetups, type EmulatorContext } from './handlers.ts'
+import { HistoryStore } from './history-store.ts'
+import {
+  registerRequestHandler,
+  requestHandler,
+  runScreenIdles,
+  runScreenRestores,
+  runScreenSetups,
+  type EmulatorContext,
+} from './handlers.ts'
 import { replayRevision } from './rebuild.ts'
+import { serializeScreen } from './snapshot.ts'
 import { useUnicode11 } from '../../common/xterm/widths.ts'
 import type { KeyModes } from '../../schema/keys.ts'
 import { historyRows, type EmulatorSnapshot, type FromWorker, type RestorePayload, type ToWorker, type WireRecord } from './protocol.ts'
@@ -28,29 +44,22 @@ const { SerializeAddon } = serializeModule
 const port = parentPort
 if (!port) throw new Error('emulator worker started outside a worker thread')
 
-/**
- * The emulator must never slow the byte path, but on a small machine it competes for the same
- * cores: parsing a flood (a 200 MB `cat`) took ~55% of a core on a 2-core host while the main
- * thread needed all of one, so the journal's readers got less. Lowering this thread's scheduling
- * priority (Linux: nice applies per thread, by tid) lets the PTY reader, the journal and the SSE
- * writers go first; on an idle machine the emulator still gets a whole core. Lagging during a flood
- * also makes the feed send larger windows, so fast-forward skips more. Best effort: elsewhere, or
- * if refused, the thread keeps the default priority.
- */
-const EMULATOR_NICE = 10
-try {
-  const tid = Number(readlinkSync('/proc/thread-self').split('/').pop())
-  if (Number.isInteger(tid) && tid > 0) setPriority(tid, EMULATOR_NICE)
-} catch {
-  // not Linux, or not permitted: default priority
-}
+/** Bytes per write into xterm.js: its initial parse buffer (4,096 code units). */
+const WRITE_SLICE_BYTES = 4_096
+
+/** A screen with neither records nor requests for this long runs its idle hooks (handlers.ts). */
+const SCREEN_IDLE_MS = 1_000
 
 class Screen implements EmulatorContext {
   readonly terminal: InstanceType<typeof Terminal>
   readonly serializer: InstanceType<typeof SerializeAddon>
+  /** The history beyond the rows xterm.js keeps, packed (history-store.ts). */
+  readonly history: HistoryStore
   sequence = 0
   /** Everything for this screen runs on this chain, in arrival order. */
   chain: Promise<void> = Promise.resolve()
+  /** Runs the idle hooks once the screen has been left alone for SCREEN_IDLE_MS. */
+  idle: ReturnType<typeof setTimeout> | undefined
   /** Skips plain text that provably scrolls out of the history allowance (display issue). */
   readonly fastForward: FastForward
 
@@ -60,6 +69,7 @@ class Screen implements EmulatorContext {
     rows: number,
   ) {
     this.terminal = new Terminal({ cols, rows, scrollback: historyRows(cols), allowProposedApi: true })
+    this.history = new HistoryStore(this.terminal, historyRows(cols))
     useUnicode11(this.terminal)
     this.serializer = new SerializeAddon()
     this.terminal.loadAddon(this.serializer)
@@ -77,6 +87,7 @@ class Screen implements EmulatorContext {
     await this.#write(feed)
     this.sequence = records.at(-1)?.sequence ?? this.sequence
     post({ type: 'applied', key: this.key, sequence: this.sequence, bytes: written, skipped: this.fastForward.skipped })
+    collectAfterWork()
   }
 
   /**
@@ -102,12 +113,15 @@ class Screen implements EmulatorContext {
   async #write(feed: FeedRecord[]): Promise<void> {
     for (const record of feed) {
       if (record.kind === 'data') {
-        if (record.bytes.length > 0) this.terminal.write(record.bytes)
+        // xterm.js decodes each write into a parse buffer that grows to the write's size (up to
+        // 512 KiB) and is kept for the terminal's life: small writes keep it at its 16 KiB.
+        for (let at = 0; at < record.bytes.length; at += WRITE_SLICE_BYTES) {
+          this.terminal.write(record.bytes.subarray(at, at + WRITE_SLICE_BYTES))
+        }
       } else {
         await this.#flush()
         // The allowance follows the width, set before the reflow so the reflow keeps it.
-        this.terminal.options.scrollback = historyRows(record.cols)
-        this.terminal.resize(record.cols, record.rows)
+        this.history.resize(record.cols, record.rows, historyRows(record.cols))
       }
     }
     await this.#flush()
@@ -124,7 +138,7 @@ registerRequestHandler('snapshot', (context): EmulatorSnapshot => {
     sequence,
     cols: terminal.cols,
     rows: terminal.rows,
-    screen: serializer.serialize() + cursorRestoreSuffix(terminal),
+    screen: serializeScreen(serializer, terminal) + cursorRestoreSuffix(terminal),
   }
 })
 
@@ -136,10 +150,17 @@ function post(message: FromWorker): void {
   port!.postMessage(message)
 }
 
-function enqueue(screen: Screen, step: () => Promise<void>): void {
+/** Runs `step` on the screen's chain; work (not the idle hooks themselves) re-arms its idle timer. */
+function enqueue(screen: Screen, step: () => Promise<void>, work = true): void {
   screen.chain = screen.chain.then(step).catch((error: unknown) => {
     console.error(`termkeep emulator ${screen.key}:`, error)
   })
+  if (!work) return
+  clearTimeout(screen.idle)
+  screen.idle = setTimeout(() => {
+    if (screens.get(screen.key) === screen) enqueue(screen, async () => runScreenIdles(screen), false)
+  }, SCREEN_IDLE_MS)
+  screen.idle.unref()
 }
 
 port.on('message', (message: ToWorker) => {
@@ -169,6 +190,7 @@ port.on('message', (message: ToWorker) => {
           await screen.settle()
           const value = await handler(screen, message.payload)
           post({ type: 'response', key: screen.key, id: message.id, ok: true, value })
+          collectAfterWork()
         } catch (error) {
           post({ type: 'response', key: screen.key, id: message.id, ok: false, error: String(error) })
         }
@@ -176,6 +198,7 @@ port.on('message', (message: ToWorker) => {
       return
     case 'close':
       screens.delete(message.key)
+      clearTimeout(screen.idle)
       enqueue(screen, async () => {
         screen.terminal.dispose()
         collectSoon()

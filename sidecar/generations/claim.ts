@@ -10,7 +10,8 @@
  * records its end.
  */
 import { GENERATION_HEARTBEAT_MS } from '../tuning.ts'
-import { beat, endGeneration, insertGeneration, unendedBefore } from '../../storage/generations.ts'
+import type { Client } from '@libsql/client'
+import { beatWithoutWaiting, endGeneration, insertGeneration, unendedBefore } from '../../storage/generations.ts'
 import type { Database } from '../../storage/client.ts'
 import { here as seenHere, liveness, thisRunner, type GenerationRecord, type Here } from './liveness.ts'
 
@@ -42,7 +43,13 @@ export interface ClaimOptions {
   here?: () => Here
 }
 
-export async function claimGeneration(db: Database, { hostId = null, here = seenHere }: ClaimOptions = {}): Promise<ClaimedGeneration> {
+/** `probe`: the connection the heartbeat is written on (storage/generations.ts `beatWithoutWaiting`);
+ * the heartbeat is also the host's liveness (storage/hosts.ts). */
+export async function claimGeneration(
+  db: Database,
+  probe: Client,
+  { hostId = null, here = seenHere }: ClaimOptions = {},
+): Promise<ClaimedGeneration> {
   const generation = await insertGeneration(db, { ...thisRunner(), hostId })
   const earlier = await unendedBefore(db, generation)
   const seen = here()
@@ -59,7 +66,7 @@ export async function claimGeneration(db: Database, { hostId = null, here = seen
     await endGeneration(db, dead)
   }
   const heartbeat = setInterval(() => {
-    beat(db, generation).catch((error: unknown) =>
+    beatWithoutWaiting(probe, generation).catch((error: unknown) =>
       console.error(`termkeep sidecar: the generation heartbeat was not written: ${(error as Error).message}`),
     )
   }, GENERATION_HEARTBEAT_MS)

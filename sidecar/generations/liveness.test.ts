@@ -66,8 +66,8 @@ describe('claimGeneration', () => {
     const storage = await openStorage({ url: `file:${join(dir, 'claim.db')}` })
     close = () => storage.close()
     await migrate(storage.client)
-    const first = await claimGeneration(storage.db)
-    const refused = await claimGeneration(storage.db).catch((error: unknown) => error)
+    const first = await claimGeneration(storage.db, storage.probe)
+    const refused = await claimGeneration(storage.db, storage.probe).catch((error: unknown) => error)
     expect(refused).toBeInstanceOf(GenerationBusy)
     expect((refused as Error).message).toMatch(
       new RegExp(
@@ -84,9 +84,9 @@ describe('claimGeneration', () => {
     await first.end()
     const remote = { pid: 1, hostname: 'elsewhere.example', bootId: 'another-boot', startTicks: 1, pidNamespace: 'pid:[9]' }
     await storage.db.insert(hostGenerations).values({ ...remote, heartbeatAt: Date.now() })
-    await expect(claimGeneration(storage.db)).rejects.toThrow(/on elsewhere\.example \(its heartbeat is \d+ s old\)/)
+    await expect(claimGeneration(storage.db, storage.probe)).rejects.toThrow(/on elsewhere\.example \(its heartbeat is \d+ s old\)/)
     await storage.db.update(hostGenerations).set({ heartbeatAt: Date.now() - GENERATION_LEASE_MS })
-    const next = await claimGeneration(storage.db)
+    const next = await claimGeneration(storage.db, storage.probe)
     expect(next.ended.map((g) => g.why)).toEqual(['its heartbeat stopped'])
     await next.end()
   })

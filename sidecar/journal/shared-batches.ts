@@ -8,8 +8,10 @@
  *
  * Watchers of one terminal walk the same chain of cursors (each batch ends where the next one
  * starts), so a watcher a little behind finds the batches the first one left. Only a journal with
- * two or more watchers keeps batches once read, and at most WATCH_SHARED_BATCHES_BYTES of them; a watcher
- * whose cursor is not kept reads its own batch (and leaves it for those behind it).
+ * two or more watchers keeps batches once read, only until every watcher has read past them (kept
+ * to the byte cap instead, 30 terminals with two watchers each held ~8 MiB of old batches apiece),
+ * and at most WATCH_SHARED_BATCHES_BYTES of them; a watcher whose cursor is not kept reads its own
+ * batch (and leaves it for those behind it).
  */
 import { WATCH_SHARED_BATCHES_BYTES } from '../tuning.ts'
 import type { SseFrames } from '../http/sse.ts'
@@ -27,9 +29,18 @@ export interface Batch {
 
 const shared = new WeakMap<Journal, SharedBatches>()
 
+/** One watcher's handle: its reads move its cursor. */
+export interface BatchReader {
+  read(after: number): Promise<Batch | undefined>
+  leave(): void
+  /** Batches its journal keeps now (for tests). */
+  readonly keptBatches: number
+}
+
 export class SharedBatches {
   readonly #journal: Journal
-  #watchers = 0
+  /** Each watcher's last cursor read. */
+  readonly #cursors = new Map<object, number>()
   /** Kept batches by the cursor they follow, oldest first (a Map iterates in insertion order), and
    * their size once read (0 while in flight). */
   readonly #kept = new Map<number, { reading: Promise<Batch | undefined>; size: number }>()
@@ -40,26 +51,50 @@ export class SharedBatches {
   }
 
   /** A watcher of `journal` joins; it calls `leave` when its stream ends. */
-  static join(journal: Journal): SharedBatches {
+  static join(journal: Journal): BatchReader {
     let batches = shared.get(journal)
     if (!batches) {
       batches = new SharedBatches(journal)
       shared.set(journal, batches)
     }
-    batches.#watchers++
-    return batches
+    const all = batches
+    const watcher = {}
+    all.#cursors.set(watcher, -1)
+    return {
+      read: (after) => {
+        all.#cursors.set(watcher, after)
+        all.#passed()
+        return all.#read(after)
+      },
+      leave: () => all.#leave(watcher),
+      get keptBatches() {
+        return all.#kept.size
+      },
+    }
   }
 
-  leave(): void {
-    if (--this.#watchers > 0) return
+  get #watchers(): number {
+    return this.#cursors.size
+  }
+
+  #leave(watcher: object): void {
+    if (!this.#cursors.delete(watcher)) return
+    if (this.#watchers > 0) return void this.#passed()
     shared.delete(this.#journal)
     this.#kept.clear()
     this.#bytes = 0
   }
 
+  /** Forgets the kept batches every watcher has read past. */
+  #passed(): void {
+    let lowest = Number.POSITIVE_INFINITY
+    for (const cursor of this.#cursors.values()) lowest = Math.min(lowest, cursor)
+    for (const cursor of this.#kept.keys()) if (cursor < lowest) this.#forget(cursor)
+  }
+
   /** The batch after `after`, or undefined when nothing follows it yet. A spool read that fails
    * rejects for every watcher that waited for it (and is not kept). */
-  read(after: number): Promise<Batch | undefined> {
+  #read(after: number): Promise<Batch | undefined> {
     const kept = this.#kept.get(after)
     if (kept) return kept.reading
     const reading = this.#journal
@@ -76,11 +111,6 @@ export class SharedBatches {
       () => this.#forget(after, entry),
     )
     return reading
-  }
-
-  /** Batches kept now (for tests). */
-  get keptBatches(): number {
-    return this.#kept.size
   }
 
   #account(after: number, entry: { size: number }, size: number): void {

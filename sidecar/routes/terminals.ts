@@ -73,6 +73,7 @@ export function terminalRoutes(host: TerminalHost): Hono {
   app.get(`${base}/terminal-environment`, async (c) => c.json(await host.environment(session(c))))
   app.get(`${base}/shells`, async (c) => c.json({ shells: await host.shells(session(c)) }))
   app.get(`${base}/terminals`, async (c) => c.json({ terminals: await host.list(session(c)) }))
+  app.delete(`${base}/terminals`, async (c) => c.json({ closed: await host.closeSession(session(c)) }))
 
   app.put(one, async (c) => {
     const { sid, tid } = ids(c)
@@ -92,8 +93,7 @@ export function terminalRoutes(host: TerminalHost): Hono {
   })
   app.patch(one, async (c) => {
     const { sid, tid } = ids(c)
-    const { title } = parse(RenameTerminal, await jsonBody(c.req.raw))
-    return c.json(await host.rename(sid, tid, title))
+    return c.json(await host.rename(sid, tid, parse(RenameTerminal, await jsonBody(c.req.raw))))
   })
   app.delete(one, async (c) => {
     const { sid, tid } = ids(c)

@@ -4,7 +4,8 @@
  * no longer live here (410). A terminal row from any earlier generation is history: its id can
  * never be created again.
  */
-import { existsSync, statSync } from 'node:fs'
+import { createHmac, randomBytes } from 'node:crypto'
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   HISTORY_CELLS,
@@ -21,6 +22,8 @@ import { CLOSE_RETRY_MS, TERMINAL_IDLE_RECLAIM_MS } from '../tuning.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { CreateTerminal, TerminalEnvironment, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
+import { withShellIntegration } from '../commands/integration.ts'
+import { CommandTracker } from '../commands/tracker.ts'
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
 import { removeSpoolTree } from '../journal/spool.ts'
@@ -28,6 +31,7 @@ import { killLeftovers } from '../pty/orphans.ts'
 import { listShells } from '../pty/shells.ts'
 import { PtyThread } from '../pty/pty-thread.ts'
 import { LiveTerminal } from './terminal.ts'
+import type { CommandStore } from '../../storage/commands.ts'
 import { terminalInfoOf, type TerminalStore } from '../../storage/terminals.ts'
 
 export interface TerminalHostOptions {
@@ -38,7 +42,18 @@ export interface TerminalHostOptions {
   /** Where installed shells are listed (default /etc/shells). */
   shellsFile?: string
   idleReclaimMs?: number
+  /** Where command records go (sidecar/commands/); absent: terminals keep no command records. */
+  commands?: CommandStore
+  /** Shell integration for bash, zsh and fish (docs/commands.md); default on. */
+  shellIntegration?: boolean
+  /** The key each terminal's shell-integration nonce is derived from (the sidecar's secret), so a
+   * sidecar that adopts a terminal can tell its marks again; default: random per host. */
+  nonceKey?: string
 }
+
+/** A shell-integration nonce file the shell never took (it failed to start, or replaced itself
+ * before reading its rc) is removed after this long. */
+const NONCE_FILE_LIFETIME_MS = 30_000
 
 /** The terminal type every shell is told it runs in (the emulator is xterm.js). */
 export const TERMINAL_TYPE = 'xterm-256color'
@@ -82,6 +97,9 @@ interface Launch {
   geometry: Geometry
   env: Record<string, string>
   workflow?: TerminalWorkflow
+  name?: string
+  /** Inject shell integration when the shell is one termkeep integrates. */
+  integrate?: boolean
 }
 
 export class TerminalHost {
@@ -92,10 +110,12 @@ export class TerminalHost {
   readonly #idleTimer: NodeJS.Timeout
   /** Every terminal's process runs, and is read, in this thread (pty/pty-worker.ts). */
   readonly #ptys = new PtyThread()
+  readonly #nonceKey: string
 
   constructor(options: TerminalHostOptions) {
     this.#options = options
     this.generation = options.generation
+    this.#nonceKey = options.nonceKey ?? randomBytes(32).toString('hex')
     const idle = options.idleReclaimMs ?? TERMINAL_IDLE_RECLAIM_MS
     // 0 turns reclamation off.
     this.#idleTimer = setInterval(() => idle > 0 && this.#reclaimIdle(idle), Math.min(60_000, Math.max(50, idle / 4)))
@@ -113,7 +133,10 @@ export class TerminalHost {
     }
     if (survivors.length > 0) console.error(`termkeep sidecar: processes of earlier terminals survived SIGKILL: ${survivors.join(' ')}`)
     await this.#options.store.retireEarlierGenerations(this.generation)
+    await this.#options.commands?.endAbandoned(this.generation)
     removeSpoolTree(join(this.#options.dataDir, 'spool'))
+    // Integration scripts are small and regular: a plain recursive remove (never follows a link) is enough.
+    rmSync(join(this.#options.dataDir, 'shell-integration'), { recursive: true, force: true })
   }
 
   async environment(sessionId: string): Promise<TerminalEnvironment> {
@@ -195,15 +218,33 @@ export class TerminalHost {
     }
   }
 
-  async rename(sessionId: string, id: string, title: string): Promise<TerminalInfo> {
+  /** A new title, name (null: none), or both. A name is checked and written first: it must be free. */
+  async rename(sessionId: string, id: string, change: { title?: string; name?: string | null }): Promise<TerminalInfo> {
+    const { store } = this.#options
+    if (!(await store.get(sessionId, id))) throw notFound(sessionId, id)
+    if (change.name !== undefined) await this.#claimName(sessionId, id, change.name)
     const live = this.#live.get(keyOf(sessionId, id))
     if (live) {
-      live.rename(title)
+      if (change.title !== undefined) live.rename(change.title)
+      if (change.name !== undefined) live.setName(change.name)
       await live.persisted()
       return live.info()
     }
-    if (!(await this.#options.store.update(sessionId, id, { title }))) throw notFound(sessionId, id)
+    if (change.title !== undefined) await store.update(sessionId, id, { title: change.title })
     return this.info(sessionId, id)
+  }
+
+  /** Writes `name` as the terminal's, or 409 `name/conflict` when another terminal of the session
+   * has it as its name or its id. */
+  async #claimName(sessionId: string, id: string, name: string | null): Promise<void> {
+    const { store } = this.#options
+    if (name !== null && name !== id && (await store.get(sessionId, name))) throw nameTaken(name, 'the id of another terminal')
+    try {
+      await store.update(sessionId, id, { name })
+    } catch (error) {
+      if (isUniqueViolation(error)) throw nameTaken(name!, 'the name of another terminal')
+      throw error
+    }
   }
 
   /** Close: repeatable; a closed or retired terminal answers with its final info. */
@@ -224,6 +265,19 @@ export class TerminalHost {
     return this.info(sessionId, id)
   }
 
+  /** Closes every live terminal of the session (tmux kill-session); answers their final infos. A
+   * terminal whose cleanup failed is still tried by the others' closes, then its error is thrown. */
+  async closeSession(sessionId: string): Promise<TerminalInfo[]> {
+    await this.#sessionCwd(sessionId)
+    const ids = new Set<string>()
+    for (const terminal of this.#live.values()) if (terminal.sessionId === sessionId) ids.add(terminal.id)
+    for (const key of this.#creating.keys()) if (key.startsWith(`${sessionId}/`)) ids.add(key.slice(sessionId.length + 1))
+    const results = await Promise.allSettled([...ids].map((id) => this.close(sessionId, id)))
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+    if (failed) throw failed.reason
+    return results.map((r) => (r as PromiseFulfilledResult<TerminalInfo>).value)
+  }
+
   /** Sidecar shutdown: kill every session, retire every journal and row; no drain. */
   async shutdown(): Promise<void> {
     clearInterval(this.#idleTimer)
@@ -234,6 +288,9 @@ export class TerminalHost {
       terminals.map(async (terminal) => {
         terminal.emulator.dispose()
         terminal.journal.retire()
+        // A command still running ends with the journal; its record is written before the exit.
+        await terminal.commands?.done
+        await terminal.commands?.flushed()
         await terminal.retireRow()
       }),
     )
@@ -254,7 +311,18 @@ export class TerminalHost {
     // A command runs as `shell -c command` (tmux new-window 'cmd', docker run): its exit is the
     // terminal's exit, and the args are recorded in the row like any shell's.
     const launched = request.command === undefined ? shell : { ...shell, args: [...shell.args, '-c', request.command] }
-    return this.#launch(sessionId, id, { shell: launched, cwd, title: request.title ?? shell.name, geometry, env: {} })
+    if (request.name !== undefined && request.name !== id && (await this.#options.store.get(sessionId, request.name)))
+      throw nameTaken(request.name, 'the id of another terminal')
+    const integrate = (this.#options.shellIntegration ?? true) && request.shellIntegration !== false
+    return this.#launch(sessionId, id, {
+      shell: launched,
+      cwd,
+      title: request.title ?? shell.name,
+      geometry,
+      env: {},
+      name: request.name,
+      integrate,
+    })
   }
 
   async #startProgram(sessionId: string, id: string, program: ProgramSpec): Promise<LiveTerminal> {
@@ -281,22 +349,30 @@ export class TerminalHost {
     const { store, emulators } = this.#options
     const { shell, cwd, title, geometry, workflow } = launch
     const createdAt = Date.now()
-    await store.insert({
-      sessionId,
-      id,
-      title,
-      shellPath: shell.path,
-      shellArgs: shell.args,
-      cwd,
-      cols: geometry.cols,
-      rows: geometry.rows,
-      state: 'starting',
-      hostGeneration: this.generation,
-      createdAt,
-      updatedAt: createdAt,
-      workflowRun: workflow?.run ?? null,
-      workflowSeq: workflow?.seq ?? null,
-    })
+    const spawn = this.#spawnSpec(sessionId, id, launch)
+    await store
+      .insert({
+        sessionId,
+        id,
+        title,
+        shellPath: shell.path,
+        shellArgs: shell.args,
+        cwd,
+        cols: geometry.cols,
+        rows: geometry.rows,
+        state: 'starting',
+        hostGeneration: this.generation,
+        createdAt,
+        updatedAt: createdAt,
+        workflowRun: workflow?.run ?? null,
+        workflowSeq: workflow?.seq ?? null,
+        name: launch.name ?? null,
+        commandMarks: spawn.commandMarks,
+      })
+      .catch((error: unknown) => {
+        spawn.discard()
+        throw isUniqueViolation(error) && launch.name !== undefined ? nameTaken(launch.name, 'the name of another terminal') : error
+      })
     const spool = join(this.#options.dataDir, 'spool', `g${this.generation}`, sessionId, `${id}.journal`)
     const journal = new Journal(spool, geometry)
     const emulator = emulators.open(keyOf(sessionId, id), journal)
@@ -313,11 +389,53 @@ export class TerminalHost {
       emulator,
       store,
       workflow,
+      name: launch.name,
+      commandMarks: spawn.commandMarks,
     })
+    if (spawn.commandMarks === 'injected') terminal.markNonce = spawn.nonce
+    const commands = this.#options.commands
+    if (commands) {
+      terminal.commands = new CommandTracker({
+        sessionId,
+        terminalId: id,
+        journal,
+        store: commands,
+        nonce: spawn.commandMarks === 'injected' ? spawn.nonce : undefined,
+        onDetected: () => terminal.marksDetected(),
+      })
+    }
     this.#live.set(keyOf(sessionId, id), terminal)
-    await terminal.spawn(this.#ptys, { ...this.#env(sessionId, id), ...launch.env })
+    try {
+      await terminal.spawn(this.#ptys, spawn.spec.env, spawn.spec)
+    } finally {
+      spawn.spawned()
+    }
     await terminal.persisted()
     return terminal
+  }
+
+  /**
+   * What the PTY is spawned with: the program, the environment every terminal gets, and for an
+   * interactive bash, zsh or fish the shell integration, whose nonce goes in a file of its own
+   * (0600 in a 0700 directory) that the shell reads and deletes (sidecar/commands/integration.ts).
+   */
+  #spawnSpec(sessionId: string, id: string, launch: Launch) {
+    const spec = { file: launch.shell.path, args: launch.shell.args, env: { ...this.#env(sessionId, id), ...launch.env } }
+    const plain = { spec, commandMarks: 'none' as const, nonce: undefined, spawned: () => {}, discard: () => {} }
+    if (!launch.integrate) return plain
+    const dir = join(this.#options.dataDir, 'shell-integration')
+    const nonceFile = join(dir, randomBytes(16).toString('hex'))
+    const integrated = withShellIntegration(spec, nonceFile)
+    if (integrated.commandMarks !== 'injected') return plain
+    const nonce = createHmac('sha256', this.#nonceKey)
+      .update(`shell-integration\0${this.generation}\0${sessionId}\0${id}`)
+      .digest('hex')
+      .slice(0, 32)
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    writeFileSync(nonceFile, `${nonce}\n`, { mode: 0o600, flag: 'wx' })
+    const discard = () => rmSync(nonceFile, { force: true })
+    const spawned = () => setTimeout(discard, NONCE_FILE_LIFETIME_MS).unref()
+    return { ...integrated, nonce, spawned, discard }
   }
 
   #env(sessionId: string, id: string): Record<string, string> {
@@ -391,5 +509,12 @@ const limitReached = (sessionId: string, running: string[]) =>
       `${sessionId}/terminals/<id>, MCP close_terminal) or let its program end to free a place`,
     { limit: MAX_TERMINALS_PER_SESSION, running },
   )
+const nameTaken = (name: string, what: string) =>
+  new TermkeepError('name/conflict', `the name ${name} is taken: it is ${what} in this session`, { name })
+/** SQLite's UNIQUE constraint failure (libSQL reports it in the message and as SQLITE_CONSTRAINT). */
+function isUniqueViolation(error: unknown): boolean {
+  const text = `${(error as { message?: string })?.message ?? ''} ${String((error as { cause?: unknown })?.cause ?? '')}`
+  return text.includes('UNIQUE constraint failed')
+}
 const closed = (id: string) =>
   new TermkeepError('terminal/closed', `terminal id ${id} was closed and cannot be created again`, { terminalId: id })

@@ -51,7 +51,8 @@ export async function* follow(
       cursor = snapshot.sequence
       geometry = { cols: snapshot.cols, rows: snapshot.rows }
       version = terminal.version
-      yield { event: 'snapshot', id: cursor, data: { sequence: cursor, screen: snapshot.screen, info: terminal.info(geometry) } }
+      const marks = terminal.markNonce === undefined ? {} : { marks: terminal.markNonce }
+      yield { event: 'snapshot', id: cursor, data: { sequence: cursor, screen: snapshot.screen, info: terminal.info(geometry), ...marks } }
     } else {
       cursor = resumeAfter
       geometry = journal.geometryAt(cursor)

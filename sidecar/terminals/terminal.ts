@@ -5,9 +5,10 @@
  */
 import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
-import { TERMINAL_STATES, type TerminalState } from '../../schema/wire/terminals.ts'
+import { type CommandMarks, TERMINAL_STATES, type TerminalState } from '../../schema/wire/terminals.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { FollowControl, Sender, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
+import type { CommandTracker } from '../commands/tracker.ts'
 import type { Emulator } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
@@ -35,6 +36,9 @@ export interface TerminalInit {
   store: TerminalStore
   /** A workflow run's sub-agent terminal. */
   workflow?: TerminalWorkflow
+  name?: string | null
+  /** Where its command marks come from (sidecar/commands/integration.ts). */
+  commandMarks?: CommandMarks
 }
 
 interface Controller {
@@ -67,6 +71,12 @@ export class LiveTerminal {
   error: string | null = null
   /** When the program exited (or failed to start); null while it runs. */
   exitedAt: number | null = null
+  name: string | null
+  commandMarks: CommandMarks
+  /** Its commands, from the marks in its journal (sidecar/commands/); set once at launch. */
+  commands: CommandTracker | undefined
+  /** The nonce its shell's command marks carry (injected integration only); set once at launch. */
+  markNonce: string | undefined
   /** The foreground program's name (observation/foreground.ts); null before spawn and after exit. */
   foregroundCommand: string | null = null
   closedAt: number | null = null
@@ -110,6 +120,8 @@ export class LiveTerminal {
     this.journal = init.journal
     this.emulator = init.emulator
     this.workflow = init.workflow
+    this.name = init.name ?? null
+    this.commandMarks = init.commandMarks ?? 'none'
     this.#store = init.store
   }
 
@@ -157,14 +169,16 @@ export class LiveTerminal {
       closedAt: this.closedAt,
       foregroundCommand: this.foregroundCommand,
       ...(this.workflow ? { workflow: this.workflow } : {}),
+      name: this.name,
+      commandMarks: this.commandMarks,
     }
   }
 
   /** Spawns the shell in the PTY thread, output into this terminal's journal. A spawn failure is
    * kept as an exited terminal with its error. */
-  async spawn(thread: PtyThread, env: Record<string, string>): Promise<void> {
+  async spawn(thread: PtyThread, env: Record<string, string>, argv = { file: this.shell.path, args: this.shell.args }): Promise<void> {
     try {
-      const options = { file: this.shell.path, args: this.shell.args, cwd: this.cwd, env, cols: this.cols, rows: this.rows }
+      const options = { ...argv, cwd: this.cwd, env, cols: this.cols, rows: this.rows }
       const before = ticksSinceBoot()
       const pty = await thread.spawn(options, this.journal)
       this.#pty = pty
@@ -208,6 +222,7 @@ export class LiveTerminal {
       throw new TermkeepError('terminal/control-unavailable', `terminal ${this.id} is not running`, { reason: 'not-running' })
     }
     this.#pty.write(bytes)
+    this.commands?.typed()
   }
 
   /**
@@ -218,6 +233,7 @@ export class LiveTerminal {
   write(sender: Sender, bytes: Uint8Array, key?: string): void {
     const write = () => {
       this.#requireControl(sender).write(bytes)
+      this.commands?.typed()
       this.lastActivity = Date.now()
       this.#foreground?.poke()
     }
@@ -247,6 +263,19 @@ export class LiveTerminal {
   rename(title: string): void {
     this.title = title
     this.#changed({ title })
+  }
+
+  /** A new name (null: none); the caller checked it is free. */
+  setName(name: string | null): void {
+    this.name = name
+    this.#changed({ name })
+  }
+
+  /** A prompt of its own emits command marks (the tracker saw them; no integration was injected). */
+  marksDetected(): void {
+    if (this.commandMarks !== 'none') return
+    this.commandMarks = 'detected'
+    this.#changed({ commandMarks: 'detected' })
   }
 
   /**

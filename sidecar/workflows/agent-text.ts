@@ -7,6 +7,7 @@
  */
 import type { Terminal } from '@xterm/headless'
 import { registerRequestHandler } from '../emulator/handlers.ts'
+import { activeBuffer } from '../emulator/history-store.ts'
 
 export const AGENT_TEXT = 'agent-text'
 
@@ -21,7 +22,7 @@ export interface RenderedText {
 
 /** Pure over a terminal: its active buffer (history and viewport) as plain text. */
 export function renderText(terminal: Terminal, maxBytes: number): RenderedText {
-  const buffer = terminal.buffer.active
+  const buffer = activeBuffer(terminal)
   const lines: string[] = []
   for (let y = 0; y < buffer.length; y++) {
     const line = buffer.getLine(y)

@@ -54,10 +54,12 @@ export function lockdown(): void {
   }
 
   /** Built-ins no global leads to, which scripts reach through the values they make: the
-   * constructors of async and generator functions, the iterators' prototypes, %ThrowTypeError%. */
+   * constructors of async and generator functions, the iterators' prototypes (Iterator.concat's
+   * is one of its own in QuickJS), %ThrowTypeError%. */
   function hiddenIntrinsics(): unknown[] {
     const iterator = (value: Iterable<unknown>) => value[Symbol.iterator]()
     const values = [1].values() as unknown as { map: (f: (x: unknown) => unknown) => unknown }
+    const { Iterator } = globalThis as unknown as { Iterator: { from: (iterator: object) => unknown; concat: () => unknown } }
     return [
       (async () => {}).constructor,
       function* () {}.constructor,
@@ -68,9 +70,8 @@ export function lockdown(): void {
       iterator(''),
       /x/[Symbol.matchAll](''),
       values.map((x) => x),
-      (globalThis as unknown as { Iterator: { from: (iterator: object) => unknown } }).Iterator.from({
-        next: () => ({ done: true, value: undefined }),
-      }),
+      Iterator.from({ next: () => ({ done: true, value: undefined }) }),
+      Iterator.concat(),
       getOwnPropertyDescriptor(
         (function (this: unknown) {
           // biome-ignore lint/complexity/noArguments: its `callee` accessor is the intrinsic %ThrowTypeError%

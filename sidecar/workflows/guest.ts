@@ -68,6 +68,24 @@ export function guestMain(
     }
     return size
   }
+  /** How many UTF-16 units of `text` fit in `max` bytes of UTF-8 (never half a surrogate pair). */
+  const fitting = (text: string, max: number): number => {
+    let size = 0
+    for (let i = 0; i < text.length; i++) {
+      const code = text.charCodeAt(i)
+      const pair = code >= 0xd800 && code < 0xdc00 && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00
+      size += code < 0x80 ? 1 : code < 0x800 ? 2 : pair ? 4 : 3
+      if (size > max) return i
+      if (pair) i++
+    }
+    return text.length
+  }
+  /** `text` within `max` bytes of UTF-8: cut, saying so, when it is longer (as the host cuts it too). */
+  const within = (text: string, max: number): string => {
+    if (fitting(text, max) === text.length) return text
+    const note = ` … (cut at ${max} bytes)`
+    return text.slice(0, fitting(text, max - bytes(note))) + note
+  }
   /** The script's own items: copied by index (a method of theirs is never called). */
   const copy = (items: ArrayLike<unknown>): unknown[] => {
     const out: unknown[] = []
@@ -116,6 +134,40 @@ export function guestMain(
       waiting.set(call, { resolve, reject })
       send({ ...request, call } as FromScript)
     })
+  /**
+   * Sends requests through `limit` slots: one waits in the guest (in the script's memory) until a
+   * slot is free, so the host never holds more than `limit` of them for this run. A slot passes
+   * straight to the next request waiting, in order.
+   */
+  const gate = (limit: number) => {
+    let out = 0
+    const queue: (() => void)[] = []
+    const release = () => {
+      const next = queue.shift()
+      if (next) next()
+      else out--
+    }
+    return (request: Request): Promise<unknown> => {
+      const go = () =>
+        ask(request).then(
+          (value) => {
+            release()
+            return value
+          },
+          (error: unknown) => {
+            release()
+            throw error
+          },
+        )
+      if (out < limit) {
+        out++
+        return go()
+      }
+      return new Promise<void>((resolve) => queue.push(resolve)).then(go)
+    }
+  }
+  const askAgent = gate(start.concurrency)
+  const askRead = gate(limits.readsInFlight)
   const answer = (message: Reply) => {
     const waiter = waiting.get(message.call)
     if (!waiter) return
@@ -157,6 +209,9 @@ export function guestMain(
     const label = hasOwn(given, 'label') ? given.label : undefined
     const profile = hasOwn(given, 'profile') ? given.profile : undefined
     if (label !== undefined && typeof label !== 'string') throw fatal('INVALID_ARGUMENT', 'agent() option "label" is a string')
+    if (label !== undefined && label.length > limits.maxLabelUnits) {
+      throw fatal('INVALID_ARGUMENT', `agent() option "label": agent labels are at most ${limits.maxLabelUnits} UTF-16 units`)
+    }
     if (profile !== undefined && typeof profile !== 'string') throw fatal('INVALID_ARGUMENT', 'agent() option "profile" is a string')
     const chosen = profile ?? start.defaultProfile
     if (start.profiles.length === 0) throw fatal('UNKNOWN_PROFILE', "no agent profiles are configured (the sidecar's TERMKEEP_AGENTS)")
@@ -164,7 +219,7 @@ export function guestMain(
     if (!start.profiles.includes(chosen)) throw fatal('UNKNOWN_PROFILE', `no agent profile "${chosen}" (configured: ${profileList()})`)
     if (accepted >= limits.maxAgents) throw fatal('AGENT_CAP', `a run makes at most ${limits.maxAgents} agent() calls`)
     accepted++
-    return ask({ type: 'agent', prompt, label, profile: chosen })
+    return askAgent({ type: 'agent', prompt, label, profile: chosen })
   }
 
   /** One item's or stage's outcome: an agent that did not complete and ordinary errors are `null`. */
@@ -245,7 +300,14 @@ export function guestMain(
         'INVALID_ARGUMENT',
         'readText(address) takes an address ("path", "attachment:ID", "tool-result:ID"), a page\'s `next`, or {address, offset, limit}',
       )
-    return ask({ type: 'read-text', request })
+    const size = bytes(stringify(request))
+    if (size > limits.maxReadRequestBytes) {
+      throw fatal(
+        'INVALID_ARGUMENT',
+        `readText(address): the address is at most ${limits.maxReadRequestBytes} bytes as JSON (this one is ${size})`,
+      )
+    }
+    return askRead({ type: 'read-text', request })
   }
 
   let logBytes = 0
@@ -267,12 +329,32 @@ export function guestMain(
   }
 
   // ── the result ────────────────────────────────────────────────────────────
+  const tooDeep = `it nests more than ${limits.maxResultDepth} arrays and objects`
+  /** The most arrays and objects nested in JSON text. */
+  const nesting = (json: string): number => {
+    let depth = 0
+    let most = 0
+    let quoted = false
+    for (let i = 0; i < json.length; i++) {
+      const code = json.charCodeAt(i)
+      if (quoted) {
+        if (code === 0x5c) i++
+        else if (code === 0x22) quoted = false
+      } else if (code === 0x22) quoted = true
+      else if (code === 0x5b || code === 0x7b) {
+        depth++
+        if (depth > most) most = depth
+      } else if (code === 0x5d || code === 0x7d) depth--
+    }
+    return most
+  }
   /** Why `value` would not come back as it is from JSON, or undefined when it would. */
   const unlike = (value: unknown, depth: number, seen: Set<object>): string | undefined => {
     if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined
     if (typeof value === 'number') return Number.isFinite(value) ? undefined : `the number ${value}`
     if (typeof value !== 'object') return `a ${typeof value}`
-    if (seen.has(value) || depth > 200) return 'a cycle or a structure nested over 200 deep'
+    if (seen.has(value)) return 'a cycle'
+    if (depth >= limits.maxResultDepth) return tooDeep
     seen.add(value)
     const proto = getPrototypeOf(value)
     const array = isArray(value)
@@ -292,7 +374,8 @@ export function guestMain(
   }
   const failed = (error: unknown) => {
     const cause = doom ?? error
-    send({ type: 'done', stopReason: 'error', error: describe(cause), ...(outOfMemory(cause) ? { limit: 'memory' as const } : {}) })
+    const described = within(describe(cause), limits.maxErrorBytes)
+    send({ type: 'done', stopReason: 'error', error: described, ...(outOfMemory(cause) ? { limit: 'memory' as const } : {}) })
   }
   const completed = (value: unknown) => {
     if (doom) return failed(doom)
@@ -302,6 +385,9 @@ export function guestMain(
     const size = bytes(json)
     if (size > limits.maxResultBytes)
       return failed(fatal('RESULT_CAP', `the return value is at most ${limits.maxResultBytes} bytes as JSON (it is ${size})`))
+    // What was serialized, checked again: a getter or toJSON may answer the second read differently.
+    if (nesting(json) > limits.maxResultDepth)
+      return failed(fatal('RESULT_UNSERIALIZABLE', `the return value is not plain JSON: ${tooDeep}`))
     send({ type: 'done', stopReason: 'completed', value: json })
   }
   const settle = (outcome: () => void, cause?: unknown) => {

@@ -6,9 +6,9 @@
  * - Node's permission model (`--experimental-permission` with nothing allowed but reading the
  *   engine's own package directories and, without namespaces, one watchdog thread): no other file
  *   may be read, none written, no process started, no native addon loaded; an empty environment,
- *   `/` as its directory and a bounded heap. Its program is not a file: a one-line bootstrap
- *   evaluates the program the first IPC message carries. Node 20's permission model covers
- *   neither signals nor sockets.
+ *   `/` as its directory and a bounded heap. Its program is not a file: a short bootstrap
+ *   evaluates the program the first line of its channel carries (a pipe, not Node's IPC:
+ *   channel.ts). Node 20's permission model covers neither signals nor sockets.
  * - Linux namespaces, when the kernel allows them (probed once per sidecar: probeNamespaces()): the
  *   process is started by `setpriv --pdeathsig KILL unshare --user --map-root-user --pid --net
  *   --fork --kill-child node …`, so it is PID 1 of a PID namespace of its own (a signal reaches
@@ -26,17 +26,51 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
+import type { Socket } from 'node:net'
 import { join } from 'node:path'
 import { WORKFLOW_SANDBOX_PROBE_MS, WORKFLOW_STDERR_TAIL_BYTES } from './tuning.ts'
 import { WORKFLOW_SCRIPT_HEAP_MB } from '../../schema/limits.ts'
 import { processStat } from '../pty/process-tree.ts'
+import { ProtocolViolation, readLines } from './channel.ts'
 import { scriptProgram } from './program.ts'
 import type { ScriptRequest, ToScript } from './protocol.ts'
 import type { EngineFiles } from './quickjs.ts'
+import { WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES } from './tuning.ts'
 
 // The parent's pid is read by the main thread as it starts: a worker reading it itself could come
 // up after a parent that died at once, and never see it change.
 const WATCHDOG = "setInterval(() => { if (process.ppid !== ppid) process.kill(process.pid, 'SIGKILL') }, 250)"
+
+/**
+ * The child's end of the channel (channel.ts): fd 3, a socket pair, newline-delimited JSON both
+ * ways. The first line is the start, whose `program` is evaluated and called with it and the
+ * `port` it talks through; later lines go to the program's listeners. The sidecar's end closing
+ * ends the process.
+ */
+const CHANNEL = `
+const channel = new (process.getBuiltinModule('node:net').Socket)({ fd: 3, readable: true, writable: true })
+const listeners = []
+const port = {
+  send: (message) => void channel.write(JSON.stringify(message) + '\\n'),
+  on: (listener) => void listeners.push(listener),
+}
+let pending = ''
+let started = false
+channel.setEncoding('utf8')
+channel.on('data', (chunk) => {
+  pending += chunk
+  for (let at = pending.indexOf('\\n'); at >= 0; at = pending.indexOf('\\n')) {
+    const message = JSON.parse(pending.slice(0, at))
+    pending = pending.slice(at + 1)
+    if (started) for (const listener of listeners) listener(message)
+    else {
+      started = true
+      ;(0, eval)(message.program)(message, port)
+    }
+  }
+})
+channel.once('end', () => process.exit(0))
+channel.once('error', () => process.exit(0))`
 
 const bootstrap = (watchdog: boolean) =>
   [
@@ -49,8 +83,7 @@ const bootstrap = (watchdog: boolean) =>
             ', { eval: true }).unref()',
         ]
       : []),
-    "process.once('disconnect', () => process.exit(0))",
-    "process.once('message', (start) => (0, eval)(start.program)(start))",
+    CHANNEL,
   ].join('\n')
 
 const nodeFlags = (watchdog: boolean, engine: EngineFiles) => [
@@ -117,10 +150,15 @@ export interface ScriptExit {
 
 export class ScriptProcess {
   readonly #child: ChildProcess
+  readonly #channel: Socket
   readonly exited: Promise<ScriptExit>
   #stderr = ''
 
-  /** `program` is for tests of the confinement (an escaped script); runs get scriptProgram(). */
+  /**
+   * `onMessage` gets each message as parsed JSON, or a ProtocolViolation (a line that is not JSON
+   * or too long: the process is killed then). `program` is for tests of the confinement (an
+   * escaped script); runs get scriptProgram().
+   */
   constructor(request: ScriptRequest, onMessage: (message: unknown) => void, sandbox: Sandbox, program = scriptProgram()) {
     const start = { ...request, engine: { ...request.engine, core: sandbox.engine.core, variant: sandbox.engine.variant } }
     const watchdog = !sandbox.wrapper
@@ -129,8 +167,7 @@ export class ScriptProcess {
     this.#child = spawn(argv[0], argv.slice(1), {
       cwd: '/',
       env: {},
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      serialization: 'json',
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
     })
     this.exited = new Promise((resolve) => {
       this.#child.once('error', (error) => resolve({ code: null, signal: null, error }))
@@ -140,9 +177,27 @@ export class ScriptProcess {
     this.#child.stderr?.on('data', (chunk: string) => {
       this.#stderr = (this.#stderr + chunk).slice(-WORKFLOW_STDERR_TAIL_BYTES)
     })
-    this.#child.on('message', onMessage)
-    // A message to a process that just died fails asynchronously; its exit is what counts.
-    this.#child.on('error', () => {})
+    this.#channel = this.#child.stdio[3] as Socket
+    // A write to a process that just died fails (EPIPE); its exit is what counts.
+    this.#channel.on('error', () => {})
+    const violated = (why: string) => {
+      this.kill()
+      onMessage(new ProtocolViolation(why))
+    }
+    readLines(
+      this.#channel,
+      WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES,
+      (line) => {
+        let message: unknown
+        try {
+          message = JSON.parse(line)
+        } catch {
+          return violated('the script process sent a line that is not JSON')
+        }
+        onMessage(message)
+      },
+      violated,
+    )
     this.send({ type: 'start', program, ...start })
   }
 
@@ -156,7 +211,7 @@ export class ScriptProcess {
   }
 
   send(message: ToScript): void {
-    if (this.#child.connected) this.#child.send(message, (error) => void error)
+    if (this.#channel.writable) this.#channel.write(`${JSON.stringify(message)}\n`)
   }
 
   /** SIGKILL, at once (idempotent); `exited` tells when it is gone. */

@@ -7,7 +7,8 @@
  * `hostMain` is the host side inside the script process. It loads QuickJS (WebAssembly), makes a
  * runtime with the run's memory, stack and CPU-time limits, evaluates the script API in it as
  * guest code, compiles the script there as the body of an async function, and then only relays
- * strings: the guest's JSON text goes out over IPC, the sidecar's replies go in as JSON text, and
+ * strings: the guest's JSON text goes out over the channel (process.ts, channel.ts), the sidecar's
+ * replies go in as JSON text, and
  * between them the host runs the guest's pending jobs. No host object is ever handed to the
  * guest but the one bridge function, which takes a string and returns nothing.
  *
@@ -34,16 +35,20 @@ export function guestProgram(): string {
   return `'use strict';\n((inspector, lockdown, main) => (hostSend, startText, body) => main(hostSend, startText, body, inspector(), lockdown))(${serialized(inspector)}, ${serialized(lockdown)}, ${serialized(guestMain)})`
 }
 
-/** The text the script process evaluates: an expression whose value is a `(start) => void`.
- * `guest` is for a test that shows a leak is found. */
-export function scriptProgram(guest = guestProgram()): string {
-  return `'use strict';\n((guest, main) => (start) => main(start, guest))(${JSON.stringify(guest)}, ${serialized(hostMain)})`
+/** A script process's end of its channel (process.ts's bootstrap makes it). */
+export interface Port {
+  send(message: unknown): void
+  on(listener: (message: ToScript) => void): void
 }
 
-export async function hostMain(message: ScriptStart & { program?: string }, guestSource: string): Promise<void> {
-  const send = (out: unknown) => {
-    if (process.connected) process.send!(out)
-  }
+/** The text the script process evaluates: an expression whose value is a `(start, port) => void`.
+ * `guest` is for a test that shows a leak is found. */
+export function scriptProgram(guest = guestProgram()): string {
+  return `'use strict';\n((guest, main) => (start, port) => main(start, port, guest))(${JSON.stringify(guest)}, ${serialized(hostMain)})`
+}
+
+export async function hostMain(message: ScriptStart & { program?: string }, port: Port, guestSource: string): Promise<void> {
+  const send = (out: unknown) => port.send(out)
   let over = false
   const finish = (error: string, limit?: 'cpu-time' | 'memory') => {
     if (over) return
@@ -52,7 +57,7 @@ export async function hostMain(message: ScriptStart & { program?: string }, gues
   }
   process.on('unhandledRejection', () => {})
   process.on('uncaughtException', () => finish('the script process failed outside the script (an uncaught exception)'))
-  const { engine, script, input, profiles, defaultProfile, limits } = message
+  const { engine, script, input, profiles, defaultProfile, concurrency, limits } = message
   // Through eval: a bundler or test runner rewrites `import(` in this function's own source.
   const load = (0, eval)('(url) => import(url)') as (url: string) => Promise<unknown>
   let quickjs: QuickJS.QuickJSWASMModule
@@ -148,7 +153,7 @@ export async function hostMain(message: ScriptStart & { program?: string }, gues
     const install = vm.unwrapResult(vm.evalCode(guestSource, 'termkeep'))
     const compiled = vm.evalCode(`(async function () {\n${script}\n})`, 'script')
     const body = compiled.error ?? compiled.value
-    const startText = vm.newString(JSON.stringify({ input, profiles, defaultProfile, limits }))
+    const startText = vm.newString(JSON.stringify({ input, profiles, defaultProfile, concurrency, limits }))
     const installed = vm.callFunction(install, vm.undefined, bridge, startText, body)
     for (const handle of [install, body, startText]) handle.dispose()
     if (installed.error) {
@@ -158,9 +163,8 @@ export async function hostMain(message: ScriptStart & { program?: string }, gues
     }
     return installed.value
   })
-  // Registered from inside the `start` message's own listener (process.ts bootstrap), so it sees
-  // only the replies after it.
-  process.on('message', (reply: ToScript) => {
+  // The port hands a listener only the lines after the start (process.ts bootstrap).
+  port.on((reply: ToScript) => {
     if (over || !receive || reply.type === 'start') return
     outstanding.delete(reply.call)
     enter(() => {

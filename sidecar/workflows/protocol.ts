@@ -1,7 +1,10 @@
 /**
- * Messages between the sidecar (host) and a run's script process, over the child's IPC channel.
+ * Messages between the sidecar (host) and a run's script process, over the child's channel (channel.ts).
  * The script process is not trusted: everything it sends is validated here before the host acts
- * on it, and every limit it checks for a clear message is checked again by the host.
+ * on it, and every limit it checks for a clear message is checked again by the host. It has at
+ * most the run's concurrency of agent() calls and WORKFLOW_READS_IN_FLIGHT readText() calls out
+ * at the host at once (the script's others wait in the guest, in the script's own memory): one
+ * that sends more is ended.
  */
 import * as v from 'valibot'
 import type { ReadTextPage } from '../../schema/wire/files.ts'
@@ -16,6 +19,14 @@ export interface ScriptLimits {
   maxLogBytes: number
   maxLogMessages: number
   maxResultBytes: number
+  maxResultDepth: number
+  maxErrorBytes: number
+  /** readText() requests one run has out at the host at once (WORKFLOW_READS_IN_FLIGHT). */
+  readsInFlight: number
+  /** Longer arguments are refused in the guest, so that every message stays far below
+   * WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES: a label's UTF-16 units, a readText() request as JSON. */
+  maxLabelUnits: number
+  maxReadRequestBytes: number
 }
 
 /** What the script process's host side applies to the engine (the sidecar checks them too). */
@@ -35,6 +46,8 @@ export interface ScriptStart {
   input?: string
   profiles: string[]
   defaultProfile: string | null
+  /** The run's concurrency: agent() calls out at the host at once. */
+  concurrency: number
   limits: ScriptLimits
   engine: EngineLimits & {
     /** file: URLs of the engine's ES modules (quickjs.ts EngineFiles; ScriptProcess sets them). */

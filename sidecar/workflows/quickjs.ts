@@ -1,8 +1,8 @@
 /**
  * The script engine: QuickJS compiled to WebAssembly (quickjs-emscripten, its release-sync
  * variant). A run's script process loads it to run the script (program.ts); the sidecar loads it
- * once too, to parse a script before a run is published (scriptProblem), so a script is refused
- * by the same parser that would run it.
+ * too, in a worker thread (check.ts), to parse a script before a run is published, so a script is
+ * refused by the same parser that would run it.
  *
  * The script process may read no file but these packages' own directories (process.ts gives it
  * `--allow-fs-read` for exactly them), so where they are is resolved here, once.

@@ -3,11 +3,12 @@
  * settles exactly once, on the first of: the script's result (completed or error), a limit
  * running out (its wall-clock time here; the script's CPU time and memory in the engine, with the
  * sidecar's own measure behind them: usage.ts), the script process dying, or a cancel. Settling
- * kills the script process at once, drops queued agent() calls, cancels every open member
- * (closing its terminal, whose processes are killed, and logging its `agent-end` as
- * `cancelled`), ends whatever the members left running outside their terminals (leftovers.ts),
- * and only then logs `workflow/end`. Members take concurrency slots in FIFO order. Everything the
- * script process sends is validated here.
+ * kills the script process at once (with the agent() and readText() calls still waiting in it for
+ * a place), drops queued agent() calls, cancels every open member (closing its terminal, whose
+ * processes are killed, and logging its `agent-end` as `cancelled`), ends whatever the members
+ * left running outside their terminals (leftovers.ts), and only then logs `workflow/end`. Members
+ * take concurrency slots in FIFO order. Everything the script process sends is validated here,
+ * and it may have only so many calls out here at once (protocol.ts).
  */
 import { mkdirSync, rmSync } from 'node:fs'
 import * as v from 'valibot'
@@ -16,30 +17,34 @@ import {
   AGENT_LABEL_DEFAULT_CHARS,
   MAX_AGENT_LABEL_CHARS,
   MAX_AGENT_PROMPT_BYTES,
-  MAX_AGENT_STDIN_LINE_BYTES,
   MAX_AGENTS_PER_RUN,
+  MAX_WORKFLOW_ERROR_BYTES,
   MAX_WORKFLOW_LOG_BYTES,
   MAX_WORKFLOW_LOG_MESSAGE_BYTES,
   MAX_WORKFLOW_LOG_MESSAGES,
   MAX_WORKFLOW_RESULT_BYTES,
+  MAX_WORKFLOW_RESULT_DEPTH,
   WORKFLOW_SCRIPT_HEAP_MB,
   WORKFLOW_SCRIPT_MEMORY_BYTES,
 } from '../../schema/limits.ts'
-import { WORKFLOW_READS_IN_FLIGHT } from './tuning.ts'
 import { titleFrom, titleSchema } from '../../schema/wire/common.ts'
 import type { RunLimit } from '../../schema/wire/workflows.ts'
 import { bootId, ticksSinceBoot } from '../pty/identity.ts'
 import { processStat } from '../pty/process-tree.ts'
 import type { TerminalHost } from '../terminals/host.ts'
+import { ProtocolViolation } from './channel.ts'
+import { nestsDeeper, within } from './host-checks.ts'
+import { promptProblem } from './prompt.ts'
 import { endRunProcesses, type RunIdentity } from './leftovers.ts'
-import { Member } from './member.ts'
+import { Member, type MemberOutcome } from './member.ts'
 import { ScriptProcess, type Sandbox, type ScriptExit } from './process.ts'
 import type { Profiles } from './profiles.ts'
 import { FromScript, type HookError } from './protocol.ts'
 import type { WorkflowReader } from './read-text.ts'
+import type { ReadTextPage } from '../../schema/wire/files.ts'
 import type { Ending, RunLog, RunStore } from './run-log.ts'
 import { engineLimits, SCRIPT_LIMITS } from './script-limits.ts'
-import { WORKFLOW_CPU_BACKSTOP_GRACE_MS, WORKFLOW_PROCESS_MEMORY_SLACK_BYTES } from './tuning.ts'
+import { WORKFLOW_CPU_BACKSTOP_GRACE_MS, WORKFLOW_PROCESS_MEMORY_SLACK_BYTES, WORKFLOW_READS_IN_FLIGHT } from './tuning.ts'
 import { watchUsage } from './usage.ts'
 
 export interface RunDeps {
@@ -73,7 +78,8 @@ export interface RunSpec {
 function limitError(limit: RunLimit, spec: RunSpec, detail?: string): string {
   const seconds = (ms: number) => `${ms / 1000} s`
   if (limit === 'wall-time') return `WALL_TIME_LIMIT: the run reached its wall-clock limit of ${seconds(spec.wallTimeLimitMs)}`
-  if (limit === 'cpu-time') return `CPU_TIME_LIMIT: the script used its CPU time limit of ${seconds(spec.cpuTimeLimitMs)}`
+  if (limit === 'cpu-time')
+    return `CPU_TIME_LIMIT: the script used its CPU time limit of ${seconds(spec.cpuTimeLimitMs)}${detail ? ` (${detail})` : ''}`
   return `MEMORY_LIMIT: the script ran out of its ${WORKFLOW_SCRIPT_MEMORY_BYTES / 1024 / 1024} MiB of memory${detail ? `: ${detail}` : ''}`
 }
 
@@ -104,8 +110,13 @@ export class WorkflowRun {
   #active = 0
   #logBytes = 0
   #logCount = 0
-  #reads = 0
-  readonly #readQueue: (() => void)[] = []
+  /** agent() and readText() calls the script process has out here (received, not yet answered). */
+  #agentsOut = 0
+  #readsOut = 0
+  /** The sidecar's time serving the run's readText() calls (while any is out): it counts against
+   * the run's CPU time, since the script spends almost none of its own waiting for them. */
+  #readingMs = 0
+  #readingSince: number | undefined
 
   private constructor(spec: RunSpec, deps: RunDeps) {
     this.id = spec.id
@@ -157,6 +168,7 @@ export class WorkflowRun {
       input: this.#spec.input,
       profiles: profiles.names,
       defaultProfile: profiles.fallback(this.#spec.profile) ?? null,
+      concurrency: this.#spec.concurrency,
       limits: SCRIPT_LIMITS,
       engine: engineLimits(this.#spec.cpuTimeLimitMs),
     }
@@ -172,8 +184,16 @@ export class WorkflowRun {
         cpuMs: this.#spec.cpuTimeLimitMs + WORKFLOW_CPU_BACKSTOP_GRACE_MS,
         rssBytes: WORKFLOW_SCRIPT_MEMORY_BYTES + WORKFLOW_PROCESS_MEMORY_SLACK_BYTES,
       }
-      stopWatch = watchUsage(pid, bounds, (limit, usage) =>
-        this.#limitReached(limit, `the sidecar measured ${Math.round(usage.cpuMs)} ms of CPU and ${usage.rssBytes} bytes resident`),
+      const reading = () => this.#readingMs + (this.#readingSince === undefined ? 0 : performance.now() - this.#readingSince)
+      stopWatch = watchUsage(
+        pid,
+        bounds,
+        (limit, usage) => {
+          if (limit === 'memory') return this.#limitReached(limit, `the sidecar measured ${usage.rssBytes} bytes resident`)
+          this.#limitReached(limit, `with the sidecar's time serving its readText() calls: ${Math.round(reading())} ms`)
+        },
+        undefined,
+        reading,
       )
     }
     this.#unwatch = () => {
@@ -200,6 +220,7 @@ export class WorkflowRun {
 
   #receive(raw: unknown): void {
     if (this.#settling) return
+    if (raw instanceof ProtocolViolation) return this.#fail(raw.message)
     const parsed = v.safeParse(FromScript, raw)
     if (!parsed.success) return this.#fail('the script process sent a malformed message')
     const message = parsed.output
@@ -216,8 +237,11 @@ export class WorkflowRun {
   }
 
   #agent(message: Extract<FromScript, { type: 'agent' }>): void {
+    if (++this.#agentsOut > this.#spec.concurrency) {
+      return this.#fail(`the script process sent more agent() calls at once than the run's concurrency (${this.#spec.concurrency})`)
+    }
     const checked: { error: HookError } | { label?: string } = this.#doom ? { error: this.#doom } : this.#checkAgent(message)
-    if ('error' in checked) return this.#process.send({ type: 'agent-result', call: message.call, error: this.#doomed(checked.error) })
+    if ('error' in checked) return this.#answerAgent(message.call, { error: this.#doomed(checked.error) })
     const profileName = message.profile!
     const label = checked.label ?? titleFrom(message.prompt.split('\n')[0], AGENT_LABEL_DEFAULT_CHARS, `agent ${this.#accepted + 1}`)
     const seq = ++this.#accepted
@@ -253,22 +277,8 @@ export class WorkflowRun {
     const chosen = profile === undefined ? undefined : this.#deps.profiles.get(profile)
     if (!chosen)
       return fatal('UNKNOWN_PROFILE', `no agent profile "${profile}" (configured: ${this.#deps.profiles.names.join(', ') || 'none'})`)
-    if (chosen.prompt === 'stdin') {
-      // Typed into a terminal: control characters would act (Ctrl-C interrupts), and the line
-      // discipline keeps only so much of one line.
-      if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(prompt)) {
-        return fatal(
-          'INVALID_ARGUMENT',
-          `profile "${profile}" takes its prompt on stdin, which cannot carry control characters (other than newline and tab)`,
-        )
-      }
-      if (prompt.split('\n').some((line) => bytes(line) > MAX_AGENT_STDIN_LINE_BYTES)) {
-        return fatal(
-          'PROMPT_CAP',
-          `profile "${profile}" takes its prompt on stdin: each line is at most ${MAX_AGENT_STDIN_LINE_BYTES} bytes`,
-        )
-      }
-    }
+    const problem = promptProblem(profile!, chosen, prompt)
+    if (problem) return problem
     if (this.#accepted >= MAX_AGENTS_PER_RUN) return fatal('AGENT_CAP', `a run makes at most ${MAX_AGENTS_PER_RUN} agent() calls`)
     return undefined
   }
@@ -279,12 +289,18 @@ export class WorkflowRun {
     return error
   }
 
+  /** Every agent() answer: the call's place is free before the script process hears of it. */
+  #answerAgent(call: number, outcome: MemberOutcome): void {
+    this.#agentsOut--
+    if (!this.#settling) this.#process.send({ type: 'agent-result', call, ...outcome })
+  }
+
   /** Starts queued members while slots are free, oldest first; none once the run is doomed. */
   #pump(): void {
     while (!this.#settling && this.#active < this.#spec.concurrency && this.#queue.length > 0) {
       const { member, call } = this.#queue.shift()!
       if (this.#doom) {
-        this.#process.send({ type: 'agent-result', call, error: this.#doom })
+        this.#answerAgent(call, { error: this.#doom })
         continue
       }
       this.#active++
@@ -293,7 +309,7 @@ export class WorkflowRun {
         .start()
         .then((outcome) => {
           if ('error' in outcome) this.#doomed(outcome.error)
-          if (!this.#settling) this.#process.send({ type: 'agent-result', call, ...outcome })
+          this.#answerAgent(call, outcome)
         })
         .catch((error: unknown) => this.#fail(`agent ${member.seq} failed in the host: ${(error as Error).message}`, error))
         .finally(() => {
@@ -304,23 +320,27 @@ export class WorkflowRun {
   }
 
   async #readText(call: number, request: unknown): Promise<void> {
-    if (this.#doom) return this.#process.send({ type: 'read-text-result', call, error: this.#doom })
-    if (this.#reads >= WORKFLOW_READS_IN_FLIGHT) await new Promise<void>((resolve) => this.#readQueue.push(resolve))
-    this.#reads++
+    if (++this.#readsOut > WORKFLOW_READS_IN_FLIGHT) {
+      return this.#fail(`the script process sent more readText() calls at once than ${WORKFLOW_READS_IN_FLIGHT} (WORKFLOW_READS_IN_FLIGHT)`)
+    }
+    this.#readingSince ??= performance.now()
+    const answer = await this.#readAnswer(request)
+    if (--this.#readsOut === 0 && this.#readingSince !== undefined) {
+      this.#readingMs += performance.now() - this.#readingSince
+      this.#readingSince = undefined
+    }
+    if (!this.#settling) this.#process.send({ type: 'read-text-result', call, ...answer })
+  }
+
+  async #readAnswer(request: unknown): Promise<{ page: ReadTextPage } | { error: HookError }> {
+    if (this.#doom) return { error: this.#doom }
     try {
-      if (this.#doom) return this.#process.send({ type: 'read-text-result', call, error: this.#doom })
-      const page = await this.#deps.reader.read({ sessionId: this.sessionId, tokenId: this.#spec.tokenId }, request)
-      if (!this.#settling) this.#process.send({ type: 'read-text-result', call, page })
+      return { page: await this.#deps.reader.read({ sessionId: this.sessionId, tokenId: this.#spec.tokenId }, request) }
     } catch (error) {
-      if (this.#settling) return
       const known = error instanceof TermkeepError ? error : new TermkeepError('internal/error', 'readText failed in the host')
       if (!(error instanceof TermkeepError)) console.error(`termkeep sidecar: run ${this.id} readText`, error)
       const misuse = known.code === 'request/invalid'
-      const answer = this.#doomed({ code: misuse ? 'INVALID_ARGUMENT' : known.code, message: known.message, fatal: misuse })
-      this.#process.send({ type: 'read-text-result', call, error: answer })
-    } finally {
-      this.#reads--
-      this.#readQueue.shift()?.()
+      return { error: this.#doomed({ code: misuse ? 'INVALID_ARGUMENT' : known.code, message: known.message, fatal: misuse }) }
     }
   }
 
@@ -354,6 +374,11 @@ export class WorkflowRun {
     } catch {
       return this.#fail('the script process sent a return value that is not JSON')
     }
+    if (nestsDeeper(value, MAX_WORKFLOW_RESULT_DEPTH)) {
+      return this.#fail(
+        `RESULT_UNSERIALIZABLE: the return value is not plain JSON: it nests more than ${MAX_WORKFLOW_RESULT_DEPTH} arrays and objects`,
+      )
+    }
     void this.#settle({ status: 'completed', result: { stopReason: 'completed', value, agentsStarted } })
   }
 
@@ -378,9 +403,23 @@ export class WorkflowRun {
     void this.#settle({ status: 'error', result: { stopReason: 'error', error, agentsStarted: this.#accepted } })
   }
 
+  /** Settles the run once; never rejects (a rejection here would be nobody's to catch). */
   async #settle(ending: Ending): Promise<void> {
     if (this.#settling) return this.settled
     this.#settling = true
+    // The script process's text is cut by the host too: it may not be the guest that wrote it.
+    const { error } = ending.result
+    if (error !== undefined) ending = { ...ending, result: { ...ending.result, error: within(error, MAX_WORKFLOW_ERROR_BYTES) } }
+    try {
+      await this.#cleanUp(ending)
+    } catch (failure) {
+      console.error(`termkeep sidecar: ending run ${this.id}`, failure)
+    } finally {
+      this.#markSettled()
+    }
+  }
+
+  async #cleanUp(ending: Ending): Promise<void> {
     this.#unwatch()
     this.#process.kill()
     this.#queue.length = 0
@@ -388,8 +427,10 @@ export class WorkflowRun {
     const survivors = await endRunProcesses(this.#identity)
     if (survivors.length > 0) console.error(`termkeep sidecar: run ${this.id}: processes ${survivors.join(', ')} outlived it`)
     await this.#process.exited
-    await this.#log.end(ending).catch((error: unknown) => console.error(`termkeep sidecar: ending run ${this.id}`, error))
+    // A throw of its own (not only a rejection) is caught: the result directory still goes.
+    await Promise.resolve()
+      .then(() => this.#log.end(ending))
+      .catch((error: unknown) => console.error(`termkeep sidecar: ending run ${this.id}`, error))
     rmSync(this.#spec.resultDir, { recursive: true, force: true })
-    this.#markSettled()
   }
 }

@@ -17,7 +17,8 @@ import { ConfigError } from '../../schema/config.ts'
 import { WORKFLOW_SANDBOX_PROBE_MS } from './tuning.ts'
 import type { WorkflowsHealth } from '../../schema/wire/health.ts'
 import { type Namespaces, probeNamespaces, type Sandbox, ScriptProcess } from './process.ts'
-import { type EngineFiles, engineFiles, loadQuickJS, ScriptChecker } from './quickjs.ts'
+import { ScriptCheck } from './check.ts'
+import { type EngineFiles, engineFiles, loadQuickJS } from './quickjs.ts'
 import { engineLimits, SCRIPT_LIMITS } from './script-limits.ts'
 
 export const NAMESPACES_VARIABLE = 'TERMKEEP_WORKFLOW_NAMESPACES'
@@ -33,7 +34,7 @@ export function namespaceMode(raw: string | undefined): NamespaceMode {
 
 /** Where runs stand on this sidecar. */
 export type SandboxState =
-  | { ready: true; sandbox: Sandbox; checker: ScriptChecker; health: WorkflowsHealth }
+  | { ready: true; sandbox: Sandbox; checker: ScriptCheck; health: WorkflowsHealth }
   | { ready: false; health: WorkflowsHealth }
 
 export interface EstablishOptions {
@@ -44,10 +45,9 @@ export interface EstablishOptions {
 export async function establishSandbox(mode: NamespaceMode, options: EstablishOptions = {}): Promise<SandboxState> {
   const refused = (reason: string, namespaces = false): SandboxState => ({ ready: false, health: { available: false, namespaces, reason } })
   let files: EngineFiles
-  let checker: ScriptChecker
   try {
     files = (options.files ?? engineFiles)()
-    checker = new ScriptChecker(files, await loadQuickJS(files))
+    await loadQuickJS(files)
   } catch (error) {
     return refused(`the script engine (QuickJS, WebAssembly) does not load: ${(error as Error).message}`)
   }
@@ -64,7 +64,7 @@ export async function establishSandbox(mode: NamespaceMode, options: EstablishOp
   const health: WorkflowsHealth = sandbox.wrapper
     ? { available: true, namespaces: true }
     : { available: true, namespaces: false, reason: `scripts run without namespaces of their own: ${namespaces.missing}` }
-  return { ready: true, sandbox, checker, health }
+  return { ready: true, sandbox, checker: new ScriptCheck(files), health }
 }
 
 /** Runs `return 1` in a script process as a run would; why it failed, or undefined. */
@@ -73,6 +73,7 @@ function tryScript(sandbox: Sandbox): Promise<string | undefined> {
     const request = {
       script: 'return 1',
       profiles: [],
+      concurrency: 1,
       defaultProfile: null,
       limits: SCRIPT_LIMITS,
       engine: engineLimits(WORKFLOW_SANDBOX_PROBE_MS),

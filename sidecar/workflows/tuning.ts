@@ -17,10 +17,20 @@ export const WORKFLOW_LEFTOVERS_WAIT_MS = 2_000
  * wrapped in its rendered text; a person attaching resizes it to their window. */
 export const AGENT_COLS = 120
 export const AGENT_ROWS = 40
-/** `readText()` calls of one run served at once; later ones wait their turn (a page is 2 MiB). */
+/** `readText()` calls of one run out at the sidecar at once (a page is 2 MiB); later ones wait in
+ * the script's engine (guest.ts), and a script process with more out is ended. */
 export const WORKFLOW_READS_IN_FLIGHT = 2
 /** Bytes of a script process's stderr kept to explain its unexpected exit (an out-of-memory death). */
 export const WORKFLOW_STDERR_TAIL_BYTES = 4 * 1024
 /** The one probe at sidecar start of whether script processes can start in new namespaces: a
  * Node start takes well under a second; a hung unshare must not hold the sidecar's start. */
 export const WORKFLOW_SANDBOX_PROBE_MS = 10_000
+/** The longest line a script process may send the sidecar. The longest an honest one sends is a
+ * `done` carrying the result (MAX_WORKFLOW_RESULT_BYTES of JSON) as a JSON string, about twice its
+ * size once escaped; the guest refuses larger arguments before they cross. A longer line means
+ * code escaped the engine: the run ends. */
+export const WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES = 4 * 1024 * 1024
+/** How long a script's parse check before its run is published may take (check.ts). Scripts a
+ * model writes parse in milliseconds; a 256 KiB script of 5,000 classes took 3.5 s on a loaded
+ * machine: one that takes longer than this is refused, and the check's worker replaced. */
+export const WORKFLOW_SCRIPT_CHECK_MS = 5_000

@@ -44,17 +44,22 @@ export function treeUsage(pid: number): Usage | undefined {
   return total
 }
 
-/** Checks a process every WORKFLOW_LIMIT_CHECK_MS; calls `exceeded` once when it passes a bound. */
+/**
+ * Checks a process every WORKFLOW_LIMIT_CHECK_MS; calls `exceeded` once when it passes a bound.
+ * `hostMs` is time spent on the process's behalf outside it (the sidecar serving its requests),
+ * counted with its CPU time.
+ */
 export function watchUsage(
   pid: number,
   bounds: { cpuMs: number; rssBytes: number },
   exceeded: (limit: Exclude<RunLimit, 'wall-time'>, usage: Usage) => void,
   everyMs = WORKFLOW_LIMIT_CHECK_MS,
+  hostMs: () => number = () => 0,
 ): () => void {
   const timer = setInterval(() => {
     const usage = treeUsage(pid)
     if (!usage) return clearInterval(timer)
-    const over = usage.cpuMs > bounds.cpuMs ? 'cpu-time' : usage.rssBytes > bounds.rssBytes ? 'memory' : undefined
+    const over = usage.cpuMs + hostMs() > bounds.cpuMs ? 'cpu-time' : usage.rssBytes > bounds.rssBytes ? 'memory' : undefined
     if (!over) return
     clearInterval(timer)
     exceeded(over, usage)

@@ -85,8 +85,8 @@ async function* storedEvents(db: Database, header: Header, count: number): Async
   }
 }
 
-/** The epoch's stored history rows [first, end), newest first, with their chunk's style table. */
-async function* historyRows(
+/** The epoch's stored history rows [first, end), newest first, with their chunk's style table (the scrollback route reads a range of them). */
+export async function* historyRows(
   db: Database,
   header: Header,
   first: number,

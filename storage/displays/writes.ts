@@ -12,6 +12,7 @@ import type { PackSummary } from '../../common/display/pack.ts'
 import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../tuning.ts'
 import type { Cursor, InputModes, Palette } from '../../schema/wire/display.ts'
 import type { Database } from '../client.ts'
+import { CommitGroup } from '../commit-group.ts'
 import { dataMigrations, displayChunks, displayHistory, displayRevisions } from '../tables.ts'
 
 /** Chunk rows per INSERT statement (5–6 bound parameters each). */
@@ -58,6 +59,8 @@ export interface RevisionWrite {
   restore: unknown
   /** A data-migration ledger entry committed with the revision. */
   ledger?: { name: string; detail: string }
+  /** False: the writer knows no revision is due for pruning, so the prune statements are left out. */
+  prune?: boolean
 }
 
 /** The newest revision number of a terminal, 0 when it has none. */
@@ -77,16 +80,15 @@ export async function hasRevisions(db: Database, sessionId: string, terminalId: 
   return (row?.n ?? 0) > 0
 }
 
-/** Writes one revision in one transaction; two writers racing for the same number cannot both
- * commit (primary key). */
+/** Writes one revision in one transaction, with the other revisions ready then (commit-group.ts);
+ * two writers racing for the same number cannot both commit (primary key). */
 export async function writeRevision(
   db: Database,
   write: RevisionWrite,
   revision: RevisionRecord,
   chunks: readonly StoredChunk[],
 ): Promise<void> {
-  const [first, ...rest] = revisionStatements(db, write, revision, chunks)
-  await db.batch([first!, ...rest])
+  await CommitGroup.of(db).commit(revisionStatements(db, write, revision, chunks))
 }
 
 function revisionStatements(db: Database, write: RevisionWrite, revision: RevisionRecord, chunks: readonly StoredChunk[]) {
@@ -148,6 +150,8 @@ function revisionStatements(db: Database, write: RevisionWrite, revision: Revisi
       restore: write.restore ?? null,
     }),
   )
+  if (write.ledger) statements.push(db.insert(dataMigrations).values(write.ledger))
+  if (write.prune === false) return statements
   // Prune: keep the newest DISPLAY_KEEP_REVISIONS + 1, and anything younger than DISPLAY_KEEP_MS.
   const old: SQL | undefined = and(
     eq(displayRevisions.sessionId, sessionId),
@@ -169,7 +173,6 @@ function revisionStatements(db: Database, write: RevisionWrite, revision: Revisi
     db.delete(displayRevisions).where(old),
     db.run(sql`DELETE FROM display_history WHERE session_id = ${sessionId} AND terminal_id = ${terminalId} AND ${unreferenced}`),
   )
-  if (write.ledger) statements.push(db.insert(dataMigrations).values(write.ledger))
   return statements
 }
 

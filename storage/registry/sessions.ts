@@ -44,6 +44,7 @@ export async function listSessions(q: Queryable, authority: Authority, query: Se
       id: sessions.id,
       cwd: sessions.cwd,
       title: sessions.title,
+      name: sessions.name,
       createdAt: sessions.createdAt,
       host: sessions.hostId,
       workspaceId: memberOf,

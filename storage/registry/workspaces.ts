@@ -93,6 +93,7 @@ export async function sessionById(q: Queryable, id: string): Promise<Session | u
     id: row.id,
     cwd: row.cwd,
     title: row.title,
+    name: row.name,
     workspaceId: member?.workspaceId ?? null,
     archived: archived !== undefined,
     createdAt: row.createdAt,

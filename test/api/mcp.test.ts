@@ -113,7 +113,7 @@ describe('tools/list and authority', () => {
   it('shows a narrow token only the tools its grants allow; the others are refused and change nothing', async () => {
     const narrow = await client(await h.token(['terminals:screen']))
     const names = (await narrow.listTools()).tools.map((t) => t.name).sort()
-    expect(names).toEqual(['read_screen', 'wait_for'])
+    expect(names).toEqual(['list_commands', 'read_screen', 'wait_for'])
     const before = await terminalRows()
     const refused = await callTool(narrow, 'create_terminal', { sid: 's1', tid: 'narrow-1' })
     expect(errorOf(refused)).toMatchObject({ code: 'auth/forbidden' })

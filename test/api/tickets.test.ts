@@ -62,6 +62,7 @@ beforeAll(async () => {
     '/v1/sessions/:sid/terminals/:tid/output/watch': {},
     '/v1/sessions/:sid/terminals/:tid/display': {},
     '/v1/sessions/:sid/terminals/:tid/screen/watch': {},
+    '/v1/sessions/:sid/terminals/:tid/commands/watch': {},
     '/v1/sessions/:sid/workflows/:rid/events': {},
     '/v1/sessions/:sid/terminals/:tid/observation/files/watchDirectory': {
       root: root.id,
@@ -87,7 +88,7 @@ function concrete(path: string): string {
 describe('EventSource tickets for every SSE route', () => {
   it('are read from the routes: every GET answering text/event-stream, each with a case here', () => {
     const { paths } = streamRoutes(h.app)
-    expect(paths.length).toBeGreaterThanOrEqual(10)
+    expect(paths.length).toBeGreaterThanOrEqual(11)
     expect([...paths].sort()).toEqual(Object.keys(queries).sort())
   })
 

@@ -78,13 +78,15 @@ export async function journalText(stack: Stack, sessionId: string, terminalId: s
 /**
  * Whether the journal shows a typed command line as entered: its echo, from the last `start` on,
  * reaches `end` followed by the Enter's CR LF. Readline's line-wrap carriage returns (` \r`) are
- * taken out first, since a long command wraps wherever the prompt's length puts it.
+ * taken out first, since a long command wraps wherever the prompt's length puts it, and so are OSC
+ * sequences: shell integration's command marks repeat the command line (docs/commands.md).
  */
 export function commandEntered(journal: string, start: string, end: string): boolean {
-  const at = journal.lastIndexOf(start)
+  const text = journal.replace(/\x1b\][^\x07\x1b]*(\x07|\x1b\\)/g, '')
+  const at = text.lastIndexOf(start)
   return (
     at !== -1 &&
-    journal
+    text
       .slice(at)
       .replace(/ ?\r(?!\n)/g, '')
       .includes(`${end}\r\n`)

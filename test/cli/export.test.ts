@@ -182,7 +182,9 @@ describe('asciicast export (termkeep export, GET …/output.cast)', () => {
     expect(forbidden.code).toBe(1)
     expect(forbidden.stderr).toContain('terminals:output (auth/forbidden)')
     expect(usage.code).toBe(2)
-    expect(usage.stderr.trim()).toBe(`termkeep: export takes <session> <terminal> (\`${self()} export --help\` shows the usage)`)
+    expect(usage.stderr.trim()).toBe(
+      `termkeep: export takes <session> <terminal>, or one session:terminal (\`${self()} export --help\` shows the usage)`,
+    )
     expect(help.code).toBe(0)
     expect(help.stdout).toMatch(/^usage: termkeep export <session> <terminal>/)
   })

@@ -135,6 +135,15 @@ describe('sessions on hosts', () => {
       // Each sidecar gives its programs its own HOME (inside its data directory): the shell ran there.
       await waitFor(async () => (await output(name)).includes(`home:${hosts[name].dataDir}`), 10_000, `${name}'s shell`)
       await echoes(name, `hello-${name}`)
+      // Searches and commands reach the same host: another one does not know the terminal.
+      const pattern = `?pattern=${encodeURIComponent(`got:hello-${name}`)}`
+      const found = await json(await call('GET', `${terminal(name)}/search${pattern}`))
+      expect(found.matches.map((m: any) => m.line)).toContain(`got:hello-${name}`)
+      const inSession = await json(await call('GET', `/v1/sessions/${sessionOf[name]}/search${pattern}`))
+      expect(inSession.terminals.map((t: any) => [t.terminalId, t.matches.length])).toEqual([['t1', 1]])
+      // The echoer is no shell at a prompt: its own host says so (409), another would not know it.
+      const run = await call('POST', `${terminal(name)}/commands`, { command: 'true' })
+      expect([run.status, (await json(run)).error.code]).toEqual([409, 'command/not-at-prompt'])
     }
   }, 60_000)
 })
@@ -186,6 +195,10 @@ describe('a host that is down', () => {
       ['GET', `${terminal('beta')}/output?after=0`, undefined],
       ['GET', `/v1/sessions/${sessionOf.beta}/shells`, undefined],
       ['PUT', terminal('beta', 't2'), { cols: 80, rows: 24 }],
+      ['POST', `${terminal('beta')}/commands`, { command: 'true' }],
+      ['GET', `${terminal('beta')}/search?pattern=got`, undefined],
+      ['GET', `/v1/sessions/${sessionOf.beta}/search?pattern=got`, undefined],
+      ['DELETE', `/v1/sessions/${sessionOf.beta}/terminals`, undefined],
     ] as const) {
       const response = await call(method, path, body, { 'termkeep-attachment': 'typist-beta' })
       expect(response.status, path).toBe(503)
@@ -193,8 +206,11 @@ describe('a host that is down', () => {
       expect(error).toMatchObject({ code: 'host/unavailable', host: hosts.beta.id, hostName: 'beta' })
       expect(error.message).toContain('beta')
     }
-    // Stored: the session, its terminal list and the settled display.
+    // Stored: the session, its terminal list, the settled display, its history and command records.
     expect((await call('GET', `/v1/sessions/${sessionOf.beta}`)).status).toBe(200)
+    expect((await json(await call('GET', `${terminal('beta')}/commands`))).commands).toEqual([])
+    const history = await call('GET', `${terminal('beta')}/scrollback`)
+    expect(history.status, await history.clone().text()).toBe(200)
     const display = await call('GET', `${terminal('beta')}/display`)
     expect(display.status).toBe(200)
     expect(await display.text()).toContain('got:hello-beta')

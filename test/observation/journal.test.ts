@@ -265,7 +265,8 @@ describe('the foreground program', () => {
     const args = [o.sid, 't1', '--url', o.stack.api.url, '--token', observer]
     expect(await psCommand(args, out)).toBe(0)
     expect(text).toMatch(/^foreground: sleep \(pid \d+\)$/m)
-    expect(text).toMatch(/^\s*\d+ S\s+\S+\s+bash$/m)
+    // The shell as started: with termkeep's shell integration (docs/commands.md).
+    expect(text).toMatch(/^\s*\d+ S\s+\S+\s+bash --init-file \S+\/termkeep\.bash$/m)
     expect(text).toMatch(/^\s*\d+ S\+\s+\S+\s+ \\_ sleep 300$/m)
     text = ''
     expect(await psCommand([...args, '--json'], out)).toBe(0)

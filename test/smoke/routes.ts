@@ -244,6 +244,28 @@ export const ROUTE_CHECKS: RouteCheck[] = [
       }
     },
   },
+  {
+    name: 'commands: run_in_terminal in an existing bash carries state over; its records and text read back from the database',
+    async run({ url, runtime, backend }) {
+      const secret = await backend.token(['workspaces:write', 'sessions:write', 'terminals:control', 'terminals:output'])
+      const sid = await createSession(url, secret, scratch(backend, `commands-${runtime}`))
+      const client = await mcpClient(url, secret)
+      try {
+        await callTool(client, 'create_terminal', { sid, tid: 'sh', shell: '/usr/bin/bash' })
+        const first = await callTool(client, 'run_in_terminal', { sid, tid: 'sh', command: `export ON=${runtime}` })
+        expect(JSON.parse(textOf(first, 1))).toMatchObject({ n: 1, exitCode: 0, ended: true })
+        const second = await callTool(client, 'run_in_terminal', { sid, tid: 'sh', command: 'echo "on $ON"; false' })
+        expect(textOf(second)).toBe(`on ${runtime}`)
+        const base = `${url}/v1/sessions/${sid}/terminals/sh/commands`
+        const list = await (await fetch(`${base}?limit=1`, { headers: bearer(secret) })).json()
+        expect(list).toMatchObject({ newest: 2, commands: [{ n: 2, command: 'echo "on $ON"; false', state: 'ended', exitCode: 1 }] })
+        const output = await (await fetch(`${base}/2/output`, { headers: bearer(secret) })).json()
+        expect(output).toMatchObject({ n: 2, state: 'ended', text: `on ${runtime}`, omittedBytes: 0 })
+      } finally {
+        await client.close()
+      }
+    },
+  },
 ]
 
 /**

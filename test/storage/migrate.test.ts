@@ -24,6 +24,7 @@ const EXPECTED_TABLES = [
   'resource_uploads',
   'sessions',
   'stream_tickets',
+  'terminal_commands',
   'terminals',
   'token_grants',
   'token_observe_env',

@@ -11,7 +11,7 @@ if (isMainThread) {
   class Recorded extends Original {
     constructor(code, options) {
       super(code, options)
-      if (String(code).includes('emulator/worker.ts')) emulators.push(this)
+      if (options?.name === 'termkeep-emulator') emulators.push(this)
     }
   }
   threads.default.Worker = Recorded

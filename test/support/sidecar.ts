@@ -6,7 +6,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { SIDECAR_NODE_FLAGS } from '../../sidecar/node-flags.ts'
+import { SIDECAR_NODE_FLAGS, sidecarEnv } from '../../sidecar/node-flags.ts'
 import { freePort } from './ports.ts'
 
 const ENTRY = new URL('../../sidecar/main.ts', import.meta.url).pathname
@@ -72,7 +72,7 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
       ...(options.nodeArgs ?? []),
     ],
     cwd: options.cwd,
-    env: {
+    env: sidecarEnv({
       ...inherited,
       HOME: home,
       // Workflow runs start also on a kernel without user namespaces (then without them, as
@@ -82,7 +82,7 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
       ...locations,
       SIDECAR_URL: url,
       SIDECAR_SECRET: secret,
-    },
+    }),
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   })
   let output = ''

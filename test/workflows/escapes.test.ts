@@ -63,7 +63,7 @@ const walk = (roots, visit) => {
 const STANDARD = ${JSON.stringify(STANDARD_GLOBALS)}
 const HIDDEN = [(async () => {}).constructor, (function* () {}).constructor, (async function* () {}).constructor,
   [][Symbol.iterator](), new Map()[Symbol.iterator](), new Set()[Symbol.iterator](), ''[Symbol.iterator](),
-  /x/[Symbol.matchAll](''), [1].values().map((x) => x), Iterator.from({ next: () => ({ done: true }) }),
+  /x/[Symbol.matchAll](''), [1].values().map((x) => x), Iterator.from({ next: () => ({ done: true }) }), Iterator.concat([]),
   Object.getOwnPropertyDescriptor((function () { 'use strict'; return arguments })(), 'callee').get]
 const intrinsic = walk([...STANDARD.filter((n) => n !== 'globalThis').map((n) => globalThis[n]), ...HIDDEN,
   agent, parallel, pipeline, readText, log], () => {})
@@ -380,6 +380,28 @@ const ENTRIES: Entry[] = [
       expect(r.observed).toEqual({ changed: [], read: 'files/not-found', works: ['did after pollution', [2, 4]], calls: [] })
       expect(outcome.logs).toEqual(['logged { ok: true }'])
     },
+  },
+  {
+    name: "every built-in prototype the values a script makes lead to is frozen, Iterator.concat's too",
+    script: `
+      const made = [Iterator.concat([1]), [1].values().map((x) => x), Iterator.from({ next() { return { done: true } } }),
+        (function* () {})(), (async function* () {})(), 'a'.matchAll(/a/g), new Map().entries(), new Set().values(),
+        ''[Symbol.iterator](), [].keys(), Promise.resolve(), new WeakRef({}), new FinalizationRegistry(() => {}),
+        new DataView(new ArrayBuffer(1)), new Float16Array(1), Object(1n), Object(Symbol()), new Date(), /x/,
+        (function () { return arguments })(), new AggregateError([]), Proxy.revocable({}, {}), new WeakMap(),
+        async () => {}, function* () {}, async function* () {}]
+      // A generator's own prototype is its function's \`prototype\`: the script's, not a built-in.
+      const own = new Set([made[3], made[4]].map((generator) => getPrototypeOf(generator)))
+      const seen = new Set()
+      observed.unfrozen = []
+      for (const value of made)
+        for (let proto = getPrototypeOf(value); proto !== null && !seen.has(proto); proto = getPrototypeOf(proto)) {
+          seen.add(proto)
+          if (!own.has(proto) && !Object.isFrozen(proto)) observed.unfrozen.push(Object.prototype.toString.call(proto))
+        }
+      reached.push(...made)
+      return report()`,
+    check: (r) => expect(r.observed).toEqual({ unfrozen: [] }),
   },
   {
     name: 'a script that replaces its own globals still ends through the API (the host re-checks)',

@@ -10,11 +10,14 @@ import {
   DEFAULT_WORKFLOW_CPU_TIME_MS,
   DEFAULT_WORKFLOW_WALL_TIME_MS,
   MAX_RUNNING_WORKFLOWS,
+  MAX_WORKFLOW_ERROR_BYTES,
+  MAX_WORKFLOW_RESULT_DEPTH,
   MAX_RUNNING_WORKFLOWS_PER_SESSION,
   MAX_RUNNING_WORKFLOWS_PER_TOKEN,
 } from '../../schema/limits.ts'
 import { GRANTS } from '../../schema/grants.ts'
 import { json, startHarness, type Harness } from '../api/harness.ts'
+import { nestsDeeper, within } from '../../sidecar/workflows/host-checks.ts'
 import { AGENTS_ENV, endOf, expectValidLog, runEvents, startRun } from './support.ts'
 
 let h: Harness
@@ -124,6 +127,22 @@ describe("a run's own limits", () => {
     })
   })
 
+  it("a run whose readText() calls keep the sidecar busy ends at its CPU-time limit: the sidecar's time serving them counts", async () => {
+    // Its own process used a fraction of the sidecar's time (0.06 to 0.14 of a core against 0.4 to
+    // 0.7 measured), and it ran until its wall-clock limit.
+    const script = "for (;;) { try { await readText('no-such-file') } catch {} }"
+    const run = await startRun(h, admin, { script, limits: { cpuTimeMs: 5000, wallTimeMs: 50_000 } }, 's1')
+    const result = endOf(await runEvents(h, admin, run.id, undefined, 60_000))
+    expect(result).toEqual({
+      stopReason: 'error',
+      limit: 'cpu-time',
+      error: expect.stringMatching(
+        /^CPU_TIME_LIMIT: the script used its CPU time limit of 5 s \(with the sidecar's time serving its readText\(\) calls: \d+ ms\)$/,
+      ),
+      agentsStarted: 0,
+    })
+  }, 70_000)
+
   it('an allocating run ends at its memory limit, naming its line', async () => {
     const run = await startRun(h, admin, { script: "const all = []\nfor (;;) all.push('x'.repeat(1 << 20) + all.length)" }, 's1')
     const events = await runEvents(h, admin, run.id, undefined, 30_000)
@@ -136,6 +155,31 @@ describe("a run's own limits", () => {
       agentsStarted: 0,
     })
     await expectValidLog(h, admin, run.id, events)
+  })
+
+  it("a thrown error's text is stored cut at MAX_WORKFLOW_ERROR_BYTES, saying so (it was stored whole: megabytes per run)", async () => {
+    const script = "const e = new Error('y'); e.name = '€'.repeat(1e6); throw e"
+    const run = await startRun(h, admin, { script }, 's1')
+    const { error } = endOf(await runEvents(h, admin, run.id, undefined, 30_000))
+    expect(Buffer.byteLength(error)).toBeLessThanOrEqual(MAX_WORKFLOW_ERROR_BYTES)
+    expect(error).toMatch(new RegExp(`^(€){5000,} … \\(cut at ${MAX_WORKFLOW_ERROR_BYTES} bytes\\)$`))
+    const detail = (await (await h.request('GET', `/v1/sessions/s1/workflows/${run.id}`, { token: admin })).json()) as any
+    expect(detail.result.error).toBe(error)
+  })
+
+  it('the host bounds the nesting of a return value on its own, counting arrays and objects', () => {
+    const nested = (depth: number) => JSON.parse(`${'[{"a":'.repeat(depth / 2)}1${'}]'.repeat(depth / 2)}`)
+    expect(nestsDeeper(nested(MAX_WORKFLOW_RESULT_DEPTH), MAX_WORKFLOW_RESULT_DEPTH)).toBe(false)
+    expect(nestsDeeper(nested(MAX_WORKFLOW_RESULT_DEPTH + 2), MAX_WORKFLOW_RESULT_DEPTH)).toBe(true)
+    expect(nestsDeeper(nested(1_000_000), MAX_WORKFLOW_RESULT_DEPTH)).toBe(true)
+    expect(nestsDeeper('text', 0)).toBe(false)
+  })
+
+  it("the host cuts an error's text on its own, never inside a character", () => {
+    expect(within('short', 16)).toBe('short')
+    const note = ' … (cut at 40 bytes)'
+    expect(within('€'.repeat(20), 40)).toBe(`${'€'.repeat(6)}${note}`)
+    expect(Buffer.byteLength(within('€'.repeat(20), 40))).toBeLessThanOrEqual(40)
   })
 
   it('limits are bounded, default when omitted, and part of what an Idempotency-Key repeats', async () => {

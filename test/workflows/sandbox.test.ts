@@ -16,8 +16,10 @@ import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { probeNamespaces, type Sandbox } from '../../sidecar/workflows/process.ts'
+import { probeNamespaces, ScriptProcess, type Sandbox, type ScriptExit } from '../../sidecar/workflows/process.ts'
 import { engineFiles } from '../../sidecar/workflows/quickjs.ts'
+import { WORKFLOW_READS_IN_FLIGHT, WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES } from '../../sidecar/workflows/tuning.ts'
+import { ScriptCheck } from '../../sidecar/workflows/check.ts'
 import { establishSandbox, namespaceMode, sandboxWarning } from '../../sidecar/workflows/sandbox.ts'
 import { treeUsage, watchUsage } from '../../sidecar/workflows/usage.ts'
 import { runInProcess, SANDBOXES, startOf } from './script-process.ts'
@@ -29,7 +31,7 @@ const kernelAllows = spawnSync('unshare', ['--user', '--map-root-user', '--pid',
 
 /** Runs in the script process's host realm: what an escaped script could do. */
 const ESCAPED = `'use strict';
-(start) => {
+(start, channel) => {
   const { pid, port, wasm } = JSON.parse(start.input)
   const found = { ppid: process.ppid }
   for (const [name, target] of [['parent', pid], ['everyone', -1]]) {
@@ -45,8 +47,8 @@ const ESCAPED = `'use strict';
   const report = (how) => {
     found.connect = how
     socket.destroy()
-    process.send({ type: 'log', message: JSON.stringify(found) })
-    process.send({ type: 'done', stopReason: 'completed', value: 'null' })
+    channel.send({ type: 'log', message: JSON.stringify(found) })
+    channel.send({ type: 'done', stopReason: 'completed', value: 'null' })
   }
   socket.once('connect', () => report('connected'))
   socket.once('error', (error) => report(error.code))
@@ -90,6 +92,120 @@ describe('the OS: an escaped script reaches nothing', () => {
     expect(refused.wrapper).toBeUndefined()
     expect(refused.missing).toMatch(/^unshare cannot create user, PID and network namespaces here/)
   })
+})
+
+/** An escaped script writing to its channel's file descriptor (3) itself, whatever the bootstrap made of it. */
+const RAW_WRITER = (lines: string) => `'use strict';
+(start) => {
+  const fs = process.getBuiltinModule('node:fs')
+  const wait = new Int32Array(new SharedArrayBuffer(4))
+  const put = (text) => {
+    const bytes = Buffer.from(text)
+    for (let at = 0; at < bytes.length; ) {
+      try { at += fs.writeSync(3, bytes, at) } catch (error) { if (error.code !== 'EAGAIN') throw error; Atomics.wait(wait, 0, 0, 1) }
+    }
+  }
+  ${lines}
+}`
+
+describe('the channel: an escaped script cannot take the sidecar down through it', () => {
+  /** Runs `program` in a script process; resolves with what the host side received once it ended. */
+  const hear = (chosen: Sandbox, program: string) =>
+    new Promise<{ messages: unknown[]; exit: ScriptExit }>((resolve) => {
+      const messages: unknown[] = []
+      const child = new ScriptProcess(startOf(''), (message) => messages.push(message), chosen, program)
+      void child.exited.then((exit) => resolve({ messages, exit }))
+    })
+
+  for (const mode of ['namespaced', 'fallback'] as const) {
+    it(`messages Node's IPC would act on are only data to the sidecar (${mode})`, async () => {
+      // Over Node's IPC channel, the first of these threw an internal assertion in the parent.
+      const program = RAW_WRITER(`
+        put('{"cmd":"NODE_HANDLE_ACK"}\\n{"cmd":"NODE_HANDLE_NACK"}\\n{"cmd":"NODE_HANDLE","type":"net.Socket","msg":{}}\\n')
+        put('{"type":"log","message":"still heard"}\\n')
+        process.exit(0)`)
+      const { messages } = await hear(SANDBOXES[mode], program)
+      expect(messages).toEqual([
+        { cmd: 'NODE_HANDLE_ACK' },
+        { cmd: 'NODE_HANDLE_NACK' },
+        { cmd: 'NODE_HANDLE', type: 'net.Socket', msg: {} },
+        { type: 'log', message: 'still heard' },
+      ])
+    })
+
+    it(`a line longer than any honest message ends the process, unread (${mode})`, async () => {
+      const program = RAW_WRITER(`put('{"type":"log","message":"' + 'a'.repeat(${2 * WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES}))`)
+      const { messages, exit } = await hear(SANDBOXES[mode], program)
+      expect(messages).toHaveLength(1)
+      expect(messages[0]).toBeInstanceOf(Error)
+      expect((messages[0] as Error).message).toBe(`the script process sent a message over ${WORKFLOW_SCRIPT_MESSAGE_MAX_BYTES} bytes`)
+      expect(exit.signal).toBe('SIGKILL')
+    })
+  }
+
+  it('a line that is not JSON ends the process', async () => {
+    const { messages, exit } = await hear(SANDBOXES.fallback, RAW_WRITER(`put('{"type":\\n'); setTimeout(() => {}, 10_000)`))
+    expect(messages.map((message) => (message as Error).message)).toEqual(['the script process sent a line that is not JSON'])
+    expect(exit.signal).toBe('SIGKILL')
+  })
+})
+
+describe("what a run's script process has out at the sidecar at once", () => {
+  // Every call is made before the log line, which the sidecar hears after all of them.
+  const SCRIPT = `
+    const reads = []
+    for (let i = 0; i < 200; i++) reads.push(readText('f' + i).catch(() => 'no file'))
+    const agents = []
+    for (let i = 0; i < 20; i++) agents.push(agent('p' + i))
+    log('all asked')
+    await Promise.all([...reads, ...agents])
+    return 'all answered'`
+
+  for (const mode of ['namespaced', 'fallback'] as const) {
+    it(`is at most the run's concurrency of agent() calls and WORKFLOW_READS_IN_FLIGHT readText() calls; the rest wait in the guest (${mode})`, async () => {
+      const concurrency = 3
+      const out = { agent: new Set<number>(), 'read-text': new Set<number>() }
+      const most = { agent: 0, 'read-text': 0 }
+      const total = { agent: 0, 'read-text': 0 }
+      let asked: { agent: number; 'read-text': number } | undefined
+      const done = await new Promise<any>((resolve, reject) => {
+        const answer = (type: 'agent' | 'read-text', call: number) => {
+          out[type].delete(call)
+          if (type === 'agent') {
+            const result = { stopReason: 'completed' as const, text: 'ok', truncated: false, exitCode: 0, terminal: 't', seq: call }
+            child.send({ type: 'agent-result', call, result })
+          } else child.send({ type: 'read-text-result', call, error: { code: 'files/not-found', message: 'no', fatal: false } })
+        }
+        const child: ScriptProcess = new ScriptProcess(
+          { ...startOf(SCRIPT), concurrency },
+          (message: any) => {
+            if (message.type === 'agent' || message.type === 'read-text') {
+              const type = message.type as 'agent' | 'read-text'
+              out[type].add(message.call)
+              total[type]++
+              most[type] = Math.max(most[type], out[type].size)
+              // Answered a little later, so that a process that did not wait would show it.
+              if (asked) setTimeout(() => answer(type, message.call), 1)
+            }
+            if (message.type === 'log') {
+              asked = { agent: out.agent.size, 'read-text': out['read-text'].size }
+              for (const type of ['agent', 'read-text'] as const) for (const call of [...out[type]]) answer(type, call)
+            }
+            if (message.type === 'done') {
+              child.kill()
+              resolve(message)
+            }
+          },
+          SANDBOXES[mode],
+        )
+        void child.exited.then((exit) => reject(new Error(`exited first: ${JSON.stringify(exit)}`)))
+      })
+      expect(asked).toEqual({ agent: concurrency, 'read-text': WORKFLOW_READS_IN_FLIGHT })
+      expect(most).toEqual({ agent: concurrency, 'read-text': WORKFLOW_READS_IN_FLIGHT })
+      expect(total).toEqual({ agent: 20, 'read-text': 200 })
+      expect(done).toMatchObject({ stopReason: 'completed', value: '"all answered"' })
+    })
+  }
 })
 
 describe('establishing the sandbox at start', () => {
@@ -147,6 +263,41 @@ describe('establishing the sandbox at start', () => {
   })
 })
 
+describe('the parse check before a run is published', () => {
+  // QuickJS compiles this in time that grows with the square of its classes: seconds, not milliseconds.
+  const SLOW = Array.from({ length: 5000 }, (_, i) => `class C${i} { #a; m() { return this.#a } }`).join('\n')
+
+  it("runs off the sidecar's event loop, which keeps turning meanwhile", async () => {
+    const check = new ScriptCheck(engineFiles(), 120_000)
+    try {
+      expect(await check.problem('return (')).toMatch(/^the script does not parse: /)
+      let turns = 0
+      const timer = setInterval(() => turns++, 5)
+      const started = performance.now()
+      const problem = await check.problem(SLOW)
+      const took = performance.now() - started
+      clearInterval(timer)
+      expect(problem).toBeUndefined()
+      // Checked in this thread, not one turn happened until it was done.
+      expect(turns).toBeGreaterThan(Math.min(10, took / 50))
+      expect(await check.problem('return 1')).toBeUndefined()
+    } finally {
+      await check.close()
+    }
+  })
+
+  it('refuses a script that takes longer than its limit to parse, and checks the next one with a new worker', async () => {
+    const check = new ScriptCheck(engineFiles(), 100)
+    try {
+      expect(await check.problem('return 1')).toBeUndefined()
+      expect(await check.problem(SLOW)).toBe('the script takes too long to parse (over 0.1 s): it is refused')
+      expect(await check.problem('return (')).toMatch(/^the script does not parse: /)
+    } finally {
+      await check.close()
+    }
+  })
+})
+
 describe("the sidecar's own measure of a script process", () => {
   const child = (code: string) => spawn(process.execPath, ['-e', code], { stdio: 'ignore' })
 
@@ -170,7 +321,7 @@ describe("the sidecar's own measure of a script process", () => {
 })
 
 describe("the sidecar's death", () => {
-  const BUSY = `'use strict'; (start) => { process.send({ type: 'log', message: 'spinning' }); for (;;) {} }`
+  const BUSY = `'use strict'; (start, channel) => { channel.send({ type: 'log', message: 'spinning' }); for (;;) {} }`
   const HOLDER = `
     import { ScriptProcess } from ${JSON.stringify(new URL('../../sidecar/workflows/process.ts', import.meta.url).pathname)}
     import { SANDBOXES, startOf } from ${JSON.stringify(new URL('./script-process.ts', import.meta.url).pathname)}

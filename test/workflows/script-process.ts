@@ -3,7 +3,7 @@
  * code path a run takes) against a stand-in host that answers every agent() with a completed
  * result and every readText() with an ordinary (non-fatal) error, and collects what it sends.
  */
-import { DEFAULT_WORKFLOW_CPU_TIME_MS } from '../../schema/limits.ts'
+import { DEFAULT_WORKFLOW_CONCURRENCY, DEFAULT_WORKFLOW_CPU_TIME_MS } from '../../schema/limits.ts'
 import { probeNamespaces, ScriptProcess, type Sandbox } from '../../sidecar/workflows/process.ts'
 import { FromScript, type ScriptRequest } from '../../sidecar/workflows/protocol.ts'
 import { engineFiles } from '../../sidecar/workflows/quickjs.ts'
@@ -28,6 +28,7 @@ export const startOf = (script: string, input?: unknown, cpuTimeMs = DEFAULT_WOR
   input: input === undefined ? undefined : JSON.stringify(input),
   profiles: ['default'],
   defaultProfile: 'default',
+  concurrency: DEFAULT_WORKFLOW_CONCURRENCY,
   limits: SCRIPT_LIMITS,
   engine: engineLimits(cpuTimeMs),
 })

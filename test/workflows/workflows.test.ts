@@ -4,8 +4,9 @@
  * session, and the API serves runs and events from libSQL. Every run's log is checked with the
  * invariant checker, as streamed and as stored.
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { promptProblem } from '../../sidecar/workflows/prompt.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { json, readEvents, startHarness, type Harness } from '../api/harness.ts'
 import { createToken } from '../../storage/tokens.ts'
@@ -157,6 +158,10 @@ describe('failure discipline', () => {
       ['log("x".repeat(20000))', /^LOG_CAP: one log message/],
       ['await agent(42)', /^INVALID_ARGUMENT: agent\(prompt/],
       ['readText(7)', /^INVALID_ARGUMENT: readText/],
+      // Arguments too large to cross to the host are refused before they do (the run did not end on its channel's bound).
+      ["await agent('x', { label: 'l'.repeat(5e6) })", /^INVALID_ARGUMENT: agent\(\) option "label": agent labels are at most/],
+      ["await readText('x'.repeat(5e6))", /^INVALID_ARGUMENT: readText\(address\): the address is at most 65536 bytes/],
+      ["await readText({ address: 'a', offset: 'x'.repeat(5e6) })", /^INVALID_ARGUMENT: readText\(address\)/],
       ['return typeof require + typeof process + typeof setTimeout + typeof fetch', /^$/],
     ]
     for (const [script, error] of cases.slice(0, -1)) {
@@ -166,6 +171,26 @@ describe('failure discipline', () => {
     // The engine has no require, process, timers or network.
     const { result } = await run({ script: cases.at(-1)![0] })
     expect(result.value).toBe('undefinedundefinedundefinedundefined')
+  })
+
+  it('a return value that reads deeper the second time (a getter) is refused, and the sidecar lives on', async () => {
+    // The guest checked the value once, then serialized a second read: 4,500 levels, past the
+    // ~4,000 at which V8's JSON.stringify throws, which killed the sidecar as it stored the result.
+    const script = `let reads = 0
+      const deep = () => { let v = 1; for (let i = 0; i < 4500; i++) v = [v]; return v }
+      return { get x() { return reads++ === 0 ? 1 : deep() } }`
+    const { result } = await run({ script })
+    expect([result.stopReason, result.error]).toEqual([
+      'error',
+      expect.stringMatching(/^RESULT_UNSERIALIZABLE: the return value is not plain JSON: it nests more than 200 arrays and objects/),
+    ])
+    expect(alive(h.sidecar.pid)).toBe(true)
+    // The bound, as the guest and the host both count it.
+    const nested = (depth: number) => `let v = 1; for (let i = 0; i < ${depth}; i++) v = [v]; return v`
+    const { result: at } = await run({ script: nested(200) })
+    expect(JSON.stringify(at.value)).toBe(`${'['.repeat(200)}1${']'.repeat(200)}`)
+    const { result: past } = await run({ script: nested(201) })
+    expect(past.error).toMatch(/^RESULT_UNSERIALIZABLE: the return value is not plain JSON: it nests more than 200 arrays and objects at 0/)
   })
 
   it("an error names the script's own line and column, wherever it was thrown", async () => {
@@ -208,6 +233,30 @@ describe('failure discipline', () => {
     await expectValidLog(h, token, started.id, events)
   })
 
+  it("a script process holds none of the sidecar's descriptors: no terminal, database or journal", async () => {
+    const started = await startRun(h, token, { script: "await agent('held [hang]')" })
+    await runEvents(h, token, started.id, (e) => e.some((x) => x.event === 'workflow/agent-start'))
+    const [row] = (await h.storage.client.execute({ sql: 'SELECT pid FROM workflow_runs WHERE id = ?', args: [started.id] })).rows
+    const tree = (pid: number): number[] => [
+      pid,
+      ...readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').split(' ').filter(Boolean).map(Number).flatMap(tree),
+    ]
+    const targets = (pid: number) =>
+      readdirSync(`/proc/${pid}/fd`).map((fd) => {
+        try {
+          return readlinkSync(`/proc/${pid}/fd/${fd}`)
+        } catch {
+          return 'gone'
+        }
+      })
+    const sidecar = targets(h.sidecar.pid)
+    const theirs = (found: string[]) => found.filter((target) => /^\/dev\/(ptmx|pts\/)|\.db|\.journal$/.test(target))
+    // What there is to leak: the member's terminal, the database, its journal.
+    expect(theirs(sidecar).length).toBeGreaterThanOrEqual(3)
+    for (const pid of tree(Number(row.pid))) expect(theirs(targets(pid)), `process ${pid}`).toEqual([])
+    expect((await h.request('POST', `/v1/sessions/s1/workflows/${started.id}/cancel`, { token, body: {} })).status).toBe(200)
+  })
+
   it('returns what the script returns, with input in scope and logs in order', async () => {
     const { result, events } = await run({
       script: "log('n is', input.n); log({ deep: [1] }); return { doubled: input.n * 2 }",
@@ -229,6 +278,33 @@ describe('prompts', () => {
     ].map((p) => () => p))`
     const { result } = await run({ script })
     expect(result.value).toEqual(['result: by argument', 'result: by stdin', 'result: by env'])
+  })
+
+  it('refuses a prompt its agent would not get as written: a NUL in an argument or the environment, an argument that reads as an option', async () => {
+    const cases: [string, RegExp][] = [
+      // The agent got "a" (the argument and the variable are C strings).
+      [
+        "await agent('a\\u0000b [result]')",
+        /^INVALID_ARGUMENT: profile "default" takes its prompt as an argument, which cannot carry a NUL/,
+      ],
+      [
+        "await agent('a\\u0000b [result]', { profile: 'env' })",
+        /^INVALID_ARGUMENT: profile "env" takes its prompt as an environment variable/,
+      ],
+      // The fake agent took it as its own option and read its prompt from the environment instead.
+      [
+        "await agent('--from=env [result]')",
+        /^INVALID_ARGUMENT: profile "default" takes its prompt as its last argument, where one starting with "-"/,
+      ],
+    ]
+    for (const [script, error] of cases) {
+      const { result } = await run({ script })
+      expect([result.stopReason, result.error, result.agentsStarted], script).toEqual(['error', expect.stringMatching(error), 0])
+    }
+    // After "--", or in the environment, a leading "-" is only text.
+    expect(promptProblem('p', { command: ['agent', '--'], prompt: 'argument' }, '--help')).toBeUndefined()
+    expect(promptProblem('p', { command: ['agent'], prompt: 'env' }, '--help')).toBeUndefined()
+    expect(promptProblem('p', { command: ['agent'], prompt: 'argument' }, 'fix --help')).toBeUndefined()
   })
 
   it('refuses a stdin prompt the terminal would mangle', async () => {

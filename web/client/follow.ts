@@ -23,8 +23,9 @@ const EXIT_DRAIN_MS = 300
 const MAX_EMPTY_STREAMS = 3
 
 export interface FollowHandlers {
-  /** The screen at `sequence` (ANSI) plus the terminal info; sent on a fresh attach only. */
-  snapshot(sequence: number, screen: string, info: TerminalInfo): void
+  /** The screen at `sequence` (ANSI) plus the terminal info; sent on a fresh attach only. `marks`:
+   * the nonce of its shell's command marks, when it has integration (docs/commands.md). */
+  snapshot(sequence: number, screen: string, info: TerminalInfo, marks?: string): void
   /**
    * Bytes after the snapshot, in order. `backlog` is true for bytes the server replays on a
    * reconnect (journaled up to the resume's `replayThrough`, i.e. printed while this client was
@@ -90,7 +91,7 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
         if (event.event === 'snapshot') {
           lastSequence = Number(body.sequence)
           lastInfo = body.info as TerminalInfo
-          handlers.snapshot(lastSequence, String(body.screen), lastInfo)
+          handlers.snapshot(lastSequence, String(body.screen), lastInfo, typeof body.marks === 'string' ? body.marks : undefined)
         } else if (event.event === 'output') {
           const sequence = Number(body.sequence)
           // A replay that overlaps what was applied is skipped, never written twice.

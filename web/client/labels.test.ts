@@ -23,6 +23,8 @@ const terminal = (patch: Partial<TerminalInfo>): TerminalInfo => ({
   updatedAt: 0,
   closedAt: null,
   foregroundCommand: 'bash',
+  name: null,
+  commandMarks: 'none',
   ...patch,
 })
 
@@ -41,7 +43,16 @@ describe('labels', () => {
   })
 
   it("labels a session by its name, else its directory, with its live terminals' programs once each", () => {
-    const session = { id: 'ses_1', cwd: '/home/me/app', title: null, workspaceId: null, archived: false, createdAt: 0, host: null }
+    const session = {
+      id: 'ses_1',
+      cwd: '/home/me/app',
+      title: null,
+      name: null,
+      workspaceId: null,
+      archived: false,
+      createdAt: 0,
+      host: null,
+    }
     const running = [terminal({ foregroundCommand: 'vim' }), terminal({}), terminal({}), terminal({ state: 'exited', title: 'old' })]
     expect(sessionLabel(session, running)).toMatchObject({ name: 'app', running: 'vim, bash', marker: 'live' })
     expect(sessionLabel({ ...session, title: 'deploy' }, []).name).toBe('deploy')

@@ -94,7 +94,15 @@ export class SessionView {
         h('kbd', {}, 'Shift'),
         '+',
         h('kbd', {}, 'V'),
-        ' pastes.',
+        ' pastes; ',
+        h('kbd', {}, 'Ctrl'),
+        '+',
+        h('kbd', {}, 'Shift'),
+        '+',
+        h('kbd', {}, '↑'),
+        ' / ',
+        h('kbd', {}, '↓'),
+        ' jump between commands.',
       ),
     )
     this.#unsubscribe = index.subscribe(() => this.#drawHead())

@@ -31,13 +31,26 @@ export class TerminalBar {
   readonly #badge = h('span', { class: 'badge' })
   readonly #size = h('span', { class: 'muted size' })
   readonly #fit: HTMLButtonElement
+  /** "↑ Command" / "↓ Command", shown once the terminal's commands are marked. */
+  readonly commands: HTMLElement
+  /** Where the command buttons jump (set by the view). */
+  onJump: (direction: -1 | 1) => void = () => {}
 
   constructor(onFit: () => void) {
+    const jump = (direction: -1 | 1, label: string, text: string) =>
+      h('button', { type: 'button', class: 'small', 'aria-label': label, title: label, onclick: () => this.onJump(direction) }, text)
+    this.commands = h(
+      'span',
+      { class: 'command-nav' },
+      jump(-1, 'Previous command (Ctrl+Shift+Up)', '↑ Command'),
+      jump(1, 'Next command (Ctrl+Shift+Down)', '↓ Command'),
+    )
+    this.commands.hidden = true
     this.#fit = h('button', { type: 'button', class: 'small fit', title: 'Resize the program to this window' }, 'Fit to this window')
     this.#fit.addEventListener('click', onFit)
     const find = h('button', { type: 'button', class: 'small', title: 'Find in the scrollback (Ctrl+Shift+F)' }, 'Find')
     find.addEventListener('click', () => this.find.open())
-    this.element = h('div', { class: 'terminal-bar' }, this.#badge, this.#size, this.#fit, find, this.find.element)
+    this.element = h('div', { class: 'terminal-bar' }, this.#badge, this.#size, this.#fit, this.commands, find, this.find.element)
   }
 
   show({ cols, rows, size, finished, readOnly, canFit }: BarState): void {

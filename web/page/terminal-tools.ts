@@ -121,10 +121,14 @@ export interface ToolActions {
   find(): void
   /** Ctrl+Shift+Home: move keyboard focus out of the terminal. */
   leave(): void
+  /** Ctrl+Shift+Up / Down: to the previous / next command (web/page/command-marks.ts). */
+  jump?(direction: -1 | 1): void
 }
 
 /** Ctrl+Shift+Home leaves the terminal for keyboard users; shells do not bind it. */
 export const isLeaveKey = (e: KeyboardEvent) => e.type === 'keydown' && e.ctrlKey && e.shiftKey && !e.altKey && e.key === 'Home'
+/** Ctrl+Shift+Up / Down jump to the previous / next command (as VS Code's Ctrl+Up / Down). */
+export const commandJumpOf = (e: KeyboardEvent): -1 | 1 | undefined => (isKey(e, 'arrowup') ? -1 : isKey(e, 'arrowdown') ? 1 : undefined)
 
 /**
  * Loads the search and links addons into `term`, copies what the mouse selects in `host`, and takes
@@ -139,6 +143,12 @@ export function equip(term: Terminal, host: HTMLElement, actions: ToolActions): 
   // that should not replace what the user copied.
   host.addEventListener('mouseup', () => copy(term.getSelection()))
   term.attachCustomKeyEventHandler((event) => {
+    const jump = actions.jump && commandJumpOf(event)
+    if (jump) {
+      event.preventDefault()
+      actions.jump!(jump)
+      return false
+    }
     const own = isLeaveKey(event) || isKey(event, 'f') || isKey(event, 'c') || isKey(event, 'v')
     if (!own) return true
     // Ctrl+Shift+V would also paste as the browser's "paste as plain text", a second time.

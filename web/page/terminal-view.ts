@@ -23,6 +23,7 @@ import { readDisplay } from '../client/display.ts'
 import { follow, type FollowEnd } from '../client/follow.ts'
 import { InputQueue, type InputFailure } from '../client/input.ts'
 import { endedText } from '../client/labels.ts'
+import { CommandMarks } from './command-marks.ts'
 import { h } from './dom.ts'
 import { ReplayGuard } from './replay-guard.ts'
 import { BASE_FONT_SIZE, scaleToFit, type SizeMode } from './sizing.ts'
@@ -64,6 +65,8 @@ export class TerminalView {
   /** Whether the program's size follows this window (./sizing.ts). */
   #follows: boolean
   #size: SizeMode | undefined
+  /** The commands' marks in this view (web/page/command-marks.ts); none on a last screen. */
+  marks: CommandMarks | undefined
   readonly #bar = new TerminalBar(() => this.fitToWindow())
   /** Ends with the view (#abort is replaced when the view takes control again). */
   #disposed = new AbortController()
@@ -88,6 +91,7 @@ export class TerminalView {
     this.#host = h('div', { class: 'xterm-host' })
     this.element = h('div', { class: 'terminal-view' }, this.#bar.element, this.#host)
     this.#bar.find.onClose = () => this.term.focus()
+    this.#bar.onJump = (direction) => this.marks?.jump(direction)
     this.term = this.#newTerminal(false, this.#host)
     this.term.loadAddon(this.#fit)
     this.#guard = new ReplayGuard(this.term)
@@ -144,12 +148,16 @@ export class TerminalView {
     clearTimeout(this.#resizeTimer)
     this.#guard.dispose()
     this.#bar.find.dispose()
+    this.marks?.dispose()
     this.term.dispose()
   }
 
   #newTerminal(readOnly: boolean, host: HTMLElement): Terminal {
     const term = newTerminal(readOnly)
-    this.#bar.find.use(equip(term, host, { find: () => this.#bar.find.open(), leave: () => this.events.leave() }))
+    const jump = (direction: -1 | 1) => this.marks?.jump(direction)
+    this.#bar.find.use(equip(term, host, { find: () => this.#bar.find.open(), leave: () => this.events.leave(), jump }))
+    // A live terminal's commands are marked from its output (a last screen's output is not replayed).
+    if (!readOnly) this.marks = new CommandMarks(term, () => (this.#bar.commands.hidden = false))
     return term
   }
 
@@ -175,7 +183,8 @@ export class TerminalView {
       attachment: this.#attachment,
       signal,
       handlers: {
-        snapshot: (_sequence, screen, info) => {
+        snapshot: (_sequence, screen, info, marks) => {
+          if (this.marks) this.marks.nonce = marks
           this.term.reset()
           if (this.term.cols !== info.cols || this.term.rows !== info.rows) this.term.resize(info.cols, info.rows)
           this.#guard.write(screen, true, () => this.#scheduleResize(0))

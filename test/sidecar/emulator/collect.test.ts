@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { SIDECAR_NODE_FLAGS } from '../../../sidecar/node-flags.ts'
+import { SIDECAR_MALLOC_ENV, SIDECAR_NODE_FLAGS, sidecarEnv } from '../../../sidecar/node-flags.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-collect-'))
 const script = join(dir, 'probe.mts')
@@ -43,5 +43,12 @@ describe('collectSoon', () => {
 
   it('does nothing without --expose-gc', () => {
     expect(probe([]).collections).toBe(0)
+  })
+})
+
+describe('sidecarEnv', () => {
+  it("puts glibc's malloc settings under the launcher's environment, whose own values win", () => {
+    expect(sidecarEnv({ PATH: '/bin' })).toMatchObject({ PATH: '/bin', ...SIDECAR_MALLOC_ENV })
+    expect(sidecarEnv({ MALLOC_ARENA_MAX: '8' }).MALLOC_ARENA_MAX).toBe('8')
   })
 })

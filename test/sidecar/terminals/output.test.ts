@@ -291,7 +291,8 @@ describe('a stalled reader', () => {
         `sidecar RSS ${Math.round(before / 1024)} MiB → peak ${Math.round(peak / 1024)} MiB (+${growthMiB.toFixed(1)} MiB) over 100 MB of output`,
       )
       // Memory must not follow the output: buffering for the stalled readers would add ≥ 100 MB.
-      expect(growthMiB).toBeLessThan(40)
+      // (52 MiB was seen with the emulator far behind on a loaded machine; 40 was too tight.)
+      expect(growthMiB).toBeLessThan(70)
       // The stalled reader is intact and starts at the beginning.
       const first = await stalled.until((m) => m.event === 'data')
       expect(first.data.sequence).toBe(1)
