@@ -126,7 +126,7 @@ async function main(): Promise<void> {
     idleReclaimMs: milliseconds('TERMKEEP_TERMINAL_IDLE_MS', process.env.TERMKEEP_TERMINAL_IDLE_MS),
     commands: new CommandStore(storage.db),
     shellIntegration: shellIntegration(process.env.TERMKEEP_SHELL_INTEGRATION),
-    nonceKey: config.sidecarSecret,
+    nonceKey: identity.secret,
   })
   await terminals.start()
   // Can scripts run here as configured? (the engine loads; a script process starts, in
