@@ -11,8 +11,10 @@ export default defineConfig({
       {
         test: {
           name: 'node',
-          include: ['{api,sidecar,schema,common,storage,cli,web,test}/**/*.test.ts'],
+          include: ['{api,keeper,local,sidecar,schema,common,storage,cli,web,test}/**/*.test.ts'],
           exclude: ['test/workers/**', '**/node_modules/**'],
+          // No keeper a test file started outlives it (test/support/keepers.ts).
+          setupFiles: ['test/support/setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
           pool: 'forks',

@@ -11,6 +11,8 @@
  *    connection for input). Target: p99 (c) ≤ 2× p99 (a). For reference, the same client's POST
  *    round trip to a bare node:http process: the floor of any HTTP input.
  * 3. Sidecar RSS growth (VmRSS) from before the first 200 MB run to its peak. Target < 50 MiB.
+ * 4. The keeper's own RSS holding 30 quiet terminals (shells at a prompt), against a tmux 3 server
+ *    holding the same 30 shells in panes: a reference.
  *
  * The machine is shared, so (a) and (c) alternate FLOOD_ROUNDS times and each keeps its fastest
  * run; the row's note lists every run and the ratio of the medians.
@@ -18,7 +20,7 @@
 import { execFileSync, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import nodeHttp from 'node:http'
-import { mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as pty from 'node-pty'
@@ -277,6 +279,42 @@ async function bareHttpSamples(): Promise<number[]> {
   }
 }
 
+/** 30 quiet terminals in the keeper (two sessions: at most 16 per session) and in a tmux server. */
+const QUIET_TERMINALS = 30
+
+async function keeperRss(
+  sidecar: Awaited<ReturnType<typeof startSidecar>>,
+  http: SidecarHttp,
+  dir: string,
+): Promise<{ keeper: number; pss: number; one: number; tmux: number }> {
+  const keeper = sidecar.keeperPid()!
+  let one = 0
+  for (let i = 0; i < QUIET_TERMINALS; i++) {
+    const sid = `quiet-${i % 2}`
+    if (i < 2) await insertSession(sidecar.databaseUrl, sid, dir)
+    const created = await http.json('PUT', `/v1/sessions/${sid}/terminals/q${i}`, { json: { cols: 80, rows: 24, shell: '/bin/sh' } })
+    if (created.status !== 201) throw new Error(`create answered ${created.status}`)
+    if (i === 0) {
+      await new Promise((r) => setTimeout(r, 1000))
+      one = rssKiB(keeper)
+    }
+  }
+  await new Promise((r) => setTimeout(r, 3000))
+  const withTerminals = rssKiB(keeper)
+  // Proportional: the node binary's pages, which every Node process maps, are shared.
+  const pss = Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${keeper}/smaps_rollup`, 'utf8'))?.[1])
+  const socket = `termkeep-bench-keeper-${process.pid}`
+  const conf = join(dir, 'tmux-keeper.conf')
+  writeFileSync(conf, '')
+  execFileSync('tmux', ['-L', socket, '-f', conf, 'new-session', '-d', '-x', '80', '-y', '24', '/bin/sh'])
+  for (let i = 1; i < QUIET_TERMINALS; i++) execFileSync('tmux', ['-L', socket, 'new-window', '-d', '/bin/sh'])
+  await new Promise((r) => setTimeout(r, 3000))
+  const server = Number(execFileSync('tmux', ['-L', socket, 'display-message', '-p', '#{pid}'], { encoding: 'utf8' }).trim())
+  const tmuxRss = rssKiB(server)
+  execFileSync('tmux', ['-L', socket, 'kill-server'])
+  return { keeper: withTerminals / 1024, pss: pss / 1024, one: one / 1024, tmux: tmuxRss / 1024 }
+}
+
 async function run(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'termkeep-bench-journal-'))
   const file = join(dir, 'big.txt')
@@ -333,6 +371,7 @@ async function run(): Promise<BenchRow[]> {
     const sidecarSamples = await sidecarEcho(sidecar, T('echo'))
     await http.json('DELETE', T('echo'))
     const bareSamples = await bareHttpSamples()
+    const rss = await keeperRss(sidecar, http, dir)
 
     const mib = expected.bytes / MiB
     const rates = (runs: { seconds: number }[]) => runs.map((r) => (mib / r.seconds).toFixed(1)).join(', ')
@@ -415,6 +454,17 @@ async function run(): Promise<BenchRow[]> {
         target: '< 50 MiB',
         met: growth < 50,
         note: `VmRSS ${Math.round(rssBefore / 1024)} → ${Math.round(rssPeak / 1024)} MiB`,
+      },
+      {
+        area: 'journal',
+        metric: `keeper RSS holding ${QUIET_TERMINALS} quiet terminals, vs a tmux 3 server holding the same shells`,
+        value: rss.keeper,
+        baseline: rss.tmux,
+        unit: 'MiB',
+        ratio: rss.keeper / rss.tmux,
+        target: 'reference',
+        met: true,
+        note: `VmRSS; proportional (PSS, the node binary's shared pages split) ${rss.pss.toFixed(1)} MiB; ${((rss.keeper - rss.one) / (QUIET_TERMINALS - 1)).toFixed(2)} MiB per terminal after the first (${rss.one.toFixed(1)} MiB with one, after the runs above)`,
       },
     ]
   } finally {

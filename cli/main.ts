@@ -37,6 +37,10 @@ async function serve(args: string[]): Promise<number> {
   return -1
 }
 
+async function stop(args: string[]): Promise<number> {
+  return (await import('./stop.ts')).stopCommand(parseConfig(process.env), args)
+}
+
 async function token(args: string[]): Promise<number> {
   if (REMOTE_TOKEN_COMMANDS.has(args[0])) return (await import('./token-remote.ts')).remoteTokenCommand(args)
   return (await import('./token.ts')).tokenCommand(parseConfig(process.env), args)
@@ -48,6 +52,7 @@ async function token(args: string[]): Promise<number> {
  */
 const COMMANDS: Record<string, () => Promise<Command>> = {
   serve: async () => serve,
+  stop: async () => stop,
   token: async () => token,
   ls: async () => (await import('./ls.ts')).lsCommand,
   workspace: async () => (await import('./workspace.ts')).workspaceCommand,
@@ -67,7 +72,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 
 const USAGE = `usage: termkeep <command>
 
-  serve [--api-only | --host-only]        start the sidecar and the API (or the API, or the sidecar, alone)
+  serve [--api-only | --host-only]        start the sidecar and the API (or the API, or the sidecar,
+                                          alone); the sidecar starts the keeper, which holds the
+                                          terminals
+  stop [--terminals]                      stop serve; --terminals also ends every terminal
   token create --grant G [--grant G ...] [--session ID ...] [--name NAME] [--observe-env NAME ...]
                                           mint a token (all sessions unless --session is given)
   token ls | revoke <id>                  list or revoke tokens (admin)
@@ -93,7 +101,7 @@ const USAGE = `usage: termkeep <command>
   hosts [--json] | id | secret <host-id>  the hosts the server reaches; a new host's id and secret
 
   <session> <terminal> is two ids or names, or one session:terminal (attach api, send api:2 …).
-  Client commands (all but serve and token create) take --url URL and --token TOKEN, or read
+  Client commands (all but serve, stop and token create) take --url URL and --token TOKEN, or read
   TERMKEEP_URL (default http://127.0.0.1:8787) and TERMKEEP_TOKEN. Listings take --json.
   \`termkeep <command> --help\` describes one command. Exit codes: 0 done, 1 failed,
   ${USAGE_EXIT} wrong usage; attach exits with the remote shell's exit code when it ends; run exits

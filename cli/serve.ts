@@ -1,16 +1,19 @@
 /**
  * `termkeep serve` (what `npm start` runs): migrate the database, start the sidecar as a child
  * process and keep it running (a crashed one is started again, cli/supervise.ts), start the Node
- * API next to it, print the URL and (once) the admin token. Ctrl-C or SIGTERM stops the API, then
- * the sidecar, and waits for the sidecar's own shutdown.
+ * API next to it, print the URL and (once) the admin token. The sidecar reaches the data
+ * directory's keeper (starting it), which holds the terminals. Ctrl-C or SIGTERM stops the API,
+ * then the sidecar, waits for the sidecar's own shutdown, and says how many terminals the keeper
+ * keeps running (`termkeep stop --terminals` ends them).
  *
  * `termkeep serve --api-only` (`npm run start:api`) is the Node API alone, as the Deno and Workers
  * entries are: it migrates, then serves against the sidecar at SIDECAR_URL with SIDECAR_SECRET (or
  * the secret a `termkeep serve` on the same data directory generated); it never starts a sidecar.
  *
- * `termkeep serve --host-only` is the other half: this machine's sidecar alone, kept running, a host
- * joining the fleet's database (DATABASE_URL) with its own secret (TERMKEEP_HOST_SECRET, from
- * `termkeep hosts secret <id>` where the API runs); no API, no admin token (docs/operations.md).
+ * `termkeep serve --host-only` is the other half: this machine's sidecar (which reaches the keeper,
+ * as under `serve`), kept running, a host joining the fleet's database (DATABASE_URL) with its own
+ * secret (TERMKEEP_HOST_SECRET, from `termkeep hosts secret <id>` where the API runs); no API, no
+ * admin token (docs/operations.md). Stopping it leaves the terminals in the keeper, as `serve` does.
  * With TERMKEEP_FLEET_SECRET, plain `serve` gives its own sidecar the secret derived for its host.
  */
 import { fork } from 'node:child_process'
@@ -26,6 +29,7 @@ import type { Config } from '../schema/config.ts'
 import { openStorage, type Storage } from '../storage/client.ts'
 import { migrate } from '../storage/migrate.ts'
 import { SIDECAR_NODE_FLAGS, sidecarEnv } from '../sidecar/node-flags.ts'
+import { keepRunningLine, keptRunning } from './keeper.ts'
 import { SidecarSupervisor, type StartingSidecar } from './supervise.ts'
 import { self } from './self.ts'
 
@@ -172,7 +176,8 @@ export async function serveApiOnly(config: Config): Promise<void> {
   process.once('SIGTERM', () => void stop())
 }
 
-/** `serve --host-only`: this host's sidecar alone, kept running, for an API elsewhere. */
+/** `serve --host-only`: this host's sidecar (and through it the keeper), kept running, for an API
+ * elsewhere. */
 export async function serveHostOnly(config: Config): Promise<void> {
   ensureDataDir(config.dataDir)
   const id = hostId(config.dataDir)
@@ -193,6 +198,8 @@ export async function serveHostOnly(config: Config): Promise<void> {
     stopping = true
     sidecar.stopping()
     await sidecar.stop()
+    const kept = keepRunningLine(await keptRunning(config.dataDir))
+    if (kept) console.error(kept)
     process.exit(code)
   }
   try {
@@ -232,6 +239,8 @@ export async function serveCommand(config: Config): Promise<void> {
     // supervisor that kills what is left once this process exits would cut it short.
     await sidecar.stop()
     await storage.shutdown()
+    const kept = keepRunningLine(await keptRunning(config.dataDir))
+    if (kept) console.error(kept)
     process.exit(code)
   }
   try {

@@ -1,9 +1,10 @@
 /**
- * Sidecar process entry: validate configuration, take the data directory, listen on loopback,
- * open and migrate the database, claim a new host generation, then serve. Everything that could
- * make a second sidecar fail (the data directory, the port) comes before the claim, which refuses
- * to start while an earlier generation on the same database still runs and otherwise retires the
- * terminals of every earlier one. Started by `termkeep serve` or on its own.
+ * Sidecar process entry: validate configuration, take the data directory, reach its keeper
+ * (starting one), listen on loopback, open and migrate the database, claim a new host
+ * generation, adopt the keeper's terminals, then serve. Everything that could make a second
+ * sidecar fail (the data directory, the port) comes before the claim, which refuses to start
+ * while an earlier generation on the same database still runs. Started by `termkeep serve` or on
+ * its own; stopping it leaves the terminals running in the keeper.
  */
 import { createAdaptorServer } from '@hono/node-server'
 import { realpathSync } from 'node:fs'
@@ -32,6 +33,9 @@ import { claimGeneration, GenerationBusy } from './generations/claim.ts'
 import { hostIdentity } from './generations/host-identity.ts'
 import { adoptUnhostedSessions, registerHost } from '../storage/hosts.ts'
 import { DEFAULT_SHELLS_FILE } from './pty/shells.ts'
+import { KeeperRefused } from '../local/keeper/client.ts'
+import { KeeperStartError, reachKeeper } from '../local/keeper/start.ts'
+import { SOFTWARE_VERSION } from '../local/version.ts'
 import { writeFailures } from './write-retry.ts'
 import { TerminalHost } from './terminals/host.ts'
 import { TerminalStore } from '../storage/terminals.ts'
@@ -78,6 +82,10 @@ async function main(): Promise<void> {
   // Which host this is, and the secret it accepts (TERMKEEP_HOST_SECRET, else SIDECAR_SECRET).
   const identity = hostIdentity(config, new URL(`${listen.protocol}//${listen.hostname}:${boundPort}`))
   const host = identity.registration
+  // The keeper is reached (or started: tsx compiles it meanwhile) while the database opens.
+  const reach = () => reachKeeper(config.dataDir, { role: 'sidecar', software: SOFTWARE_VERSION, start: true })
+  let firstKeeper: ReturnType<typeof reach> | undefined = reach()
+  firstKeeper.catch(() => {}) // awaited by the terminal host's start
   const busyTimeoutMs = milliseconds('TERMKEEP_DB_BUSY_TIMEOUT_MS', process.env.TERMKEEP_DB_BUSY_TIMEOUT_MS)
   const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken, busyTimeoutMs })
   await migrate(storage.client)
@@ -93,7 +101,7 @@ async function main(): Promise<void> {
   const { generation } = claimed
   if (claimed.ended.length > 0) {
     const list = claimed.ended.map((g) => `${g.generation} (${g.why})`).join(', ')
-    console.error(`termkeep sidecar: earlier generation(s) ended: ${list}; retiring their terminals`)
+    console.error(`termkeep sidecar: earlier generation(s) ended: ${list}`)
   }
   const diskFreeMin = bytes('TERMKEEP_DISK_FREE_MIN_BYTES', process.env.TERMKEEP_DISK_FREE_MIN_BYTES)
   // Canonical, as the database file's directory is: the default database lies in the data
@@ -124,11 +132,29 @@ async function main(): Promise<void> {
     dataDir: config.dataDir,
     shellsFile: process.env.TERMKEEP_SHELLS_FILE || DEFAULT_SHELLS_FILE,
     idleReclaimMs: milliseconds('TERMKEEP_TERMINAL_IDLE_MS', process.env.TERMKEEP_TERMINAL_IDLE_MS),
+    keeper: () => {
+      const keeper = firstKeeper ?? reach()
+      firstKeeper = undefined
+      return keeper
+    },
+    settled: (sessionId, id) => displays.settled(sessionId, id),
+    linkBroken: (error) => {
+      console.error(
+        `termkeep sidecar: the connection to the keeper broke while the keeper runs (${error?.message ?? 'closed'}); stopping (a restarted sidecar adopts its terminals)`,
+      )
+      process.exit(1)
+    },
     commands: new CommandStore(storage.db),
     shellIntegration: shellIntegration(process.env.TERMKEEP_SHELL_INTEGRATION),
     nonceKey: identity.secret,
   })
-  await terminals.start()
+  const { adopted, retired } = await terminals.start()
+  const keeper = terminals.keeper
+  if (keeper) {
+    const what = adopted > 0 ? `adopted ${adopted} terminal(s) from` : 'connected to'
+    console.error(`termkeep sidecar: ${what} the keeper (pid ${keeper.pid}, termkeep ${keeper.software})`)
+  }
+  if (retired > 0) console.error(`termkeep sidecar: retired ${retired} terminal(s) whose keeper ended`)
   // Can scripts run here as configured? (the engine loads; a script process starts, in
   // namespaces) Found out while the sidecar starts serving: a start waits for the answer.
   const sandbox = establishSandbox(namespaces)
@@ -168,11 +194,16 @@ async function main(): Promise<void> {
     if ('closeAllConnections' in server) server.closeAllConnections()
     clearInterval(pruning)
     clearInterval(fileWatch)
-    // Runs end first, logged as cancelled, while their members' terminals can still be closed.
+    // Script processes end with the sidecar (their runs read as interrupted after a restart).
     await workflows.shutdown().catch((error: unknown) => console.error('termkeep sidecar: stopping workflow runs', error))
-    // Kill every terminal's processes, release journals and mark rows retired before the db closes.
-    await terminals.shutdown().catch((error: unknown) => console.error('termkeep sidecar: shutdown', error))
+    // The terminals go on in the keeper: last screens settled, rows written, nothing killed.
+    const running = await terminals.detach().catch((error: unknown) => {
+      console.error('termkeep sidecar: shutdown', error)
+      return 0
+    })
     await emulators.close()
+    const held = terminals.keeper
+    if (held) console.error(`termkeep sidecar: ${running} terminal(s) keep running in the keeper (pid ${held.pid})`)
     await claimed.end().catch((error: unknown) => console.error('termkeep sidecar: recording the end of this generation', error))
     await storage.shutdown()
     process.exit(0)
@@ -225,7 +256,12 @@ function wholeNumber(name: string, raw: string | undefined, unit: string): numbe
 
 main().catch((error: unknown) => {
   const oneLine =
-    error instanceof ConfigError || error instanceof DataDirBusy || error instanceof GenerationBusy || error instanceof StartError
+    error instanceof ConfigError ||
+    error instanceof DataDirBusy ||
+    error instanceof GenerationBusy ||
+    error instanceof StartError ||
+    error instanceof KeeperRefused ||
+    error instanceof KeeperStartError
   console.error(oneLine ? `termkeep sidecar: ${error.message}` : error)
   process.exit(1)
 })

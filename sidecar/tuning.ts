@@ -9,21 +9,11 @@ import { HOST_HEARTBEAT_MS, HOST_LEASE_MS } from '../schema/limits.ts'
 const KiB = 1024
 const MiB = 1024 * KiB
 
-// ── Journal and PTYs ──────────────────────────────────────────────────────────
+// ── Journal ──────────────────────────────────────────────────────────
 /** Encoded watchOutput batches (~1.4 MB each) one terminal keeps for its other watchers at the
  * same cursor (sidecar/journal/shared-batches.ts): enough for watchers a few batches apart to
  * share every batch, small beside the copies it saves (200 watchers had each made their own). */
 export const WATCH_SHARED_BATCHES_BYTES = 8 * MiB
-/**
- * Bytes the PTY thread may have read and handed to the main thread that the journal has not
- * confirmed yet. Above this it stops reading the PTY (the program blocks on its next write, as
- * under tmux or a paused terminal) until the journal catches up to half of it: a stalled main
- * thread (a long GC, a slow disk) can never make a flood pile up in memory between the threads.
- */
-export const PTY_UNJOURNALED_MAX_BYTES = 8 * MiB
-/** Sidecar shutdown: how long the PTY thread waits for its killed processes' exits before it is
- * terminated (terminating it while node-pty reports an exit crashes the process). */
-export const PTY_EXIT_WAIT_MS = 2000
 
 // ── Terminals ─────────────────────────────────────────────────────────────────
 /** A failed close cleanup is retried after this long. */

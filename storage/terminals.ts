@@ -3,7 +3,7 @@
  * list terminals without the sidecar. A state write only ever moves forward
  * (starting → running → exited → closed → retired): the UPDATE itself refuses to go back.
  */
-import { and, asc, eq, inArray, isNotNull, ne } from 'drizzle-orm'
+import { and, asc, eq, inArray, ne } from 'drizzle-orm'
 import { TermkeepError } from '../schema/errors.ts'
 import { TERMINAL_STATES, type TerminalInfo, type TerminalState, type TerminalWorkflow } from '../schema/wire/terminals.ts'
 import { sessions, terminals } from './tables.ts'
@@ -12,14 +12,6 @@ import type { Database } from './client.ts'
 
 export type TerminalRow = typeof terminals.$inferSelect
 
-/** What a start needs to find an earlier generation's processes again (sidecar/pty/identity.ts). */
-export interface RecordedTerminal {
-  sessionId: string
-  id: string
-  leaderPid: number
-  leaderStartTicks: number
-  bootId: string
-}
 export type TerminalPatch = Partial<
   Pick<
     TerminalRow,
@@ -86,30 +78,26 @@ export class TerminalStore {
     return result.rowsAffected > 0
   }
 
-  /** At start, before they are retired: the terminals an earlier generation left unretired (it
-   * crashed) with what it recorded to find their processes again. */
-  async leftBehind(generation: number): Promise<RecordedTerminal[]> {
-    const rows = await this.#db
-      .select({
-        sessionId: terminals.sessionId,
-        id: terminals.id,
-        leaderPid: terminals.leaderPid,
-        leaderStartTicks: terminals.leaderStartTicks,
-        bootId: terminals.bootId,
-      })
+  /** At start: every terminal of this host not retired yet (an earlier sidecar's: adopted when
+   * the keeper still holds it, else retired); another host's are its own sidecar's to judge. */
+  unretired(generation: number): Promise<TerminalRow[]> {
+    return this.#db
+      .select()
       .from(terminals)
-      .where(and(earlierOnSameHost(terminals.hostGeneration, generation), ne(terminals.state, 'retired'), isNotNull(terminals.leaderPid)))
-    return rows.filter((r): r is RecordedTerminal => r.leaderPid !== null && r.leaderStartTicks !== null && r.bootId !== null)
+      .where(and(ne(terminals.state, 'retired'), earlierOnSameHost(terminals.hostGeneration, generation)))
   }
 
-  /** At start: terminals owned by earlier generations of this host are gone; mark them retired
-   * (another host's stay as they are). */
-  async retireEarlierGenerations(generation: number): Promise<number> {
-    const result = await this.#db
+  /** A terminal this sidecar adopted from the keeper: it belongs to this generation now. */
+  async adopt(sessionId: string, id: string, generation: number): Promise<void> {
+    await this.#db
       .update(terminals)
-      .set({ state: 'retired', updatedAt: Date.now() })
-      .where(and(earlierOnSameHost(terminals.hostGeneration, generation), ne(terminals.state, 'retired')))
-    return result.rowsAffected
+      .set({ hostGeneration: generation, updatedAt: Date.now() })
+      .where(and(eq(terminals.sessionId, sessionId), eq(terminals.id, id)))
+  }
+
+  /** At start: terminals whose program is gone (their keeper ended) are retired. */
+  async retire(rows: readonly { sessionId: string; id: string }[]): Promise<void> {
+    for (const row of rows) await this.update(row.sessionId, row.id, { state: 'retired' })
   }
 }
 

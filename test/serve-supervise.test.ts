@@ -1,21 +1,23 @@
 /**
- * `termkeep serve` outlives its sidecar: kill -9 of the sidecar (three times in a row, each while a
- * terminal prints) leaves the API up, serving terminal lists and persisted displays, answering
- * live routes 503 `sidecar/unavailable`, until a new sidecar generation is up (1 s, 2 s, 4 s of
- * backoff); the old generation's terminals are then 410, new ones work, and SIGTERM still stops
- * the API and the sidecar in order.
+ * `termkeep serve` outlives its sidecar, and the terminals outlive it too: kill -9 of the sidecar
+ * (three times in a row, each while terminals print) leaves the API up, serving terminal lists and
+ * persisted displays, answering live routes 503 `sidecar/unavailable`, until a new sidecar
+ * generation is up (1 s, 2 s, 4 s of backoff), which adopts every terminal from the keeper: still
+ * running, every tick journaled once, what they started still alive. SIGTERM stops the API and the
+ * sidecar in order and says how many terminals keep running.
  */
 import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { stopKeeper } from './support/keepers.ts'
 import { alive, listenerPid, startServe, type ServedStack } from './support/serve.ts'
 import { waitFor } from './support/ports.ts'
 import { shellsFixture } from './support/terminals.ts'
 
-// Prints a burst every half second: it keeps producing output, and its screen settles between
-// bursts (so a display revision is persisted while it runs). It also leaves a program that ignores
-// SIGHUP, which outlives the sidecar's crash until the next sidecar kills it.
+// Prints a tick every half second: it keeps producing output, and its screen settles between
+// ticks (so a display revision is persisted while it runs). It also starts a program that ignores
+// SIGHUP: a crash of the sidecar must not end it (nor anything else of the terminal).
 const work = mkdtempSync(join(tmpdir(), 'termkeep-supervise-'))
 const shells = shellsFixture({
   ticker: `nohup sleep 1000 >/dev/null 2>&1 & echo $! > ${work}/$TERMKEEP_TERMINAL_ID.pid; i=0; while :; do i=$((i+1)); echo "tick $i"; sleep 0.5; done`,
@@ -38,12 +40,23 @@ async function events(response: Response): Promise<string[]> {
 }
 
 async function outputText(stack: ServedStack, path: string): Promise<string> {
-  const page = (await (await stack.call('GET', `${path}/output?after=0&limit=256`)).json()) as { items: Array<{ data?: string }> }
-  return page.items.map((i) => (i.data ? Buffer.from(i.data, 'base64').toString() : '')).join('')
+  let text = ''
+  for (let after = 0; ; ) {
+    const page = (await (await stack.call('GET', `${path}/output?after=${after}&limit=256`)).json()) as {
+      items: Array<{ data?: string }>
+      next: number
+    }
+    text += page.items.map((i) => (i.data ? Buffer.from(i.data, 'base64').toString() : '')).join('')
+    if (page.next === after) return text
+    after = page.next
+  }
 }
 
+/** The tick numbers a ticker printed, in order. */
+const ticks = (text: string) => [...text.matchAll(/^tick (\d+)\r$/gm)].map((m) => Number(m[1]))
+
 describe('termkeep serve supervises its sidecar', () => {
-  it('keeps the API up through kill -9 of the sidecar, restarts it with backoff, and still stops in order', async () => {
+  it('keeps the API and the terminals up through kill -9 of the sidecar, restarts it with backoff, and still stops in order', async () => {
     const stack = await startServe({ TERMKEEP_SHELLS_FILE: shells.shellsFile })
     try {
       expect((await stack.call('POST', '/v1/sessions', { id: 'sup', cwd: shells.dir })).status).toBe(201)
@@ -68,8 +81,8 @@ describe('termkeep serve supervises its sidecar', () => {
         expect(pid).toBeGreaterThan(0)
         process.kill(pid, 'SIGKILL')
         await waitFor(async () => !alive(pid), 5_000, 'the sidecar to die')
-        const orphan = orphanOf(tid)
-        expect(alive(orphan)).toBe(true) // it outlived the sidecar
+        const started = orphanOf(tid)
+        expect(alive(started)).toBe(true)
 
         // The API stays up: stored things are served, live routes are 503.
         const list = (await (await stack.call('GET', '/v1/sessions/sup/terminals')).json()) as { terminals: Array<{ id: string }> }
@@ -101,32 +114,37 @@ describe('termkeep serve supervises its sidecar', () => {
           ),
         )
         expect(stack.output()).toContain(`termkeep: the sidecar is up again: generation ${up} (pid ${listenerPid(stack.sidecarPort)})`)
-        // The new generation killed what the old one left running (before it took requests).
-        expect(alive(orphan)).toBe(false)
-        expect(stack.output()).toMatch(
-          new RegExp(`killed \\d+ process\\(es\\) an earlier sidecar left running in 1 terminal\\(s\\) \\(sup/${tid}: [\\d ]*${orphan}`),
-        )
+        expect(stack.output()).toContain(`termkeep sidecar: adopted ${round} terminal(s) from the keeper`)
 
-        // The old generation's terminal is gone (410), its row retired; its display is still served.
-        const old = await stack.call('GET', `${T}/output?after=0`)
-        expect(old.status).toBe(410)
-        expect(((await old.json()) as { error: { code: string } }).error.code).toBe('terminal/unavailable')
-        expect(((await (await stack.call('GET', T)).json()) as { state: string }).state).toBe('retired')
-        expect((await stack.call('GET', `${T}/display`, undefined, { accept: 'text/event-stream' })).status).toBe(200)
+        // Every terminal so far was adopted: running in the new generation, its program and what
+        // it started alive, its ticks journaled once each, in order, across every restart.
+        for (let r = 1; r <= round; r++) {
+          const path = `/v1/sessions/sup/terminals/ticker-${r}`
+          const info = (await (await stack.call('GET', path)).json()) as { state: string; hostGeneration: number }
+          expect([info.state, info.hostGeneration]).toEqual(['running', up])
+          expect(alive(orphanOf(`ticker-${r}`))).toBe(true)
+          const before = ticks(await outputText(stack, path))
+          await waitFor(async () => ticks(await outputText(stack, path)).length > before.length, 15_000, `ticker-${r} to go on`)
+          const all = ticks(await outputText(stack, path))
+          expect(all).toEqual(Array.from({ length: all.length }, (_, i) => i + 1))
+        }
       }
       // New terminals work on the last generation.
       const fresh = '/v1/sessions/sup/terminals/fresh'
       expect((await stack.call('PUT', fresh, { cols: 80, rows: 24, shell: shells.path('ticker') })).status).toBe(201)
       await waitFor(async () => (await outputText(stack, fresh)).includes('tick 1'), 15_000, 'output of a new terminal')
 
-      // SIGTERM: the API, then the sidecar, both gone when serve exits.
+      // SIGTERM: the API, then the sidecar, both gone when serve exits; the terminals run on.
       const pid = listenerPid(stack.sidecarPort)!
       const sidecarAliveAtExit = new Promise<boolean>((resolve) => stack.child.once('exit', () => resolve(alive(pid))))
-      expect(await stack.stop()).toBe(0)
+      expect(await stack.stop({ terminals: 'keep' })).toBe(0)
       expect(await sidecarAliveAtExit).toBe(false)
+      expect(stack.output()).toContain('termkeep: 4 terminals keep running; `termkeep stop --terminals` ends them')
+      for (const tid of ['ticker-1', 'ticker-2', 'ticker-3']) expect(alive(orphanOf(tid))).toBe(true)
       expect(stack.output()).not.toContain('restart 4')
     } finally {
       stack.child.kill('SIGKILL')
+      await stopKeeper(stack.dataDir)
     }
   }, 180_000)
 })

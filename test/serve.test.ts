@@ -1,6 +1,7 @@
 /**
  * `termkeep serve` (what `npm start` runs) as a real process: migrates, starts the sidecar and the
- * API, prints the URL and the admin token once, and Ctrl-C stops both processes.
+ * API, prints the URL and the admin token once; Ctrl-C stops both processes and leaves the keeper
+ * and its terminals running, which the next serve adopts; `termkeep stop --terminals` ends all.
  */
 import { mkdtempSync, readFileSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -8,8 +9,13 @@ import { join } from 'node:path'
 import { createServer, type AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { LISTEN_BACKLOG } from '../schema/limits.ts'
+import { spawnSync } from 'node:child_process'
+import { keeperPid, stopKeeper } from './support/keepers.ts'
 import { freePort, waitFor } from './support/ports.ts'
 import { alive, listenerPid, serve } from './support/serve.ts'
+import { UNSET_CONFIG } from './smoke/targets.ts'
+
+const MAIN = new URL('../cli/main.ts', import.meta.url).pathname
 
 /** The accept-queue size of the socket listening on `port` (`ss` shows it as Send-Q). */
 async function listenBacklog(port: number): Promise<number> {
@@ -24,7 +30,7 @@ async function listenBacklog(port: number): Promise<number> {
 const sidecarPid = async (port: number) => listenerPid(port)
 
 describe('termkeep serve', () => {
-  it('serves health with the database and sidecar reachable, prints the admin token once, and stops on Ctrl-C', async () => {
+  it('serves health, prints the admin token once, stops on Ctrl-C leaving its terminals to the next one, and stop --terminals ends all', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-serve-'))
     const port = await freePort()
     let sidecarPort = await freePort()
@@ -65,6 +71,9 @@ describe('termkeep serve', () => {
       first.child.kill('SIGINT')
       expect(await first.exited).toBe(0)
       expect(await sidecarAliveAtExit).toBe(false)
+      // The keeper and the terminal's shell run on, and serve said so.
+      expect(first.output()).toContain('termkeep: 1 terminal keeps running; `termkeep stop --terminals` ends it')
+      expect(keeperPid(dataDir)).toBeDefined()
     } finally {
       first.child.kill('SIGKILL')
     }
@@ -76,10 +85,23 @@ describe('termkeep serve', () => {
       })
       expect(second.output()).not.toContain('tk_')
       expect(second.output()).toContain('an admin token already exists')
-      second.child.kill('SIGTERM')
+      expect(second.output()).toContain('termkeep sidecar: adopted 1 terminal(s) from the keeper')
+      const keeper = keeperPid(dataDir)!
+      // stop --terminals: the keeper (and the shell), then serve; nothing of termkeep is left.
+      const stopped = spawnSync(process.execPath, ['--import', 'tsx', MAIN, 'stop', '--terminals'], {
+        env: { ...process.env, ...UNSET_CONFIG, ...env },
+        encoding: 'utf8',
+        timeout: 60_000,
+      })
+      expect([stopped.status, stopped.stderr]).toEqual([0, ''])
+      expect(stopped.stdout).toContain(`termkeep: ended the keeper (pid ${keeper}) and its 1 running terminal(s)`)
+      expect(stopped.stdout).toMatch(/termkeep: stopped termkeep serve \(pid \d+\)/)
       expect(await second.exited).toBe(0)
+      expect(alive(keeper)).toBe(false)
+      expect(keeperPid(dataDir)).toBeUndefined()
     } finally {
       second.child.kill('SIGKILL')
+      await stopKeeper(dataDir)
     }
   }, 180_000)
 
@@ -99,6 +121,7 @@ describe('termkeep serve', () => {
     } finally {
       busy.child.kill('SIGKILL')
       blocker.close()
+      await stopKeeper(dataDir)
     }
   })
 
@@ -149,6 +172,7 @@ describe('termkeep serve', () => {
       expect(await first.exited).toBe(0)
     } finally {
       first.child.kill('SIGKILL')
+      await stopKeeper(dataDir)
     }
   }, 180_000)
 

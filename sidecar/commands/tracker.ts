@@ -64,6 +64,7 @@ export class CommandTracker {
   /** The whole-output offset just past the last byte handed to the running command's tail. */
   #fedAbs = 0
   #lastEnded: Tracked | undefined
+  #leaving = false
   /** Wakes waiters on any change: a mark, a record, input, the end. */
   readonly changes = new Notifier()
   phase: Phase = 'unknown'
@@ -110,6 +111,12 @@ export class CommandTracker {
     if (this.phase !== 'input' || this.inputSincePrompt) return
     this.inputSincePrompt = true
     this.changes.notify()
+  }
+
+  /** This sidecar stops and the terminal goes on in the keeper: call before its journal is
+   * retired here; a command still running is left running in its record. */
+  leave(): void {
+    this.#leaving = true
   }
 
   /** The kept records, oldest first. */
@@ -162,9 +169,10 @@ export class CommandTracker {
     } finally {
       release()
     }
-    // The output ended (or the terminal was retired at shutdown) with a command still running: it
-    // ends there, its exit unknown.
-    if (this.#running) {
+    // The output ended (or the keeper ended, or the terminal closed) with a command still running:
+    // it ends there, its exit unknown. Not when this sidecar leaves the terminal to the keeper: the
+    // command runs on, and the next sidecar's tracker reads on to its end.
+    if (this.#running && !this.#leaving) {
       const { sequence, length, abs } = this.#lastData
       this.#end(null, { sequence, offset: length, abs })
     }

@@ -60,6 +60,8 @@ export interface KeeperOptions {
   onSettle?: (result: DisplayEncodeResult) => void
   /** Quiet time before the emulator is released (0: never). */
   releaseMs?: number
+  /** The sequence the newest revision already covers (an adopted terminal's). */
+  encodedAt?: number
 }
 
 export class DisplayKeeper {
@@ -93,6 +95,7 @@ export class DisplayKeeper {
     this.#maxWaitMs = options.maxWaitMs ?? SETTLE_MAX_WAIT_MS
     this.#onSettle = options.onSettle
     this.#releaseMs = options.releaseMs ?? EMULATOR_RELEASE_IDLE_MS
+    this.#encodedAt = options.encodedAt ?? -1
     this.#unsubscribe = source.onApplied(() => this.#applied())
     this.#armRelease(this.#releaseMs)
   }

@@ -9,7 +9,7 @@
 import { beginOf, latestRevision, revisionParts } from '../../storage/displays/revisions.ts'
 import { DISPLAY_DRAIN_MS, DISPLAY_PRUNE_SWEEP_MS } from '../tuning.ts'
 import type { Database } from '../../storage/client.ts'
-import type { Emulator, EmulatorObserver } from '../emulator/emulator.ts'
+import type { Emulator, EmulatorObserver, Settled } from '../emulator/emulator.ts'
 import type { Journal } from '../journal/journal.ts'
 import type { RestorePayload } from '../emulator/protocol.ts'
 import type { EmulatorState } from '../emulator/restore.ts'
@@ -76,7 +76,9 @@ export class DisplayService {
     const sessionId = emulator.key.slice(0, slash)
     const terminalId = emulator.key.slice(slash + 1)
     const writer = new RevisionWriter(this.#db, sessionId, terminalId)
-    const keeper = new DisplayKeeper(emulator, journal, writer, this.#options)
+    // Adopted after a restart: the newest revision is what the released screen shows.
+    if (emulator.adopted) writer.restorable = emulator.adopted.restorable
+    const keeper = new DisplayKeeper(emulator, journal, writer, { ...this.#options, encodedAt: emulator.adopted?.sequence })
     emulator.restoreFrom(() => restorePayload(this.#db, sessionId, terminalId, writer))
     this.keepers.set(emulator.key, keeper)
     this.#live.set(emulator.key, { emulator, writer, journal })
@@ -94,6 +96,13 @@ export class DisplayService {
         }
       },
     }
+  }
+
+  /** A terminal's newest revision: where its screen resumes when the terminal is adopted. */
+  async settled(sessionId: string, terminalId: string): Promise<Settled | undefined> {
+    const header = await latestRevision(this.#db, sessionId, terminalId)
+    if (!header) return undefined
+    return { sequence: header.sequence, restorable: header.format === 2 && header.restore !== null && header.restore !== undefined }
   }
 
   /** What the display pipeline did so far (benchmarks, operations). */

@@ -111,6 +111,10 @@ registerScreenRestore((context, payload, decoded) => {
     display.tracker.lastAlternate = { rows: alternateRows(payload.parts), styles: decoded.styles }
   }
   if (payload.history) display.history.adopt(payload.history.token, payload.history.first)
+  // The screen is that revision: an encode before any later record has nothing new to write.
+  display.lastSequence = context.sequence
+  display.lastGeneration = display.tracker.generation
+  display.lastGeometry = `${context.terminal.cols}x${context.terminal.rows}`
 })
 
 /** The alternate region's rows as the revision encoded them (a row split over events rejoined). */

@@ -1,7 +1,8 @@
 /**
  * termkeep's own state on disk is never something the sidecar serves: the data directory (the
- * database, every terminal's output journal under spool/, the sidecar secret — which alone grants
- * full sidecar authority — and the lock), and a `file:` DATABASE_URL's database with its -wal,
+ * database, the keeper's directory with every terminal's output journal and the keeper's secret,
+ * the sidecar secret — which alone grants full sidecar authority — and the locks), and a `file:`
+ * DATABASE_URL's database with its -wal,
  * -shm and -journal wherever it lives. Not to a workspace's files/ routes (a workspace is often
  * the checkout, whose ./data is the default data directory), not to observation (whose home
  * usually holds it). Inside it a path answers exactly as an absent one does.

@@ -11,7 +11,7 @@ import { GENERATION_LEASE_MS } from '../tuning.ts'
 import { hostGenerations } from '../../storage/tables.ts'
 import { openStorage } from '../../storage/client.ts'
 import { migrate } from '../../storage/migrate.ts'
-import type { ProcessStat } from '../pty/process-tree.ts'
+import type { ProcessStat } from '../../local/proc.ts'
 import { claimGeneration, GenerationBusy } from './claim.ts'
 import { liveness, type GenerationRecord, type Here } from './liveness.ts'
 

@@ -16,8 +16,7 @@ import { readlinkSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { GENERATION_LEASE_MS } from '../tuning.ts'
 import type { GenerationRecord } from '../../storage/generations.ts'
-import { bootId } from '../pty/identity.ts'
-import { processStat, type ProcessStat } from '../pty/process-tree.ts'
+import { bootId, processStat, type ProcessStat } from '../../local/proc.ts'
 
 export type { GenerationRecord }
 

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { MAX_OUTPUT_ITEM_BYTES, MAX_RECORD_RAW_BYTES } from '../../schema/limits.ts'
 import type { OutputItem } from '../../schema/wire/output.ts'
 import { Journal } from './journal.ts'
-import { RecordIndex } from './record-index.ts'
+import { RecordIndex } from '../../local/journal/record-index.ts'
 import { removeSpoolTree } from './spool.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-journal-'))
@@ -135,7 +135,7 @@ describe('Journal', () => {
     const a = new Journal(join(shared, 'a'), { cols: 80, rows: 24 })
     const b = new Journal(join(shared, 'b'), { cols: 80, rows: 24 })
     a.retire()
-    expect(readdirSync(shared)).toEqual(['b'])
+    expect(readdirSync(shared)).toEqual(['b', 'b.index'])
     b.retire()
     expect(existsSync(shared)).toBe(false)
   })

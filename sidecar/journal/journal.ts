@@ -1,24 +1,28 @@
 /**
- * The output journal of one terminal: every PTY read as native Data records (split at
- * MAX_RECORD_RAW_BYTES), every resize as a Resize record, sequences 1, 2, 3… Bytes live in an
- * append-only spool file; memory holds only the index. Nothing is evicted while the terminal lives.
+ * The output journal of one terminal, as the sidecar sees it: every PTY read as native Data
+ * records (split at MAX_RECORD_RAW_BYTES), every resize as a Resize record, sequences 1, 2, 3…
+ * Bytes live in an append-only spool file; memory holds only the index. Nothing is evicted while
+ * the terminal lives.
  *
- * Bytes arrive in flushes of gathered PTY reads (gather.ts): gathered by the PTY thread and
- * handed over with `appendFlushed` (the sidecar), or gathered here from `appendData` (in-process
- * producers, tests).
+ * The keeper writes the files (local/journal/writer.ts) and tells the sidecar each record it
+ * wrote, with its bytes while the sidecar keeps up (`apply`); a journal the sidecar adopts after a
+ * restart is loaded from the index file first (`Journal.adopt`). In-process producers (tests) give
+ * a spool path instead and append here (`appendData`, `appendResize`): the same writer then runs in
+ * this process.
  *
  * Readers pull by sequence at their own pace (there is no per-reader queue and the PTY is never
  * paused for a reader). Because a reader asks for "records after N" from the one index and then
  * waits for the index to grow, replay and live delivery are the same loop: no gap, no duplicate.
  */
 import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_RECORD_RAW_BYTES } from '../../schema/limits.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { OutputItem } from '../../schema/wire/output.ts'
+import { Gatherer } from '../../local/journal/gather.ts'
+import { loadIndex } from '../../local/journal/reader.ts'
+import { RecordIndex } from '../../local/journal/record-index.ts'
+import { type Appended, JournalWriter } from '../../local/journal/writer.ts'
 import { planItems, type ItemPlan, type NativeRecord, type RecordMeta } from './coalesce.ts'
-import { Gatherer } from './gather.ts'
 import { Notifier, type WaitResult } from './notifier.ts'
-import { RecordIndex } from './record-index.ts'
 import { Spool } from './spool.ts'
 
 /** Upper bound of bytes one read call fetches from the spool (bounds a reader's transient memory). */
@@ -27,14 +31,26 @@ const READ_WINDOW_BYTES = 1024 * 1024
 const READ_WINDOW_RECORDS = 4096
 const EMPTY = Buffer.alloc(0)
 
+/** A journal the keeper keeps: its files, its start and how many records it holds. */
+export interface KeptJournal {
+  spool: string
+  index: string
+  startedAt: number
+  initialCols: number
+  initialRows: number
+  lastSequence: number
+}
+
+/** The index file beside an in-process spool (`t.journal` → `t.index`). */
+const indexPathOf = (spoolPath: string) => `${spoolPath.replace(/\.journal$/, '')}.index`
+
 export class Journal {
   readonly initialSize: Geometry
-  /** Wall-clock time of the journal's start (epoch ms): time 0 of every record's arrival time. */
-  readonly startedAt = Date.now()
-  /** The same moment on the monotonic clock that arrival times are measured with. */
-  readonly #start = performance.now()
-  readonly #index = new RecordIndex()
+  #startedAt = Date.now()
+  #index = new RecordIndex()
   readonly #spool: Spool
+  /** In-process producers only: the writer behind appendData/appendResize. */
+  readonly #writer: JournalWriter | undefined
   readonly #changes = new Notifier()
   #ended = false
   #retired = false
@@ -43,9 +59,42 @@ export class Journal {
    * a follower keeping up — take them from here instead of a thread-pool round trip. */
   #recent: { offset: number; parts: Uint8Array[]; length: number } = { offset: 0, parts: [], length: 0 }
 
-  constructor(spoolPath: string, initialSize: Geometry) {
+  /**
+   * With `spoolPath`: an in-process journal, written here (its files go away once retired and
+   * let go). Without: a journal the keeper writes, bound to its files by `bind` or `adopt`.
+   */
+  constructor(spoolPath: string | undefined, initialSize: Geometry) {
     this.initialSize = initialSize
-    this.#spool = new Spool(spoolPath)
+    if (spoolPath === undefined) {
+      this.#spool = new Spool()
+      this.#writer = undefined
+      return
+    }
+    const writer = new JournalWriter({ spool: spoolPath, index: indexPathOf(spoolPath) }, initialSize, this.#startedAt)
+    this.#writer = writer
+    // The last reader let go: nothing reads the files any more.
+    this.#spool = new Spool(() => writer.remove({ empty: true }))
+    this.#spool.open(spoolPath)
+  }
+
+  /** A journal the keeper has kept so far (a sidecar adopting its terminals after a restart): its
+   * index is read from the file, as far as the keeper said it wrote. */
+  static adopt(kept: KeptJournal): Journal {
+    const journal = new Journal(undefined, { cols: kept.initialCols, rows: kept.initialRows })
+    journal.#index = loadIndex(kept.index, kept.lastSequence).index
+    journal.bind(kept.spool, kept.startedAt)
+    return journal
+  }
+
+  /** Binds a keeper's journal to its spool (at spawn: the keeper has just created it, empty). */
+  bind(spoolPath: string, startedAt: number): void {
+    this.#startedAt = startedAt
+    this.#spool.open(spoolPath)
+  }
+
+  /** Wall-clock time of the journal's start (epoch ms): time 0 of every record's arrival time. */
+  get startedAt(): number {
+    return this.#startedAt
   }
 
   /** The last native sequence (0 before the first record). */
@@ -67,7 +116,22 @@ export class Journal {
     return this.#index.byteSize
   }
 
-  /** Takes PTY bytes; they become records at the end of this event-loop turn (or now, via flush). */
+  /** Records the keeper wrote (`count` entries from sequence `first`), with their bytes when it
+   * sent them along (the Data records' bytes back to back). */
+  apply(first: number, count: number, entries: Buffer, bytes?: Uint8Array): void {
+    if (this.#retired) return
+    if (first !== this.#index.last + 1) throw new Error(`journal: records from ${first} after ${this.#index.last}`)
+    this.#index.addEntries(entries, count)
+    if (bytes && bytes.length > 0) {
+      let s = first
+      while (!this.#index.isData(s)) s++
+      this.#recent = { offset: this.#index.offset(s), parts: [bytes], length: bytes.length }
+    }
+    this.#changes.notify()
+  }
+
+  /** Takes PTY bytes (in-process producers); they become records at the end of this event-loop
+   * turn (or now, via flush). */
   appendData(bytes: Uint8Array): void {
     if (this.#ended) throw new Error('journal: data after EOF')
     // Retired without EOF (sidecar shutdown): the spool is gone; late bytes have nowhere to go.
@@ -81,7 +145,7 @@ export class Journal {
     else this.#gather.flush()
   }
 
-  /** Bytes gathered elsewhere (the PTY thread), journaled now as one flush. */
+  /** Bytes gathered elsewhere, journaled now as one flush (in-process producers). */
   appendFlushed(bytes: Uint8Array): void {
     if (this.#ended) throw new Error('journal: data after EOF')
     if (this.#retired || bytes.length === 0) return
@@ -89,25 +153,26 @@ export class Journal {
   }
 
   #write(parts: Uint8Array[], total: number): void {
-    let offset = this.#spool.append(parts)
-    this.#recent = { offset, parts, length: total }
-    // One clock read per flush: the records of one flush arrived together.
-    const at = performance.now() - this.#start
-    for (let start = 0; start < total; start += MAX_RECORD_RAW_BYTES) {
-      const length = Math.min(MAX_RECORD_RAW_BYTES, total - start)
-      this.#index.addData(offset, length, at)
-      offset += length
-    }
+    const appended = this.#local().appendData(parts, total)
+    this.#index.addEntries(appended.entries, appended.count)
+    this.#recent = { offset: this.#index.offset(appended.first), parts, length: total }
     this.#changes.notify()
   }
 
-  /** Journals a Resize after every byte taken before it. Returns its sequence. */
+  /** Journals a Resize after every byte taken before it (in-process producers). Returns its
+   * sequence. */
   appendResize(cols: number, rows: number): number {
     if (this.#ended) throw new Error('journal: resize after EOF')
     this.flush()
-    const sequence = this.#index.addResize(this.#spool.size, cols, rows, performance.now() - this.#start)
+    const appended: Appended = this.#local().appendResize(cols, rows)
+    this.#index.addEntries(appended.entries, appended.count)
     this.#changes.notify()
-    return sequence
+    return appended.first
+  }
+
+  #local(): JournalWriter {
+    if (!this.#writer) throw new Error('journal: the keeper writes this journal')
+    return this.#writer
   }
 
   /** The byte source closed (EOF). */
@@ -118,12 +183,13 @@ export class Journal {
     this.#changes.notify()
   }
 
-  /** Closed and released: the spool goes away once every attached reader has let go. */
-  retire(): void {
+  /** Closed and released: the spool goes away once every attached reader has let go (`forGood`:
+   * its terminal is closed, the file is emptied then; not when this sidecar only leaves it). */
+  retire({ forGood = false } = {}): void {
     if (this.#retired) return
     this.flush()
     this.#retired = true
-    this.#spool.release()
+    this.#spool.release({ empty: forGood })
     this.#changes.notify()
   }
 

@@ -9,7 +9,7 @@
 import type { Worker } from 'node:worker_threads'
 import { TermkeepError } from '../../schema/errors.ts'
 import { OBSERVE_PROC_IDLE_MS, OBSERVE_PROC_TIMEOUT_MS } from '../tuning.ts'
-import { startTsWorker } from '../worker-thread.ts'
+import { startTsWorker } from '../../local/worker-thread.ts'
 import type { Descriptor, ProcStat } from './proc.ts'
 
 export type ProcRequest =

@@ -11,67 +11,11 @@
 import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, statSync } from 'node:fs'
 import { basename } from 'node:path'
 import { objectOf, type ObjectIdentity } from './handles.ts'
+import { type ProcStat, USER_HZ } from '../../local/proc.ts'
 import { OBSERVE_MAX_ARGUMENT_CHARS, OBSERVE_MAX_ARGUMENTS } from '../../schema/limits.ts'
 import { OBSERVE_MAX_DESCRIPTORS_PER_PROCESS, OBSERVE_MAX_PROC_TEXT_BYTES } from '../tuning.ts'
 
-export interface ProcStat {
-  pid: number
-  /** The kernel's 15-character command name. */
-  comm: string
-  state: string
-  ppid: number
-  pgrp: number
-  session: number
-  /** The controlling terminal's device number (0: none). */
-  ttyNr: number
-  /** The foreground process group of that terminal (-1: none). */
-  tpgid: number
-  /** Clock ticks after boot: with the pid, the identity a reused pid never matches. */
-  startTicks: number
-}
-
-/** Pure: one /proc/<pid>/stat line. The command name may hold spaces and parentheses, so the
- * fields are counted from the last `)`. */
-export function parseStat(pid: number, text: string): ProcStat | undefined {
-  const open = text.indexOf('(')
-  const close = text.lastIndexOf(')')
-  if (open < 0 || close < open) return undefined
-  const f = text.slice(close + 2).split(' ')
-  // Fields 3… of proc(5): state ppid pgrp session tty_nr tpgid … starttime (22).
-  const startTicks = Number(f[19])
-  if (f.length < 20 || !Number.isSafeInteger(startTicks)) return undefined
-  return {
-    pid,
-    comm: text.slice(open + 1, close),
-    state: f[0],
-    ppid: Number(f[1]),
-    pgrp: Number(f[2]),
-    session: Number(f[3]),
-    ttyNr: Number(f[4]),
-    tpgid: Number(f[5]),
-    startTicks,
-  }
-}
-
-export function readStat(pid: number): ProcStat | undefined {
-  try {
-    return parseStat(pid, readFileSync(`/proc/${pid}/stat`, 'latin1'))
-  } catch {
-    return undefined // exited
-  }
-}
-
-/** Every process the sidecar can see, by pid. */
-export function processTable(): Map<number, ProcStat> {
-  const table = new Map<number, ProcStat>()
-  for (const entry of readdirSync('/proc')) {
-    const first = entry.charCodeAt(0)
-    if (first < 48 || first > 57) continue // not a pid
-    const stat = readStat(Number(entry))
-    if (stat) table.set(stat.pid, stat)
-  }
-  return table
-}
+export { parseStat, processTable, readStat, USER_HZ, type ProcStat } from '../../local/proc.ts'
 
 /**
  * Pure: the terminal's process tree — the shell, then its descendants depth first (children in
@@ -187,8 +131,6 @@ export function executableNameOf(argv: readonly string[] | undefined, comm: stri
   return name.length > 0 ? name.slice(0, OBSERVE_MAX_ARGUMENT_CHARS) : comm
 }
 
-/** /proc reports times in USER_HZ, which Linux fixes at 100 for user space on every common ABI. */
-export const USER_HZ = 100
 let bootMs: number | undefined
 
 /** Pure given the boot time: a start in clock ticks after boot as ISO 8601. */

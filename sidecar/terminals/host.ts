@@ -1,13 +1,16 @@
 /**
  * The terminal host of one sidecar generation: every live terminal, keyed by session and id.
- * Every per-terminal call goes through `live()`, which tells an unknown id (404) from one that is
- * no longer live here (410). A terminal row from any earlier generation is history: its id can
- * never be created again.
+ * The terminals' programs run in the data directory's keeper (keeper/): at start the host adopts
+ * every terminal the keeper still holds (an earlier sidecar's: this one may be a restart, or a
+ * newer release) and retires the rows whose program is gone with an earlier keeper. Every
+ * per-terminal call goes through `live()`, which tells an unknown id (404) from one that is no
+ * longer live here (410). An id used once can never be created again in its session.
  */
 import { createHmac, randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import {
+  CLOSE_KILL_GRACE_MS,
   HISTORY_CELLS,
   MAX_COLS,
   MAX_EXITED_TERMINALS_PER_SESSION,
@@ -22,17 +25,21 @@ import { CLOSE_RETRY_MS, TERMINAL_IDLE_RECLAIM_MS } from '../tuning.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
 import type { CreateTerminal, TerminalEnvironment, TerminalInfo, TerminalShell, TerminalWorkflow } from '../../schema/wire/terminals.ts'
-import { withShellIntegration } from '../commands/integration.ts'
-import { CommandTracker } from '../commands/tracker.ts'
+import type { KeeperClient } from '../../local/keeper/client.ts'
+import type { KeeperInfo, SweepTarget } from '../../local/keeper/protocol.ts'
+import { KEEPER_ENTRY } from '../../local/keeper/start.ts'
+import { isHolder } from '../../local/pid-lock.ts'
+import { processStat } from '../../local/proc.ts'
 import type { EmulatorPool } from '../emulator/emulator.ts'
 import { Journal } from '../journal/journal.ts'
+import { withShellIntegration } from '../commands/integration.ts'
+import { CommandTracker } from '../commands/tracker.ts'
 import { removeSpoolTree } from '../journal/spool.ts'
-import { killLeftovers } from '../pty/orphans.ts'
 import { listShells } from '../pty/shells.ts'
-import { PtyThread } from '../pty/pty-thread.ts'
+import { KeeperLink, type KeptPty, type LinkEnd } from './keeper-link.ts'
 import { LiveTerminal } from './terminal.ts'
 import type { CommandStore } from '../../storage/commands.ts'
-import { terminalInfoOf, type TerminalStore } from '../../storage/terminals.ts'
+import { terminalInfoOf, type TerminalRow, type TerminalStore } from '../../storage/terminals.ts'
 
 export interface TerminalHostOptions {
   store: TerminalStore
@@ -42,6 +49,13 @@ export interface TerminalHostOptions {
   /** Where installed shells are listed (default /etc/shells). */
   shellsFile?: string
   idleReclaimMs?: number
+  /** Reaches the data directory's keeper, starting one when none runs. */
+  keeper: () => Promise<KeeperClient>
+  /** A terminal's newest settled revision: where its adopted screen resumes. */
+  settled?: (sessionId: string, id: string) => Promise<{ sequence: number; restorable: boolean } | undefined>
+  /** The connection to a keeper that still runs broke (a bug on one side): this sidecar cannot
+   * go on, and a restarted one adopts the terminals again. */
+  linkBroken?: (error: Error | undefined) => void
   /** Where command records go (sidecar/commands/); absent: terminals keep no command records. */
   commands?: CommandStore
   /** Shell integration for bash, zsh and fish (docs/commands.md); default on. */
@@ -108,8 +122,13 @@ export class TerminalHost {
   readonly #live = new Map<string, LiveTerminal>()
   readonly #creating = new Map<string, Promise<LiveTerminal>>()
   readonly #idleTimer: NodeJS.Timeout
-  /** Every terminal's process runs, and is read, in this thread (pty/pty-worker.ts). */
-  readonly #ptys = new PtyThread()
+  /** The keeper's link, or its (re)connection under way. */
+  #link: Promise<KeeperLink> | undefined
+  /** The connected keeper, once linked. */
+  keeper: KeeperInfo | undefined
+  #stopping = false
+  /** Rows of terminals whose keeper ended, being retired (a stop waits for them). */
+  #retiring: Promise<unknown> = Promise.resolve()
   readonly #nonceKey: string
 
   constructor(options: TerminalHostOptions) {
@@ -122,21 +141,170 @@ export class TerminalHost {
     this.#idleTimer.unref()
   }
 
-  /** At start: the processes an earlier generation left running (it crashed) are killed, its rows
-   * retired and its spool files removed. */
-  async start(): Promise<void> {
-    const { killed, survivors } = await killLeftovers(await this.#options.store.leftBehind(this.generation))
-    if (killed.size > 0) {
-      const list = [...killed].map(([terminal, pids]) => `${terminal}: ${pids.join(' ')}`).join('; ')
-      const count = [...killed.values()].reduce((n, pids) => n + pids.length, 0)
-      console.error(`termkeep sidecar: killed ${count} process(es) an earlier sidecar left running in ${killed.size} terminal(s) (${list})`)
+  /**
+   * At start: connects to the keeper (starting one), adopts every terminal it holds that this
+   * database knows as live on this host, and retires the rows whose program is gone with an
+   * earlier keeper (after the keeper killed what they left running). Resolves with what it did,
+   * for the log.
+   */
+  async start(): Promise<{ adopted: number; retired: number }> {
+    const link = await this.#connect()
+    const held = new Map(link.held.map((pty) => [keyOf(pty.sessionId, pty.terminalId), pty]))
+    const store = this.#options.store
+    const gone: TerminalRow[] = []
+    let adopted = 0
+    for (const row of await store.unretired(this.generation)) {
+      const key = keyOf(row.sessionId, row.id)
+      const pty = held.get(key)
+      held.delete(key)
+      if (pty && row.state !== 'closed') {
+        await this.#adopt(row, pty)
+        adopted++
+      } else if (pty) {
+        await this.#discard(link, pty.id, key, 'its close was under way') // a sidecar died mid-close
+        gone.push(row)
+      } else if (!heldElsewhere(row)) {
+        gone.push(row)
+      }
+    }
+    for (const { state, error } of link.unreadable) {
+      const key = keyOf(state.sessionId, state.terminalId)
+      console.error(`termkeep sidecar: the journal of ${key} cannot be read (${error.message}); closing it`)
+      await this.#discard(link, state.id, key, 'its journal cannot be read')
+      const row = await store.get(state.sessionId, state.terminalId)
+      if (row && row.state !== 'retired') gone.push(row)
+    }
+    for (const [key, pty] of held) {
+      const row = await store.get(pty.sessionId, pty.terminalId)
+      if (row) await this.#discard(link, pty.id, key, 'it was retired')
+      else
+        console.error(`termkeep sidecar: the keeper holds ${key}, which this database does not know (another DATABASE_URL?); left running`)
+    }
+    await this.#sweep(link, gone)
+    await store.retire(gone)
+    // Adopted terminals are of this generation now: only commands of terminals gone stay running.
+    await this.#options.commands?.endAbandoned(this.generation)
+    // Spools of releases before the keeper (the keeper keeps journals in its own directory now).
+    removeSpoolTree(join(this.#options.dataDir, 'spool'))
+    // Nonce files a shell never took (an adopted one took its own long ago). Integration scripts
+    // are small and regular: a plain recursive remove (never follows a link) is enough.
+    rmSync(join(this.#options.dataDir, 'shell-integration'), { recursive: true, force: true })
+    return { adopted, retired: gone.length }
+  }
+
+  /** Kills what the retired rows' terminals left running, proven theirs by the keeper. */
+  async #sweep(link: KeeperLink, rows: readonly TerminalRow[]): Promise<void> {
+    const targets = rows.flatMap((r): SweepTarget[] =>
+      r.leaderPid !== null && r.leaderStartTicks !== null && r.bootId !== null
+        ? [{ sessionId: r.sessionId, id: r.id, leaderPid: r.leaderPid, leaderStartTicks: r.leaderStartTicks, bootId: r.bootId }]
+        : [],
+    )
+    if (targets.length === 0) return
+    const { killed, survivors } = await link.sweep(targets)
+    const entries = Object.entries(killed)
+    if (entries.length > 0) {
+      const list = entries.map(([terminal, pids]) => `${terminal}: ${pids.join(' ')}`).join('; ')
+      const count = entries.reduce((n, [, pids]) => n + pids.length, 0)
+      console.error(
+        `termkeep sidecar: killed ${count} process(es) an earlier keeper left running in ${entries.length} terminal(s) (${list})`,
+      )
     }
     if (survivors.length > 0) console.error(`termkeep sidecar: processes of earlier terminals survived SIGKILL: ${survivors.join(' ')}`)
-    await this.#options.store.retireEarlierGenerations(this.generation)
-    await this.#options.commands?.endAbandoned(this.generation)
-    removeSpoolTree(join(this.#options.dataDir, 'spool'))
-    // Integration scripts are small and regular: a plain recursive remove (never follows a link) is enough.
-    rmSync(join(this.#options.dataDir, 'shell-integration'), { recursive: true, force: true })
+  }
+
+  async #discard(link: KeeperLink, id: number, key: string, why: string): Promise<void> {
+    const survivors = await link.discard(id, CLOSE_KILL_GRACE_MS).catch((error: unknown) => {
+      console.error(`termkeep sidecar: closing ${key} in the keeper (${why}) failed`, error)
+      return []
+    })
+    if (survivors.length > 0) console.error(`termkeep sidecar: closing ${key} (${why}): processes survived SIGKILL: ${survivors.join(' ')}`)
+  }
+
+  /** Takes on a terminal the keeper kept while no sidecar (or an earlier one) ran. */
+  async #adopt(row: TerminalRow, pty: KeptPty): Promise<void> {
+    const { store, emulators } = this.#options
+    await store.adopt(row.sessionId, row.id, this.generation)
+    const key = keyOf(row.sessionId, row.id)
+    const settled = await this.#options.settled?.(row.sessionId, row.id)
+    const info = terminalInfoOf(row)
+    const terminal = new LiveTerminal({
+      sessionId: row.sessionId,
+      id: row.id,
+      title: row.title,
+      shell: info.shell,
+      cwd: row.cwd,
+      geometry: { cols: pty.cols, rows: pty.rows },
+      hostGeneration: this.generation,
+      createdAt: row.createdAt,
+      journal: pty.journal,
+      emulator: emulators.open(key, pty.journal, settled),
+      store,
+      workflow: info.workflow,
+      name: info.name,
+      commandMarks: info.commandMarks,
+    })
+    // The marks are read again from the journal's start: the same records come out (their writes
+    // are idempotent), and a command that ran on meanwhile is followed to its end.
+    const nonce = info.commandMarks === 'injected' ? this.#nonceOf(row.sessionId, row.id, row.createdAt) : undefined
+    this.#track(terminal, nonce)
+    this.#live.set(key, terminal)
+    terminal.started(pty)
+  }
+
+  /** The terminal's command tracker (sidecar/commands/), when this host keeps command records. */
+  #track(terminal: LiveTerminal, nonce: string | undefined): void {
+    terminal.markNonce = nonce
+    const commands = this.#options.commands
+    if (!commands) return
+    terminal.commands = new CommandTracker({
+      sessionId: terminal.sessionId,
+      terminalId: terminal.id,
+      journal: terminal.journal,
+      store: commands,
+      nonce,
+      onDetected: () => terminal.marksDetected(),
+    })
+  }
+
+  /** The link to the keeper: connected, its end watched. */
+  #connect(): Promise<KeeperLink> {
+    const linking = this.#options.keeper().then(async (client) => {
+      const link = await KeeperLink.open(client, (end) => this.#linkEnded(linking, end))
+      this.keeper = link.keeper
+      return link
+    })
+    this.#link = linking
+    return linking
+  }
+
+  /** The keeper ended: its terminals went with it (the seed contract: they retire, their settled
+   * screens stay). A new keeper is started for what comes next; it kills what the old one's
+   * terminals left running. A connection lost to a keeper that still runs is the sidecar's end. */
+  #linkEnded(linking: Promise<KeeperLink>, end: LinkEnd): void {
+    if (this.#stopping || this.#link !== linking) return
+    if (!end.keeperEnded) return this.#options.linkBroken?.(end.error)
+    const lost = [...this.#live.values()].filter((t) => t.state !== 'retired')
+    console.error(`termkeep sidecar: the keeper ended; its ${lost.length} terminal(s) are retired`)
+    for (const terminal of lost) {
+      this.#live.delete(keyOf(terminal.sessionId, terminal.id))
+      terminal.lost()
+    }
+    // A command still running ended with the journal: its record is written before a stop.
+    const written = lost.map(async (terminal) => {
+      await terminal.flushed()
+      await terminal.commands?.done
+      await terminal.commands?.flushed()
+    })
+    this.#retiring = Promise.all([this.#retiring, ...written])
+    this.#connect().catch((error: unknown) => console.error('termkeep sidecar: starting a new keeper failed', error))
+  }
+
+  /** The session ids (their shells' pids) of the terminals running here: what a terminal's
+   * program started, unless it left the terminal on purpose, is in one of them. */
+  liveSessions(): Set<number> {
+    const sessions = new Set<number>()
+    for (const terminal of this.#live.values()) if (terminal.state === 'running' && terminal.processId) sessions.add(terminal.processId)
+    return sessions
   }
 
   async environment(sessionId: string): Promise<TerminalEnvironment> {
@@ -265,6 +433,22 @@ export class TerminalHost {
     return this.info(sessionId, id)
   }
 
+  /**
+   * This sidecar stops: every terminal goes on in the keeper (each screen is settled a last time,
+   * each row gets its last changes), and the next sidecar adopts them. Resolves with how many
+   * still run.
+   */
+  async detach(): Promise<number> {
+    this.#stopping = true
+    clearInterval(this.#idleTimer)
+    const terminals = [...this.#live.values()]
+    this.#live.clear()
+    await Promise.all([this.#retiring, ...terminals.map((terminal) => terminal.leave())])
+    const link = await this.#link?.catch(() => undefined)
+    link?.close()
+    return terminals.filter((t) => t.state === 'running').length
+  }
+
   /** Closes every live terminal of the session (tmux kill-session); answers their final infos. A
    * terminal whose cleanup failed is still tried by the others' closes, then its error is thrown. */
   async closeSession(sessionId: string): Promise<TerminalInfo[]> {
@@ -276,25 +460,6 @@ export class TerminalHost {
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
     if (failed) throw failed.reason
     return results.map((r) => (r as PromiseFulfilledResult<TerminalInfo>).value)
-  }
-
-  /** Sidecar shutdown: kill every session, retire every journal and row; no drain. */
-  async shutdown(): Promise<void> {
-    clearInterval(this.#idleTimer)
-    const terminals = [...this.#live.values()]
-    this.#live.clear()
-    for (const terminal of terminals) terminal.kill()
-    await Promise.all(
-      terminals.map(async (terminal) => {
-        terminal.emulator.dispose()
-        terminal.journal.retire()
-        // A command still running ends with the journal; its record is written before the exit.
-        await terminal.commands?.done
-        await terminal.commands?.flushed()
-        await terminal.retireRow()
-      }),
-    )
-    await this.#ptys.close()
   }
 
   async #create(sessionId: string, id: string, request: CreateTerminal): Promise<LiveTerminal> {
@@ -349,7 +514,7 @@ export class TerminalHost {
     const { store, emulators } = this.#options
     const { shell, cwd, title, geometry, workflow } = launch
     const createdAt = Date.now()
-    const spawn = this.#spawnSpec(sessionId, id, launch)
+    const spawn = this.#spawnSpec(sessionId, id, launch, createdAt)
     await store
       .insert({
         sessionId,
@@ -373,9 +538,19 @@ export class TerminalHost {
         spawn.discard()
         throw isUniqueViolation(error) && launch.name !== undefined ? nameTaken(launch.name, 'the name of another terminal') : error
       })
-    const spool = join(this.#options.dataDir, 'spool', `g${this.generation}`, sessionId, `${id}.journal`)
-    const journal = new Journal(spool, geometry)
-    const emulator = emulators.open(keyOf(sessionId, id), journal)
+    const options = { ...spawn.spec, cwd, cols: geometry.cols, rows: geometry.rows }
+    let pty: KeptPty | undefined
+    let failure: string | undefined
+    try {
+      const link = await this.#keeperLink()
+      pty = await link.spawn(sessionId, id, options)
+    } catch (error) {
+      failure = (error as Error).message
+    } finally {
+      spawn.spawned()
+    }
+    // A program that could not start is an exited terminal with its error and an empty journal.
+    const journal = pty?.journal ?? new Journal(undefined, geometry)
     const terminal = new LiveTerminal({
       sessionId,
       id,
@@ -386,32 +561,28 @@ export class TerminalHost {
       hostGeneration: this.generation,
       createdAt,
       journal,
-      emulator,
+      emulator: emulators.open(keyOf(sessionId, id), journal),
       store,
       workflow,
       name: launch.name,
       commandMarks: spawn.commandMarks,
     })
-    if (spawn.commandMarks === 'injected') terminal.markNonce = spawn.nonce
-    const commands = this.#options.commands
-    if (commands) {
-      terminal.commands = new CommandTracker({
-        sessionId,
-        terminalId: id,
-        journal,
-        store: commands,
-        nonce: spawn.commandMarks === 'injected' ? spawn.nonce : undefined,
-        onDetected: () => terminal.marksDetected(),
-      })
-    }
+    this.#track(terminal, spawn.commandMarks === 'injected' ? spawn.nonce : undefined)
     this.#live.set(keyOf(sessionId, id), terminal)
-    try {
-      await terminal.spawn(this.#ptys, spawn.spec.env, spawn.spec)
-    } finally {
-      spawn.spawned()
+    if (!pty) {
+      const error = terminal.failed(failure ?? 'unknown')
+      await terminal.flushed()
+      throw error
     }
+    terminal.started(pty)
     await terminal.persisted()
     return terminal
+  }
+
+  /** The keeper's link for a new terminal (waiting while a new keeper starts). */
+  async #keeperLink(): Promise<KeeperLink> {
+    if (this.#stopping || !this.#link) throw new Error('the sidecar is stopping')
+    return this.#link
   }
 
   /**
@@ -419,7 +590,7 @@ export class TerminalHost {
    * interactive bash, zsh or fish the shell integration, whose nonce goes in a file of its own
    * (0600 in a 0700 directory) that the shell reads and deletes (sidecar/commands/integration.ts).
    */
-  #spawnSpec(sessionId: string, id: string, launch: Launch) {
+  #spawnSpec(sessionId: string, id: string, launch: Launch, createdAt: number) {
     const spec = { file: launch.shell.path, args: launch.shell.args, env: { ...this.#env(sessionId, id), ...launch.env } }
     const plain = { spec, commandMarks: 'none' as const, nonce: undefined, spawned: () => {}, discard: () => {} }
     if (!launch.integrate) return plain
@@ -427,15 +598,21 @@ export class TerminalHost {
     const nonceFile = join(dir, randomBytes(16).toString('hex'))
     const integrated = withShellIntegration(spec, nonceFile)
     if (integrated.commandMarks !== 'injected') return plain
-    const nonce = createHmac('sha256', this.#nonceKey)
-      .update(`shell-integration\0${this.generation}\0${sessionId}\0${id}`)
-      .digest('hex')
-      .slice(0, 32)
+    const nonce = this.#nonceOf(sessionId, id, createdAt)
     mkdirSync(dir, { recursive: true, mode: 0o700 })
     writeFileSync(nonceFile, `${nonce}\n`, { mode: 0o600, flag: 'wx' })
     const discard = () => rmSync(nonceFile, { force: true })
     const spawned = () => setTimeout(discard, NONCE_FILE_LIFETIME_MS).unref()
     return { ...integrated, nonce, spawned, discard }
+  }
+
+  /**
+   * A terminal's shell-integration nonce, derived from the sidecar's secret and what names the
+   * terminal for good (an id is never created again in its session), so that a sidecar adopting
+   * the terminal after a restart tells its marks again.
+   */
+  #nonceOf(sessionId: string, id: string, createdAt: number): string {
+    return createHmac('sha256', this.#nonceKey).update(`shell-integration\0${sessionId}\0${id}\0${createdAt}`).digest('hex').slice(0, 32)
   }
 
   #env(sessionId: string, id: string): Record<string, string> {
@@ -497,8 +674,17 @@ function isDirectory(path: string): boolean {
 
 const notFound = (sessionId: string, id: string) =>
   new TermkeepError('terminal/not-found', `no terminal ${id} in session ${sessionId}`, { terminalId: id })
+/** A row of a terminal whose shell still runs as the child of another data directory's keeper
+ * (another sidecar on this database): neither retired nor swept here. */
+function heldElsewhere(row: TerminalRow): boolean {
+  if (row.leaderPid === null || row.leaderStartTicks === null) return false
+  const leader = processStat(row.leaderPid)
+  if (!leader || leader.zombie || leader.startTicks !== row.leaderStartTicks) return false
+  return isHolder(leader.ppid, KEEPER_ENTRY)
+}
+
 const unavailable = (id: string) =>
-  new TermkeepError('terminal/unavailable', `terminal ${id} is no longer live (closed, or from an earlier sidecar)`, {
+  new TermkeepError('terminal/unavailable', `terminal ${id} is no longer live (closed, or its keeper ended)`, {
     terminalId: id,
   })
 const limitReached = (sessionId: string, running: string[]) =>

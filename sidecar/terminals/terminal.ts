@@ -3,7 +3,7 @@
  * lifecycle only moves forward (starting → running → exited → closed → retired); every change is
  * persisted in order and announced to followers through `changes`.
  */
-import { CLOSE_DRAIN_MS, CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
+import { CLOSE_KILL_GRACE_MS } from '../../schema/limits.ts'
 import { TermkeepError } from '../../schema/errors.ts'
 import { type CommandMarks, TERMINAL_STATES, type TerminalState } from '../../schema/wire/terminals.ts'
 import type { Geometry } from '../../schema/wire/common.ts'
@@ -15,11 +15,9 @@ import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { Notifier } from '../journal/notifier.ts'
 import { ForegroundTracker } from '../observation/foreground.ts'
 import { executableNameOf } from '../observation/proc.ts'
-import { leaderIdentity, ticksSinceBoot, type TerminalIdentity } from '../pty/identity.ts'
-import { killSession } from '../pty/kill.ts'
 import { Retry } from '../write-retry.ts'
-import type { PtyThread, RemotePty } from '../pty/pty-thread.ts'
-import { InputKeys } from './input-keys.ts'
+import type { KeptPty } from './keeper-link.ts'
+import { InputKeys, type RememberedKey } from './input-keys.ts'
 import type { TerminalPatch, TerminalStore } from '../../storage/terminals.ts'
 
 export interface TerminalInit {
@@ -86,10 +84,7 @@ export class LiveTerminal {
   followers = 0
   lastActivity = Date.now()
   readonly #store: TerminalStore
-  #pty: RemotePty | undefined
-  /** What proves a process this terminal's (pty/identity.ts), recorded at spawn; undefined where
-   * /proc does not tell: then nothing is killed but what the PTY's hangup reaches. */
-  #identity: TerminalIdentity | undefined
+  #pty: KeptPty | undefined
   #foreground: ForegroundTracker | undefined
   #controller: Controller | undefined
   /** Changes not yet written to the row (merged; a later value wins), the write in flight, the
@@ -174,46 +169,45 @@ export class LiveTerminal {
     }
   }
 
-  /** Spawns the shell in the PTY thread, output into this terminal's journal. A spawn failure is
-   * kept as an exited terminal with its error. */
-  async spawn(thread: PtyThread, env: Record<string, string>, argv = { file: this.shell.path, args: this.shell.args }): Promise<void> {
-    try {
-      const options = { ...argv, cwd: this.cwd, env, cols: this.cols, rows: this.rows }
-      const before = ticksSinceBoot()
-      const pty = await thread.spawn(options, this.journal)
-      this.#pty = pty
-      const identity = leaderIdentity(pty.pid, before) // at once, while the child is surely ours
-      if (identity) this.#identity = { ...identity, sessionId: this.sessionId, id: this.id }
-      // What the shell starts and ends shows in the terminal's I/O: look at the foreground then.
-      const started = executableNameOf([this.shell.path], this.shell.name)
-      const foreground = new ForegroundTracker(pty.pid, started, (name) => {
-        this.foregroundCommand = name
-        this.#changed({ foregroundCommand: name })
-      })
-      this.#foreground = foreground
-      pty.onData(() => {
-        this.lastActivity = Date.now()
-        foreground.poke()
-      })
-      pty.onEnd(() => this.journal.end())
-      pty.onExit(({ exitCode, signal }) => {
-        foreground.close()
-        this.exitCode = exitCode
-        this.exitSignal = signal
-        this.foregroundCommand = null
-        this.exitedAt = Date.now()
-        this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: this.exitedAt, foregroundCommand: null })
-      })
-      this.foregroundCommand = started
-      // Recorded with the state, so that a sidecar after a crash of this one finds its processes.
-      this.#advance('running', { foregroundCommand: started, ...identity })
-    } catch (error) {
-      this.error = `spawn failed: ${(error as Error).message}`
-      this.journal.end()
-      this.exitedAt = Date.now()
-      this.#advance('exited', { error: this.error, exitedAt: this.exitedAt })
-      throw new TermkeepError('terminal/spawn-failed', this.error)
-    }
+  /**
+   * The terminal's program runs in the keeper (just spawned, or adopted after a restart of this
+   * sidecar): its output goes to this journal, its exit (also one that happened while no sidecar
+   * ran) moves the state on.
+   */
+  started(pty: KeptPty): void {
+    this.#pty = pty
+    this.#inputKeys.seed(pty.inputKeys)
+    // What the shell starts and ends shows in the terminal's I/O: look at the foreground then.
+    const started = executableNameOf([this.shell.path], this.shell.name)
+    const foreground = new ForegroundTracker(pty.pid, started, (name) => {
+      this.foregroundCommand = name
+      this.#changed({ foregroundCommand: name })
+    })
+    this.#foreground = foreground
+    pty.onData(() => {
+      this.lastActivity = Date.now()
+      foreground.poke()
+    })
+    this.foregroundCommand = started
+    // Recorded with the state, so that what a crash of the keeper leaves is found (keeper/identity.ts).
+    this.#advance('running', { foregroundCommand: started, ...pty.identity })
+    pty.onExit(({ exitCode, signal, at }) => {
+      foreground.close()
+      this.exitCode = exitCode
+      this.exitSignal = signal
+      this.foregroundCommand = null
+      this.exitedAt = at
+      this.#advance('exited', { exitCode, exitSignal: signal, exitedAt: at, foregroundCommand: null })
+    })
+  }
+
+  /** The program could not be started: kept as an exited terminal with its error. */
+  failed(reason: string): TermkeepError {
+    this.error = `spawn failed: ${reason}`
+    this.journal.end()
+    this.exitedAt = Date.now()
+    this.#advance('exited', { error: this.error, exitedAt: this.exitedAt })
+    return new TermkeepError('terminal/spawn-failed', this.error)
   }
 
   /** Input from the sidecar itself, not from an attachment (a workflow's `stdin` prompt). */
@@ -231,8 +225,8 @@ export class LiveTerminal {
    * applied the first time).
    */
   write(sender: Sender, bytes: Uint8Array, key?: string): void {
-    const write = () => {
-      this.#requireControl(sender).write(bytes)
+    const write = (remembered?: RememberedKey) => {
+      this.#requireControl(sender).write(bytes, remembered)
       this.commands?.typed()
       this.lastActivity = Date.now()
       this.#foreground?.poke()
@@ -356,20 +350,6 @@ export class LiveTerminal {
   }
 
   /**
-   * Sidecar shutdown: one last write of every change not yet written, with the row retired. A
-   * pending retry is cancelled (it would otherwise land later and move the row back).
-   */
-  async retireRow(): Promise<void> {
-    this.#retry.cancel()
-    await this.flushed()
-    const patch = { ...this.#unwritten, state: 'retired' as const }
-    this.#unwritten = {}
-    await this.#store.update(this.sessionId, this.id, patch).catch((error: unknown) => {
-      console.error(`termkeep sidecar: retiring terminal ${this.sessionId}/${this.id} at shutdown failed`, error)
-    })
-  }
-
-  /**
    * Kills the session's processes, drains output to EOF, ends followers, releases the emulator and
    * the journal (retirement). Concurrent and repeated calls share one attempt; a failed attempt
    * leaves the terminal live for a retry.
@@ -385,35 +365,71 @@ export class LiveTerminal {
 
   async #close(): Promise<void> {
     this.#foreground?.close()
-    if (this.#pty) {
-      // Only processes proven this terminal's, even after its shell exited and its pid was reused.
-      const survivors = this.#identity ? await killSession(this.#identity, CLOSE_KILL_GRACE_MS) : []
+    const pty = this.#pty
+    if (pty) {
+      // The keeper kills only processes proven this terminal's (even after its shell exited and
+      // its pid was reused), drains the output to its end, and forces the master closed if a
+      // process outside the session still holds the slave.
+      const survivors = await pty.close(CLOSE_KILL_GRACE_MS)
       if (survivors.length > 0) {
         throw new TermkeepError('terminal/cleanup-failed', `processes ${survivors.join(', ')} survived SIGKILL`, {
           pids: survivors,
         })
       }
-      await this.journal.untilEnded(CLOSE_DRAIN_MS)
-      // A process outside the session may still hold the slave: read what is there and stop.
-      if (!this.journal.ended) await this.#pty.forceClose()
       this.journal.end()
     }
     this.closedAt = Date.now()
     this.#advance('closed', { closedAt: this.closedAt })
     this.emulator.dispose()
-    this.journal.retire()
+    this.journal.retire({ forGood: true })
     this.#advance('retired', {})
+    if (pty) {
+      await pty
+        .release()
+        .catch((error: unknown) => console.error(`termkeep sidecar: releasing ${this.sessionId}/${this.id} in the keeper failed`, error))
+    }
     // The close happened whether or not the database took its row yet: a failed write is retried.
     await this.flushed()
   }
 
-  /** Abrupt stop at sidecar shutdown: SIGKILL the session, no drain. */
-  kill(): void {
+  /**
+   * This sidecar stops; the terminal goes on in the keeper. The screen is settled a last time
+   * (the emulator's drain), the row gets every change not yet written, and nothing else changes:
+   * the next sidecar adopts it.
+   */
+  async leave(): Promise<void> {
     this.#foreground?.close()
-    if (this.#identity) void killSession(this.#identity, 0, 0)
+    this.commands?.leave()
+    this.emulator.dispose()
+    this.journal.retire()
+    // Every command record read so far is written (the next sidecar reads the marks again).
+    await this.commands?.done
+    await this.commands?.flushed()
+    // A pending retry would land after this process is gone: one last write now instead.
+    this.#retry.cancel()
+    await this.flushed()
+    const patch = this.#unwritten
+    this.#unwritten = {}
+    if (Object.keys(patch).length === 0) return
+    await this.#store.update(this.sessionId, this.id, patch).catch((error: unknown) => {
+      // The keeper still knows the exit: the next sidecar writes it when it adopts the terminal.
+      console.error(`termkeep sidecar: writing terminal ${this.sessionId}/${this.id} at shutdown failed`, error)
+    })
   }
 
-  #requireControl({ attachment, principal }: Sender): RemotePty {
+  /**
+   * The keeper ended (killed, `termkeep stop --terminals`, a reboot): the program went with it.
+   * Readers drain what was journaled, the last screen is settled, the row is retired.
+   */
+  lost(): void {
+    this.#foreground?.close()
+    this.foregroundCommand = null
+    this.emulator.dispose()
+    this.journal.retire({ forGood: true })
+    this.#advance('retired', { foregroundCommand: null })
+  }
+
+  #requireControl({ attachment, principal }: Sender): KeptPty {
     if (this.state !== 'running' || !this.#pty || this.#closeRequested) {
       throw new TermkeepError('terminal/control-unavailable', `terminal ${this.id} is not running`, { reason: 'not-running' })
     }

@@ -7,7 +7,7 @@
  * and the script refused. The worker starts with the first check.
  */
 import type { Worker } from 'node:worker_threads'
-import { startTsWorker } from '../worker-thread.ts'
+import { startTsWorker } from '../../local/worker-thread.ts'
 import type { EngineFiles } from './quickjs.ts'
 import { WORKFLOW_SCRIPT_CHECK_MS } from './tuning.ts'
 

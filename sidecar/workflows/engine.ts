@@ -2,8 +2,8 @@
  * The workflow engine of one sidecar generation: starts runs (after every check that can refuse
  * one, so a refused request publishes nothing: no run, no event, no terminal), cancels them, and
  * at start marks the runs an earlier generation left running as interrupted (their script
- * processes are killed if they somehow survived; their members' terminals are retired with every
- * other terminal of that generation).
+ * processes are killed if they somehow survived; their members' terminals live on in the keeper,
+ * adopted like every other terminal).
  */
 import { rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -14,7 +14,7 @@ import { startedAs, type StartWorkflow } from '../../schema/wire/workflows.ts'
 import { randomId } from '../../common/crypto.ts'
 import type { TerminalStore } from '../../storage/terminals.ts'
 import { USER_HZ } from '../observation/proc.ts'
-import { bootId, ticksSinceBoot } from '../pty/identity.ts'
+import { bootId, ticksSinceBoot } from '../../local/proc.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import { endRunProcesses } from './leftovers.ts'
 import { killIfSame } from './process.ts'
@@ -81,7 +81,9 @@ export class WorkflowEngine {
       }
       // Its start in clock ticks, a second early: the clock and the tick count are read apart.
       const startTicks = Math.max(0, now.ticks - Math.ceil(((now.ms - createdAt) / 1000 + 1) * USER_HZ))
-      const left = await endRunProcesses({ runId: id, sessionId, startTicks, bootId: bootId() })
+      // Its members' terminals run on in the keeper (adopted): only what left them is ended.
+      const live = this.#deps.host.liveSessions()
+      const left = await endRunProcesses({ runId: id, sessionId, startTicks, bootId: bootId() }, undefined, (p) => live.has(p.session))
       if (left.length > 0) console.error(`termkeep sidecar: run ${id}: processes ${left.join(', ')} outlived it`)
     }
     rmSync(this.#resultRoot, { recursive: true, force: true })
@@ -204,10 +206,11 @@ export class WorkflowEngine {
       throw new TermkeepError('workflow/not-found', `no workflow run ${runId} in session ${sessionId}`)
   }
 
-  /** Sidecar shutdown: every live run is cancelled (its members' terminals closed) and logged. */
+  /** Sidecar shutdown: every live run's script process ends with the sidecar (the run reads as
+   * interrupted after the restart); its members' terminals keep running in the keeper. */
   async shutdown(): Promise<void> {
     this.#stopping = true
-    await Promise.all([...this.#runs.values()].map((run) => run.cancel('the sidecar stopped')))
+    await Promise.all([...this.#runs.values()].map((run) => run.abandon()))
   }
 }
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { bootId } from '../pty/identity.ts'
-import type { ProcessStat } from '../pty/process-tree.ts'
+import { bootId, type ProcessStat } from '../../local/proc.ts'
 import { runProcesses } from './leftovers.ts'
 
 const stat = (pid: number, ppid: number, startTicks: number): ProcessStat => ({

@@ -1,7 +1,7 @@
 /**
  * What a run's sub-agents leave behind: processes that left their terminal's session (`setsid
  * sleep 601 &`, a daemon), which closing the terminal does not reach (it ends the session's
- * processes: sidecar/pty/kill.ts). Every end of a run (completed, error, a limit, cancel) and a
+ * processes: keeper/kill.ts). Every end of a run (completed, error, a limit, cancel) and a
  * sidecar that finds a run interrupted end them, by proven identity, never by a pid alone:
  *
  * - on the same boot, a process that started no earlier than the run and carries the run's marks
@@ -13,8 +13,7 @@
  * A process that both cleared its environment and left its parent behind carries nothing that
  * names the run, and is not found (docs/workflows.md says so).
  */
-import { bootId, environ } from '../pty/identity.ts'
-import { allProcesses, type ProcessStat } from '../pty/process-tree.ts'
+import { allProcesses, bootId, environ, type ProcessStat } from '../../local/proc.ts'
 import { WORKFLOW_LEFTOVERS_WAIT_MS } from './tuning.ts'
 
 export interface RunIdentity {
@@ -25,21 +24,27 @@ export interface RunIdentity {
   bootId: string | undefined
 }
 
-/** Pure (but for reading environments): the pids among `processes` that are the run's. */
-export function runProcesses(run: RunIdentity, processes: readonly ProcessStat[], readEnviron = environ): number[] {
+/** Pure (but for reading environments): the pids among `processes` that are the run's, but for
+ * those `spare` keeps (a live terminal's own processes, after a restart: the keeper runs them on). */
+export function runProcesses(
+  run: RunIdentity,
+  processes: readonly ProcessStat[],
+  readEnviron = environ,
+  spare: (process: ProcessStat) => boolean = () => false,
+): number[] {
   if (run.bootId === undefined || run.bootId !== bootId()) return []
   const marks = [`TERMKEEP_WORKFLOW_RUN=${run.runId}`, `TERMKEEP_SESSION_ID=${run.sessionId}`]
   const terminal = `TERMKEEP_TERMINAL_ID=${run.runId}-`
   const ours = new Set<number>()
   for (const p of processes) {
-    if (p.pid === process.pid || p.startTicks < run.startTicks) continue
+    if (p.pid === process.pid || p.startTicks < run.startTicks || spare(p)) continue
     const environment = readEnviron(p.pid)
     if (marks.every((mark) => environment.includes(mark)) && environment.some((entry) => entry.startsWith(terminal))) ours.add(p.pid)
   }
   for (let grew = true; grew; ) {
     grew = false
     for (const p of processes) {
-      if (ours.has(p.pid) || !ours.has(p.ppid)) continue
+      if (ours.has(p.pid) || !ours.has(p.ppid) || spare(p)) continue
       ours.add(p.pid)
       grew = true
     }
@@ -48,10 +53,14 @@ export function runProcesses(run: RunIdentity, processes: readonly ProcessStat[]
 }
 
 /** SIGKILLs the run's processes, looking again until none is left (bounded); returns survivors. */
-export async function endRunProcesses(run: RunIdentity, waitMs = WORKFLOW_LEFTOVERS_WAIT_MS): Promise<number[]> {
+export async function endRunProcesses(
+  run: RunIdentity,
+  waitMs = WORKFLOW_LEFTOVERS_WAIT_MS,
+  spare?: (process: ProcessStat) => boolean,
+): Promise<number[]> {
   const deadline = Date.now() + waitMs
   for (;;) {
-    const left = runProcesses(run, allProcesses())
+    const left = runProcesses(run, allProcesses(), environ, spare)
     for (const pid of left) {
       try {
         process.kill(pid, 'SIGKILL')

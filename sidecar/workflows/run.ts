@@ -29,8 +29,7 @@ import {
 } from '../../schema/limits.ts'
 import { titleFrom, titleSchema } from '../../schema/wire/common.ts'
 import type { RunLimit } from '../../schema/wire/workflows.ts'
-import { bootId, ticksSinceBoot } from '../pty/identity.ts'
-import { processStat } from '../pty/process-tree.ts'
+import { bootId, processStat, ticksSinceBoot } from '../../local/proc.ts'
 import type { TerminalHost } from '../terminals/host.ts'
 import { ProtocolViolation } from './channel.ts'
 import { nestsDeeper, within } from './host-checks.ts'
@@ -216,6 +215,19 @@ export class WorkflowRun {
       result: { stopReason: 'cancelled', error, agentsStarted: this.#accepted },
       cancelReason: reason,
     })
+  }
+
+  /**
+   * The sidecar stops: the script process dies with it, nothing more is logged (the run reads as
+   * interrupted after the restart, as after a crash), and its members' terminals go on in the
+   * keeper.
+   */
+  async abandon(): Promise<void> {
+    if (this.#settling) return
+    this.#settling = true
+    this.#process.kill()
+    this.#queue.length = 0
+    await this.#process.exited
   }
 
   #receive(raw: unknown): void {

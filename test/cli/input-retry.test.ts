@@ -7,7 +7,7 @@
  * the command's output (its echo shows the unexpanded `$((…))`, so only a run prints the marker).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { PtyProcess } from '../../sidecar/pty/pty-process.ts'
+import type { PtyProcess } from '../../keeper/pty/pty-process.ts'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { journalText, startStack, type Stack } from '../browser/stack.ts'
 import { waitFor } from '../support/ports.ts'

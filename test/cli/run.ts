@@ -6,7 +6,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { PtyProcess } from '../../sidecar/pty/pty-process.ts'
+import { PtyProcess } from '../../keeper/pty/pty-process.ts'
 
 export const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url))
 

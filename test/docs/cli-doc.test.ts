@@ -16,10 +16,11 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createToken } from '../../storage/tokens.ts'
 import { ROOT } from '../../cli/self.ts'
-import { PtyProcess } from '../../sidecar/pty/pty-process.ts'
+import { PtyProcess } from '../../keeper/pty/pty-process.ts'
 import { TermkeepClient } from '../../web/client/api.ts'
 import { startStack, type Stack } from '../browser/stack.ts'
 import { UNSET_CONFIG } from '../smoke/targets.ts'
+import { stopKeeper, watchKeeper } from '../support/keepers.ts'
 import { freePort, waitFor } from '../support/ports.ts'
 import { commandLines, helpBlock } from './docs-check.ts'
 
@@ -48,6 +49,8 @@ describe('docs/cli.md', () => {
   /** A line with the example ids replaced by real ones. */
   const real = (line: string) => Object.entries(ids).reduce((text, [example, id]) => text.split(example).join(id), line)
   const shellEnv = (line: string): Record<string, string> => {
+    // stop works on the data directory of the serve line above it (and its keeper).
+    if (line.startsWith('termkeep stop')) return { ...env, TERMKEEP_DATA_DIR: join(scratch, 'serve-data') }
     if (!line.startsWith('termkeep serve')) return env
     // A server of its own for `serve`; `--api-only` serves the stack's sidecar and database.
     return line.includes('--api-only')
@@ -58,6 +61,8 @@ describe('docs/cli.md', () => {
   beforeAll(async () => {
     stack = await startStack('cli-doc')
     scratch = realpathSync(mkdtempSync(join(tmpdir(), 'termkeep-cli-doc-')))
+    // The serve line's sidecar starts a keeper, which outlives it: stopped after the file.
+    watchKeeper(join(scratch, 'serve-data'))
     const home = join(scratch, 'home')
     work = join(scratch, 'work')
     mkdirSync(join(home, 'project'), { recursive: true })
@@ -94,6 +99,7 @@ describe('docs/cli.md', () => {
   })
   afterAll(async () => {
     await stack?.stop()
+    if (scratch) await stopKeeper(join(scratch, 'serve-data'))
     if (scratch) rmSync(scratch, { recursive: true, force: true })
   })
 

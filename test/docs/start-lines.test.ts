@@ -3,10 +3,12 @@
  * shell runs the line in the repository with the settings in the environment, the test checks the
  * part's health, then stops it as Ctrl-C does (SIGINT to its process group) and sees it exit. The
  * sidecar alone must not warn about missing Node flags; the APIs alone (Node, Deno, a local
- * Worker) must reach it. And the README's Ctrl-C sentence is checked against `npm start`.
+ * Worker) must reach it. And the README's Ctrl-C sentence is checked against `npm start`: the
+ * shells keep running in the keeper (which holds none of npm start's pipes), the next `npm start`
+ * adopts them, and the README's stop command ends them.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -17,12 +19,15 @@ import { TermkeepClient } from '../../web/client/api.ts'
 import { UNSET_CONFIG, ROOT } from '../smoke/targets.ts'
 import { startLines } from './docs-check.ts'
 import { freePort, waitFor } from '../support/ports.ts'
+import { keeperPid, stopWatchedKeepers, watchKeeper } from '../support/keepers.ts'
 import { alive } from '../support/serve.ts'
 import { startSqld, type RunningSqld } from '../support/sqld.ts'
 
 interface Started {
   child: ChildProcess
   output(): string
+  /** What it printed on stderr alone. */
+  errors(): string
   /** The exit code, or the signal that ended the line's first process (npm ends by SIGINT). */
   exited: Promise<number | NodeJS.Signals | null>
   /** Ctrl-C: SIGINT to the line's whole process group, then wait until every process of it is
@@ -39,8 +44,12 @@ function run(line: string, env: Record<string, string>): Started {
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
+  let errors = ''
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr!.on('data', (chunk: Buffer) => {
+    output += chunk.toString()
+    errors += chunk.toString()
+  })
   const exited = new Promise<number | NodeJS.Signals | null>((resolve) => child.once('close', (code, signal) => resolve(code ?? signal)))
   /** Sends a signal to the group; false once no process of it is left. */
   const signal = (name: NodeJS.Signals | 0) => {
@@ -54,6 +63,7 @@ function run(line: string, env: Record<string, string>): Started {
   return {
     child,
     output: () => output,
+    errors: () => errors,
     exited,
     stop: async () => {
       signal('SIGINT')
@@ -80,6 +90,8 @@ describe('the start lines in docs/operations.md', () => {
   const scratch = mkdtempSync(join(tmpdir(), 'termkeep-start-lines-'))
   const secret = randomSecret('sc', 24)
   const start = (line: string, env: Record<string, string>) => {
+    // A sidecar starts its data directory's keeper, which outlives it: stopped after the file.
+    if (env.TERMKEEP_DATA_DIR) watchKeeper(env.TERMKEEP_DATA_DIR)
     const one = run(line.replace('SIDECAR_SECRET=…', `SIDECAR_SECRET=${secret}`), env)
     started.push(one)
     return one
@@ -92,6 +104,7 @@ describe('the start lines in docs/operations.md', () => {
 
   afterAll(async () => {
     for (const one of started) await one.stop()
+    await stopWatchedKeepers()
     rmSync(scratch, { recursive: true, force: true })
   })
 
@@ -158,12 +171,15 @@ describe('the start lines in docs/operations.md', () => {
     })
   })
 
-  it("npm start serves; Ctrl-C ends every shell, as the README's first screen says, and the last screen stays readable", async () => {
+  it("npm start serves; Ctrl-C leaves the shells running, as the README's first screen says; npm start adopts them; its stop command ends them", async () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-    const firstScreen = readme.split('\n').slice(0, 30).join('\n')
-    expect(firstScreen).toContain('**Ctrl-C stops termkeep and ends every shell it runs**')
+    const firstScreen = readme.split('\n').slice(0, 40).join('\n')
+    expect(firstScreen).toContain('**Ctrl-C stops the API and the sidecar; the shells keep running**')
+    const stopLine = /`(\.\/termkeep stop --terminals)` ends them/.exec(firstScreen)?.[1]
+    expect(stopLine).toBeDefined()
     const port = await freePort()
-    const env = { PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${await freePort()}`, TERMKEEP_DATA_DIR: join(scratch, 'serve') }
+    const dataDir = join(scratch, 'serve')
+    const env = { PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${await freePort()}`, TERMKEEP_DATA_DIR: dataDir }
     const url = `http://127.0.0.1:${port}`
     const first = start(lineFor(/^npm start$/), env)
     await ready('npm start', first, async () => first.output().includes('admin token') && (await health(url))?.status === 'ok')
@@ -176,16 +192,33 @@ describe('the start lines in docs/operations.md', () => {
     })
     await waitFor(async () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 20_000, 'the shell to start')
     const shell = Number(readFileSync(pidFile, 'utf8'))
-    expect(alive(shell)).toBe(true)
+    const keeper = keeperPid(dataDir)!
+    expect([alive(shell), alive(keeper)]).toEqual([true, true])
+    // The keeper holds none of its starter's descriptors: a CI job that ran npm start ends.
+    for (const fd of [0, 1, 2]) expect(readlinkSync(`/proc/${keeper}/fd/${fd}`)).not.toMatch(/^(pipe|socket):/)
+    // stop() waits until every process of npm start's group is gone, then for its pipes to close.
     expect([0, 'SIGINT']).toContain(await first.stop())
+    expect(first.errors()).toContain('termkeep: 1 terminal keeps running; `termkeep stop --terminals` ends it')
     expect(first.output()).not.toMatch(/killed|error/i)
-    expect(alive(shell)).toBe(false)
+    expect([alive(shell), keeperPid(dataDir)]).toEqual([true, keeper])
 
     const again = start(lineFor(/^npm start$/), env)
     await ready('npm start again', again, async () => (await health(url))?.status === 'ok')
+    expect(again.output()).toContain('termkeep sidecar: adopted 1 terminal(s) from the keeper')
+    expect((await client.terminal(sid, 'kept')).state).toBe('running')
+    expect(alive(shell)).toBe(true)
+
+    const stop = start(stopLine!, env)
+    expect(await stop.exited).toBe(0)
+    expect(stop.output()).toContain(`termkeep: ended the keeper (pid ${keeper}) and its 1 running terminal(s)`)
+    expect([0, 'SIGINT']).toContain(await again.exited)
+    expect([alive(shell), alive(keeper), keeperPid(dataDir)]).toEqual([false, false, undefined])
+    // Everything ended; the last screen stays readable from the database.
+    const last = start(lineFor(/^npm start$/), env)
+    await ready('npm start after stop', last, async () => (await health(url))?.status === 'ok')
     expect((await client.terminal(sid, 'kept')).state).toBe('retired')
     const display = await readDisplay(client, sid, 'kept')
     expect(displayToLines(display, { color: false })).toContain('the last screen')
-    expect([0, 'SIGINT']).toContain(await again.stop())
+    expect([0, 'SIGINT']).toContain(await last.stop())
   })
 })

@@ -4,7 +4,9 @@
  * Sessions are placed on a host and every live call goes to it; kill -9 of one host's sidecar
  * makes its live routes 503 `host/unavailable` naming it while the others keep typing and
  * printing, its stored data (session, terminal list, display) is still served, its terminals are
- * shown unreachable (not retired), and once it is back they are retired and new ones run there.
+ * shown unreachable (not retired), and once it is back its sidecar adopts them from the host's
+ * keeper (which kept them running) and new ones run there. `serve --host-only` starts a host as
+ * `serve` does (keeper and sidecar), without the API.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -24,6 +26,7 @@ import { startSqld, type RunningSqld } from '../support/sqld.ts'
 import { runCli, startCli } from '../cli/run.ts'
 import { callTool, errorOf, factsOf, mcpClient } from '../support/mcp.ts'
 import { freePort } from '../support/ports.ts'
+import { watchKeeper } from '../support/keepers.ts'
 import { shellsFixture } from '../support/terminals.ts'
 
 const FLEET_SECRET = `fleet-${Math.random().toString(36).slice(2)}-secret-xxxxxxxx`
@@ -233,12 +236,14 @@ describe('a host that is down', () => {
     expect((await json(known)).error.message).toMatch(/host beta .*no heartbeat/)
   }, 60_000)
 
-  it('comes back: its old terminals retired, a new one runs there, the others untouched', async () => {
+  it("comes back: its keeper's terminal adopted, every byte kept, a new one runs there, the others untouched", async () => {
     await startHost('beta', hosts.beta.dataDir)
     await new Promise((r) => setTimeout(r, 1_100))
     const old = await json(await call('GET', terminal('beta')))
-    expect(old.state).toBe('retired')
+    expect(old.state).toBe('running')
     expect(old.unreachable).toBeUndefined()
+    expect(await output('beta')).toContain('got:hello-beta')
+    await echoes('beta', 'adopted')
     expect((await call('PUT', terminal('beta', 't2'), { cols: 80, rows: 24, shell: shells.path('echoer') })).status).toBe(201)
     await echoes('beta', 'back', 't2')
     for (const name of ['alpha', 'gamma'] as const) {
@@ -266,11 +271,11 @@ describe('the command line', () => {
     expect(secret.stdout.trim()).toBe(await deriveHostSecret(FLEET_SECRET, hosts.alpha.id))
   }, 60_000)
 
-  it('termkeep serve --host-only joins the fleet: a fourth host, up, whose terminals the API reaches', async () => {
+  it('termkeep serve --host-only joins the fleet: a fourth host, up, whose terminals the API reaches and its keeper keeps', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-host-only-'))
     const id = (await runCli(['hosts', 'id'], { TERMKEEP_DATA_DIR: dataDir })).stdout.trim()
     const hostSecret = (await runCli(['hosts', 'secret', id], { TERMKEEP_FLEET_SECRET: FLEET_SECRET })).stdout.trim()
-    const serving = startCli(['serve', '--host-only'], {
+    const hostEnv = {
       TERMKEEP_DATA_DIR: dataDir,
       DATABASE_URL: sqld.url,
       SIDECAR_URL: `http://127.0.0.1:${await freePort()}`,
@@ -279,21 +284,47 @@ describe('the command line', () => {
       TERMKEEP_HOST_SECRET: hostSecret,
       TERMKEEP_SHELLS_FILE: shells.shellsFile,
       HOME: join(dataDir, 'home'),
-    })
-    try {
+    }
+    let serving = startCli(['serve', '--host-only'], hostEnv)
+    watchKeeper(dataDir, serving.child)
+    // Registered (up) from its claim on; serving once its sidecar said it is ready (the keeper
+    // reached, its terminals adopted).
+    const up = async () => {
       await waitFor(
         async () => (await json(await call('GET', '/v1/hosts'))).hosts.some((h: any) => h.name === 'delta' && h.id === id && h.up),
         30_000,
         'delta to register',
       )
+      await waitFor(async () => serving.stdout().includes(`host ${id} serving`), 30_000, 'delta to serve')
+    }
+    try {
+      await up()
       const created = await json(await call('POST', '/v1/sessions', { id: 'ses-delta', cwd: work, host: 'delta' }))
       expect(created.session.host).toBe(id)
       sessionOf.delta = 'ses-delta'
       expect((await call('PUT', terminal('delta'), { cols: 80, rows: 24, shell: shells.path('echoer') })).status).toBe(201)
       await echoes('delta', 'from-delta')
+
+      // Stopped as serve is: the keeper it started keeps the terminal; started again, it adopts it.
+      serving.child.kill('SIGTERM')
+      const stopped = await serving.exited
+      expect(stopped.code, stopped.stderr).toBe(0)
+      expect(stopped.stderr).toContain('1 terminal keeps running')
+      serving = startCli(['serve', '--host-only'], hostEnv)
+      watchKeeper(dataDir, serving.child)
+      await new Promise((r) => setTimeout(r, 1_100)) // the API's hosts cache (HOSTS_CACHE_MS)
+      await up()
+      expect((await json(await call('GET', terminal('delta')))).state).toBe('running')
+      await echoes('delta', 'adopted-by-delta')
+      // Stopped again, `termkeep stop --terminals` ends the keeper it left and the terminal.
+      serving.child.kill('SIGTERM')
+      expect((await serving.exited).code).toBe(0)
+      const ended = await runCli(['stop', '--terminals'], { TERMKEEP_DATA_DIR: dataDir })
+      expect(ended.stdout, ended.stderr).toMatch(/ended the keeper \(pid \d+\) and its 1 running terminal/)
     } finally {
       serving.child.kill('SIGTERM')
       await serving.exited
+      await runCli(['stop', '--terminals'], { TERMKEEP_DATA_DIR: dataDir })
     }
   }, 90_000)
 })

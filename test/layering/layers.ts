@@ -59,12 +59,19 @@ export const LAYERS = {
     runtime: 'node',
     why: 'storage checks that need a filesystem (file identity, free space): the Node API and the sidecar only',
   },
-  /**
-   * Reserved: Node-only code shared by the host's processes, the keeper and the sidecar (the
-   * journal's file format, PTY identity and kill). Not created yet; the keeper adds it as one row
-   * here: `host: { paths: ['host/'], uses: [...BELOW_PEERS], runtime: 'node', … }`, then lists
-   * 'host' in the `uses` of `sidecar` and of the keeper's own row.
-   */
+  local: {
+    paths: ['local/'],
+    uses: [...BELOW_PEERS],
+    runtime: 'node',
+    why: "Node-only code the host's processes share: the journal files' format and writer, the keeper protocol and its client, process facts from /proc",
+  },
+  keeper: {
+    paths: ['keeper/'],
+    uses: [...BELOW_PEERS, 'local'],
+    runtime: 'node',
+    owns: ['node-pty'],
+    why: 'the process that holds the PTYs and appends the journals: small, outliving the sidecar; a peer of it, reached over its Unix socket',
+  },
   api: {
     paths: ['api/'],
     uses: [...BELOW_PEERS, 'page-assets'],
@@ -79,10 +86,9 @@ export const LAYERS = {
   },
   sidecar: {
     paths: ['sidecar/'],
-    uses: [...BELOW_PEERS, 'storage-node', 'xterm'],
+    uses: [...BELOW_PEERS, 'storage-node', 'xterm', 'local'],
     runtime: 'node',
-    owns: ['node-pty'],
-    why: 'the host process: PTYs, journals, emulators, files; a peer of the API that never imports it',
+    why: 'the restartable host process: journal readers, emulators, files, workflows; a peer of the API and of the keeper that imports neither',
   },
   web: {
     paths: ['web/'],
@@ -98,7 +104,7 @@ export const LAYERS = {
   },
   cli: {
     paths: ['cli/'],
-    uses: [...BELOW_PEERS, 'xterm', 'storage-node', 'api', 'api-node', 'sidecar', 'web'],
+    uses: [...BELOW_PEERS, 'xterm', 'storage-node', 'api', 'api-node', 'sidecar', 'local', 'web'],
     runtime: 'node',
     why: 'a client on top: it starts the processes (`serve`) and opens the database (`serve`, `token`), else speaks HTTP',
   },
@@ -118,7 +124,8 @@ export const LAYERS = {
       { pattern: /^playwright-core$/, why: 'it starts a browser' },
       { pattern: /^test\/support\/(sidecar|sqld|serve|terminals)\.ts$/, why: 'it starts a sidecar, sqld or a stack' },
       { pattern: /^test\/browser\//, why: 'it starts a browser' },
-      { pattern: /^sidecar\/pty\/pty-thread\.ts$/, why: 'it starts PTYs' },
+      { pattern: /^keeper\/pty\/pty-thread\.ts$/, why: 'it starts PTYs' },
+      { pattern: /^local\/keeper\/start\.ts$/, why: 'it starts a keeper' },
     ],
     why: 'a test beside the code runs in-process only (under test/ if it starts a sidecar, sqld, a browser, a PTY or another program)',
   },

@@ -1,15 +1,17 @@
 /**
  * `termkeep serve` as a real process (what `npm start` runs), for tests that drive it from outside:
  * start it on free ports, wait for its start-up lines, call its API with the admin token it prints,
- * find its sidecar's pid by the sidecar port, stop it by pid.
+ * find its sidecar's pid by the sidecar port, stop it by pid — and its data directory's keeper,
+ * which a stop of serve leaves running by design.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { request } from 'node:http'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { processStat } from '../../sidecar/pty/process-tree.ts'
+import { processStat } from '../../local/proc.ts'
 import { UNSET_CONFIG } from '../smoke/targets.ts'
+import { stopKeeper, watchKeeper } from './keepers.ts'
 import { freePort, waitFor } from './ports.ts'
 
 const MAIN = new URL('../../cli/main.ts', import.meta.url).pathname
@@ -20,12 +22,21 @@ export interface Served {
   exited: Promise<number | null>
 }
 
+export interface ServeOptions {
+  /** A process group of its own, as a shell's foreground job has: Ctrl-C is SIGINT to the group. */
+  detached?: boolean
+  /** Another checkout's cli/main.ts (an upgrade test runs a different build). */
+  main?: string
+}
+
 /** Spawns `termkeep serve` with `env` over the test process's environment (config vars unset). */
-export function serve(env: Record<string, string>): Served {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
+export function serve(env: Record<string, string>, options: ServeOptions = {}): Served {
+  const child = spawn(process.execPath, ['--import', 'tsx', options.main ?? MAIN, 'serve'], {
     env: { ...process.env, ...UNSET_CONFIG, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached,
   })
+  if (env.TERMKEEP_DATA_DIR) watchKeeper(env.TERMKEEP_DATA_DIR, child)
   let output = ''
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()))
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()))
@@ -57,17 +68,17 @@ export interface ServedStack extends Served {
   /** `call` on a connection of its own, closed after it: on a host so loaded that a client may
    * reuse a kept-alive connection just as the server closes it (a client-side race, not the API's). */
   callFresh(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>
-  /** SIGTERM, and the exit code. */
-  stop(): Promise<number | null>
+  /** SIGTERM, and the exit code; then the keeper (and its terminals) unless `terminals: 'keep'`. */
+  stop(options?: { terminals?: 'end' | 'keep' }): Promise<number | null>
 }
 
 /** Starts `serve` on free ports in a fresh data directory and waits for its admin token line. */
-export async function startServe(env: Record<string, string> = {}): Promise<ServedStack> {
+export async function startServe(env: Record<string, string> = {}, options: ServeOptions = {}): Promise<ServedStack> {
   const dataDir = env.TERMKEEP_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'termkeep-served-'))
   const port = await freePort()
   let sidecarPort = await freePort()
   while (sidecarPort === port) sidecarPort = await freePort()
-  const served = serve({ TERMKEEP_DATA_DIR: dataDir, PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${sidecarPort}`, ...env })
+  const served = serve({ TERMKEEP_DATA_DIR: dataDir, PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${sidecarPort}`, ...env }, options)
   try {
     await waitFor(async () => served.output().includes('admin token'), 60_000, 'serve to start')
   } catch (error) {
@@ -108,9 +119,11 @@ export async function startServe(env: Record<string, string> = {}): Promise<Serv
         })
         outgoing.end(body === undefined ? undefined : JSON.stringify(body))
       }),
-    stop: async () => {
+    stop: async (options = {}) => {
       served.child.kill('SIGTERM')
-      return served.exited
+      const code = await served.exited
+      if (options.terminals !== 'keep') await stopKeeper(dataDir)
+      return code
     },
   }
 }

@@ -1,12 +1,15 @@
 /**
  * Starts the real sidecar process (`sidecar/main.ts` under tsx) on a free loopback port and stops
- * it by pid. Tests use this, never an in-process fake.
+ * it by pid. Tests use this, never an in-process fake. The sidecar starts its data directory's
+ * keeper (which holds the terminals and outlives the sidecar by design): `stop()` stops that
+ * keeper too, by pid, unless asked to leave the terminals running.
  */
 import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SIDECAR_NODE_FLAGS, sidecarEnv } from '../../sidecar/node-flags.ts'
+import { keeperPid, stopKeeper, watchKeeper } from './keepers.ts'
 import { freePort } from './ports.ts'
 
 const ENTRY = new URL('../../sidecar/main.ts', import.meta.url).pathname
@@ -38,10 +41,13 @@ export interface RunningSidecar {
   child: ChildProcess
   /** Everything it printed so far (stdout and stderr). */
   output(): string
-  /** SIGTERM, then SIGKILL after a grace period. */
-  stop(): Promise<void>
-  /** SIGKILL: a crash, for restart tests. */
+  /** SIGTERM, then SIGKILL after a grace period; then the keeper (and its terminals) unless
+   * `terminals: 'keep'`. */
+  stop(options?: { terminals?: 'end' | 'keep' }): Promise<void>
+  /** SIGKILL: a crash, for restart tests (the keeper and its terminals go on). */
   kill(): Promise<void>
+  /** The pid of the data directory's keeper, if one runs. */
+  keeperPid(): number | undefined
 }
 
 export async function startSidecar(options: SidecarOptions = {}): Promise<RunningSidecar> {
@@ -85,6 +91,7 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
     }),
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   })
+  watchKeeper(dataDir, child)
   let output = ''
   child.stdout?.on('data', (c: Buffer) => (output += c.toString()))
   child.stderr?.on('data', (c: Buffer) => (output += c.toString()))
@@ -117,7 +124,11 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
     hostId,
     child,
     output: () => output,
-    stop: () => signal('SIGTERM', 5000),
+    stop: async (options = {}) => {
+      await signal('SIGTERM', 5000)
+      if (options.terminals !== 'keep') await stopKeeper(dataDir)
+    },
     kill: () => signal('SIGKILL', 0),
+    keeperPid: () => keeperPid(dataDir),
   }
 }

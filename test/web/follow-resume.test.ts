@@ -2,7 +2,8 @@
  * The shared follow client (page and `termkeep attach`) against the real API and sidecar, through
  * a proxy the test cuts: after a network loss it resumes with Last-Event-ID, and exactly the output
  * journaled while it was away is marked as replayed backlog (whose terminal queries must not be
- * answered); output printed after the resume is live, however late the replay arrived.
+ * answered); output printed after the resume is live, however late the replay arrived. And it rides
+ * through a restart of the sidecar (503 meanwhile): the terminal lives on in the keeper.
  */
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -11,6 +12,7 @@ import { TermkeepClient } from '../../web/client/api.ts'
 import { follow } from '../../web/client/follow.ts'
 import { startProxy, type Proxy } from '../browser/proxy.ts'
 import { commandEntered, journalText, startStack, type Stack } from '../browser/stack.ts'
+import { startSidecar } from '../support/sidecar.ts'
 import { waitFor } from '../support/ports.ts'
 
 interface Seen {
@@ -85,6 +87,55 @@ describe('follow resume', () => {
           .join('')
           .split('AWAY-42').length - 1,
       ).toBe(1)
+    } finally {
+      abort.abort()
+      await done
+    }
+  })
+
+  it('rides through a sidecar killed and started again: it keeps trying, then resumes with every byte once', async () => {
+    const client = new TermkeepClient({ url: stack.api.url, token: stack.token })
+    const session = await client.createSession(stack.workspaceDir)
+    await client.createTerminal(session.id, 't2', { cols: 80, rows: 24 })
+    let text = ''
+    const statuses: string[] = []
+    const abort = new AbortController()
+    let ended: unknown
+    const done = follow({
+      client,
+      sessionId: session.id,
+      terminalId: 't2',
+      attachment: 'restart-test',
+      signal: abort.signal,
+      handlers: {
+        snapshot: (_sequence, screen) => (text += screen),
+        output: (_sequence, bytes) => (text += Buffer.from(bytes).toString('latin1')),
+        state: () => {},
+        status: (s) => statuses.push(s),
+      },
+    }).then((end) => (ended = end))
+    const send = (line: string) => client.input(session.id, 't2', 'restart-test', new TextEncoder().encode(line))
+    try {
+      await waitFor(async () => statuses.includes('live'), 20_000, 'the follow to attach')
+      await send('echo "BEFORE-$((2*3))"\r')
+      await waitFor(async () => text.includes('BEFORE-6'), 20_000, 'output before')
+      const old = stack.sidecar
+      await old.kill()
+      // Down for longer than a couple of quick retries (the follow used to give up after ~1 s).
+      await new Promise((r) => setTimeout(r, 3_000))
+      expect(ended).toBeUndefined()
+      stack.sidecar = await startSidecar({
+        dataDir: old.dataDir,
+        databaseUrl: old.databaseUrl,
+        secret: old.secret,
+        port: Number(new URL(old.url).port),
+        env: { SHELL: '/bin/bash' },
+      })
+      await waitFor(async () => statuses.at(-1) === 'live', 30_000, 'the follow to resume')
+      await send('echo "AFTER-$((3*4))"\r')
+      await waitFor(async () => text.includes('AFTER-12'), 20_000, 'output after the restart')
+      expect(ended).toBeUndefined()
+      expect(text.split('BEFORE-6').length - 1).toBe(1)
     } finally {
       abort.abort()
       await done

@@ -1,8 +1,9 @@
 /**
  * A sidecar killed (-9) in the middle of a run: its script process notices and dies, its members'
- * terminals lose their PTYs, and once a sidecar starts again the run reads as interrupted (its log
- * valid evidence with the open member's end missing), the open member's terminal retired, and
- * what a member left outside its terminal ended.
+ * terminals go on in the keeper, and once a sidecar starts again the run reads as interrupted (its
+ * log valid evidence with the open member's end missing) while the open member's terminal is
+ * adopted, its agent still running; what a member left outside its terminal is ended. A sidecar
+ * stopped gracefully leaves its runs the same way.
  */
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, expect, it } from 'vitest'
@@ -37,13 +38,16 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
   expect(alive(scriptPid)).toBe(true)
   expect(processesOfRun(rid).length).toBeGreaterThan(0)
 
+  const members = processesOfRun(rid)
   await h.sidecar.kill()
-  // Its script process has a watchdog for this; the members lost their terminals (SIGHUP), all
-  // but the `setsid sleep 601` the slow one left outside its terminal's session.
+  // Its script process has a watchdog for this; the members' terminals are the keeper's, and the
+  // `setsid sleep 601` the slow one left outside its terminal's session lives on too.
   expect(await eventually(() => !alive(scriptPid))).toBe(true)
-  expect(await eventually(() => processesOfRun(rid).length === 1)).toBe(true)
-  const [leftover] = processesOfRun(rid)
-  expect(readFileSync(`/proc/${leftover}/cmdline`, 'latin1').split('\0').join(' ')).toBe('sleep 601 ')
+  expect(members.every(alive)).toBe(true)
+  const leftover = processesOfRun(rid).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ') === 'sleep 601 ')!
+  expect(leftover).toBeGreaterThan(0)
+  const inTerminals = processesOfRun(rid).filter((pid) => pid !== leftover)
+  expect(inTerminals.length).toBeGreaterThan(0)
   // A finished run replays from the database with no sidecar at all.
   const replayed = await runEvents(h, token, finished.id)
   expect(replayed.map((e) => e.event)).toEqual(['workflow/start', 'workflow/log', 'workflow/end'])
@@ -57,9 +61,10 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
     secret: h.sidecar.secret,
     env: AGENTS_ENV,
   })
-  // The new sidecar ended what the interrupted run's members left behind.
-  expect(processesOfRun(rid)).toEqual([])
+  // The new sidecar ended what the interrupted run's members left outside their terminals; what
+  // runs in them (adopted, live) it left alone.
   expect(alive(leftover)).toBe(false)
+  expect(processesOfRun(rid).sort()).toEqual([...inTerminals].sort())
   const detail = (await (await h.request('GET', `/v1/sessions/s1/workflows/${rid}`, { token })).json()) as any
   expect(detail).toMatchObject({ status: 'interrupted', result: null, log: { valid: true } })
   expect(detail.members.map((m: any) => [m.seq, m.state])).toEqual([
@@ -73,13 +78,15 @@ it('a run whose sidecar was killed reads as interrupted after a restart', async 
   expect(logged(events).length).toBeGreaterThanOrEqual(logged(before).length)
   expect(checkRunLog(logged(events))).toEqual({ valid: true, ended: false, open: [1] })
   const { terminals } = (await (await h.request('GET', '/v1/sessions/s1/terminals', { token })).json()) as any
-  expect(terminals.find((t: any) => t.workflow?.run === rid && t.workflow.seq === 1).state).toBe('retired')
+  const member = terminals.find((t: any) => t.workflow?.run === rid && t.workflow.seq === 1)
+  expect([member.state, member.hostGeneration]).toEqual(['running', restarted.generation])
+  expect(inTerminals.every(alive)).toBe(true)
   // Cancelling it now changes nothing and needs no sidecar.
   const cancel = await h.request('POST', `/v1/sessions/s1/workflows/${rid}/cancel`, { token, body: {} })
   expect(((await cancel.json()) as any).run.status).toBe('interrupted')
 })
 
-it('a sidecar stopped gracefully (SIGTERM) ends its runs as cancelled, their members closed', async () => {
+it("a sidecar stopped gracefully (SIGTERM) leaves its runs to read as interrupted, their members' terminals running", async () => {
   const current = restarted!
   // Start through the restarted sidecar: the harness's API client still points at the killed one.
   const response = await fetch(`${current.url}/v1/sessions/s1/workflows`, {
@@ -90,10 +97,15 @@ it('a sidecar stopped gracefully (SIGTERM) ends its runs as cancelled, their mem
   expect(response.status).toBe(201)
   const { runId } = (await response.json()) as { runId: string }
   await runEvents(h, token, runId, (e) => e.some((x) => x.event === 'workflow/agent-start'))
-  await current.stop()
-  restarted = undefined
+  const [row] = (await h.storage.client.execute({ sql: 'SELECT pid FROM workflow_runs WHERE id = ?', args: [runId] })).rows
+  const members = processesOfRun(runId)
+  expect(members.length).toBeGreaterThan(0)
+  await current.stop({ terminals: 'keep' })
+  expect(alive(Number(row.pid))).toBe(false)
+  expect(members.every(alive)).toBe(true)
+  restarted = await startSidecar({ dataDir: current.dataDir, databaseUrl: current.databaseUrl, secret: current.secret, env: AGENTS_ENV })
   const detail = (await (await h.request('GET', `/v1/sessions/s1/workflows/${runId}`, { token })).json()) as any
-  expect(detail).toMatchObject({ status: 'cancelled', cancelReason: 'the sidecar stopped', log: { valid: true } })
-  expect(detail.members.map((m: any) => m.state)).toEqual(['cancelled'])
-  expect(processesOfRun(runId)).toEqual([])
+  expect(detail).toMatchObject({ status: 'interrupted', log: { valid: true } })
+  expect(detail.members.map((m: any) => m.state)).toEqual(['interrupted'])
+  expect(members.every(alive)).toBe(true)
 })

@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, readFileSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { expect } from 'vitest'
 import { GRANTS } from '../../schema/grants.ts'
-import { processStat } from '../../sidecar/pty/process-tree.ts'
+import { processStat } from '../../local/proc.ts'
 import { checkRunLog, type LoggedEvent } from '../../common/workflow-log.ts'
 import { json, readEvents, type Harness, type SseMessage } from '../api/harness.ts'
 

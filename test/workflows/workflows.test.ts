@@ -10,7 +10,7 @@ import { promptProblem } from '../../sidecar/workflows/prompt.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { json, readEvents, startHarness, type Harness } from '../api/harness.ts'
 import { createToken } from '../../storage/tokens.ts'
-import { processStat } from '../../sidecar/pty/process-tree.ts'
+import { processStat } from '../../local/proc.ts'
 import {
   AGENTS_ENV,
   alive,

@@ -1,9 +1,10 @@
 /**
  * Following a live terminal (attach), shared by the page and `termkeep attach`: one SSE stream of
  * `snapshot`, `output` and `state`, resumed after a network loss with `Last-Event-ID` = the last
- * output sequence applied, so nothing is lost or applied twice. A refusal (410 unavailable, 503
- * sidecar down, 404, 409) ends the follow with that error; the caller then shows the persisted
- * display or a message.
+ * output sequence applied, so nothing is lost or applied twice; a sidecar that is down for a
+ * moment (503: it restarts, and adopts the terminal) is waited for the same way. A refusal (410
+ * unavailable, 503 for longer than UNAVAILABLE_RETRY_MS, 404, 409) ends the follow with that
+ * error; the caller then shows the persisted display or a message.
  */
 import { fromBase64 } from '../../common/bytes.ts'
 import type { TerminalInfo } from '../../schema/wire/terminals.ts'
@@ -11,8 +12,12 @@ import { ApiError, terminalPath, type TermkeepClient } from './api.ts'
 
 /** Backoff between reconnection attempts after a network loss. */
 const RECONNECT_DELAYS_MS = [250, 500, 1000, 2000, 4000]
-/** 503 answers retried (with the backoff) before the follow counts as refused. */
-const MAX_UNAVAILABLE_RETRIES = 2
+/**
+ * How long 503 answers (the sidecar is down) are retried, with the backoff, before the follow
+ * counts as refused: a terminal outlives its sidecar (the keeper holds it), and `termkeep serve`
+ * starts a crashed sidecar again after 1 s, which then takes a few seconds to come up.
+ */
+const UNAVAILABLE_RETRY_MS = 15_000
 /**
  * Once the terminal reports that its process exited, output still in flight is drained until the
  * stream has been quiet this long, then the follow ends (the server may keep an exited terminal's
@@ -68,6 +73,8 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
   let failures = 0
   let emptyStreams = 0
   let unavailable = 0
+  /** When the sidecar first answered 503 in the current run of them. */
+  let unavailableSince: number | undefined
   while (!signal.aborted) {
     handlers.status?.(lastSequence === undefined && failures === 0 ? 'connecting' : 'reconnecting')
     let sawEvent = false
@@ -83,6 +90,7 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
       handlers.status?.('live')
       failures = 0
       unavailable = 0
+      unavailableSince = undefined
       // On a resume the server's first `state` frame says where the replayed backlog ends.
       let replayThrough = 0
       for await (const event of events) {
@@ -115,8 +123,13 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
     } catch (error) {
       if (signal.aborted) break
       if (stream.signal.aborted && exited()) return { kind: 'ended', info: lastInfo }
-      // A sidecar that does not answer may be only slow or restarting: a few quick retries first.
-      if (error instanceof ApiError && !(error.status === 503 && unavailable++ < MAX_UNAVAILABLE_RETRIES)) {
+      // A sidecar that does not answer may be only slow, or restarting (it then adopts the
+      // terminal): retried, every second at most, for UNAVAILABLE_RETRY_MS.
+      if (error instanceof ApiError && error.status === 503) {
+        unavailableSince ??= Date.now()
+        unavailable++
+        if (Date.now() - unavailableSince > UNAVAILABLE_RETRY_MS) return { kind: 'refused', error }
+      } else if (error instanceof ApiError) {
         return { kind: 'refused', error }
       }
       // Network loss (fetch failed, or the body errored mid-stream): retry with Last-Event-ID.
@@ -126,7 +139,7 @@ export async function follow(options: FollowOptions): Promise<FollowEnd> {
       signal.removeEventListener('abort', stopStream)
     }
     handlers.status?.('reconnecting')
-    await sleep(RECONNECT_DELAYS_MS[Math.min(failures + unavailable, RECONNECT_DELAYS_MS.length - 1)], signal)
+    await sleep(RECONNECT_DELAYS_MS[Math.min(failures + Math.min(unavailable, 2), RECONNECT_DELAYS_MS.length - 1)], signal)
   }
   return { kind: 'aborted' }
 }

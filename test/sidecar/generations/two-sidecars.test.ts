@@ -2,9 +2,10 @@
  * Two real sidecars of one host on one database: the second refuses to start (one line, exit code
  * 1) while the first runs — with the first's data directory, or another one holding the first's
  * host id — and the first's terminal keeps working; after kill -9 of the first, a new one of the
- * same host starts at once, retires the first's terminals and kills what they left running. A
- * sidecar of another host (its own data directory, its own id) starts beside it and touches none
- * of the first's terminals, neither while it runs nor after it crashed.
+ * same host starts at once, and retires the first's terminal and kills what it left running once
+ * the first's keeper ended too. A sidecar of another host (its own data directory, its own id)
+ * starts beside it and touches none of the first's terminals, neither while it runs nor after it
+ * crashed.
  */
 import { copyFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -13,7 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { waitFor } from '../../support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../../support/sidecar.ts'
 import { insertSession, shellsFixture, SidecarHttp } from '../../support/terminals.ts'
-import { processStat } from '../../../sidecar/pty/process-tree.ts'
+import { processStat } from '../../../local/proc.ts'
 
 const work = mkdtempSync(join(tmpdir(), 'termkeep-two-sidecars-'))
 const loopFile = join(work, 'loop.pid')
@@ -51,7 +52,7 @@ function sameHost(from: RunningSidecar): string {
 }
 
 describe('a second sidecar on the same database', () => {
-  it('refuses while the first runs; starts, retires and sweeps once the first was killed', async () => {
+  it('refuses while the first runs; starts once the first was killed, and retires and sweeps its terminal once its keeper ended', async () => {
     const first = await startSidecar({ env })
     running.push(first)
     await insertSession(first.databaseUrl, 'two', work)
@@ -89,16 +90,26 @@ describe('a second sidecar on the same database', () => {
     expect(alive(loop)).toBe(true)
 
     await first.kill()
-    running.splice(running.indexOf(first), 1)
     // The other host restarting after the crash still leaves them alone.
     await other.stop()
     running.splice(running.indexOf(other), 1)
     running.push(await startSidecar({ databaseUrl: first.databaseUrl, dataDir: other.dataDir, env }))
     expect(alive(loop)).toBe(true)
-    const third = await startSidecar({ databaseUrl: first.databaseUrl, dataDir: sameHost(first), env })
+    // The same host started elsewhere: the first's generation ended, but its terminal is held by
+    // the first's keeper (another data directory).
+    const thirdDir = sameHost(first)
+    let third = await startSidecar({ databaseUrl: first.databaseUrl, dataDir: thirdDir, env })
     running.push(third)
     expect(third.generation).toBeGreaterThan(first.generation)
     expect(third.output()).toMatch(new RegExp(`earlier generation\\(s\\) ended: ${first.generation} \\(its process is gone\\)`))
+    // Not this one's to retire, nor its processes to kill.
+    expect((await new SidecarHttp(third).json('GET', T)).body.state).toBe('running')
+    expect(alive(loop)).toBe(true)
+    // Once that keeper is gone too, a start of this one retires the terminal and sweeps what it left.
+    process.kill(first.keeperPid()!, 'SIGKILL')
+    await third.stop({ terminals: 'keep' })
+    third = await startSidecar({ databaseUrl: first.databaseUrl, dataDir: thirdDir, env })
+    running.push(third)
     await waitFor(async () => !alive(loop), 5_000, 'the leftover loop to be killed')
     expect((await new SidecarHttp(third).json('GET', T)).body.state).toBe('retired')
   }, 90_000)

@@ -2,13 +2,14 @@
  * Live terminals through the real sidecar process over HTTP: create/list/info, exclusive control,
  * bad input, close with process-session kill, retirement and restart.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MAX_INPUT_BACKLOG_BYTES, MAX_INPUT_BYTES, MAX_JSON_BODY_BYTES, MAX_TERMINALS_PER_SESSION } from '../../../schema/limits.ts'
 import { openStorage } from '../../../storage/client.ts'
-import { allProcesses } from '../../../sidecar/pty/process-tree.ts'
+import { keeperPaths } from '../../../local/keeper/paths.ts'
+import { allProcesses } from '../../../local/proc.ts'
 import { waitFor } from '../../support/ports.ts'
 import { startSidecar, type RunningSidecar } from '../../support/sidecar.ts'
 import { insertSession, shellsFixture, SidecarHttp, type SseStream } from '../../support/terminals.ts'
@@ -454,6 +455,22 @@ describe('control', () => {
 })
 
 describe('close', () => {
+  it("empties the journal it closes: a hard link made to the keeper's spool keeps no byte of the output", async () => {
+    await http.json('PUT', T('linked'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
+    await waitFor(async () => (await outputText('linked')).includes('ready'), 10_000, 'the echoer')
+    const spool = readdirSync(keeperPaths(sidecar.dataDir).journals, { recursive: true, encoding: 'utf8' })
+      .map((name) => join(keeperPaths(sidecar.dataDir).journals, name))
+      .find((path) => path.endsWith(join(SID, 'linked.journal')))
+    expect(spool).toBeDefined()
+    const link = join(work, 'link-of-a-journal')
+    linkSync(spool!, link)
+    expect(readFileSync(link, 'utf8')).toContain('ready')
+    expect((await http.json('DELETE', T('linked'))).status).toBe(200)
+    await waitFor(async () => !existsSync(spool!), 10_000, 'the spool removed')
+    // Emptied once the last of the sidecar's readers lets go (a moment after the close answers).
+    await waitFor(async () => readFileSync(link).length === 0, 10_000, 'the linked journal emptied')
+  })
+
   it('kills every process of the terminal, even ones that ignore SIGHUP, drains readers, and is repeatable', async () => {
     await http.json('PUT', T('victim'), { json: { cols: 80, rows: 24, shell: '/bin/bash' } })
     const ctl = await follow('victim', 'v')
@@ -561,16 +578,43 @@ describe('close', () => {
 })
 
 describe('restart', () => {
-  it('retires the terminals of the previous generation: new readers get 410, the id stays closed', async () => {
+  it('adopts the terminals of a sidecar killed with -9: the program runs on, its output and input continue, a retried batch is typed once', async () => {
     await http.json('PUT', T('survivor'), { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
     await waitFor(async () => (await outputText('survivor')).includes('ready'), 10_000, 'ready')
+    const before = await follow('survivor', 'a')
+    const keyed = (text: string, key: string) =>
+      http.fetch('POST', `${T('survivor')}/input`, { body: text, headers: { 'termkeep-attachment': 'a', 'idempotency-key': key } })
+    expect((await keyed('one\n', 'key-one')).status).toBe(204)
+    const seen = await before.until((m) => m.event === 'output' && Buffer.from(m.data.data, 'base64').toString().includes('got:one'))
     const old = sidecar
-    await old.kill() // a crash: nothing was cleaned up
+    await old.kill() // a crash: nothing was cleaned up, and the keeper holds the shell on
     sidecar = await startSidecar({ dataDir: old.dataDir, env: { TERMKEEP_SHELLS_FILE: shells.shellsFile } })
     http = new SidecarHttp(sidecar)
     expect(sidecar.generation).toBeGreaterThan(old.generation)
+    expect(sidecar.output()).toMatch(/adopted \d+ terminal\(s\) from the keeper/)
     const info = await http.json('GET', T('survivor'))
-    expect([info.status, info.body.state, info.body.hostGeneration]).toEqual([200, 'retired', old.generation])
+    expect([info.status, info.body.state, info.body.hostGeneration]).toEqual([200, 'running', sidecar.generation])
+    // The client reconnects: a follow resuming from the last event it saw gets exactly what came
+    // after it; its retry of a batch whose answer it never saw is not typed again …
+    const resumed = await http.sse(`${T('survivor')}/follow?attachment=a`, { 'last-event-id': String(seen.id) })
+    streams.push(resumed)
+    expect((await keyed('one\n', 'key-one')).status).toBe(204)
+    expect((await keyed('two\n', 'key-two')).status).toBe(204)
+    const after = await resumed.until((m) => m.event === 'output' && Buffer.from(m.data.data, 'base64').toString().includes('got:two'))
+    expect(Number(after.id)).toBeGreaterThan(Number(seen.id))
+    // … and the journal holds every byte, before and after the restart, once.
+    expect(await outputText('survivor')).toBe('ready\r\ngot:one\r\ngot:two\r\n')
+  })
+
+  it('retires the terminals of a keeper that ended: new readers get 410, the id stays closed', async () => {
+    await waitFor(async () => (await outputText('survivor')).includes('got:two'), 10_000, 'the survivor')
+    const old = sidecar
+    await old.kill()
+    process.kill(old.keeperPid()!, 'SIGKILL') // the keeper too: the terminals' programs are gone
+    sidecar = await startSidecar({ dataDir: old.dataDir, env: { TERMKEEP_SHELLS_FILE: shells.shellsFile } })
+    http = new SidecarHttp(sidecar)
+    const info = await http.json('GET', T('survivor'))
+    expect([info.status, info.body.state]).toEqual([200, 'retired'])
     for (const path of [`${T('survivor')}/output?after=0`, `${T('survivor')}/output/watch`, `${T('survivor')}/follow?attachment=a`]) {
       const r = await http.json('GET', path)
       expect([path, r.status, r.body.error.code]).toEqual([path, 410, 'terminal/unavailable'])
@@ -610,11 +654,12 @@ describe('idle reclamation', () => {
 })
 
 describe('shutdown', () => {
-  it('writes what the database refused before, with the retirement, when the sidecar stops', async () => {
+  it('writes what the database refused before when the sidecar stops, and leaves the terminal to the next one', async () => {
     const own = await startSidecar({ env: { TERMKEEP_SHELLS_FILE: shells.shellsFile, TERMKEEP_DB_BUSY_TIMEOUT_MS: '100' } })
     const ownHttp = new SidecarHttp(own)
     const P = `/v1/sessions/${SID}/terminals/quits-locked`
     const storage = await openStorage({ url: own.databaseUrl })
+    let next: RunningSidecar | undefined
     try {
       await insertSession(own.databaseUrl, SID, work)
       await ownHttp.json('PUT', P, { json: { cols: 80, rows: 24, shell: shells.path('echoer') } })
@@ -631,16 +676,22 @@ describe('shutdown', () => {
       } finally {
         await lock.rollback()
       }
-      await own.stop()
+      await own.stop({ terminals: 'keep' })
+      expect(own.output()).toContain('termkeep sidecar: 0 terminal(s) keep running in the keeper')
       const reader = await openStorage({ url: own.databaseUrl })
       try {
         const { rows } = await reader.client.execute("SELECT state, exit_code FROM terminals WHERE id = 'quits-locked'")
-        expect(rows[0]).toMatchObject({ state: 'retired', exit_code: 3 })
+        expect(rows[0]).toMatchObject({ state: 'exited', exit_code: 3 })
       } finally {
         reader.close()
       }
+      // The keeper still holds it (exited, its output intact): the next sidecar adopts it as it is.
+      next = await startSidecar({ dataDir: own.dataDir, env: { TERMKEEP_SHELLS_FILE: shells.shellsFile } })
+      const adopted = await new SidecarHttp(next).json('GET', P)
+      expect([adopted.body.state, adopted.body.exitCode]).toEqual(['exited', 3])
     } finally {
       storage.close()
+      await next?.stop()
       await own.stop()
     }
   })

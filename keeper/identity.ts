@@ -1,12 +1,12 @@
 /**
  * Which processes are a terminal's, proven rather than assumed from a pid. Every kill of a
  * terminal's processes asks this first: a close, a shutdown, and the sweep of what a crashed
- * sidecar left behind (orphans.ts). A pid, a session id or a process group id alone proves
+ * keeper left behind (orphans.ts). A pid, a session id or a process group id alone proves
  * nothing once the terminal's shell has exited: its pid can be reused by an unrelated program
  * that calls setsid() or setpgrp() and so owns that session or group id.
  *
- * What the sidecar records when it starts a terminal's shell (the terminals table keeps it):
- * the shell's pid (the id of the session every process of the terminal is in), its start time
+ * What the keeper records when it starts a terminal's shell (beside the terminal's journal, and
+ * the sidecar in the terminals table): the shell's pid (the id of the session every process of the terminal is in), its start time
  * (field 22 of /proc/<pid>/stat, clock ticks since boot) and the boot
  * (/proc/sys/kernel/random/boot_id). A process is then the terminal's if, on the same boot, it is
  * in the session of the shell's pid and
@@ -23,11 +23,11 @@
  * principle be reused (a pidfd would close that window; Node has none), but that needs the whole
  * pid space to wrap around within microseconds.
  */
-import { readFileSync } from 'node:fs'
-import { USER_HZ } from '../observation/proc.ts'
-import { processStat, type ProcessStat } from './process-tree.ts'
+import { bootId, environ, processStat, type ProcessStat } from '../local/proc.ts'
 
-/** What a sidecar records about a terminal's shell when it starts it. */
+export { bootId, environ, ticksSinceBoot } from '../local/proc.ts'
+
+/** What the keeper records about a terminal's shell when it starts it. */
 export interface LeaderIdentity {
   leaderPid: number
   leaderStartTicks: number
@@ -43,31 +43,6 @@ export interface TerminalIdentity extends LeaderIdentity {
 /** Processes proven at an earlier look: pid → start ticks. */
 export type Proven = Map<number, number>
 
-let boot: string | undefined | null = null
-
-/** This boot's id, or undefined where /proc does not tell. */
-export function bootId(): string | undefined {
-  if (boot === null) {
-    try {
-      boot = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim() || undefined
-    } catch {
-      boot = undefined
-    }
-  }
-  return boot
-}
-
-/** Clock ticks since boot now, rounded down (/proc/uptime counts the clock field 22 counts), or
- * undefined where /proc does not tell: every process started later has at least this start time. */
-export function ticksSinceBoot(): number | undefined {
-  try {
-    const seconds = Number(readFileSync('/proc/uptime', 'latin1').split(' ')[0])
-    return Number.isFinite(seconds) ? Math.floor(seconds * USER_HZ) - 1 : undefined
-  } catch {
-    return undefined
-  }
-}
-
 /**
  * The identity of a shell just started (it becomes a session leader), or undefined where /proc
  * does not tell. Its session is not checked: the child may not have called setsid() yet, but its
@@ -80,14 +55,6 @@ export function leaderIdentity(pid: number, startedAfter?: number): LeaderIdenti
   const startTicks = processStat(pid)?.startTicks ?? startedAfter
   if (id === undefined || startTicks === undefined) return undefined
   return { leaderPid: pid, leaderStartTicks: startTicks, bootId: id }
-}
-
-export function environ(pid: number): string[] {
-  try {
-    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0')
-  } catch {
-    return []
-  }
 }
 
 /**

@@ -1,25 +1,40 @@
 /**
- * The main thread's side of the PTY thread (pty-worker.ts): `PtyThread.spawn` starts a process
- * there and returns a `RemotePty` whose output arrives in flushes of gathered reads; this side
- * journals each one (`Journal.appendFlushed`), so readers and the emulator see it.
+ * The keeper main thread's side of the PTY thread (pty-worker.ts): `PtyThread.spawn` starts a
+ * process there and returns a `RemotePty` whose output arrives in flushes of gathered reads; this
+ * side journals each one (`OutputSink.appendFlushed`: the journal files, then the sidecar).
  * Input, resizes and a forced close are sent over; a resize resolves once its Resize record is
  * journaled after every byte read before it.
  */
 import type { Worker } from 'node:worker_threads'
-import { TermkeepError } from '../../schema/errors.ts'
-import { MAX_INPUT_BACKLOG_BYTES } from '../../schema/limits.ts'
+import { startTsWorker } from '../../local/worker-thread.ts'
+import { Backoff } from '../backoff.ts'
 import { PTY_EXIT_WAIT_MS } from '../tuning.ts'
-import type { Journal } from '../journal/journal.ts'
-import { Retry } from '../write-retry.ts'
-import { startTsWorker } from '../worker-thread.ts'
 import type { PtyExit, PtySpawnOptions } from './pty-process.ts'
 import type { FromPtyThread, ToPtyThread } from './pty-protocol.ts'
+
+/** Where a terminal's output goes (keeper/terminals.ts: its journal files, then the sidecar). */
+export interface OutputSink {
+  /** The byte source reached EOF (`end` was applied). */
+  readonly ended: boolean
+  /** Journals one flush; throws when it cannot be written now (it is held and tried again). */
+  appendFlushed(bytes: Uint8Array): void
+  /** Journals a Resize record after every byte before it; throws like appendFlushed. */
+  appendResize(cols: number, rows: number): void
+}
+
+/** What a RemotePty reports beside its output: a journal that cannot write (and writes again),
+ * and output given up on (a force-close of a paused terminal). */
+export interface OutputTrouble {
+  failing(error: Error, first: boolean): void
+  recovered(): void
+  lost(bytes: number, error: Error | undefined): void
+}
 
 const WORKER_URL = new URL('./pty-worker.ts', import.meta.url)
 
 /** SIGKILL to a terminal's process group (its shell leads a session of its own), then to the pid. */
 function killGroup(pid: number): void {
-  if (!(pid > 0)) return // kill(0) or kill(-0) would signal the sidecar's own group
+  if (!(pid > 0)) return // kill(0) or kill(-0) would signal the keeper's own group
   for (const target of [-pid, pid]) {
     try {
       process.kill(target, 'SIGKILL')
@@ -36,6 +51,7 @@ export class RemotePty {
   #onData: () => void = () => {}
   #onEnd: () => void = () => {}
   #onExit: (exit: PtyExit) => void = () => {}
+  #onBacklog: (bytes: number) => void = () => {}
   #resizes: Array<() => void> = []
   #endWaiters: Array<() => void> = []
   #exitWaiters: Array<() => void> = []
@@ -43,23 +59,23 @@ export class RemotePty {
   #exited = false
   /** Bytes journaled but not yet confirmed to the PTY thread (PTY_UNJOURNALED_MAX_BYTES). */
   #unconfirmed = 0
-  /** Input the PTY thread last reported waiting, and input sent since that report. */
-  #backlog = 0
-  #sentSinceReport = 0
   #confirmSoon: NodeJS.Immediate | undefined
   /** Messages waiting behind output the journal could not write, oldest first; the retry timer,
    * its next wait and the write's failure. */
   #held: FromPtyThread[] = []
   /** Set by a force-close (or a lost thread): output that cannot be written is dropped. */
   #giveUpOnHold = false
-  readonly #retry = new Retry("journaling a terminal's output (its program is paused meanwhile)")
+  readonly #retry: Backoff
   #writeFailure: Error | undefined
 
   constructor(
     private readonly thread: PtyThread,
     readonly id: number,
-    readonly journal: Journal,
-  ) {}
+    readonly journal: OutputSink,
+    private readonly trouble: OutputTrouble,
+  ) {
+    this.#retry = new Backoff({ failing: (error, first) => trouble.failing(error, first), recovered: () => trouble.recovered() })
+  }
 
   /** Output was journaled. */
   onData(listener: () => void): void {
@@ -75,24 +91,14 @@ export class RemotePty {
     this.#onExit = listener
   }
 
-  /**
-   * Sends input to the PTY thread. While the program is not reading (the thread reported input
-   * waiting), more than MAX_INPUT_BACKLOG_BYTES in all is refused: it would only pile up here.
-   */
+  /** Input bytes waiting for the program to read them (reported when it changes while any wait). */
+  onBacklog(listener: (bytes: number) => void): void {
+    this.#onBacklog = listener
+  }
+
+  /** Sends input to the PTY thread (the sidecar bounds what a program leaves unread). */
   write(bytes: Uint8Array): void {
-    const waiting = this.#backlog + this.#sentSinceReport + bytes.length
-    if (this.#backlog > 0 && waiting > MAX_INPUT_BACKLOG_BYTES) {
-      throw new TermkeepError(
-        'terminal/input-backlog-full',
-        `the program has not read ${this.#backlog} bytes of input yet; this input was not sent`,
-        {
-          waiting: this.#backlog,
-          limit: MAX_INPUT_BACKLOG_BYTES,
-        },
-      )
-    }
-    this.#sentSinceReport += bytes.length
-    this.thread.post({ type: 'write', id: this.id, bytes })
+    if (!this.#exited) this.thread.post({ type: 'write', id: this.id, bytes })
   }
 
   /** Resizes the PTY; resolves once the Resize record is journaled in output order. */
@@ -119,11 +125,7 @@ export class RemotePty {
 
   /** @internal a message from the PTY thread for this terminal. */
   receive(message: FromPtyThread): void {
-    if (message.type === 'backlog') {
-      this.#backlog = message.bytes
-      this.#sentSinceReport = 0
-      return
-    }
+    if (message.type === 'backlog') return this.#onBacklog(message.bytes)
     // Behind output the journal could not write yet, everything waits its turn (order is the
     // journal's contract: a resize or the end after the bytes read before them).
     if (this.#held.length > 0) {
@@ -144,10 +146,10 @@ export class RemotePty {
     switch (message.type) {
       case 'data':
         // The journal ends with this source (`end`); a flush after that would be a bug here, and
-        // must not take the sidecar down with it (a retired journal ignores it anyway).
+        // must not take the keeper down with it.
         if (this.journal.ended) {
           this.#confirm(message.bytes.length)
-          console.error(`termkeep sidecar: ${message.bytes.length} bytes after the end of a terminal's output, dropped`)
+          console.error(`termkeep keeper: ${message.bytes.length} bytes after the end of a terminal's output, dropped`)
           return true
         }
         try {
@@ -163,7 +165,14 @@ export class RemotePty {
         this.#onData()
         return true
       case 'resized':
-        if (message.applied && !this.journal.ended) this.journal.appendResize(message.cols, message.rows)
+        if (message.applied && !this.journal.ended) {
+          try {
+            this.journal.appendResize(message.cols, message.rows)
+          } catch (error) {
+            this.#writeFailure = error as Error
+            return false
+          }
+        }
         this.#resizes.shift()?.()
         return true
       case 'end':
@@ -184,7 +193,7 @@ export class RemotePty {
   }
 
   #retryLater(): void {
-    this.#retry.failed(this.#writeFailure, () => {
+    this.#retry.failed(this.#writeFailure ?? new Error('journal write failed'), () => {
       while (this.#held.length > 0) {
         if (!this.#apply(this.#held[0]!)) return this.#retryLater()
         this.#held.shift()
@@ -198,10 +207,7 @@ export class RemotePty {
     this.#retry.cancel()
     const held = this.#held.splice(0)
     const lost = held.reduce((sum, m) => sum + (m.type === 'data' ? m.bytes.length : 0), 0)
-    if (lost > 0)
-      console.error(
-        `termkeep sidecar: ${lost} bytes of a terminal's output could not be journaled and are lost: ${this.#writeFailure?.message}`,
-      )
+    if (lost > 0) this.trouble.lost(lost, this.#writeFailure)
     // Dropped bytes count as taken, so the PTY thread reads (and ends) again.
     for (const message of held) {
       if (message.type === 'data') this.#confirm(message.bytes.length)
@@ -262,10 +268,10 @@ export class PtyThread {
 
   /** Starts `options` in the PTY thread; its output is journaled into `journal`. Rejects with the
    * OS's reason when the spawn fails. */
-  spawn(options: PtySpawnOptions, journal: Journal): Promise<RemotePty> {
-    if (this.#closed) return Promise.reject(new Error('the PTY thread is closed (the sidecar is stopping)'))
+  spawn(options: PtySpawnOptions, journal: OutputSink, trouble: OutputTrouble): Promise<RemotePty> {
+    if (this.#closed) return Promise.reject(new Error('the PTY thread is closed (the keeper is stopping)'))
     const id = this.#nextId++
-    const pty = new RemotePty(this, id, journal)
+    const pty = new RemotePty(this, id, journal, trouble)
     return new Promise((resolve, reject) => {
       this.#spawning.set(id, { resolve, reject, pty })
       this.post({ type: 'spawn', id, options })
@@ -286,7 +292,7 @@ export class PtyThread {
    * Kills what still runs, waits until every exit was reported, then lets the thread end itself.
    * node-pty reports an exit by calling into the PTY thread from a thread of its own; terminating
    * the PTY thread from outside while such a call runs (or is on its way) is a fatal N-API error
-   * that takes the whole process down. The thread ends itself between messages, when no call is in
+   * that takes the whole keeper down. The thread ends itself between messages, when no call is in
    * progress; only if that takes longer than PTY_EXIT_WAIT_MS in all is it terminated.
    */
   async close(): Promise<void> {
@@ -311,13 +317,13 @@ export class PtyThread {
   #start(): Worker {
     if (this.#worker) return this.#worker
     const worker = startTsWorker(WORKER_URL)
-    // The processes it hosts do not keep the sidecar alive; the sidecar kills them at shutdown.
+    // The processes it hosts do not keep the keeper alive; the keeper kills them when it stops.
     worker.unref()
     worker.on('message', (message: FromPtyThread) => this.#receive(message))
     const lost = (error: Error) => {
       if (this.#worker !== worker) return
       this.#worker = undefined
-      console.error('termkeep sidecar: the PTY thread stopped', error)
+      console.error('termkeep keeper: the PTY thread stopped', error)
       for (const { reject } of this.#spawning.values()) reject(error)
       this.#spawning.clear()
       for (const pty of [...this.#ptys.values()]) pty.lost()

@@ -1,17 +1,16 @@
 /**
- * The journal's in-memory index: per native record, where its bytes sit in the spool and how long
- * they are (Data) or its geometry (Resize), and when it arrived. Typed arrays that double when
- * full: 17 bytes per record, independent of how many bytes the records hold. Sequence s lives at
- * slot s - 1.
+ * The journal's in-memory index (the sidecar's): per native record, where its bytes sit in the
+ * spool and how long they are (Data) or its geometry (Resize), and when it arrived. Typed arrays
+ * that double when full: 17 bytes per record, independent of how many bytes the records hold —
+ * the same 17 bytes as an entry of the index file (format.ts). Sequence s lives at slot s - 1.
  *
  * Arrival times are whole milliseconds since the journal's start, kept modulo 2^32 (4 bytes, 49.7
  * days); `#epochs` lists the sequence at which each further 2^32 ms began, so a terminal that
  * lives for months still has exact times for one number per 49.7 days.
  */
-const DATA = 0
-const RESIZE = 1
+import { DATA, ENTRY_BYTES, EPOCH_MS, readEntry, RESIZE, unpackGeometry } from './format.ts'
+
 const INITIAL_CAPACITY = 1024
-const EPOCH_MS = 2 ** 32
 
 export class RecordIndex {
   #offsets = new Float64Array(INITIAL_CAPACITY) // file offsets stay exact up to 2^53
@@ -35,6 +34,14 @@ export class RecordIndex {
     return this.#add(RESIZE, offset, (cols << 16) | rows, atMs)
   }
 
+  /** Adds `count` encoded entries (format.ts) from `entries`, in order. */
+  addEntries(entries: Buffer, count: number): void {
+    for (let i = 0; i < count; i++) {
+      const entry = readEntry(entries, i * ENTRY_BYTES)
+      this.#add(entry.kind, entry.offset, entry.length, entry.atMs)
+    }
+  }
+
   isData(sequence: number): boolean {
     return this.#kinds[sequence - 1] === DATA
   }
@@ -49,8 +56,7 @@ export class RecordIndex {
   }
 
   geometry(sequence: number): { cols: number; rows: number } {
-    const packed = this.#lengths[sequence - 1]
-    return { cols: packed >>> 16, rows: packed & 0xffff }
+    return unpackGeometry(this.#lengths[sequence - 1])
   }
 
   /** When the record arrived: whole milliseconds since the journal's start. */

@@ -1,7 +1,8 @@
 /**
- * A starting sidecar ends the command records its own host's earlier generations left running
- * (storage/commands.ts `endAbandoned`), never another host's: on a shared database that host's
- * commands are still running.
+ * What a starting sidecar judges is its own host's: the terminals it adopts from its keeper or
+ * retires (storage/terminals.ts `unretired`) and the command records its earlier generations left
+ * running (storage/commands.ts `endAbandoned`), never another host's: on a shared database that
+ * host's terminals and commands are still running, in its own keeper on its own machine.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -11,6 +12,7 @@ import { openStorage } from '../../storage/client.ts'
 import { CommandStore } from '../../storage/commands.ts'
 import { insertGeneration } from '../../storage/generations.ts'
 import { migrate } from '../../storage/migrate.ts'
+import { TerminalStore } from '../../storage/terminals.ts'
 import { terminalCommands, terminals } from '../../storage/tables.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-abandoned-'))
@@ -18,8 +20,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 const runner = (hostId: string) => ({ hostId, pid: 1, startTicks: 1, bootId: 'boot', hostname: hostId, pidNamespace: 'pid:[1]' })
 
-describe('endAbandoned on a database shared by hosts', () => {
-  it("ends this host's earlier records and leaves another host's running", async () => {
+describe('a start on a database shared by hosts', () => {
+  it("takes this host's earlier terminals and command records, and leaves another host's running", async () => {
     const storage = await openStorage({ url: `file:${join(dir, 'commands.db')}` })
     try {
       await migrate(storage.client)
@@ -55,6 +57,8 @@ describe('endAbandoned on a database shared by hosts', () => {
           marks: 'injected',
         })
       }
+      const unretired = await new TerminalStore(storage.db).unretired(mineNow)
+      expect(unretired.map((row) => row.id)).toEqual(['mine'])
       await new CommandStore(storage.db).endAbandoned(mineNow, 42)
       const ended = await storage.db
         .select({ terminalId: terminalCommands.terminalId, endedAt: terminalCommands.endedAt })

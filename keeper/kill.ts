@@ -6,7 +6,7 @@
  * setsid() or setpgrp(). A child forked between a look and its signal is proven at the next look
  * (its parent is proven, or it carries the marks) and signalled then.
  */
-import { allProcesses } from './process-tree.ts'
+import { allProcesses } from '../local/proc.ts'
 import { membersOf, type Proven, type TerminalIdentity } from './identity.ts'
 
 /** The pause between two looks at /proc while waiting for processes to go. */

@@ -1,27 +1,74 @@
 /**
- * The PTY thread on its own (real worker thread, real PTYs): output arrives journaled in order and
- * complete, a resize resolves once its Resize record follows every byte read before it, a forced
- * close still journals what the kernel held, input the PTY cannot take yet waits in order, and a
- * process that cannot start says why.
+ * The PTY thread on its own (real worker thread, real PTYs, the keeper's journal writer): output
+ * arrives journaled in order and complete, a resize resolves once its Resize record follows every
+ * byte read before it, a forced close still journals what the kernel held, input the PTY cannot
+ * take yet waits in order, and a process that cannot start says why.
  */
 import { createHash } from 'node:crypto'
 import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { PTY_UNJOURNALED_MAX_BYTES } from '../../../sidecar/tuning.ts'
-import { Journal } from '../../../sidecar/journal/journal.ts'
-import { waitFor } from '../../support/ports.ts'
-import type { PtyExit } from '../../../sidecar/pty/pty-process.ts'
-import { PtyThread, type RemotePty } from '../../../sidecar/pty/pty-thread.ts'
+import { PTY_UNJOURNALED_MAX_BYTES } from '../../keeper/tuning.ts'
+import { loadIndex } from '../../local/journal/reader.ts'
+import { JournalWriter } from '../../local/journal/writer.ts'
+import { waitFor } from '../support/ports.ts'
+import type { PtyExit } from '../../keeper/pty/pty-process.ts'
+import { type OutputSink, type OutputTrouble, PtyThread, type RemotePty } from '../../keeper/pty/pty-thread.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'termkeep-pty-thread-'))
 const thread = new PtyThread()
 let n = 0
 afterAll(() => thread.close())
 
+/** What the keeper's terminal does with output (keeper/terminals.ts), minus the sidecar. */
+class Journal implements OutputSink {
+  readonly writer: JournalWriter
+  ended = false
+
+  constructor(path: string) {
+    this.writer = new JournalWriter({ spool: `${path}.journal`, index: `${path}.index` }, { cols: 80, rows: 24 })
+  }
+
+  appendFlushed(bytes: Uint8Array): void {
+    this.writer.appendData([bytes], bytes.length)
+  }
+
+  appendResize(cols: number, rows: number): void {
+    this.writer.appendResize(cols, rows)
+  }
+
+  end(): void {
+    this.ended = true
+  }
+
+  get lastSequence(): number {
+    return this.writer.lastSequence
+  }
+
+  geometryAt(sequence: number): { cols: number; rows: number } {
+    return loadIndex(this.writer.paths.index).index.geometry(sequence)
+  }
+
+  /** Every record as written: Data as its bytes (latin1), a Resize as [R<cols>x<rows>]. */
+  records(): string[] {
+    const { index } = loadIndex(this.writer.paths.index)
+    const spool = readFileSync(this.writer.paths.spool)
+    const out: string[] = []
+    for (let s = 1; s <= index.last; s++) {
+      if (!index.isData(s)) {
+        const { cols, rows } = index.geometry(s)
+        out.push(`[R${cols}x${rows}]`)
+      } else out.push(spool.toString('latin1', index.offset(s), index.offset(s) + index.length(s)))
+    }
+    return out
+  }
+}
+
+const quiet: OutputTrouble = { failing: () => {}, recovered: () => {}, lost: () => {} }
+
 async function start(script: string): Promise<{ pty: RemotePty; journal: Journal; ended: Promise<void>; exited: Promise<PtyExit> }> {
-  const journal = new Journal(join(dir, `t${++n}.journal`), { cols: 80, rows: 24 })
+  const journal = new Journal(join(dir, `t${++n}`))
   const pty = await thread.spawn(
     {
       file: '/bin/sh',
@@ -32,6 +79,7 @@ async function start(script: string): Promise<{ pty: RemotePty; journal: Journal
       rows: 24,
     },
     journal,
+    quiet,
   )
   const ended = new Promise<void>((resolve) => pty.onEnd(() => (journal.end(), resolve())))
   const exited = new Promise<PtyExit>((resolve) => pty.onExit(resolve))
@@ -39,15 +87,7 @@ async function start(script: string): Promise<{ pty: RemotePty; journal: Journal
 }
 
 async function text(journal: Journal): Promise<string> {
-  let out = ''
-  for (let cursor = 0; ; ) {
-    const items = await journal.readItems(cursor, 64)
-    if (items.length === 0) return out
-    for (const item of items) {
-      out += item.kind === 'data' ? Buffer.from(item.data, 'base64').toString('latin1') : `[R${item.cols}x${item.rows}]`
-      cursor = item.sequence
-    }
-  }
+  return journal.records().join('')
 }
 
 describe('PtyThread', () => {
@@ -115,17 +155,9 @@ describe('PtyThread', () => {
     expect(finishedAt).toBeGreaterThanOrEqual(back)
     let bytes = 0
     let others = 0
-    for (let cursor = 0; ; ) {
-      const items = await journal.readItems(cursor, 64)
-      if (items.length === 0) break
-      for (const item of items) {
-        if (item.kind === 'data') {
-          const chunk = Buffer.from(item.data, 'base64')
-          bytes += chunk.length
-          others += chunk.length - chunk.toString('latin1').split('x').length + 1
-        }
-        cursor = item.sequence
-      }
+    for (const chunk of journal.records()) {
+      bytes += chunk.length
+      others += chunk.length - chunk.split('x').length + 1
     }
     expect([bytes, others]).toEqual([total, 0])
   }, 60_000)
@@ -146,7 +178,7 @@ describe('PtyThread', () => {
 
   // Reads /proc; elsewhere (macOS) node-pty spawns with POSIX_SPAWN_CLOEXEC_DEFAULT, unpatched.
   it.skipIf(process.platform !== 'linux')(
-    "gives a program its own terminal only: no other terminal's master, no descriptor of the sidecar",
+    "gives a program its own terminal only: no other terminal's master, no descriptor of the keeper",
     async () => {
       const other = await start('sleep 30')
       try {
@@ -168,7 +200,7 @@ describe('PtyThread', () => {
 
   it('closing the thread kills what still runs and waits for its exit before the thread stops', async () => {
     const own = new PtyThread()
-    const journal = new Journal(join(dir, 'closing.journal'), { cols: 80, rows: 24 })
+    const journal = new Journal(join(dir, 'closing'))
     const pty = await own.spawn(
       {
         file: '/bin/sh',
@@ -179,6 +211,7 @@ describe('PtyThread', () => {
         rows: 24,
       },
       journal,
+      quiet,
     )
     const exited = new Promise<PtyExit>((resolve) => pty.onExit(resolve))
     await waitFor(async () => (await text(journal)).includes('ready'), 10_000, 'the shell')
@@ -192,8 +225,8 @@ describe('PtyThread', () => {
   })
 
   it('a process that cannot start says why in its output and exits non-zero', async () => {
-    const journal = new Journal(join(dir, 'bad.journal'), { cols: 80, rows: 24 })
-    const pty = await thread.spawn({ file: '/no/such/shell', args: [], cwd: dir, env: {}, cols: 80, rows: 24 }, journal)
+    const journal = new Journal(join(dir, 'bad'))
+    const pty = await thread.spawn({ file: '/no/such/shell', args: [], cwd: dir, env: {}, cols: 80, rows: 24 }, journal, quiet)
     const exit = await new Promise<PtyExit>((resolve) => pty.onExit(resolve))
     expect(exit.exitCode).not.toBe(0)
     await waitFor(async () => (await text(journal)).includes('No such file or directory'), 10_000, 'the reason')

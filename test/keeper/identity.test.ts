@@ -6,8 +6,8 @@
  */
 import { spawnSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
-import { bootId, leaderIdentity, membersOf, ticksSinceBoot, type Proven, type TerminalIdentity } from '../../../sidecar/pty/identity.ts'
-import { processStat, type ProcessStat } from '../../../sidecar/pty/process-tree.ts'
+import { bootId, leaderIdentity, membersOf, ticksSinceBoot, type Proven, type TerminalIdentity } from '../../keeper/identity.ts'
+import { processStat, type ProcessStat } from '../../local/proc.ts'
 
 describe('membersOf', () => {
   const boot = bootId()!

@@ -10,10 +10,10 @@ import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { waitFor } from '../../support/ports.ts'
-import { bootId, type TerminalIdentity } from '../../../sidecar/pty/identity.ts'
-import { killSession } from '../../../sidecar/pty/kill.ts'
-import { allProcesses, processStat } from '../../../sidecar/pty/process-tree.ts'
+import { waitFor } from '../support/ports.ts'
+import { bootId, type TerminalIdentity } from '../../keeper/identity.ts'
+import { killSession } from '../../keeper/kill.ts'
+import { allProcesses, processStat } from '../../local/proc.ts'
 
 const work = mkdtempSync(join(tmpdir(), 'termkeep-kill-'))
 const started: ChildProcess[] = []

@@ -10,8 +10,8 @@
  * runs (not even the spool write), so the PTY is drained whenever it has data.
  */
 import { parentPort } from 'node:worker_threads'
+import { Gatherer } from '../../local/journal/gather.ts'
 import { PTY_UNJOURNALED_MAX_BYTES } from '../tuning.ts'
-import { Gatherer } from '../journal/gather.ts'
 import type { FromPtyThread, ToPtyThread } from './pty-protocol.ts'
 import { PtyProcess } from './pty-process.ts'
 

@@ -1,14 +1,15 @@
 /**
- * Processes a crashed sidecar left behind. A sidecar killed with -9 closes its PTYs, and the
- * kernel hangs up their sessions, but a program that ignores SIGHUP (`nohup`, `trap '' HUP`, and
- * the children that inherit that) keeps running, owned by nobody. The next sidecar kills them at
- * start, finding them by what its predecessor recorded per terminal (the terminals table) and
- * proving each one the terminal's as every kill does (identity.ts), never by a pid alone.
+ * Processes that outlived their terminal's keeper: a keeper killed with -9 (or a sidecar of a
+ * release before the keeper, which held the PTYs itself) cannot end them. The kernel hangs up
+ * their sessions, but a program that ignores SIGHUP (`nohup`, `trap '' HUP`, and the children that
+ * inherit that) keeps running, owned by nobody. The next keeper kills them at its start, found by
+ * what was recorded per terminal (records.ts; the sidecar's terminals table for what it asks the
+ * keeper to sweep) and proven the terminal's as every kill is (identity.ts), never by a pid alone.
  */
 import type { TerminalIdentity } from './identity.ts'
 import { killTerminals } from './kill.ts'
 
-/** A terminal of an earlier generation, as its row recorded it. */
+/** A terminal of a dead keeper (or an earlier sidecar), as recorded. */
 export type RecordedTerminal = TerminalIdentity
 
 /** How long the sweep keeps killing what it still finds (a loop that forks between a look and its
