@@ -14,6 +14,8 @@ import { displayRoutes } from './display/routes.ts'
 import { scrollbackRoutes } from './display/scrollback.ts'
 import { notFound, onError } from './errors.ts'
 import { fileRoutes } from './files/routes.ts'
+import { Fleet } from './hosts/fleet.ts'
+import { hostRoutes } from './hosts/routes.ts'
 import { mcpRoutes } from './mcp/routes.ts'
 import { observationRoutes } from './observation/routes.ts'
 import { openApiDocument } from './openapi.ts'
@@ -32,8 +34,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
   // Read from the routes once all are mounted, at the first request.
   let streams: StreamRoutes | undefined
+  const fleet = new Fleet({ db: deps.db, local: deps.sidecar, fleetSecret: deps.fleetSecret })
   app.use(async (c, next) => {
     c.set('deps', deps)
+    c.set('fleet', fleet)
     c.set('streams', (streams ??= streamRoutes(app)))
     await next()
   })
@@ -46,6 +50,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', web)
   app.route('/', tokenRoutes)
   app.route('/', registryRoutes)
+  app.route('/', hostRoutes)
   app.route('/', nameRoutes)
   app.route('/', terminalRoutes)
   app.route('/', sessionTerminalRoutes)

@@ -3,6 +3,7 @@ import type { Database } from '../storage/client.ts'
 import type { FileFinding } from '../storage/findings.ts'
 import type { Authority } from '../storage/authority.ts'
 import type { OriginPolicy } from './auth/origin.ts'
+import type { Fleet } from './hosts/fleet.ts'
 import type { SidecarClient } from './sidecar-client.ts'
 import type { StreamRoutes } from './stream-routes.ts'
 
@@ -12,7 +13,10 @@ export interface AppDeps {
   client: Client
   /** Health's write probe's connection (storage/client.ts `probe`; default `client`). */
   probe?: Client
+  /** The configured sidecar (SIDECAR_URL): the one host's, and health's (api/hosts/fleet.ts). */
   sidecar: SidecarClient
+  /** TERMKEEP_FLEET_SECRET: each host's sidecar secret is derived from it and the host id. */
+  fleetSecret?: string
   /** Name of the runtime serving the app, reported by health ("node", "deno", "workerd"). */
   runtime: string
   /** Where a filesystem is (the Node entry, a `file:` database): whether the database's path
@@ -44,6 +48,8 @@ export interface AppDeps {
 export interface AppEnv {
   Variables: {
     deps: AppDeps
+    /** Which host's sidecar a live call goes to (api/hosts/fleet.ts). */
+    fleet: Fleet
     auth: Authority
     /** The EventSource ticket the request came with, until `openStream` spends it (auth/guard.ts). */
     ticket: string | undefined

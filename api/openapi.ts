@@ -39,14 +39,14 @@ export function error(description: string) {
  */
 export const SIDECAR_DOWN = {
   503: error(
-    'the sidecar is unreachable or did not answer in time (`sidecar/unavailable`). **Nothing was done**: this request changes nothing before the sidecar answers; retry it as is.',
+    "the sidecar is unreachable or did not answer in time (`sidecar/unavailable`; with several hosts `host/unavailable`, naming the session's host in `host` and `hostName`). **Nothing was done**: this request changes nothing before the sidecar answers; retry it as is.",
   ),
 }
 
 export function sidecarDownUnknown(retry: string) {
   return {
     503: error(
-      `the sidecar is unreachable or did not answer in time (\`sidecar/unavailable\`). **The outcome is unknown**: the sidecar may have received the request and may still carry it out when it resumes. ${retry}`,
+      `the sidecar is unreachable or did not answer in time (\`sidecar/unavailable\`; with several hosts \`host/unavailable\`, naming the session's host). **The outcome is unknown**: the sidecar may have received the request and may still carry it out when it resumes. ${retry}`,
     ),
   }
 }

@@ -53,7 +53,12 @@ export interface SidecarClientOptions {
   url: string
   secret: string
   fetch?: typeof fetch
+  /** The error a call that cannot reach the sidecar becomes (default `sidecar/unavailable`; a
+   * host of several: `host/unavailable` naming it, api/hosts/fleet.ts). */
+  unavailable?: (message: string) => TermkeepError
 }
+
+const sidecarUnavailable = (message: string) => new TermkeepError('sidecar/unavailable', message)
 
 export class SidecarClient {
   readonly #url: string
@@ -61,11 +66,13 @@ export class SidecarClient {
   readonly #fetch: typeof fetch
   readonly #keys = new Map<string, Promise<CryptoKey>>()
   readonly #liveness: SidecarLiveness
+  readonly #unavailable: (message: string) => TermkeepError
 
-  constructor({ url, secret, fetch: fetchImpl }: SidecarClientOptions) {
+  constructor({ url, secret, fetch: fetchImpl, unavailable = sidecarUnavailable }: SidecarClientOptions) {
     this.#url = url.replace(/\/+$/, '')
     this.#secret = secret
     this.#fetch = fetchImpl ?? ((input, init) => fetch(input, init))
+    this.#unavailable = unavailable
     // The probe goes around `request`: it must not wait for liveness itself.
     this.#liveness = new SidecarLiveness((signal) =>
       this.#fetch(`${this.#url}/v1/health`, { headers: { authorization: `Bearer ${this.#secret}` }, signal }),
@@ -112,15 +119,13 @@ export class SidecarClient {
       response = await this.#fetch(`${this.#url}${path}`, { ...init, headers, signal })
     } catch (cause) {
       if (init.signal?.aborted) throw cause
-      if (verdict === 'late')
-        throw new TermkeepError('sidecar/unavailable', `the terminal sidecar did not answer within ${timeoutMs / 1000} s`)
+      if (verdict === 'late') throw this.#unavailable(`the terminal sidecar did not answer within ${timeoutMs / 1000} s`)
       if (verdict === 'silent') {
-        throw new TermkeepError(
-          'sidecar/unavailable',
+        throw this.#unavailable(
           `the terminal sidecar is not answering (its health did not answer within ${SIDECAR_LIVENESS_TIMEOUT_MS / 1000} s)`,
         )
       }
-      throw new TermkeepError('sidecar/unavailable', `the terminal sidecar is not reachable${reasonOf(cause)}`)
+      throw this.#unavailable(`the terminal sidecar is not reachable${reasonOf(cause)}`)
     } finally {
       settled = true
       budget.cancel()
@@ -129,6 +134,11 @@ export class SidecarClient {
     this.#liveness.heard()
     if (!response.ok) throw await this.#errorOf(response)
     return response
+  }
+
+  /** A client of another sidecar over the same transport; `secret` defaults to this one's. */
+  sibling(options: Omit<SidecarClientOptions, 'fetch' | 'secret'> & { secret?: string }): SidecarClient {
+    return new SidecarClient({ ...options, secret: options.secret ?? this.#secret, fetch: this.#fetch })
   }
 
   async json<T>(path: string, init: RequestInit = {}, timeoutMs?: number, options?: { probe?: boolean }): Promise<T> {
@@ -415,8 +425,10 @@ export class SidecarClient {
     // not the client's: never pass it on as the client's own 401/404.
     if (!error || error.code.startsWith('auth/') || error.code === 'route/not-found') {
       const why = error ? `${error.code}: ${error.message}` : `status ${response.status} without a typed error`
-      return new TermkeepError('sidecar/unavailable', `the terminal sidecar refused the request (${why})`)
+      return this.#unavailable(`the terminal sidecar refused the request (${why})`)
     }
+    // A sidecar still starting (or rebuilding a screen) is, to this caller, its host unavailable.
+    if (error.code === 'sidecar/unavailable' && this.#unavailable !== sidecarUnavailable) return this.#unavailable(error.message)
     return error
   }
 }

@@ -48,3 +48,9 @@ export const MCP_EXIT_RECORD_WAIT_MS = 2_000
  * tool call for at most this long: the agent waits on the call, and a few API timeouts cover a
  * stall or a restart. */
 export const MCP_RETRY_MS = 15_000
+
+// ── Hosts ─────────────────────────────────────────────────────────────────────
+/** How long one API instance reuses the hosts it read (URL, liveness) before reading them again:
+ * a live call costs one query (its session's host), not two. A host that just went down is found
+ * by its refused connection anyway; one that just registered is seen within this long. */
+export const HOSTS_CACHE_MS = 1_000

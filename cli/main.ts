@@ -14,23 +14,26 @@ import { self } from './self.ts'
 /** A command's run: its exit code, or -1 for one that keeps running (serve). */
 type Command = (args: string[]) => Promise<number>
 
-const SERVE_USAGE = `usage: termkeep serve [--api-only]
+const SERVE_USAGE = `usage: termkeep serve [--api-only | --host-only]
 
   Starts the sidecar and the API (what npm start runs), configured by environment variables
   (docs/operations.md). Ctrl-C stops both.
 
   --api-only                the Node API alone, against the sidecar at SIDECAR_URL (SIDECAR_SECRET,
-                            or the secret a termkeep serve generated into the data directory)`
+                            or the secret a termkeep serve generated into the data directory)
+  --host-only               this machine's sidecar alone: a host joining the fleet's database
+                            (DATABASE_URL) with TERMKEEP_HOST_SECRET; the API runs elsewhere`
 
 async function serve(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { ...HELP_OPTION, 'api-only': { type: 'boolean', default: false } },
+    options: { ...HELP_OPTION, 'api-only': { type: 'boolean', default: false }, 'host-only': { type: 'boolean', default: false } },
     allowPositionals: false,
   })
   if (printedHelp(values, SERVE_USAGE)) return 0
-  const { serveApiOnly, serveCommand } = await import('./serve.ts')
-  await (values['api-only'] ? serveApiOnly : serveCommand)(parseConfig(process.env))
+  if (values['api-only'] && values['host-only']) throw new UsageError('termkeep: serve takes --api-only or --host-only, not both')
+  const { serveApiOnly, serveCommand, serveHostOnly } = await import('./serve.ts')
+  await (values['api-only'] ? serveApiOnly : values['host-only'] ? serveHostOnly : serveCommand)(parseConfig(process.env))
   return -1
 }
 
@@ -64,12 +67,14 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   close: async () => (await import('./close.ts')).closeCommand,
   run: async () => (await import('./run.ts')).runCommand,
   ps: async () => (await import('./ps.ts')).psCommand,
+  hosts: async () => (await import('./hosts.ts')).hostsCommand,
 }
 
 const USAGE = `usage: termkeep <command>
 
-  serve [--api-only]                      start the sidecar and the API (or the API alone); the
-                                          sidecar starts the keeper, which holds the terminals
+  serve [--api-only | --host-only]        start the sidecar and the API (or the API, or the sidecar,
+                                          alone); the sidecar starts the keeper, which holds the
+                                          terminals
   stop [--terminals]                      stop serve; --terminals also ends every terminal
   token create --grant G [--grant G ...] [--session ID ...] [--name NAME] [--observe-env NAME ...]
                                           mint a token (all sessions unless --session is given)
@@ -77,7 +82,8 @@ const USAGE = `usage: termkeep <command>
   ls                                      list workspaces, sessions and terminals
   workspace add <dir> | ls | rename <id> <title> | rm <id>
                                           manage workspaces (registered directories)
-  new [--session S | -s NAME] [-n NAME]   start a terminal and attach to it (--detached: only start)
+  new [--session S | -s NAME [--host HOST]] [-n NAME]
+                                          start a terminal and attach to it (--detached: only start)
   attach <session> <terminal>             attach this terminal to a remote one (Ctrl-\\ detaches)
   send <session> <terminal> [TEXT ...] [--key NAME ...]
                                           type text and keys (tmux names: Enter, C-c, Up, …)
@@ -92,6 +98,7 @@ const USAGE = `usage: termkeep <command>
   run <session> <script.js> [--input JSON]
                                           run a workflow script; stream its events (Ctrl-C cancels)
   ps <session> <terminal> [--json]        a terminal's foreground program and process tree
+  hosts [--json] | id | secret <host-id>  the hosts the server reaches; a new host's id and secret
 
   <session> <terminal> is two ids or names, or one session:terminal (attach api, send api:2 …).
   Client commands (all but serve, stop and token create) take --url URL and --token TOKEN, or read

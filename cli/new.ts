@@ -23,7 +23,7 @@ import { self } from './self.ts'
 /** The size a detached terminal starts with (an attach resizes it to the attaching terminal). */
 const DETACHED_GEOMETRY = { cols: 80, rows: 24 }
 
-const USAGE = `usage: termkeep new [--session ID|NAME | [-s NAME] [--cwd DIR]] [-n NAME] [--shell PATH] [--title TEXT] [--detached]
+const USAGE = `usage: termkeep new [--session ID|NAME | [-s NAME] [--cwd DIR] [--host HOST]] [-n NAME] [--shell PATH] [--title TEXT] [--detached]
 
   Starts a terminal and attaches this terminal to it (Ctrl-\\ detaches; it keeps running). Its id
   is the next number in its session (1, 2, 3 …), so \`termkeep attach api:2\` finds it.
@@ -33,6 +33,8 @@ const USAGE = `usage: termkeep new [--session ID|NAME | [-s NAME] [--cwd DIR]] [
                             a path on the server's machine). The session joins the directory's
                             workspace, which is registered first if the token may (it says which)
   -s, --session-name NAME   the new session's name (as tmux new -s): \`termkeep attach NAME\`
+  --host HOST               the host (id or name, termkeep hosts) the new session lives on; needed
+                            when the server reaches several
   -n, --name NAME           the terminal's name (as tmux new -n), unique in its session
   --shell PATH              one of the server's shells (default: its default shell)
   --title TEXT              the terminal's title
@@ -49,6 +51,7 @@ export async function newCommand(args: string[]): Promise<number> {
       ...HELP_OPTION,
       session: { type: 'string' },
       cwd: { type: 'string' },
+      host: { type: 'string' },
       'session-name': { type: 'string', short: 's' },
       name: { type: 'string', short: 'n' },
       shell: { type: 'string' },
@@ -62,12 +65,15 @@ export async function newCommand(args: string[]): Promise<number> {
   if (values.session !== undefined && values.cwd !== undefined) throw new UsageError('termkeep: give --session or --cwd, not both')
   if (values.session !== undefined && values['session-name'] !== undefined)
     throw new UsageError('termkeep: --session-name names a new session: not with --session')
+  if (values.session !== undefined && values.host !== undefined) {
+    throw new UsageError('termkeep: --host places a new session; an existing session (--session) already has its host')
+  }
   const giveUpMs = seconds(values['reconnect-timeout'], '--reconnect-timeout', CLI_RECONNECT_GIVE_UP_MS)
   const client = remoteClient(values)
   const sessionId =
     values.session !== undefined
       ? (await client.json<ResolvedTarget>('GET', `/v1/resolve?${new URLSearchParams({ target: values.session })}`)).sessionId
-      : await newSession(client, resolve(values.cwd ?? '.'), values['session-name'])
+      : await newSession(client, resolve(values.cwd ?? '.'), { name: values['session-name'], host: values.host })
   const geometry =
     values.detached || !process.stdout.isTTY ? DETACHED_GEOMETRY : { cols: process.stdout.columns, rows: process.stdout.rows }
   const terminalId = await createNumbered(client, sessionId, { ...geometry, shell: values.shell, title: values.title, name: values.name })
@@ -104,9 +110,9 @@ async function createNumbered(client: TermkeepClient, sessionId: string, body: R
 
 /** Records a session for `cwd` in its directory's workspace, registering that first if the
  * token may; reports on stderr where the session belongs. */
-async function newSession(client: TermkeepClient, cwd: string, name?: string): Promise<string> {
-  const session: Session = (await client.json<{ session: Session }>('POST', '/v1/sessions', { json: name ? { cwd, name } : { cwd } }))
-    .session
+async function newSession(client: TermkeepClient, cwd: string, placed: { name?: string; host?: string }): Promise<string> {
+  const json = { cwd, ...(placed.name ? { name: placed.name } : {}), ...(placed.host === undefined ? {} : { host: placed.host }) }
+  const session: Session = (await client.json<{ session: Session }>('POST', '/v1/sessions', { json })).session
   if (session.workspaceId !== null) {
     process.stderr.write(`termkeep: session ${session.id} is in workspace ${session.workspaceId} (${printable(session.cwd)})\n`)
     return session.id

@@ -9,13 +9,20 @@
  * `termkeep serve --api-only` (`npm run start:api`) is the Node API alone, as the Deno and Workers
  * entries are: it migrates, then serves against the sidecar at SIDECAR_URL with SIDECAR_SECRET (or
  * the secret a `termkeep serve` on the same data directory generated); it never starts a sidecar.
+ *
+ * `termkeep serve --host-only` is the other half: this machine's sidecar (which reaches the keeper,
+ * as under `serve`), kept running, a host joining the fleet's database (DATABASE_URL) with its own
+ * secret (TERMKEEP_HOST_SECRET, from `termkeep hosts secret <id>` where the API runs); no API, no
+ * admin token (docs/operations.md). Stopping it leaves the terminals in the keeper, as `serve` does.
+ * With TERMKEEP_FLEET_SECRET, plain `serve` gives its own sidecar the secret derived for its host.
  */
 import { fork } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureAdminToken } from '../storage/tokens.ts'
-import { randomSecret } from '../common/crypto.ts'
+import { deriveHostSecret, randomSecret } from '../common/crypto.ts'
+import { hostId } from '../sidecar/generations/host-identity.ts'
 import { ensureDataDir } from '../sidecar/data-dir.ts'
 import { startNodeApi, type RunningApi } from '../api/runtime/node.ts'
 import type { Config } from '../schema/config.ts'
@@ -60,10 +67,19 @@ export function localSidecarSecret(config: Config): string {
 
 /** Starts one sidecar and resolves once it announced it is ready; one that exits first, or does not
  * get there in time (then it is killed), rejects. */
-function startSidecar(config: Config, secret: string): StartingSidecar {
+function startSidecar(config: Config, secret: string, hostSecret?: string): StartingSidecar {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SIDECAR_SECRET: secret,
+    SIDECAR_URL: config.sidecarUrl,
+    DATABASE_URL: config.databaseUrl,
+  }
+  // The sidecar holds its host's secret only, never the fleet's.
+  delete env.TERMKEEP_FLEET_SECRET
+  if (hostSecret !== undefined) env.TERMKEEP_HOST_SECRET = hostSecret
   const child = fork(SIDECAR_ENTRY, [], {
     execArgv: ['--import', TSX_LOADER, ...SIDECAR_NODE_FLAGS],
-    env: sidecarEnv({ ...process.env, SIDECAR_SECRET: secret, SIDECAR_URL: config.sidecarUrl, DATABASE_URL: config.databaseUrl }),
+    env: sidecarEnv(env),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const ready = new Promise<number>((resolve, reject) => {
@@ -111,6 +127,7 @@ async function startApi(config: Config, storage: Storage, secret: string): Promi
     storage,
     sidecarUrl: config.sidecarUrl,
     sidecarSecret: secret,
+    fleetSecret: config.fleetSecret,
     host: config.host,
     port: config.port,
     databaseUrl: config.databaseUrl,
@@ -159,6 +176,43 @@ export async function serveApiOnly(config: Config): Promise<void> {
   process.once('SIGTERM', () => void stop())
 }
 
+/** `serve --host-only`: this host's sidecar (and through it the keeper), kept running, for an API
+ * elsewhere. */
+export async function serveHostOnly(config: Config): Promise<void> {
+  ensureDataDir(config.dataDir)
+  const id = hostId(config.dataDir)
+  const secret = config.hostSecret ?? config.sidecarSecret
+  if (!secret) {
+    console.error(
+      `termkeep: a host needs its secret: TERMKEEP_HOST_SECRET=$(termkeep hosts secret ${id}), run where the API runs (with its TERMKEEP_FLEET_SECRET); stopping`,
+    )
+    process.exit(1)
+  }
+  const sidecar = new SidecarSupervisor({
+    start: () => startSidecar(config, secret, config.hostSecret),
+    log: (line) => console.error(line),
+  })
+  let stopping = false
+  const stop = async (code: number) => {
+    if (stopping) return
+    stopping = true
+    sidecar.stopping()
+    await sidecar.stop()
+    const kept = keepRunningLine(await keptRunning(config.dataDir))
+    if (kept) console.error(kept)
+    process.exit(code)
+  }
+  try {
+    await sidecar.start(() => void stop(1))
+  } catch (error) {
+    console.error(`termkeep: ${(error as Error).message}; stopping`)
+    process.exit(1)
+  }
+  process.once('SIGINT', () => void stop(0))
+  process.once('SIGTERM', () => void stop(0))
+  console.log(`termkeep: host ${id} serving; the API reaches it at ${config.hostUrl ?? config.sidecarUrl} (TERMKEEP_HOST_URL)`)
+}
+
 function existingSecret(config: Config): string | undefined {
   try {
     return readFileSync(join(config.dataDir, 'sidecar.secret'), 'utf8').trim() || undefined
@@ -171,7 +225,9 @@ export async function serveCommand(config: Config): Promise<void> {
   ensureDataDir(config.dataDir) // created private; the sidecar warns when it is not
   const storage = await openMigrated(config)
   const secret = localSidecarSecret(config)
-  const sidecar = new SidecarSupervisor({ start: () => startSidecar(config, secret), log: (line) => console.error(line) })
+  // In a fleet, this host's sidecar is reached with the secret derived for it, like any other.
+  const hostSecret = config.fleetSecret === undefined ? undefined : await deriveHostSecret(config.fleetSecret, hostId(config.dataDir))
+  const sidecar = new SidecarSupervisor({ start: () => startSidecar(config, secret, hostSecret), log: (line) => console.error(line) })
   let api: RunningApi | undefined
   let stopping = false
   const stop = async (code: number) => {
@@ -200,7 +256,8 @@ export async function serveCommand(config: Config): Promise<void> {
   process.once('SIGINT', () => void stop(0))
   process.once('SIGTERM', () => void stop(0))
   try {
-    api = await startApi(config, storage, secret)
+    // Its own sidecar (health's) accepts its host's secret only, in a fleet.
+    api = await startApi(config, storage, hostSecret ?? secret)
   } catch (error) {
     // Never leave the sidecar running behind a failed start (e.g. the API port is taken).
     console.error(apiFailed(config, error))

@@ -37,3 +37,20 @@ export function deriveSigningKey(secret: string, purpose: string): Promise<Crypt
       ),
     )
 }
+
+/**
+ * A host's sidecar secret, derived (HKDF-SHA-256) from the fleet secret and the host's id: the API
+ * derives each host's from the one secret it holds, and a host holds only its own, so one
+ * compromised host's secret opens that host only. Web Crypto: it runs on Workers too.
+ */
+export async function deriveHostSecret(fleetSecret: string, hostId: string): Promise<string> {
+  if (fleetSecret.length < 16) throw new Error('the fleet secret is too short to derive a host secret')
+  const encode = (s: string) => new TextEncoder().encode(s)
+  const material = await crypto.subtle.importKey('raw', encode(fleetSecret), 'HKDF', false, ['deriveBits'])
+  const bits = await crypto.subtle.deriveBits(
+    { name: 'HKDF', hash: 'SHA-256', salt: encode('termkeep host secret'), info: encode(hostId) },
+    material,
+    256,
+  )
+  return `hs_${toBase64url(new Uint8Array(bits))}`
+}

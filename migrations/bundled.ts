@@ -124,5 +124,16 @@ export const migrations: { hash: string; folderMillis: number; sql: string[] }[]
       "\nALTER TABLE `terminals` ADD `command_marks` text DEFAULT 'none' NOT NULL;",
       "\nCREATE UNIQUE INDEX `terminals_name` ON `terminals` (`session_id`,`name`);"
     ]
+  },
+  {
+    "hash": "34d1a7f83b9c3fd0217a89ee9e7a0fd355f6b077b60054fc3bac83444685ba85",
+    "folderMillis": 1796176886756,
+    "sql": [
+      "CREATE TABLE `hosts` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`name` text NOT NULL,\n\t`url` text NOT NULL,\n\t`version` text NOT NULL,\n\t`cpus` integer NOT NULL,\n\t`memory_bytes` integer NOT NULL,\n\t`registered_at` integer DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)) NOT NULL,\n\t`updated_at` integer DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)) NOT NULL\n);\n",
+      "\nALTER TABLE `host_generations` ADD `host_id` text;",
+      "\nCREATE INDEX `host_generations_host` ON `host_generations` (`host_id`,`generation`);",
+      "\nALTER TABLE `sessions` ADD `host_id` text;",
+      "\nCREATE INDEX `sessions_host` ON `sessions` (`host_id`);"
+    ]
   }
 ]

@@ -4,6 +4,7 @@
  * the variable and what is allowed. Pure: no filesystem, no process.
  */
 import * as v from 'valibot'
+import { HOST_NAME_PATTERN } from './limits.ts'
 
 export interface Config {
   dataDir: string
@@ -13,6 +14,17 @@ export interface Config {
   port: number
   sidecarUrl: string
   sidecarSecret: string | undefined
+  /** TERMKEEP_HOST: this host's name among the hosts on one database (default: the hostname). */
+  hostName: string | undefined
+  /** TERMKEEP_HOST_URL: where the API reaches this host's sidecar (a tunnel's URL; default: the
+   * address it listens on). */
+  hostUrl: string | undefined
+  /** TERMKEEP_HOST_SECRET: this host's own sidecar secret, derived from the fleet's (`termkeep
+   * hosts secret`), so the host never holds the fleet secret; unset: SIDECAR_SECRET. */
+  hostSecret: string | undefined
+  /** TERMKEEP_FLEET_SECRET (the API): each host's sidecar secret is derived from it and the host
+   * id; unset: every host is reached with SIDECAR_SECRET, as one host always was. */
+  fleetSecret: string | undefined
   adminToken: string | undefined
   filesAllowOutside: boolean
   /** TERMKEEP_ALLOWED_ORIGINS: browser origins (`https://host[:port]`) the API answers besides
@@ -49,6 +61,7 @@ const httpUrl = v.pipe(
   v.url(),
   v.check((s) => /^https?:\/\//.test(s)),
 )
+const hostName = v.pipe(v.string(), v.regex(HOST_NAME_PATTERN))
 const flag = v.pipe(
   v.picklist(['0', '1', 'true', 'false']),
   v.transform((s) => s === '1' || s === 'true'),
@@ -103,6 +116,10 @@ export function parseConfig(env: Env): Config {
       '',
     ),
     sidecarSecret: setting(env, 'SIDECAR_SECRET', secret, `at least ${MIN_SECRET_CHARS} printable characters, no spaces`),
+    hostName: setting(env, 'TERMKEEP_HOST', hostName, '1–63 of A-Z a-z 0-9 _ . -'),
+    hostUrl: setting(env, 'TERMKEEP_HOST_URL', httpUrl, 'an http:// or https:// URL the API reaches this sidecar at')?.replace(/\/+$/, ''),
+    hostSecret: setting(env, 'TERMKEEP_HOST_SECRET', secret, `at least ${MIN_SECRET_CHARS} printable characters, no spaces`),
+    fleetSecret: setting(env, 'TERMKEEP_FLEET_SECRET', secret, `at least ${MIN_SECRET_CHARS} printable characters, no spaces`),
     adminToken: setting(env, 'TERMKEEP_ADMIN_TOKEN', secret, `at least ${MIN_SECRET_CHARS} printable characters, no spaces`),
     filesAllowOutside: setting(env, 'TERMKEEP_FILES_ALLOW_OUTSIDE', flag, 'one of 0, 1, true, false') ?? false,
     allowedOrigins:

@@ -100,6 +100,14 @@ export const ERROR_STATUS = {
   'workflow/unavailable': 409,
   /** A start's Idempotency-Key already started a run with another request (script, input, …). */
   'workflow/idempotency-key-reused': 422,
+  // hosts
+  /** No registered host answers to the `host` a request names (id or name). */
+  'host/unknown': 400,
+  /** A new session must name its host (`host`): there are several, or a name several hosts share. */
+  'host/ambiguous': 409,
+  /** The session's host does not answer (its sidecar is down, or its heartbeat stopped); `host`
+   * and `hostName` name it. Other hosts are not affected; a retry may succeed once it is back. */
+  'host/unavailable': 503,
   // infrastructure
   'sidecar/unavailable': 503,
   'database/unavailable': 503,

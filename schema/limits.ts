@@ -203,6 +203,19 @@ export const MAX_SESSION_PAGE = 500
  * before them gets a fresh baseline instead of increments. */
 export const REGISTRY_EVENTS_KEPT = 10_000
 
+// ── Hosts ───────────────────────────────────────────────────────────────────
+/** Host ids (generated once per data directory) and the selector `host` accepts: an id or a name. */
+export const HOST_ID_PATTERN = /^[\w-]{1,128}$/
+/** Host names (TERMKEEP_HOST, default the hostname): a DNS label's characters and length, so any
+ * hostname fits. */
+export const HOST_NAME_PATTERN = /^[\w.-]{1,63}$/
+/** How often a sidecar refreshes its generation's heartbeat: what tells the API (and a sidecar
+ * on another machine) that its host is up. */
+export const HOST_HEARTBEAT_MS = 10_000
+/** A host whose newest heartbeat is older than this is down (three missed beats: a busy database
+ * or a slow disk is not a death). Clocks are trusted to within it. */
+export const HOST_LEASE_MS = 3 * HOST_HEARTBEAT_MS
+
 // ── Tokens ──────────────────────────────────────────────────────────────────
 /** Sessions one token may name; more is a sign of a token that should be `all`. */
 export const MAX_TOKEN_SESSIONS = 1_000

@@ -30,6 +30,8 @@ import { migrateLegacyRecords } from './display/legacy.ts'
 import { DisplayService } from './display/service.ts'
 import { EmulatorPool } from './emulator/emulator.ts'
 import { claimGeneration, GenerationBusy } from './generations/claim.ts'
+import { hostIdentity } from './generations/host-identity.ts'
+import { adoptUnhostedSessions, registerHost } from '../storage/hosts.ts'
 import { DEFAULT_SHELLS_FILE } from './pty/shells.ts'
 import { KeeperRefused } from '../local/keeper/client.ts'
 import { KeeperStartError, reachKeeper } from '../local/keeper/start.ts'
@@ -50,9 +52,6 @@ async function main(): Promise<void> {
   const listen = new URL(config.sidecarUrl)
   if (!LOOPBACK.has(listen.hostname)) {
     throw new ConfigError('SIDECAR_URL', 'the sidecar listens on loopback only (127.0.0.1, localhost or [::1])', config.sidecarUrl)
-  }
-  if (!config.sidecarSecret) {
-    throw new ConfigError('SIDECAR_SECRET', 'required for the sidecar (termkeep serve generates one)', '')
   }
   const profiles = loadProfiles(process.env[AGENTS_VARIABLE]) // sub-agent programs of workflow runs
   const namespaces = namespaceMode(process.env[NAMESPACES_VARIABLE]) // whether scripts may run without them
@@ -78,6 +77,11 @@ async function main(): Promise<void> {
   server.keepAliveTimeout = SIDECAR_KEEP_ALIVE_MS
   server.listen({ port, host: listen.hostname.replace(/^\[|\]$/g, ''), backlog: LISTEN_BACKLOG })
   await listening(server as Server, `${listen.hostname}:${port}`)
+  const bound = (server as Server).address()
+  const boundPort = typeof bound === 'object' && bound ? bound.port : port
+  // Which host this is, and the secret it accepts (TERMKEEP_HOST_SECRET, else SIDECAR_SECRET).
+  const identity = hostIdentity(config, new URL(`${listen.protocol}//${listen.hostname}:${boundPort}`))
+  const host = identity.registration
   // The keeper is reached (or started: tsx compiles it meanwhile) while the database opens.
   const reach = () => reachKeeper(config.dataDir, { role: 'sidecar', software: SOFTWARE_VERSION, start: true })
   let firstKeeper: ReturnType<typeof reach> | undefined = reach()
@@ -88,9 +92,12 @@ async function main(): Promise<void> {
   // The file just opened: from now on its path must keep naming it (storage/node/file-identity.ts).
   const databaseFile = DatabaseFile.opened(config.databaseUrl)
   await migrateLegacyRecords(storage.db) // once per legacy text-only record (data_migrations ledger)
-  // Refused (GenerationBusy) while an earlier sidecar on this database still runs: its terminals
-  // are not ours to retire.
-  const claimed = await claimGeneration(storage.db, storage.probe)
+  // Refused (GenerationBusy) while an earlier sidecar of this host still runs: its terminals are
+  // not ours to retire. Other hosts' generations are theirs (storage/generations.ts).
+  const claimed = await claimGeneration(storage.db, storage.probe, { hostId: host.id })
+  // Registered once claimed: a refused start must not overwrite the running one's address.
+  await registerHost(storage.db, host)
+  await adoptUnhostedSessions(storage.db, host.id)
   const { generation } = claimed
   if (claimed.ended.length > 0) {
     const list = claimed.ended.map((g) => `${g.generation} (${g.why})`).join(', ')
@@ -139,7 +146,7 @@ async function main(): Promise<void> {
     },
     commands: new CommandStore(storage.db),
     shellIntegration: shellIntegration(process.env.TERMKEEP_SHELL_INTEGRATION),
-    nonceKey: config.sidecarSecret,
+    nonceKey: identity.secret,
   })
   const { adopted, retired } = await terminals.start()
   const keeper = terminals.keeper
@@ -160,7 +167,7 @@ async function main(): Promise<void> {
     terminals: terminalStore,
     profiles,
     store: new RunStore(storage.db),
-    reader: new WorkflowReader({ storage, secret: config.sidecarSecret, filesAllowOutside: config.filesAllowOutside }),
+    reader: new WorkflowReader({ storage, secret: identity.secret, filesAllowOutside: config.filesAllowOutside }),
     generation,
     dataDir: config.dataDir,
     sandbox,
@@ -168,7 +175,7 @@ async function main(): Promise<void> {
   await workflows.start() // runs an earlier generation left running read as interrupted
   const app = createSidecarApp({
     storage,
-    secret: config.sidecarSecret,
+    secret: identity.secret,
     generation,
     terminals,
     health,
@@ -177,10 +184,8 @@ async function main(): Promise<void> {
     workflows,
   })
   ready = app.fetch
-  const bound = (server as Server).address()
-  const boundPort = typeof bound === 'object' && bound ? bound.port : port
-  console.log(`termkeep sidecar: generation ${generation} listening on ${listen.hostname}:${boundPort}`)
-  process.send?.({ type: 'ready', port: boundPort, generation })
+  console.log(`termkeep sidecar: host ${host.name} (${host.id}) generation ${generation} listening on ${listen.hostname}:${boundPort}`)
+  process.send?.({ type: 'ready', port: boundPort, generation, hostId: host.id })
   let stopping = false
   const stop = async () => {
     if (stopping) return

@@ -4,6 +4,8 @@
  * behaves differently; the wire stays as it is.
  */
 
+import { HOST_HEARTBEAT_MS, HOST_LEASE_MS } from '../schema/limits.ts'
+
 const KiB = 1024
 const MiB = 1024 * KiB
 
@@ -71,11 +73,11 @@ export const DISPLAY_DRAIN_MS = 5_000
 
 // ── Host generations ──────────────────────────────────────────────────────────
 /** How often a sidecar refreshes its generation's heartbeat in the database: what tells a sidecar
- * on another host that it still runs (on the same host its pid and start time tell at once). */
-export const GENERATION_HEARTBEAT_MS = 10_000
-/** A generation on another host whose heartbeat is younger than this is taken to be alive (three
- * missed beats: a busy database or a slow disk is not a death). */
-export const GENERATION_LEASE_MS = 3 * GENERATION_HEARTBEAT_MS
+ * on another machine, and the API, that it still runs (on the same machine its pid and start time
+ * tell at once). A contract with the API, hence schema/limits.ts. */
+export const GENERATION_HEARTBEAT_MS = HOST_HEARTBEAT_MS
+/** A generation on another machine whose heartbeat is younger than this is taken to be alive. */
+export const GENERATION_LEASE_MS = HOST_LEASE_MS
 
 // ── Files ─────────────────────────────────────────────────────────────────────
 /** Changes queued for one slow `files/changes` subscriber before it is disconnected. */

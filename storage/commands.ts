@@ -8,6 +8,7 @@ import { TermkeepError } from '../schema/errors.ts'
 import type { CommandOutput, CommandPage, CommandRecord, CommandsQuery } from '../schema/wire/commands.ts'
 import type { Database } from './client.ts'
 import { terminalCommands, terminals } from './tables.ts'
+import { earlierOnSameHost } from './generations.ts'
 import { storedTerminal } from './terminals.ts'
 
 export type CommandRow = typeof terminalCommands.$inferSelect
@@ -36,13 +37,14 @@ export class CommandStore {
 
   /**
    * Ends, at `now` and with no exit code, the records left running by terminals of earlier
-   * generations (a sidecar that crashed never saw their end). Their output cursors stay open.
+   * generations of this host (a sidecar that crashed never saw their end; another host's are
+   * still running). Their output cursors stay open.
    */
   async endAbandoned(generation: number, now = Date.now()): Promise<void> {
     const earlier = this.#db
       .select({ sessionId: terminals.sessionId, id: terminals.id })
       .from(terminals)
-      .where(lt(terminals.hostGeneration, generation))
+      .where(earlierOnSameHost(terminals.hostGeneration, generation))
     await this.#db
       .update(terminalCommands)
       .set({ endedAt: now })

@@ -1,18 +1,22 @@
 /**
- * Host generations: one row per sidecar start on this database, with its heartbeat and its end.
- * How a start judges the earlier ones is sidecar/generations/.
+ * Host generations: one row per sidecar start on this database, with its host, its heartbeat and
+ * its end. How a start judges the earlier ones is sidecar/generations/.
+ *
+ * Many hosts share one database, so "earlier" always means earlier on the same host: a start
+ * judges, retires and sweeps only what its own host's generations left (and what rows written
+ * before hosts existed left, which no host owns: the first start of any host takes them over).
  */
-import { and, eq, isNull, lt } from 'drizzle-orm'
+import { and, eq, isNull, lt, or, type SQL, type SQLWrapper, sql } from 'drizzle-orm'
 import type { Client } from '@libsql/client'
 import type { Database } from './client.ts'
 import { hostGenerations } from './tables.ts'
 
 export type GenerationRecord = typeof hostGenerations.$inferSelect
 
-/** A new generation, running now; its number is write order. */
+/** A new generation of `hostId`, running now; its number is write order. */
 export async function insertGeneration(
   db: Database,
-  runner: Pick<GenerationRecord, 'pid' | 'startTicks' | 'bootId' | 'hostname' | 'pidNamespace'>,
+  runner: Pick<GenerationRecord, 'hostId' | 'pid' | 'startTicks' | 'bootId' | 'hostname' | 'pidNamespace'>,
 ): Promise<number> {
   const now = Date.now()
   const [{ generation }] = await db
@@ -22,12 +26,31 @@ export async function insertGeneration(
   return generation
 }
 
-/** Generations before `generation` not known to have ended. */
+/** Generations of the same host before `generation` not known to have ended. */
 export function unendedBefore(db: Database, generation: number): Promise<GenerationRecord[]> {
   return db
     .select()
     .from(hostGenerations)
-    .where(and(lt(hostGenerations.generation, generation), isNull(hostGenerations.endedAt)))
+    .where(and(lt(hostGenerations.generation, generation), isNull(hostGenerations.endedAt), sameHostAs(generation)))
+}
+
+/** Of the generations, those of the host that started `generation` or of no host (rows from
+ * before hosts). */
+function sameHostAs(generation: number): SQL {
+  const host = sql`(SELECT ${hostGenerations.hostId} FROM ${hostGenerations} WHERE ${hostGenerations.generation} = ${generation})`
+  return or(isNull(hostGenerations.hostId), eq(hostGenerations.hostId, host)) as SQL
+}
+
+/**
+ * A condition on a column holding a generation number (`terminals.host_generation`,
+ * `workflow_runs.host_generation`): it names an earlier generation of the host that started
+ * `generation`, not one of another host. A number with no generation row (an older version's)
+ * counts as this host's, as it always did.
+ */
+export function earlierOnSameHost(column: SQLWrapper, generation: number): SQL {
+  const host = sql`(SELECT ${hostGenerations.hostId} FROM ${hostGenerations} WHERE ${hostGenerations.generation} = ${generation})`
+  const otherHosts = sql`(SELECT ${hostGenerations.generation} FROM ${hostGenerations} WHERE ${hostGenerations.hostId} IS NOT NULL AND ${hostGenerations.hostId} <> ${host})`
+  return sql`(${column} < ${generation} AND ${column} NOT IN ${otherHosts})`
 }
 
 /**

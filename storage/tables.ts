@@ -31,15 +31,22 @@ export const workspaces = sqliteTable('workspaces', {
   updatedAt: integer('updated_at').notNull().default(now),
 })
 
-export const sessions = sqliteTable('sessions', {
-  id: text('id').primaryKey(),
-  /** The session's recorded working directory, canonical when it could be resolved. */
-  cwd: text('cwd').notNull(),
-  title: text('title'),
-  createdAt: integer('created_at').notNull().default(now),
-  /** A name people type (`termkeep attach api`), unique across sessions; null: none. */
-  name: text('name').unique(),
-})
+export const sessions = sqliteTable(
+  'sessions',
+  {
+    id: text('id').primaryKey(),
+    /** The session's recorded working directory, canonical when it could be resolved. */
+    cwd: text('cwd').notNull(),
+    title: text('title'),
+    createdAt: integer('created_at').notNull().default(now),
+    /** A name people type (`termkeep attach api`), unique across sessions; null: none. */
+    name: text('name').unique(),
+    /** The host its terminals and files live on (hosts.id); null in rows written before hosts
+     * existed, which belong to the only host there is (api/hosts/). */
+    hostId: text('host_id'),
+  },
+  (t) => [index('sessions_host').on(t.hostId)],
+)
 
 /** The ordered account of sessions listed under a workspace. Membership also needs the cwd match. */
 export const workspaceSessions = sqliteTable(
@@ -86,26 +93,52 @@ export const healthProbes = sqliteTable('health_probes', {
 })
 
 /**
+ * One row per host: a machine (or a data directory standing in for one) whose sidecar serves the
+ * sessions that name it. The id is the sidecar's own, kept in its data directory; the rest is what
+ * its latest start registered. Whether it is up is its newest generation's heartbeat.
+ */
+export const hosts = sqliteTable('hosts', {
+  id: text('id').primaryKey(),
+  /** TERMKEEP_HOST, else the machine's hostname; not unique (a selector by name must be). */
+  name: text('name').notNull(),
+  /** Where the API reaches its sidecar (TERMKEEP_HOST_URL, else the address it listens on). */
+  url: text('url').notNull(),
+  /** The termkeep version it runs. */
+  version: text('version').notNull(),
+  /** Capacity: processors and memory of the machine, as its sidecar saw them at start. */
+  cpus: integer('cpus').notNull(),
+  memoryBytes: integer('memory_bytes').notNull(),
+  registeredAt: integer('registered_at').notNull().default(now),
+  updatedAt: integer('updated_at').notNull().default(now),
+})
+
+/**
  * One row per sidecar start; terminals remember the generation that owned them. A sidecar records
  * who runs it, so that the next one can tell whether it still does before it retires its
  * terminals (sidecar/generations): on the same host and boot its pid and start time (field 22 of
  * /proc/<pid>/stat) decide; from another host, a heartbeat it refreshes. Null in rows written
  * before these columns (judged ended).
  */
-export const hostGenerations = sqliteTable('host_generations', {
-  generation: integer('generation').primaryKey({ autoIncrement: true }),
-  pid: integer('pid').notNull(),
-  startedAt: integer('started_at').notNull().default(now),
-  startTicks: integer('start_ticks'),
-  bootId: text('boot_id'),
-  hostname: text('hostname'),
-  /** /proc/self/ns/pid: two containers on one kernel share its boot id but not their pids. */
-  pidNamespace: text('pid_namespace'),
-  heartbeatAt: integer('heartbeat_at'),
-  /** When it was known to have ended: it stopped cleanly, refused to start, or a later sidecar
-   * found it dead. */
-  endedAt: integer('ended_at'),
-})
+export const hostGenerations = sqliteTable(
+  'host_generations',
+  {
+    generation: integer('generation').primaryKey({ autoIncrement: true }),
+    /** The host that started it (hosts.id); null in rows written before hosts existed. */
+    hostId: text('host_id'),
+    pid: integer('pid').notNull(),
+    startedAt: integer('started_at').notNull().default(now),
+    startTicks: integer('start_ticks'),
+    bootId: text('boot_id'),
+    hostname: text('hostname'),
+    /** /proc/self/ns/pid: two containers on one kernel share its boot id but not their pids. */
+    pidNamespace: text('pid_namespace'),
+    heartbeatAt: integer('heartbeat_at'),
+    /** When it was known to have ended: it stopped cleanly, refused to start, or a later sidecar
+     * found it dead. */
+    endedAt: integer('ended_at'),
+  },
+  (t) => [index('host_generations_host').on(t.hostId, t.generation)],
+)
 
 export const terminals = sqliteTable(
   'terminals',

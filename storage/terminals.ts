@@ -7,6 +7,7 @@ import { and, asc, eq, inArray, ne } from 'drizzle-orm'
 import { TermkeepError } from '../schema/errors.ts'
 import { TERMINAL_STATES, type TerminalInfo, type TerminalState, type TerminalWorkflow } from '../schema/wire/terminals.ts'
 import { sessions, terminals } from './tables.ts'
+import { earlierOnSameHost } from './generations.ts'
 import type { Database } from './client.ts'
 
 export type TerminalRow = typeof terminals.$inferSelect
@@ -77,10 +78,13 @@ export class TerminalStore {
     return result.rowsAffected > 0
   }
 
-  /** At start: every terminal not retired yet (an earlier sidecar's: adopted when the keeper
-   * still holds it, else retired). */
-  unretired(): Promise<TerminalRow[]> {
-    return this.#db.select().from(terminals).where(ne(terminals.state, 'retired'))
+  /** At start: every terminal of this host not retired yet (an earlier sidecar's: adopted when
+   * the keeper still holds it, else retired); another host's are its own sidecar's to judge. */
+  unretired(generation: number): Promise<TerminalRow[]> {
+    return this.#db
+      .select()
+      .from(terminals)
+      .where(and(ne(terminals.state, 'retired'), earlierOnSameHost(terminals.hostGeneration, generation)))
   }
 
   /** A terminal this sidecar adopted from the keeper: it belongs to this generation now. */

@@ -80,7 +80,7 @@ export const commandRoutes = new Hono<AppEnv>()
     async (c) => {
       const { sid, tid } = c.req.valid('param')
       const from = { attachment: c.req.valid('header')['termkeep-attachment'], principal: c.var.auth.tokenId }
-      return c.json(await c.var.deps.sidecar.runCommand(sid, tid, c.req.valid('json'), from))
+      return c.json(await (await c.var.fleet.forSession(sid)).runCommand(sid, tid, c.req.valid('json'), from))
     },
   )
   .get(
@@ -100,7 +100,7 @@ export const commandRoutes = new Hono<AppEnv>()
       const resume = lastEventId(c.req.header('last-event-id'))
       const after = resume ?? Number(c.req.valid('query').after)
       const header = resume === undefined ? undefined : String(resume)
-      return relay(c, (signal) => c.var.deps.sidecar.watchCommands(sid, tid, { after, lastEventId: header }, signal))
+      return relay(c, async (signal) => (await c.var.fleet.forSession(sid)).watchCommands(sid, tid, { after, lastEventId: header }, signal))
     },
   )
   .get(
@@ -129,9 +129,9 @@ export const commandRoutes = new Hono<AppEnv>()
       const stored = await storedOutput(c.var.deps.db, sid, tid, n)
       if (stored) return c.json(stored)
       try {
-        return c.json(await c.var.deps.sidecar.commandOutput(sid, tid, n))
+        return c.json(await (await c.var.fleet.forSession(sid)).commandOutput(sid, tid, n))
       } catch (caught) {
-        // The sidecar no longer holds it (retired, restarted): what the database has, so far nothing.
+        // The sidecar no longer holds it (retired, restarted, its host down): what the database has, so far nothing.
         if (!(caught instanceof TermkeepError) || caught.status === 500) throw caught
         return c.json({ n, state: 'running', text: '', omittedBytes: 0, outputBytes: 0 } satisfies CommandOutput)
       }
@@ -159,7 +159,7 @@ export const commandRoutes = new Hono<AppEnv>()
     async (c) => {
       const { sid, tid, n } = c.req.valid('param')
       await getCommand(c.var.deps.db, sid, tid, n)
-      const upstream = await c.var.deps.sidecar.commandBytes(sid, tid, n, c.req.raw.signal)
+      const upstream = await (await c.var.fleet.forSession(sid)).commandBytes(sid, tid, n, c.req.raw.signal)
       return new Response(upstream.body, { status: 200, headers: { 'content-type': 'application/octet-stream' } })
     },
   )

@@ -22,7 +22,8 @@ const NO_DISPLAY = { 404: error('no such session, or no settled display yet (`se
 function relayScreenWatch(c: Context<AppEnv>, sid: string, tid: string): Promise<Response> {
   return openStream(c, async (options) => {
     const upstream = new AbortController()
-    const response = await c.var.deps.sidecar.request(`${path(sid, tid)}/screen/watch`, {
+    const sidecar = await c.var.fleet.forSession(sid)
+    const response = await sidecar.request(`${path(sid, tid)}/screen/watch`, {
       signal: upstream.signal,
       headers: { accept: 'text/event-stream' },
     })
@@ -69,7 +70,7 @@ export const displayRoutes = new Hono<AppEnv>()
     validate('param', TerminalParams),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return c.json(await c.var.deps.sidecar.json<ScreenProjection>(`${path(sid, tid)}/screen`))
+      return c.json(await (await c.var.fleet.forSession(sid)).json<ScreenProjection>(`${path(sid, tid)}/screen`))
     },
   )
   .get(

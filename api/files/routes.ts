@@ -67,7 +67,7 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', TextQuery, badQuery),
-    async (c) => passOn(await c.var.deps.sidecar.fileResponse(sid(c), 'text', c.req.valid('query'))),
+    async (c) => passOn(await (await c.var.fleet.forSession(sid(c))).fileResponse(sid(c), 'text', c.req.valid('query'))),
   )
   .get(
     '/v1/sessions/:sid/files/bytes',
@@ -79,7 +79,7 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', BytesQuery, badQuery),
-    async (c) => passOn(await c.var.deps.sidecar.fileResponse(sid(c), 'bytes', c.req.valid('query'))),
+    async (c) => passOn(await (await c.var.fleet.forSession(sid(c))).fileResponse(sid(c), 'bytes', c.req.valid('query'))),
   )
   .get(
     '/v1/sessions/:sid/files/all',
@@ -87,7 +87,7 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', PathQuery, badQuery),
-    async (c) => passOn(await c.var.deps.sidecar.fileResponse(sid(c), 'all', c.req.valid('query'))),
+    async (c) => passOn(await (await c.var.fleet.forSession(sid(c))).fileResponse(sid(c), 'all', c.req.valid('query'))),
   )
   .get(
     '/v1/sessions/:sid/files/related',
@@ -99,7 +99,7 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', RelatedQuery, badQuery),
-    async (c) => passOn(await c.var.deps.sidecar.fileResponse(sid(c), 'related', c.req.valid('query'))),
+    async (c) => passOn(await (await c.var.fleet.forSession(sid(c))).fileResponse(sid(c), 'related', c.req.valid('query'))),
   )
   .get(
     '/v1/sessions/:sid/files/stat',
@@ -107,7 +107,7 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', PathQuery, badQuery),
-    async (c) => passOn(await c.var.deps.sidecar.fileResponse(sid(c), 'stat', c.req.valid('query'))),
+    async (c) => passOn(await (await c.var.fleet.forSession(sid(c))).fileResponse(sid(c), 'stat', c.req.valid('query'))),
   )
   .get(
     '/v1/sessions/:sid/files/list',
@@ -119,7 +119,7 @@ export const fileRoutes = new Hono<AppEnv>()
     guard('files:read'),
     validate('param', SessionOnly),
     validate('query', ListQuery, badQuery),
-    async (c) => passOn(await c.var.deps.sidecar.fileResponse(sid(c), 'list', c.req.valid('query'))),
+    async (c) => passOn(await (await c.var.fleet.forSession(sid(c))).fileResponse(sid(c), 'list', c.req.valid('query'))),
   )
   .get(
     '/v1/sessions/:sid/files/changes',
@@ -134,7 +134,7 @@ export const fileRoutes = new Hono<AppEnv>()
     (c) =>
       openStream(c, async (options) => {
         const upstream = new AbortController()
-        const response = await c.var.deps.sidecar.fileChanges(sid(c), upstream.signal)
+        const response = await (await c.var.fleet.forSession(sid(c))).fileChanges(sid(c), upstream.signal)
         return relaySSE(response, () => upstream.abort(), options)
       }),
   )
@@ -156,10 +156,12 @@ export const fileRoutes = new Hono<AppEnv>()
     validate('json', ReadTextRequest),
     async (c) => {
       const binding = { sessionId: sid(c), tokenId: c.var.auth.tokenId }
-      const { db, sidecar } = c.var.deps
+      const { db } = c.var.deps
+      // Stored resources are read while the session's host is down: its client is only a key then.
+      const sidecar = c.var.fleet.forSession(binding.sessionId, { whenDown: 'client' })
       const source = {
-        signingKey: (purpose: string) => sidecar.signingKey(purpose),
-        readFileText: (sessionId: string, query: TextQuery) => sidecar.readFileText(sessionId, query),
+        signingKey: async (purpose: string) => (await sidecar).signingKey(purpose),
+        readFileText: async (sessionId: string, query: TextQuery) => (await sidecar).readFileText(sessionId, query),
         resourceBytes: (sessionId: string, kind: ResourceKind, id: string) => resourceBytes(db, sessionId, kind, id),
       }
       return c.json(await readText(source, binding, c.req.valid('json')))

@@ -30,7 +30,7 @@ export async function keyedRequest<T>(call: Dispatcher, send: (key: string) => P
     return await retrying(
       () =>
         send(key).catch((error: unknown) => {
-          if (error instanceof TermkeepError && error.code === 'sidecar/unavailable') unknown = true
+          if (error instanceof TermkeepError && (error.code === 'sidecar/unavailable' || error.code === 'host/unavailable')) unknown = true
           throw error
         }),
       { retryable, giveUpMs: retryMs, signal: call.signal },

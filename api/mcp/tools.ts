@@ -73,10 +73,19 @@ export const TOOLS: readonly Tool[] = [
     body: CreateWorkspace,
   }),
   routeTool({
+    name: 'list_hosts',
+    title: 'List hosts',
+    description:
+      'The machines (hosts) whose terminals this server reaches: id, name, version, capacity and whether each is `up`. A session lives on one host; a host that is down answers its live calls with host/unavailable.',
+    annotations: READ,
+    method: 'GET',
+    path: '/v1/hosts',
+  }),
+  routeTool({
     name: 'create_session',
     title: 'Create a session',
     description:
-      'Record a session with its working directory; it joins the workspace owning that directory. Terminals and files belong to a session.',
+      'Record a session with its working directory; it joins the workspace owning that directory. Terminals and files belong to a session. `host`: the host (id or name, see list_hosts) it lives on; needed when there are several.',
     annotations: { idempotentHint: true, openWorldHint: false },
     method: 'POST',
     path: '/v1/sessions',

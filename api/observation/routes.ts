@@ -79,7 +79,7 @@ export const observationRoutes = new Hono<AppEnv>()
     validate('param', TerminalParams),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      const facts = await c.var.deps.sidecar.observationContext(sid, tid, await declaredFor(c))
+      const facts = await (await c.var.fleet.forSession(sid)).observationContext(sid, tid, await declaredFor(c))
       return c.json({ ...facts, capabilities: capabilitiesOf(c.var.auth.grants) })
     },
   )
@@ -97,7 +97,7 @@ export const observationRoutes = new Hono<AppEnv>()
       const { sid, tid } = c.req.valid('param')
       const query = wireQuery(c, ['root', 'extensions', 'maxDepth', 'maxEntries', 'maxBytes'])
       const declared = await declaredFor(c)
-      return relay(c, (signal) => c.var.deps.sidecar.watchDirectory(sid, tid, query, declared, signal))
+      return relay(c, async (signal) => (await c.var.fleet.forSession(sid)).watchDirectory(sid, tid, query, declared, signal))
     },
   )
   .get(
@@ -118,7 +118,7 @@ export const observationRoutes = new Hono<AppEnv>()
       const query = wireQuery(c, ['handle', 'maxChunkBytes', 'after'])
       const resume = c.req.valid('header')['last-event-id'] || undefined
       const declared = await declaredFor(c)
-      return relay(c, (signal) => c.var.deps.sidecar.followFile(sid, tid, query, declared, signal, resume))
+      return relay(c, async (signal) => (await c.var.fleet.forSession(sid)).followFile(sid, tid, query, declared, signal, resume))
     },
   )
 
@@ -133,7 +133,7 @@ for (const [name, operation] of Object.entries(OBSERVATION_OPERATIONS) as [Obser
       const { sid, tid } = c.req.valid('param')
       const request = c.req.valid('json') as Record<string, unknown>
       const declared = await declaredFor(c, operation.environmentNames?.(request))
-      const upstream = await c.var.deps.sidecar.observe(sid, tid, name, request as never, declared)
+      const upstream = await (await c.var.fleet.forSession(sid)).observe(sid, tid, name, request as never, declared)
       // The sidecar's JSON as it came: its shape is the contract (schema/wire/observation.ts).
       return new Response(upstream.body, { status: upstream.status, headers: { 'content-type': 'application/json' } })
     },

@@ -13,6 +13,7 @@ import type { Session, Workspace } from '../../schema/wire/registry.ts'
 import type { Database } from '../../storage/client.ts'
 import type { Authority } from '../../storage/authority.ts'
 import { randomId } from '../../common/crypto.ts'
+import type { Fleet } from '../hosts/fleet.ts'
 import type { SidecarClient } from '../sidecar-client.ts'
 import {
   appendEvent,
@@ -249,9 +250,9 @@ function sessionRefused(cwd: string): TermkeepError {
  */
 export async function createSession(
   db: Database,
-  sidecar: SidecarClient,
+  fleet: Fleet,
   authority: Authority,
-  input: { id?: string; cwd: string; title?: string; name?: string },
+  input: { id?: string; cwd: string; title?: string; host?: string; name?: string },
 ): Promise<{ session: Session; created: boolean }> {
   const confined = authority.sessions !== 'all'
   if (confined) {
@@ -259,6 +260,8 @@ export async function createSession(
       throw new TermkeepError('auth/forbidden', 'a session-scoped token records only sessions it names (give an id in its scope)')
     if (!(authority.sessions as ReadonlySet<string>).has(input.id)) throw new TermkeepError('session/not-found', `no session ${input.id}`)
   }
+  // The directory is canonicalized where it is: on the session's host.
+  const { hostId, sidecar } = await fleet.place(input.host)
   const cwd = confined ? (await visibleOwner(db, sidecar, authority, input.cwd))?.path : await canonicalDirectory(sidecar, input.cwd)
   if (cwd === undefined) throw sessionRefused(input.cwd)
   const id = input.id ?? randomId('ses')
@@ -271,9 +274,12 @@ export async function createSession(
       if (existing.cwd !== cwd) {
         throw new TermkeepError('session/conflict', `session ${id} is already recorded with another cwd`, { sessionId: id })
       }
+      if (input.host !== undefined && existing.host !== null && existing.host !== hostId) {
+        throw new TermkeepError('session/conflict', `session ${id} is already recorded on another host`, { sessionId: id })
+      }
       return { session: existing, created: false }
     }
-    await writes.insertSession(tx, { id, cwd, title: input.title ?? null }, owner?.id)
+    await writes.insertSession(tx, { id, cwd, title: input.title ?? null, hostId }, owner?.id)
     if (input.name !== undefined) await claimSessionName(tx, id, input.name)
     if (owner) {
       await touchWorkspace(tx, owner.id)

@@ -209,9 +209,9 @@ export const registryRoutes = new Hono<AppEnv>()
       responses: {
         201: json(SessionCreated, 'recorded'),
         200: json(SessionCreated, 'already recorded'),
-        ...INVALID_PATH,
+        400: error('missing, relative or not a directory (`workspace/invalid-path`); no such host (`host/unknown`)'),
         403: error('a session-bound token without an id, or with a cwd outside the workspaces it can see (`auth/forbidden`)'),
-        409: error('`session/conflict`'),
+        409: error('`session/conflict`; several hosts and none named, or a name several share (`host/ambiguous`)'),
         ...SIDECAR_DOWN,
       },
     }),
@@ -219,7 +219,7 @@ export const registryRoutes = new Hono<AppEnv>()
     validate('json', CreateSession),
     async (c) => {
       const { deps, auth } = c.var
-      const result = await createSession(deps.db, deps.sidecar, auth, c.req.valid('json'))
+      const result = await createSession(deps.db, c.var.fleet, auth, c.req.valid('json'))
       return c.json(result, result.created ? 201 : 200)
     },
   )

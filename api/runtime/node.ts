@@ -21,6 +21,8 @@ export interface NodeApiOptions {
   storage: Storage
   sidecarUrl: string
   sidecarSecret: string
+  /** TERMKEEP_FLEET_SECRET: each host's sidecar secret is derived from it (api/hosts/fleet.ts). */
+  fleetSecret?: string
   host: string
   /** 0 picks a free port. */
   port: number
@@ -41,6 +43,7 @@ export function startNodeApi({
   storage,
   sidecarUrl,
   sidecarSecret,
+  fleetSecret,
   host,
   port,
   databaseUrl,
@@ -52,6 +55,7 @@ export function startNodeApi({
     client: storage.client,
     probe: storage.probe,
     sidecar: new SidecarClient({ url: sidecarUrl, secret: sidecarSecret, fetch: nodeFetch }),
+    fleetSecret,
     runtime: 'node',
     databaseFile: file && (() => file.check()),
     origins: originPolicy(allowed ?? { allowedOrigins: [], allowedHosts: undefined }, host),

@@ -50,6 +50,7 @@ export async function wireDeps(config: Config, options: WireOptions): Promise<Ap
     client: storage.client,
     probe: storage.probe,
     sidecar: new SidecarClient({ url: config.sidecarUrl, secret: options.sidecarSecret }),
+    fleetSecret: config.fleetSecret,
     runtime: options.runtime,
     // Deno and Workers cannot tell which names reach them: any Host unless some are configured.
     origins: originPolicy(config, undefined),

@@ -72,6 +72,11 @@ export function relay(c: Context<AppEnv>, open: (signal: AbortSignal) => Promise
   })
 }
 
+/** A terminal of a host that is down: still live as far as anyone knows, but out of reach. */
+function unreachable(info: TerminalInfo): TerminalInfo {
+  return info.state === 'retired' || info.state === 'closed' ? info : { ...info, unreachable: true }
+}
+
 /** Input and resize come from the named follow attachment, held by this token (the principal:
  * another token that learned the attachment id from a terminal info cannot type as it). */
 function sender(c: Context<AppEnv>): Sender {
@@ -94,14 +99,14 @@ export const terminalRoutes = new Hono<AppEnv>()
     }),
     guard('terminals:control'),
     validate('param', SessionOnly),
-    async (c) => c.json(await c.var.deps.sidecar.environment(c.req.valid('param').sid)),
+    async (c) => c.json(await (await c.var.fleet.forSession(c.req.valid('param').sid)).environment(c.req.valid('param').sid)),
   )
   .get(
     '/v1/sessions/:sid/shells',
     describeRoute({ tags, summary: 'Installed, verified shells, the default first', responses: { 200: json(ShellList), ...LIVE } }),
     guard('terminals:control'),
     validate('param', SessionOnly),
-    async (c) => c.json(await c.var.deps.sidecar.shells(c.req.valid('param').sid)),
+    async (c) => c.json(await (await c.var.fleet.forSession(c.req.valid('param').sid)).shells(c.req.valid('param').sid)),
   )
   .get(
     '/v1/sessions/:sid/terminals',
@@ -112,7 +117,11 @@ export const terminalRoutes = new Hono<AppEnv>()
     }),
     guard({ anyOf: ['terminals:control', 'terminals:display'] }),
     validate('param', SessionOnly),
-    async (c) => c.json({ terminals: await storedTerminals(c.var.deps.db, c.req.valid('param').sid) }),
+    async (c) => {
+      const { sid } = c.req.valid('param')
+      const [terminals, down] = await Promise.all([storedTerminals(c.var.deps.db, sid), c.var.fleet.downHostOf(sid)])
+      return c.json({ terminals: down ? terminals.map(unreachable) : terminals })
+    },
   )
   .put(
     '/v1/sessions/:sid/terminals/:tid',
@@ -133,7 +142,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     validate('json', CreateTerminal, { code: geometryCode }),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      const { info, created } = await c.var.deps.sidecar.create(sid, tid, c.req.valid('json'))
+      const { info, created } = await (await c.var.fleet.forSession(sid)).create(sid, tid, c.req.valid('json'))
       return c.json(info, created ? 201 : 200)
     },
   )
@@ -148,7 +157,8 @@ export const terminalRoutes = new Hono<AppEnv>()
     validate('param', TerminalParams),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return c.json(await storedTerminal(c.var.deps.db, sid, tid))
+      const [info, down] = await Promise.all([storedTerminal(c.var.deps.db, sid, tid), c.var.fleet.downHostOf(sid)])
+      return c.json(down ? unreachable(info) : info)
     },
   )
   .patch(
@@ -165,7 +175,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     validate('json', RenameTerminal),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return c.json(await c.var.deps.sidecar.rename(sid, tid, c.req.valid('json')))
+      return c.json(await (await c.var.fleet.forSession(sid)).rename(sid, tid, c.req.valid('json')))
     },
   )
   .delete(
@@ -179,7 +189,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     validate('param', TerminalParams),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return c.json(await c.var.deps.sidecar.close(sid, tid))
+      return c.json(await (await c.var.fleet.forSession(sid)).close(sid, tid))
     },
   )
   .post(
@@ -210,7 +220,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     async (c) => {
       const { sid, tid } = c.req.valid('param')
       const bytes = new Uint8Array(await c.req.arrayBuffer())
-      await c.var.deps.sidecar.input(sid, tid, sender(c), bytes, c.req.valid('header')['idempotency-key'])
+      await (await c.var.fleet.forSession(sid)).input(sid, tid, sender(c), bytes, c.req.valid('header')['idempotency-key'])
       return c.body(null, 204)
     },
   )
@@ -238,7 +248,15 @@ export const terminalRoutes = new Hono<AppEnv>()
     validate('json', SendKeys),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return c.json(await c.var.deps.sidecar.sendKeys(sid, tid, sender(c), c.req.valid('json'), c.req.valid('header')['idempotency-key']))
+      return c.json(
+        await (await c.var.fleet.forSession(sid)).sendKeys(
+          sid,
+          tid,
+          sender(c),
+          c.req.valid('json'),
+          c.req.valid('header')['idempotency-key'],
+        ),
+      )
     },
   )
   .post(
@@ -254,7 +272,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     validate('json', ResizeTerminal, { code: 'terminal/invalid-geometry' }),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return c.json(await c.var.deps.sidecar.resize(sid, tid, sender(c), c.req.valid('json')))
+      return c.json(await (await c.var.fleet.forSession(sid)).resize(sid, tid, sender(c), c.req.valid('json')))
     },
   )
   .get(
@@ -279,7 +297,9 @@ export const terminalRoutes = new Hono<AppEnv>()
       const { attachment, control } = c.req.valid('query')
       const resume = resumeHeader(c)
       const principal = c.var.auth.tokenId
-      return relay(c, (signal) => c.var.deps.sidecar.follow(sid, tid, { attachment, control, principal, lastEventId: resume }, signal))
+      return relay(c, async (signal) =>
+        (await c.var.fleet.forSession(sid)).follow(sid, tid, { attachment, control, principal, lastEventId: resume }, signal),
+      )
     },
   )
   .get(
@@ -293,7 +313,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     validate('param', TerminalParams),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return relay(c, (signal) => c.var.deps.sidecar.retain(sid, tid, signal))
+      return relay(c, async (signal) => (await c.var.fleet.forSession(sid)).retain(sid, tid, signal))
     },
   )
   .get(
@@ -308,7 +328,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     validate('query', OutputQuery),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return c.json(await c.var.deps.sidecar.readOutput(sid, tid, c.req.valid('query')))
+      return c.json(await (await c.var.fleet.forSession(sid)).readOutput(sid, tid, c.req.valid('query')))
     },
   )
   .get(
@@ -329,7 +349,7 @@ export const terminalRoutes = new Hono<AppEnv>()
       const { sid, tid } = c.req.valid('param')
       const resume = resumeHeader(c)
       const after = resume === undefined ? c.req.valid('query').after : Number(resume)
-      return relay(c, (signal) => c.var.deps.sidecar.watchOutput(sid, tid, { after, lastEventId: resume }, signal))
+      return relay(c, async (signal) => (await c.var.fleet.forSession(sid)).watchOutput(sid, tid, { after, lastEventId: resume }, signal))
     },
   )
   .get(
@@ -349,7 +369,7 @@ export const terminalRoutes = new Hono<AppEnv>()
     validate('param', TerminalParams),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      const upstream = await c.var.deps.sidecar.cast(sid, tid, c.req.raw.signal)
+      const upstream = await (await c.var.fleet.forSession(sid)).cast(sid, tid, c.req.raw.signal)
       // Passed on as it arrives (never buffered whole); a client that leaves cancels the body,
       // which tears the sidecar request down.
       const headers = {

@@ -34,7 +34,10 @@ export const sessionTerminalRoutes = new Hono<AppEnv>()
     }),
     guard('terminals:control'),
     validate('param', SessionOnly),
-    async (c) => c.json(await c.var.deps.sidecar.closeSession(c.req.valid('param').sid)),
+    async (c) => {
+      const { sid } = c.req.valid('param')
+      return c.json(await (await c.var.fleet.forSession(sid)).closeSession(sid))
+    },
   )
   .get(
     '/v1/sessions/:sid/terminals/:tid/search',
@@ -55,7 +58,7 @@ export const sessionTerminalRoutes = new Hono<AppEnv>()
     validate('query', SearchQuery),
     async (c) => {
       const { sid, tid } = c.req.valid('param')
-      return c.json(await c.var.deps.sidecar.search(sid, tid, c.req.valid('query')))
+      return c.json(await (await c.var.fleet.forSession(sid)).search(sid, tid, c.req.valid('query')))
     },
   )
   .get(
@@ -69,5 +72,8 @@ export const sessionTerminalRoutes = new Hono<AppEnv>()
     guard('terminals:output'),
     validate('param', SessionOnly),
     validate('query', SearchQuery),
-    async (c) => c.json(await c.var.deps.sidecar.searchSession(c.req.valid('param').sid, c.req.valid('query'))),
+    async (c) => {
+      const { sid } = c.req.valid('param')
+      return c.json(await (await c.var.fleet.forSession(sid)).searchSession(sid, c.req.valid('query')))
+    },
   )

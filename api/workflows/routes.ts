@@ -70,14 +70,14 @@ export const workflowRoutes = new Hono<AppEnv>()
     validate('json', StartWorkflow),
     async (c) => {
       const { sid } = c.req.valid('param')
-      const { db, sidecar } = c.var.deps
+      const { db } = c.var.deps
       const request = c.req.valid('json')
       const key = c.req.valid('header')['idempotency-key']
       const { tokenId } = c.var.auth
       // A repeat is answered from the database: also while the sidecar is down or after it restarted.
       const repeated = key === undefined ? undefined : await repeatedStart(db, sid, tokenId, key, request)
       if (repeated !== undefined) return c.json({ run: await runSummary(db, sid, repeated) }, 200)
-      const { runId, created } = await sidecar.startWorkflow(sid, request, tokenId, key)
+      const { runId, created } = await (await c.var.fleet.forSession(sid)).startWorkflow(sid, request, tokenId, key)
       return c.json({ run: await runSummary(db, sid, runId) }, created ? 201 : 200)
     },
   )
@@ -154,10 +154,10 @@ export const workflowRoutes = new Hono<AppEnv>()
     validate('json', CancelWorkflow),
     async (c) => {
       const { sid, rid } = c.req.valid('param')
-      const { db, sidecar } = c.var.deps
+      const { db } = c.var.deps
       // An ended (or interrupted) run needs no sidecar: it is answered from the database.
       const { status } = await runState(db, sid, rid)
-      if (status === 'running') await sidecar.cancelWorkflow(sid, rid, c.req.valid('json'))
+      if (status === 'running') await (await c.var.fleet.forSession(sid)).cancelWorkflow(sid, rid, c.req.valid('json'))
       return c.json({ run: await runSummary(db, sid, rid) })
     },
   )

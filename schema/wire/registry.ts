@@ -22,6 +22,7 @@
 import * as v from 'valibot'
 import { MAX_SESSION_PAGE, MAX_WORKSPACE_TITLE_CHARS } from '../limits.ts'
 import { pageLimit, SessionId, titleSchema } from './common.ts'
+import { HostSelector } from './hosts.ts'
 import { Name } from './terminals.ts'
 import { AbsolutePath } from './paths.ts'
 
@@ -70,6 +71,9 @@ export const Session = v.object({
   workspaceId: v.nullable(v.string()),
   archived: v.boolean(),
   createdAt: v.number(),
+  /** The host its terminals and files live on (GET /v1/hosts); null for a session recorded
+   * before hosts, which lives on the API's configured sidecar. */
+  host: v.nullable(v.string()),
 })
 export type Session = v.InferOutput<typeof Session>
 
@@ -77,6 +81,9 @@ export const CreateSession = v.object({
   id: v.optional(SessionId),
   cwd: AbsolutePath,
   title: v.optional(WorkspaceTitle),
+  /** The host to record it on: an id, or a name no other host has; default: the only host (with
+   * several, 409 `host/ambiguous`; an unknown one is 400 `host/unknown`). */
+  host: v.optional(HostSelector),
   /** A name people type, unique across sessions (409 `name/conflict` when taken). */
   name: v.optional(Name),
 })

@@ -107,6 +107,9 @@ export const TerminalInfo = v.object({
   /** Where its command marks come from (docs/commands.md): `injected` (termkeep's shell
    * integration), `detected` (a prompt that emits them itself) or `none` (no command records). */
   commandMarks: v.picklist(COMMAND_MARKS),
+  /** Only while its host is down (GET /v1/hosts): its state is the last one known, and it is
+   * retired only if the host comes back without it. */
+  unreachable: v.optional(v.literal(true)),
 })
 export type TerminalInfo = v.InferOutput<typeof TerminalInfo>
 

@@ -1,6 +1,6 @@
 /**
  * Claiming a host generation at start. The new row is written first, then every earlier
- * generation not known to have ended is judged (liveness.ts): one still running makes this
+ * generation of the same host (storage/generations.ts) not known to have ended is judged (liveness.ts): one still running makes this
  * sidecar refuse to start (GenerationBusy) instead of retiring its terminals; the dead ones are
  * marked ended, and the caller then kills what they left running and retires their rows.
  *
@@ -36,9 +36,21 @@ export interface ClaimedGeneration {
   end(): Promise<void>
 }
 
-/** `probe`: the connection the heartbeat is written on (storage/generations.ts `beatWithoutWaiting`). */
-export async function claimGeneration(db: Database, probe: Client, here: () => Here = seenHere): Promise<ClaimedGeneration> {
-  const generation = await insertGeneration(db, thisRunner())
+export interface ClaimOptions {
+  /** The host this sidecar runs as (null: none, as before hosts): only its own earlier
+   * generations, and those of no host, are judged. */
+  hostId?: string | null
+  here?: () => Here
+}
+
+/** `probe`: the connection the heartbeat is written on (storage/generations.ts `beatWithoutWaiting`);
+ * the heartbeat is also the host's liveness (storage/hosts.ts). */
+export async function claimGeneration(
+  db: Database,
+  probe: Client,
+  { hostId = null, here = seenHere }: ClaimOptions = {},
+): Promise<ClaimedGeneration> {
+  const generation = await insertGeneration(db, { ...thisRunner(), hostId })
   const earlier = await unendedBefore(db, generation)
   const seen = here()
   const ended: ClaimedGeneration['ended'] = []

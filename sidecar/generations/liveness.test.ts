@@ -29,6 +29,7 @@ describe('liveness', () => {
   }
   const record = (patch: Partial<GenerationRecord>): GenerationRecord => ({
     generation: 3,
+    hostId: null,
     pid: 42,
     startedAt: 0,
     startTicks: 700,

@@ -75,6 +75,8 @@ export const TERMINAL_TYPE = 'xterm-256color'
 /** Variables of the sidecar that a shell must not inherit (secrets, or confusing to a terminal). */
 const WITHHELD_ENV = [
   'SIDECAR_SECRET',
+  'TERMKEEP_HOST_SECRET',
+  'TERMKEEP_FLEET_SECRET',
   'TERMKEEP_ADMIN_TOKEN',
   'DATABASE_AUTH_TOKEN',
   'TMUX',
@@ -141,8 +143,9 @@ export class TerminalHost {
 
   /**
    * At start: connects to the keeper (starting one), adopts every terminal it holds that this
-   * database knows as live, and retires the rows whose program is gone with an earlier keeper
-   * (after the keeper killed what they left running). Resolves with what it did, for the log.
+   * database knows as live on this host, and retires the rows whose program is gone with an
+   * earlier keeper (after the keeper killed what they left running). Resolves with what it did,
+   * for the log.
    */
   async start(): Promise<{ adopted: number; retired: number }> {
     const link = await this.#connect()
@@ -150,7 +153,7 @@ export class TerminalHost {
     const store = this.#options.store
     const gone: TerminalRow[] = []
     let adopted = 0
-    for (const row of await store.unretired()) {
+    for (const row of await store.unretired(this.generation)) {
       const key = keyOf(row.sessionId, row.id)
       const pty = held.get(key)
       held.delete(key)

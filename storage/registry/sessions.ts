@@ -46,6 +46,7 @@ export async function listSessions(q: Queryable, authority: Authority, query: Se
       title: sessions.title,
       name: sessions.name,
       createdAt: sessions.createdAt,
+      host: sessions.hostId,
       workspaceId: memberOf,
       archived: isArchived,
     })

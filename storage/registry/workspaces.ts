@@ -97,6 +97,7 @@ export async function sessionById(q: Queryable, id: string): Promise<Session | u
     workspaceId: member?.workspaceId ?? null,
     archived: archived !== undefined,
     createdAt: row.createdAt,
+    host: row.hostId,
   }
 }
 

@@ -48,7 +48,7 @@ export async function unlistSessions(tx: Tx, workspaceId: string, sessionIds: re
 /** A new session record, listed first in `workspaceId` when one owns its cwd. */
 export async function insertSession(
   tx: Tx,
-  session: { id: string; cwd: string; title: string | null },
+  session: { id: string; cwd: string; title: string | null; hostId: string | null },
   workspaceId?: string,
 ): Promise<void> {
   await tx.insert(sessions).values({ ...session, createdAt: Date.now() })

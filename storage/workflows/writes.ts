@@ -2,10 +2,11 @@
  * A workflow run's writes: the sidecar that runs it is the only writer of its row and its event
  * log (sidecar/workflows/run-log.ts keeps the order and the invariant; runs.ts is the read side).
  */
-import { and, eq, lt } from 'drizzle-orm'
+import { and, eq } from 'drizzle-orm'
 import type { WorkflowResult, WorkflowStatus } from '../../schema/wire/workflows.ts'
 import type { Database } from '../client.ts'
 import { workflowEvents, workflowRuns } from '../tables.ts'
+import { earlierOnSameHost } from '../generations.ts'
 
 export type RunRow = typeof workflowRuns.$inferInsert
 export type RunEventRow = typeof workflowEvents.$inferInsert
@@ -76,14 +77,14 @@ export interface Interrupted {
   pidStartTicks: number | null
 }
 
-/** Runs an earlier sidecar generation left running now read as interrupted; returns their script
+/** Runs an earlier generation of this host left running now read as interrupted; returns their script
  * processes. */
 export function interruptRunsBefore(db: Database, generation: number): Promise<Interrupted[]> {
   const now = Date.now()
   return db
     .update(workflowRuns)
     .set({ status: 'interrupted', updatedAt: now, endedAt: now })
-    .where(and(eq(workflowRuns.status, 'running'), lt(workflowRuns.hostGeneration, generation)))
+    .where(and(eq(workflowRuns.status, 'running'), earlierOnSameHost(workflowRuns.hostGeneration, generation)))
     .returning({
       id: workflowRuns.id,
       sessionId: workflowRuns.sessionId,

@@ -75,6 +75,7 @@ describe('tools/list and authority', () => {
     expect(names).toEqual(
       expect.arrayContaining([
         'list_workspaces',
+        'list_hosts',
         'add_workspace',
         'create_session',
         'list_terminals',

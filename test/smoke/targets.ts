@@ -97,6 +97,10 @@ export const UNSET_CONFIG = Object.fromEntries(
     'TERMKEEP_ADMIN_TOKEN',
     'TERMKEEP_FILES_ALLOW_OUTSIDE',
     'AUTO_MIGRATE',
+    'TERMKEEP_HOST',
+    'TERMKEEP_HOST_URL',
+    'TERMKEEP_HOST_SECRET',
+    'TERMKEEP_FLEET_SECRET',
   ].map((name) => [name, '']),
 )
 

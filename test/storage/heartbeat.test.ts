@@ -21,7 +21,7 @@ describe('the generation heartbeat', () => {
     const storage = await openStorage({ url, busyTimeoutMs: 5_000 })
     try {
       await migrate(storage.client)
-      const runner = { pid: process.pid, startTicks: 1, bootId: 'boot', hostname: 'here', pidNamespace: 'pid:[1]' }
+      const runner = { hostId: null, pid: process.pid, startTicks: 1, bootId: 'boot', hostname: 'here', pidNamespace: 'pid:[1]' }
       const generation = await insertGeneration(storage.db, runner)
       const holder = holdWriteLock(url)
       try {

@@ -17,6 +17,7 @@ const EXPECTED_TABLES = [
   'display_revisions',
   'health_probes',
   'host_generations',
+  'hosts',
   'legacy_terminal_records',
   'registry_events',
   'resource_parts',

@@ -36,6 +36,8 @@ export interface RunningSidecar {
   databaseUrl: string
   pid: number
   generation: number
+  /** The host it runs as (its data directory's host.id). */
+  hostId: string
   child: ChildProcess
   /** Everything it printed so far (stdout and stderr). */
   output(): string
@@ -93,11 +95,11 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
   let output = ''
   child.stdout?.on('data', (c: Buffer) => (output += c.toString()))
   child.stderr?.on('data', (c: Buffer) => (output += c.toString()))
-  const generation = await new Promise<number>((resolve, reject) => {
+  const { generation, hostId } = await new Promise<{ generation: number; hostId: string }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`sidecar did not start:\n${output}`)), 30_000)
-    child.once('message', (m: { generation: number }) => {
+    child.once('message', (m: { generation: number; hostId: string }) => {
       clearTimeout(timer)
-      resolve(m.generation)
+      resolve(m)
     })
     child.once('exit', (code) => {
       clearTimeout(timer)
@@ -119,6 +121,7 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
     databaseUrl,
     pid: child.pid!,
     generation,
+    hostId,
     child,
     output: () => output,
     stop: async (options = {}) => {

@@ -7,6 +7,7 @@
 import type { ScreenProjection } from '../../schema/wire/display.ts'
 import type { OutputPage } from '../../schema/wire/output.ts'
 import type { Session, SessionList, Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
+import type { Host } from '../../schema/wire/hosts.ts'
 import type { CloseResult, TerminalInfo } from '../../schema/wire/terminals.ts'
 import type { TokenRecord } from '../../schema/wire/tokens.ts'
 import type { RunDetail, RunList, RunSummary, StartWorkflow } from '../../schema/wire/workflows.ts'
@@ -129,8 +130,14 @@ export class TermkeepClient {
     return this.json('POST', '/v1/workspaces', { json: title === undefined ? { path } : { path, title } })
   }
 
-  async createSession(cwd: string, title?: string): Promise<Session> {
-    return (await this.json<{ session: Session }>('POST', '/v1/sessions', { json: title ? { cwd, title } : { cwd } })).session
+  /** `host`: the host's id or name (needed when there are several). */
+  async createSession(cwd: string, title?: string, host?: string): Promise<Session> {
+    const json = { cwd, ...(title ? { title } : {}), ...(host === undefined ? {} : { host }) }
+    return (await this.json<{ session: Session }>('POST', '/v1/sessions', { json })).session
+  }
+
+  async hosts(): Promise<Host[]> {
+    return (await this.json<{ hosts: Host[] }>('GET', '/v1/hosts')).hosts
   }
 
   async renameWorkspace(wid: string, title: string): Promise<Workspace> {

@@ -43,7 +43,16 @@ describe('labels', () => {
   })
 
   it("labels a session by its name, else its directory, with its live terminals' programs once each", () => {
-    const session = { id: 'ses_1', cwd: '/home/me/app', title: null, name: null, workspaceId: null, archived: false, createdAt: 0 }
+    const session = {
+      id: 'ses_1',
+      cwd: '/home/me/app',
+      title: null,
+      name: null,
+      workspaceId: null,
+      archived: false,
+      createdAt: 0,
+      host: null,
+    }
     const running = [terminal({ foregroundCommand: 'vim' }), terminal({}), terminal({}), terminal({ state: 'exited', title: 'old' })]
     expect(sessionLabel(session, running)).toMatchObject({ name: 'app', running: 'vim, bash', marker: 'live' })
     expect(sessionLabel({ ...session, title: 'deploy' }, []).name).toBe('deploy')

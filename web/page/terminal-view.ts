@@ -233,14 +233,14 @@ export class TerminalView {
     if (end.kind === 'aborted') return
     if (end.kind === 'refused') {
       const { code, message } = end.error
-      if (code === 'terminal/unavailable' || code === 'sidecar/unavailable' || code === 'terminal/closed') {
+      const hostDown = code === 'sidecar/unavailable' || code === 'host/unavailable'
+      if (code === 'terminal/unavailable' || hostDown || code === 'terminal/closed') {
         const info = await this.#finalInfo(undefined)
-        const reason =
-          code === 'sidecar/unavailable'
-            ? 'The terminal host is not reachable'
-            : info
-              ? `This terminal ${endedText(info, this.options.closedHere?.())}`
-              : 'This terminal is no longer live'
+        const reason = hostDown
+          ? 'The terminal host is not reachable'
+          : info
+            ? `This terminal ${endedText(info, this.options.closedHere?.())}`
+            : 'This terminal is no longer live'
         await this.#showDisplay(reason)
       } else {
         this.#setMode('error', `${message} (${code})`)

@@ -1,10 +1,13 @@
 /**
- * Two real sidecars on one database: the second refuses to start (one line, exit code 1) while
- * the first runs — with its own data directory or with the first's — and the first's terminal
- * keeps working; after kill -9 of the first, a new one starts at once, retires the first's
- * terminals and kills what they left running.
+ * Two real sidecars of one host on one database: the second refuses to start (one line, exit code
+ * 1) while the first runs — with the first's data directory, or another one holding the first's
+ * host id — and the first's terminal keeps working; after kill -9 of the first, a new one of the
+ * same host starts at once, and retires the first's terminal and kills what it left running once
+ * the first's keeper ended too. A sidecar of another host (its own data directory, its own id)
+ * starts beside it and touches none of the first's terminals, neither while it runs nor after it
+ * crashed.
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -41,6 +44,13 @@ async function outputText(http: SidecarHttp): Promise<string> {
     .join('')
 }
 
+/** A new data directory that holds `from`'s host id: the same host, started elsewhere. */
+function sameHost(from: RunningSidecar): string {
+  const dir = mkdtempSync(join(tmpdir(), 'termkeep-same-host-'))
+  copyFileSync(join(from.dataDir, 'host.id'), join(dir, 'host.id'))
+  return dir
+}
+
 describe('a second sidecar on the same database', () => {
   it('refuses while the first runs; starts once the first was killed, and retires and sweeps its terminal once its keeper ended', async () => {
     const first = await startSidecar({ env })
@@ -50,7 +60,11 @@ describe('a second sidecar on the same database', () => {
     expect((await http.json('PUT', T, { json: { cols: 80, rows: 24, shell: shells.path('keeper') } })).status).toBe(201)
     await waitFor(async () => (await outputText(http)).includes('ready'), 10_000, 'the shell')
 
-    for (const dataDir of [mkdtempSync(join(tmpdir(), 'termkeep-second-')), first.dataDir]) {
+    // Another host: it starts, and the first's terminal and its processes are not its to retire.
+    const other = await startSidecar({ databaseUrl: first.databaseUrl, dataDir: mkdtempSync(join(tmpdir(), 'termkeep-other-')), env })
+    running.push(other)
+    expect(other.output()).not.toMatch(/earlier generation/)
+    for (const dataDir of [sameHost(first), first.dataDir]) {
       const refused = await startSidecar({ databaseUrl: first.databaseUrl, dataDir, env }).then(
         (sidecar) => (running.push(sidecar), undefined),
         (error: Error) => error.message,
@@ -76,13 +90,19 @@ describe('a second sidecar on the same database', () => {
     expect(alive(loop)).toBe(true)
 
     await first.kill()
-    const thirdDir = mkdtempSync(join(tmpdir(), 'termkeep-third-'))
+    // The other host restarting after the crash still leaves them alone.
+    await other.stop()
+    running.splice(running.indexOf(other), 1)
+    running.push(await startSidecar({ databaseUrl: first.databaseUrl, dataDir: other.dataDir, env }))
+    expect(alive(loop)).toBe(true)
+    // The same host started elsewhere: the first's generation ended, but its terminal is held by
+    // the first's keeper (another data directory).
+    const thirdDir = sameHost(first)
     let third = await startSidecar({ databaseUrl: first.databaseUrl, dataDir: thirdDir, env })
     running.push(third)
     expect(third.generation).toBeGreaterThan(first.generation)
     expect(third.output()).toMatch(new RegExp(`earlier generation\\(s\\) ended: ${first.generation} \\(its process is gone\\)`))
-    // The first one's keeper (another data directory) still holds its terminal: not this one's to
-    // retire, nor its processes to kill.
+    // Not this one's to retire, nor its processes to kill.
     expect((await new SidecarHttp(third).json('GET', T)).body.state).toBe('running')
     expect(alive(loop)).toBe(true)
     // Once that keeper is gone too, a start of this one retires the terminal and sweeps what it left.

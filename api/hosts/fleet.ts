@@ -1,0 +1,134 @@
+/**
+ * Routing live calls to hosts. Every session names the host its terminals and files live on; the
+ * API reaches that host's sidecar at the URL it registered, with its secret: derived from the
+ * fleet secret and the host id (TERMKEEP_FLEET_SECRET), else SIDECAR_SECRET as one host always
+ * was. A host that is down answers `host/unavailable` naming it, at once when its heartbeat
+ * stopped; the other hosts are not touched.
+ *
+ * One host without a fleet secret (every deployment before hosts, `termkeep serve`) is reached
+ * exactly as before: at the configured SIDECAR_URL, errors `sidecar/unavailable`. So is a session recorded before hosts, and
+ * one that does not exist (its sidecar answers `session/not-found` as it always did).
+ */
+import { deriveHostSecret } from '../../common/crypto.ts'
+import { TermkeepError } from '../../schema/errors.ts'
+import type { Host } from '../../schema/wire/hosts.ts'
+import type { Database } from '../../storage/client.ts'
+import { listHosts, sessionHost } from '../../storage/hosts.ts'
+import type { SidecarClient } from '../sidecar-client.ts'
+import { HOSTS_CACHE_MS } from '../tuning.ts'
+
+export interface FleetOptions {
+  db: Database
+  /** The configured sidecar (SIDECAR_URL, SIDECAR_SECRET): the one host, and health's. */
+  local: SidecarClient
+  /** TERMKEEP_FLEET_SECRET: each host's secret is derived from it. */
+  fleetSecret?: string
+}
+
+/** Where a new session goes: the named host, else the only one; null when none registered yet. */
+export interface Placement {
+  hostId: string | null
+  sidecar: SidecarClient
+}
+
+export class Fleet {
+  readonly #db: Database
+  readonly #local: SidecarClient
+  readonly #fleetSecret: string | undefined
+  readonly #clients = new Map<string, { url: string; client: Promise<SidecarClient> }>()
+  #hosts: { at: number; hosts: Promise<Host[]> } | undefined
+
+  constructor({ db, local, fleetSecret }: FleetOptions) {
+    this.#db = db
+    this.#local = local
+    this.#fleetSecret = fleetSecret
+  }
+
+  /** Every registered host, read at most every HOSTS_CACHE_MS. */
+  hosts(): Promise<Host[]> {
+    const now = Date.now()
+    if (!this.#hosts || now - this.#hosts.at >= HOSTS_CACHE_MS) {
+      const hosts = listHosts(this.#db, now)
+      this.#hosts = { at: now, hosts }
+      hosts.catch(() => {
+        if (this.#hosts?.hosts === hosts) this.#hosts = undefined
+      })
+    }
+    return this.#hosts.hosts
+  }
+
+  /** The sidecar of the session's host; 503 `host/unavailable` when that host is known down
+   * (`whenDown: 'client'`: its client all the same, for what needs only its keys). */
+  async forSession(sessionId: string, { whenDown = 'refuse' }: { whenDown?: 'refuse' | 'client' } = {}): Promise<SidecarClient> {
+    const [row, hosts] = await Promise.all([sessionHost(this.#db, sessionId), this.hosts()])
+    if (!row || row.hostId === null || this.#alone(hosts)) return this.#local
+    const host = hosts.find((h) => h.id === row.hostId)
+    if (!host) throw new TermkeepError('host/unavailable', `the session's host ${row.hostId} is not registered`, { host: row.hostId })
+    if (!host.up && whenDown === 'refuse') throw unavailable(host, `its sidecar stopped (no heartbeat for ${ageOf(host)})`)
+    return this.#clientOf(host)
+  }
+
+  /** The session's host when it is known down (listed terminals are marked unreachable). */
+  async downHostOf(sessionId: string): Promise<Host | undefined> {
+    const [row, hosts] = await Promise.all([sessionHost(this.#db, sessionId), this.hosts()])
+    if (!row || row.hostId === null || this.#alone(hosts)) return undefined
+    return hosts.find((h) => h.id === row.hostId && !h.up)
+  }
+
+  /** The host a new session is recorded on: `selector` (an id, or a name no other host has), else
+   * the only host; 400 `host/unknown`, 409 `host/ambiguous`. */
+  async place(selector: string | undefined): Promise<Placement> {
+    const hosts = await this.hosts()
+    if (selector === undefined) {
+      if (hosts.length === 0) return { hostId: null, sidecar: this.#local }
+      if (hosts.length > 1) {
+        throw new TermkeepError('host/ambiguous', `there are ${hosts.length} hosts: name one (\`host\`)`, {
+          hosts: hosts.map((h) => h.name),
+        })
+      }
+    }
+    const byId = hosts.filter((h) => h.id === selector)
+    const matches = selector === undefined ? hosts : byId.length > 0 ? byId : hosts.filter((h) => h.name === selector)
+    if (matches.length === 0) throw new TermkeepError('host/unknown', `no host is named ${selector}`, { host: selector })
+    if (matches.length > 1) {
+      throw new TermkeepError('host/ambiguous', `${matches.length} hosts are named ${selector}: name one by its id`, {
+        hosts: matches.map((h) => h.id),
+      })
+    }
+    const host = matches[0]!
+    if (this.#alone(hosts)) return { hostId: host.id, sidecar: this.#local }
+    if (!host.up) throw unavailable(host, `its sidecar stopped (no heartbeat for ${ageOf(host)})`)
+    return { hostId: host.id, sidecar: await this.#clientOf(host) }
+  }
+
+  /** One host and no fleet secret: reached as before hosts, at SIDECAR_URL with SIDECAR_SECRET. */
+  #alone(hosts: readonly Host[]): boolean {
+    return hosts.length <= 1 && this.#fleetSecret === undefined
+  }
+
+  #clientOf(host: Host): Promise<SidecarClient> {
+    const known = this.#clients.get(host.id)
+    if (known && known.url === host.url) return known.client
+    const client = this.#secretOf(host.id).then((secret) =>
+      this.#local.sibling({ url: host.url, secret, unavailable: (message) => unavailable(host, message) }),
+    )
+    this.#clients.set(host.id, { url: host.url, client })
+    return client
+  }
+
+  /** Undefined: the configured SIDECAR_SECRET (no fleet secret). */
+  async #secretOf(hostId: string): Promise<string | undefined> {
+    return this.#fleetSecret === undefined ? undefined : deriveHostSecret(this.#fleetSecret, hostId)
+  }
+}
+
+function unavailable(host: Host, why: string): TermkeepError {
+  return new TermkeepError('host/unavailable', `host ${host.name} (${host.id}) is unavailable: ${why}`, {
+    host: host.id,
+    hostName: host.name,
+  })
+}
+
+function ageOf(host: Host): string {
+  return host.heartbeatAt === null ? 'ever' : `${Math.round((Date.now() - host.heartbeatAt) / 1000)} s`
+}

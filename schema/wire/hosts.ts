@@ -1,0 +1,33 @@
+/**
+ * Hosts: the machines whose sidecars share one database (docs/hosts.md). Each has a stable id (its
+ * sidecar's, kept in its data directory), a name, the URL the API reaches it at, its version and
+ * capacity, and whether it is up: its newest generation's heartbeat is younger than HOST_LEASE_MS.
+ *
+ *   GET /v1/hosts  → HostList
+ */
+import * as v from 'valibot'
+import { HOST_ID_PATTERN, HOST_NAME_PATTERN } from '../limits.ts'
+
+export const HostId = v.pipe(v.string(), v.regex(HOST_ID_PATTERN, 'host ids are 1–128 of [A-Za-z0-9_-]'))
+export const HostName = v.pipe(v.string(), v.regex(HOST_NAME_PATTERN, 'host names are 1–63 of [A-Za-z0-9_.-]'))
+/** What a request may name a host by: its id, or its name when no other host has it. */
+export const HostSelector = v.pipe(v.string(), v.regex(/^[\w.-]{1,128}$/, 'a host id or name: 1–128 of [A-Za-z0-9_.-]'))
+
+export const Host = v.object({
+  id: HostId,
+  name: v.string(),
+  /** Where the API reaches its sidecar. */
+  url: v.string(),
+  version: v.string(),
+  capacity: v.object({ cpus: v.number(), memoryBytes: v.number() }),
+  /** Its newest generation runs and beat within HOST_LEASE_MS. */
+  up: v.boolean(),
+  /** That generation's number and heartbeat (null before its first start completed). */
+  generation: v.nullable(v.number()),
+  heartbeatAt: v.nullable(v.number()),
+  registeredAt: v.number(),
+})
+export type Host = v.InferOutput<typeof Host>
+
+export const HostList = v.object({ hosts: v.array(Host) })
+export type HostList = v.InferOutput<typeof HostList>

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest'
+import { HOST_LEASE_MS } from '../schema/limits.ts'
+import { hostFromRow } from './hosts.ts'
+
+const host = {
+  id: 'host_a',
+  name: 'a',
+  url: 'http://127.0.0.1:1',
+  version: '0.1.0',
+  cpus: 2,
+  memoryBytes: 1024,
+  registeredAt: 1,
+  updatedAt: 1,
+}
+const now = 1_000_000
+
+describe('hostFromRow: a host is up while its newest generation runs and beat within the lease', () => {
+  it.each([
+    ['beating', { generation: 3, heartbeatAt: now - HOST_LEASE_MS + 1, endedAt: null }, true],
+    ['heartbeat as old as the lease', { generation: 3, heartbeatAt: now - HOST_LEASE_MS, endedAt: null }, false],
+    ['stopped cleanly', { generation: 3, heartbeatAt: now, endedAt: now }, false],
+    ['never started', { generation: null, heartbeatAt: null, endedAt: null }, false],
+  ])('%s', (_, generation, up) => {
+    const shown = hostFromRow({ host, ...generation }, now)
+    expect(shown.up).toBe(up)
+    expect(shown).toMatchObject({ id: 'host_a', capacity: { cpus: 2, memoryBytes: 1024 }, generation: generation.generation })
+  })
+})

@@ -1,0 +1,97 @@
+/**
+ * Hosts (schema/wire/hosts.ts): what each sidecar registers at start, and the queries the API
+ * routes by. A host is up while its newest generation has not ended and beat within
+ * HOST_LEASE_MS; nothing else is stored about liveness.
+ */
+import { and, asc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm'
+import { HOST_LEASE_MS } from '../schema/limits.ts'
+import type { Host } from '../schema/wire/hosts.ts'
+import type { Database } from './client.ts'
+import { hostGenerations, hosts, sessions } from './tables.ts'
+
+export interface HostRegistration {
+  id: string
+  name: string
+  url: string
+  version: string
+  cpus: number
+  memoryBytes: number
+}
+
+/** Records (or refreshes) the host a starting sidecar runs on. */
+export async function registerHost(db: Database, host: HostRegistration): Promise<void> {
+  const now = Date.now()
+  const { name, url, version, cpus, memoryBytes } = host
+  await db
+    .insert(hosts)
+    .values({ ...host, registeredAt: now, updatedAt: now })
+    .onConflictDoUpdate({ target: hosts.id, set: { name, url, version, cpus, memoryBytes, updatedAt: now } })
+}
+
+/**
+ * Sessions recorded before hosts existed belong to the only host there is: once this database has
+ * exactly one host, they are given to it (idempotent; with several hosts they stay unassigned and
+ * a request must name the host).
+ */
+export async function adoptUnhostedSessions(db: Database, hostId: string): Promise<number> {
+  const [{ count }] = await db.select({ count: sql<number>`count(*)` }).from(hosts)
+  if (count !== 1) return 0
+  const result = await db.update(sessions).set({ hostId }).where(isNull(sessions.hostId))
+  return result.rowsAffected
+}
+
+const newest = sql`(SELECT max(${hostGenerations.generation}) FROM ${hostGenerations} WHERE ${hostGenerations.hostId} = ${hosts.id})`
+
+function hostQuery(db: Database) {
+  return db
+    .select({
+      host: hosts,
+      generation: hostGenerations.generation,
+      heartbeatAt: hostGenerations.heartbeatAt,
+      endedAt: hostGenerations.endedAt,
+    })
+    .from(hosts)
+    .leftJoin(hostGenerations, eq(hostGenerations.generation, newest))
+}
+
+type HostRow = Awaited<ReturnType<ReturnType<typeof hostQuery>['execute']>>[number]
+
+/** Pure: a joined row as the wire's Host, judged up or down at `now`. */
+export function hostFromRow(row: HostRow, now: number): Host {
+  const { host } = row
+  const up = row.generation !== null && row.endedAt === null && row.heartbeatAt !== null && now - row.heartbeatAt < HOST_LEASE_MS
+  return {
+    id: host.id,
+    name: host.name,
+    url: host.url,
+    version: host.version,
+    capacity: { cpus: host.cpus, memoryBytes: host.memoryBytes },
+    up,
+    generation: row.generation,
+    heartbeatAt: row.heartbeatAt,
+    registeredAt: host.registeredAt,
+  }
+}
+
+/** Every host, in the order they first registered. */
+export async function listHosts(db: Database, now = Date.now()): Promise<Host[]> {
+  const rows = await hostQuery(db).orderBy(asc(hosts.registeredAt), asc(hosts.id))
+  return rows.map((row) => hostFromRow(row, now))
+}
+
+/** The host a session's live calls go to: undefined for no such session; `host` null for a
+ * session recorded before hosts (the caller decides: the only host, else ambiguous). */
+export async function sessionHost(db: Database, sessionId: string): Promise<{ hostId: string | null } | undefined> {
+  const [row] = await db.select({ hostId: sessions.hostId }).from(sessions).where(eq(sessions.id, sessionId))
+  return row
+}
+
+/** The hosts these sessions live on (a session-bound token's hosts). */
+export async function sessionHosts(db: Database, sessionIds: readonly string[]): Promise<string[]> {
+  if (sessionIds.length === 0) return []
+  const rows = await db
+    .selectDistinct({ hostId: sessions.hostId })
+    .from(sessions)
+    .where(and(inArray(sessions.id, [...sessionIds]), isNotNull(sessions.hostId)))
+  return rows.map((row) => row.hostId!)
+}
