@@ -6,10 +6,11 @@
  * retires them and saves their last screens), then serve, then a keeper that sidecar may have
  * started meanwhile. Every process is found by its pid file and signalled by pid.
  */
+import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { keeperPaths } from '../local/keeper/paths.ts'
 import { KEEPER_ENTRY } from '../local/keeper/start.ts'
-import { isHolder, liveHolder } from '../local/pid-lock.ts'
+import { liveHolder } from '../local/pid-lock.ts'
 import { processStat } from '../local/proc.ts'
 import type { Config } from '../schema/config.ts'
 import { join } from 'node:path'
@@ -24,8 +25,17 @@ const USAGE = `usage: termkeep stop [--terminals]
 
 /** How long a stopped process may take before stop says it did not go. */
 const STOP_WAIT_MS = 30_000
-/** What serve's command line names (node … cli/main.ts serve). */
-const SERVE_ENTRY = 'cli/main'
+/** Serve's command line: node, one of the CLI's entries, then `serve` (npm start runs cli/main.ts;
+ * `./termkeep` and a linked or installed `termkeep` run cli/bin.js through their own path). */
+function isServe(pid: number): boolean {
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')
+    const entry = args.findIndex((arg) => /(?:^|\/)(?:cli\/main\.ts|cli\/bin\.js|termkeep)$/.test(arg))
+    return entry > 0 && args.slice(entry + 1).includes('serve')
+  } catch {
+    return false // gone
+  }
+}
 
 export async function stopCommand(config: Config, args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -50,7 +60,7 @@ export async function stopCommand(config: Config, args: string[]): Promise<numbe
   if (sidecar !== undefined) {
     // Under serve, serve is stopped (it stops its sidecar and its API); else the sidecar alone.
     const parent = processStat(sidecar)?.ppid
-    const serve = parent !== undefined && isHolder(parent, SERVE_ENTRY) ? parent : undefined
+    const serve = parent !== undefined && isServe(parent) ? parent : undefined
     if (!(await terminate(serve ?? sidecar)))
       return failed(`${serve ? 'termkeep serve' : 'the sidecar'} (pid ${serve ?? sidecar}) did not stop`)
     console.log(`termkeep: stopped ${serve ? `termkeep serve (pid ${serve})` : `the sidecar (pid ${sidecar})`}`)

@@ -78,7 +78,8 @@ describe('termkeep serve', () => {
       first.child.kill('SIGKILL')
     }
 
-    const second = serve(env)
+    // Through ./termkeep this time: stop must know serve by that command line too.
+    const second = serve(env, { launcher: true })
     try {
       await waitFor(async () => second.output().includes('admin token'), 60_000, 'serve to restart').catch((error: Error) => {
         throw new Error(`${error.message}; serve printed:\n${second.output()}`)
@@ -155,7 +156,8 @@ describe('termkeep serve', () => {
           `127.0.0.1:${sidecarPort} is already in use (SIDECAR_URL)`,
         ],
       ] as const) {
-        const second = serve(env)
+        // Through ./termkeep this time: stop must know serve by that command line too.
+    const second = serve(env, { launcher: true })
         try {
           expect(await second.exited).toBe(1)
           expect(second.output()).toContain(reason)

@@ -15,6 +15,7 @@ import { stopKeeper, watchKeeper } from './keepers.ts'
 import { freePort, waitFor } from './ports.ts'
 
 const MAIN = new URL('../../cli/main.ts', import.meta.url).pathname
+const LAUNCHER = new URL('../../termkeep', import.meta.url).pathname
 
 export interface Served {
   child: ChildProcess
@@ -27,11 +28,14 @@ export interface ServeOptions {
   detached?: boolean
   /** Another checkout's cli/main.ts (an upgrade test runs a different build). */
   main?: string
+  /** Through the clone's `./termkeep` launcher (cli/bin.js), as a person runs it, not cli/main.ts. */
+  launcher?: boolean
 }
 
 /** Spawns `termkeep serve` with `env` over the test process's environment (config vars unset). */
 export function serve(env: Record<string, string>, options: ServeOptions = {}): Served {
-  const child = spawn(process.execPath, ['--import', 'tsx', options.main ?? MAIN, 'serve'], {
+  const args = options.launcher ? [LAUNCHER, 'serve'] : ['--import', 'tsx', options.main ?? MAIN, 'serve']
+  const child = spawn(process.execPath, args, {
     env: { ...process.env, ...UNSET_CONFIG, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.detached,
