@@ -156,8 +156,7 @@ describe('termkeep serve', () => {
           `127.0.0.1:${sidecarPort} is already in use (SIDECAR_URL)`,
         ],
       ] as const) {
-        // Through ./termkeep this time: stop must know serve by that command line too.
-    const second = serve(env, { launcher: true })
+        const second = serve(env)
         try {
           expect(await second.exited).toBe(1)
           expect(second.output()).toContain(reason)
