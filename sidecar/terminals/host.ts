@@ -8,7 +8,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import {
   CLOSE_KILL_GRACE_MS,
   HISTORY_CELLS,
@@ -594,7 +594,8 @@ export class TerminalHost {
     const spec = { file: launch.shell.path, args: launch.shell.args, env: { ...this.#env(sessionId, id), ...launch.env } }
     const plain = { spec, commandMarks: 'none' as const, nonce: undefined, spawned: () => {}, discard: () => {} }
     if (!launch.integrate) return plain
-    const dir = join(this.#options.dataDir, 'shell-integration')
+    // Absolute: the shell reads it from its own cwd, and the default data directory is ./data.
+    const dir = resolve(this.#options.dataDir, 'shell-integration')
     const nonceFile = join(dir, randomBytes(16).toString('hex'))
     const integrated = withShellIntegration(spec, nonceFile)
     if (integrated.commandMarks !== 'injected') return plain
