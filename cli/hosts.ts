@@ -6,7 +6,6 @@
  * and `hosts rotate <id>` moves that epoch forward and prints the new secret (the old one stops
  * opening the host; no other host's changes).
  */
-import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { deriveHostSecret } from '../common/crypto.ts'
 import { HOST_ID_PATTERN } from '../schema/limits.ts'
@@ -15,9 +14,8 @@ import { printable } from '../schema/wire/common.ts'
 import type { Host } from '../schema/wire/hosts.ts'
 import { ensureDataDir } from '../sidecar/data-dir.ts'
 import { hostId } from '../sidecar/generations/host-identity.ts'
-import { openStorage } from '../storage/client.ts'
 import { hostSecretEpoch, rotateHostSecret } from '../storage/hosts.ts'
-import { migrate } from '../storage/migrate.ts'
+import { openServerDatabase } from './database.ts'
 import { REMOTE_OPTIONS, REMOTE_USAGE, remoteClient } from './remote.ts'
 import { CommandError, exactArgs, HELP_OPTION, JSON_OPTION, printedHelp, printJson, UsageError } from './usage.ts'
 
@@ -77,15 +75,8 @@ async function hostSecret(config: Config, id: string, sub: 'secret' | 'rotate'):
   const { fleetSecret } = config
   if (!fleetSecret) throw new CommandError(`termkeep: hosts ${sub} needs TERMKEEP_FLEET_SECRET, the secret the API holds`)
   // The epoch lives in the fleet's database: a file no server reads would give a stale secret.
-  const file = config.databaseUrl.startsWith('file:') ? config.databaseUrl.replace(/^file:(\/\/)?/, '').replace(/\?.*$/, '') : undefined
-  if (file !== undefined && !existsSync(file)) {
-    throw new CommandError(
-      `termkeep: no termkeep database at ${file}; set DATABASE_URL (and DATABASE_AUTH_TOKEN) to the fleet's, as the API has it`,
-    )
-  }
-  const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
+  const storage = await openServerDatabase(config, "set DATABASE_URL (and DATABASE_AUTH_TOKEN) to the fleet's, as the API has it")
   try {
-    await migrate(storage.client)
     const epoch = sub === 'rotate' ? await rotateHostSecret(storage.db, id) : await hostSecretEpoch(storage.db, id)
     if (epoch === undefined) throw new CommandError(`termkeep: no host ${id} is registered (termkeep hosts lists them)`)
     return await deriveHostSecret(fleetSecret, id, epoch)
