@@ -12,7 +12,7 @@
  * - Rotating one host's secret (`termkeep hosts rotate`): same id, no other host touched, the API
  *   uses the new one at once, and the old one opens nothing once the host runs with the new.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { and, asc, eq } from 'drizzle-orm'
@@ -128,6 +128,7 @@ describe.runIf(workerdBinary())('three hosts behind the Workers entry (workerd) 
     storage?.close()
     await sqld?.stop()
     bundle?.remove()
+    for (const dir of [work, shells.dir, ...NAMES.map((n) => hosts[n]?.dataDir)]) if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
   it('creates a terminal on each host; input, follow and display go to that host', async () => {

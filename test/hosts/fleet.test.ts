@@ -274,7 +274,9 @@ describe('the command line', () => {
   it('termkeep serve --host-only joins the fleet: a fourth host, up, whose terminals the API reaches and its keeper keeps', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-host-only-'))
     const id = (await runCli(['hosts', 'id'], { TERMKEEP_DATA_DIR: dataDir })).stdout.trim()
-    const hostSecret = (await runCli(['hosts', 'secret', id], { TERMKEEP_FLEET_SECRET: FLEET_SECRET, DATABASE_URL: sqld.url })).stdout.trim()
+    const hostSecret = (
+      await runCli(['hosts', 'secret', id], { TERMKEEP_FLEET_SECRET: FLEET_SECRET, DATABASE_URL: sqld.url })
+    ).stdout.trim()
     const hostEnv = {
       TERMKEEP_DATA_DIR: dataDir,
       DATABASE_URL: sqld.url,
