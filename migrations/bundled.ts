@@ -135,5 +135,12 @@ export const migrations: { hash: string; folderMillis: number; sql: string[] }[]
       "\nALTER TABLE `sessions` ADD `host_id` text;",
       "\nCREATE INDEX `sessions_host` ON `sessions` (`host_id`);"
     ]
+  },
+  {
+    "hash": "3d17cf4e025f270a1b03f1c74bba8b82f1668edda161a69faf5fac1497c7d502",
+    "folderMillis": 1796183849749,
+    "sql": [
+      "ALTER TABLE `hosts` ADD `secret_epoch` integer DEFAULT 0 NOT NULL;"
+    ]
   }
 ]

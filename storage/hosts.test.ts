@@ -9,6 +9,7 @@ const host = {
   version: '0.1.0',
   cpus: 2,
   memoryBytes: 1024,
+  secretEpoch: 2,
   registeredAt: 1,
   updatedAt: 1,
 }
@@ -23,6 +24,11 @@ describe('hostFromRow: a host is up while its newest generation runs and beat wi
   ])('%s', (_, generation, up) => {
     const shown = hostFromRow({ host, ...generation }, now)
     expect(shown.up).toBe(up)
-    expect(shown).toMatchObject({ id: 'host_a', capacity: { cpus: 2, memoryBytes: 1024 }, generation: generation.generation })
+    expect(shown).toMatchObject({
+      id: 'host_a',
+      capacity: { cpus: 2, memoryBytes: 1024 },
+      generation: generation.generation,
+      secretEpoch: 2,
+    })
   })
 })
