@@ -13,13 +13,13 @@
  *
  * The head is parsed here (status line and headers: what a response to our own request to our own
  * sidecar carries). A route that names the chunked coding itself gets it even in HTTP/1.0; such a
- * body is decoded here (dechunk.ts), and its end is its last chunk. Otherwise the body ends where
+ * body is decoded here (node-dechunk.ts), and its end is its last chunk. Otherwise the body ends where
  * the connection closes, so a break-off reads as the end: a relay ends its client's stream
  * either way (sse.ts), and an event stream has no length to fall short of.
  */
 import { EventEmitter } from 'node:events'
 import { connect, type Socket } from 'node:net'
-import { Dechunker } from './dechunk.ts'
+import { Dechunker } from './node-dechunk.ts'
 
 /**
  * Bytes one socket read may take. A relay behind a fast sidecar finds its socket full, and each

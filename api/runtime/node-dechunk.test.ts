@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { Dechunker } from './dechunk.ts'
+import { Dechunker } from './node-dechunk.ts'
 
 const bytes = (s: string) => new Uint8Array(Buffer.from(s, 'latin1'))
 const text = (parts: Uint8Array[]) => Buffer.concat(parts).toString('latin1')
