@@ -11,7 +11,7 @@ import type { Workspace } from '../../schema/wire/registry.ts'
 import type { Authority } from '../../storage/authority.ts'
 import type { Database } from '../../storage/client.ts'
 import { sessionHosts } from '../../storage/hosts.ts'
-import { requireWorkspace, workspacesAtPath } from '../../storage/registry/workspaces.ts'
+import { requireWorkspace } from '../../storage/registry/workspaces.ts'
 import type { Fleet, Placement } from '../hosts/fleet.ts'
 import { seesWorkspace } from './scope.ts'
 
@@ -33,8 +33,8 @@ export interface SessionPlace {
 
 /**
  * The host of a new session: its workspace's (a `host` that names another is 409
- * `host/mismatch`), else the named one, else the host of the only workspace (of those the caller
- * sees) whose path is `cwd` as given, else the only host.
+ * `host/mismatch`), else the named one, else the only host. A cwd alone never picks among several
+ * hosts: the same path may be a directory on each.
  */
 export async function placeSession(
   db: Database,
@@ -59,14 +59,6 @@ export async function placeSession(
       }
     }
     return { placement: await fleet.placeOn(workspace.host), workspace }
-  }
-  if (input.host === undefined && input.cwd !== undefined) {
-    const hosts = new Set(
-      (await workspacesAtPath(db, input.cwd))
-        .filter((w) => w.host !== null && seesWorkspace(authority, w) && (among === undefined || among.has(w.host)))
-        .map((w) => w.host!),
-    )
-    if (hosts.size === 1 && (await fleet.hosts()).length > 1) return { placement: await fleet.placeOn([...hosts][0]!) }
   }
   return { placement: await fleet.place(input.host, among) }
 }

@@ -205,7 +205,7 @@ export const registryRoutes = new Hono<AppEnv>()
       tags: ['sessions'],
       summary: 'Record a session with its cwd, or in a workspace; it joins the workspace owning the canonical cwd on its host',
       description:
-        "A session lives on a host: its workspace's (`workspace`), else the one `host` names, else the host of the only workspace whose path is `cwd`, else the only host. The same id with the same cwd returns the record (`created: false`); with another cwd it is `session/conflict`. A token bound to some sessions records only an id in its scope (another is 404 `session/not-found`), and only with the cwd of a workspace that lists one of its sessions: any other cwd, existing or not, is 403 `auth/forbidden` (it would make that directory readable to it).",
+        "A session lives on a host: its workspace's (`workspace`), else the one `host` names, else the only host. The same id with the same cwd returns the record (`created: false`); with another cwd it is `session/conflict`. A token bound to some sessions records only an id in its scope (another is 404 `session/not-found`), and only with the cwd of a workspace that lists one of its sessions: any other cwd, existing or not, is 403 `auth/forbidden` (it would make that directory readable to it).",
       responses: {
         201: json(SessionCreated, 'recorded'),
         200: json(SessionCreated, 'already recorded'),

@@ -92,7 +92,7 @@ export const CreateSession = v.pipe(
      * (a `cwd` that is another directory is 400 `workspace/invalid-path`). */
     workspace: v.optional(WorkspaceId),
     /** The host to record it on: an id, or a name no other host has; default: the workspace's
-     * host, else the host of the only workspace whose path is `cwd`, else the only host (with
+     * host, else the only host (with
      * several, 409 `host/ambiguous`; an unknown one is 400 `host/unknown`; one that is not the
      * workspace's, 409 `host/mismatch`). */
     host: v.optional(HostSelector),

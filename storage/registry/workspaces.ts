@@ -69,12 +69,6 @@ export async function workspaceByPath(q: Queryable, path: string, hostId: string
   return row ? workspaceById(q, row.id) : undefined
 }
 
-/** Every workspace whose path is `path`, on any host. */
-export async function workspacesAtPath(q: Queryable, path: string): Promise<Workspace[]> {
-  const rows = await q.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.path, path)).orderBy(asc(workspaces.id))
-  return (await Promise.all(rows.map((row) => workspaceById(q, row.id)))).filter((w) => w !== undefined)
-}
-
 export async function workspaceOrder(q: Queryable): Promise<string[]> {
   const rows = await q.select({ id: workspaces.id }).from(workspaces).orderBy(asc(workspaces.position), asc(workspaces.id))
   return rows.map((r) => r.id)

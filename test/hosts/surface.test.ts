@@ -125,10 +125,10 @@ describe('workspaces on a host', () => {
     // A cwd and a host join that host's workspace of the path.
     const byCwd = await answer(await call('POST', '/v1/sessions', { cwd: app, host: 'beta' }))
     expect(byCwd.body.session).toMatchObject({ host: fleet.hosts.beta.id, workspaceId: ws.beta })
-    // The only workspace of a path tells the host.
-    const soloWs = await answer(await call('POST', '/v1/workspaces', { path: solo, host: 'beta' }))
+    // A cwd alone never picks among hosts, even where only one has a workspace of it.
+    await answer(await call('POST', '/v1/workspaces', { path: solo, host: 'beta' }))
     const bySolo = await answer(await call('POST', '/v1/sessions', { cwd: solo }))
-    expect(bySolo.body.session).toMatchObject({ host: fleet.hosts.beta.id, workspaceId: soloWs.body.workspace.id })
+    expect([bySolo.status, bySolo.body.error.code]).toEqual([409, 'host/ambiguous'])
     // Its terminal runs on beta: each sidecar gives its programs a HOME in its data directory.
     const put = await call('PUT', `/v1/sessions/${ses.beta}/terminals/t1`, {
       cols: 80,
@@ -142,6 +142,18 @@ describe('workspaces on a host', () => {
       15_000,
       "beta's terminal",
     )
+  })
+
+  it('gives a workspace recorded before workspaces had hosts to the first host a request names it on', async () => {
+    const dir = join(app, '..', 'old')
+    mkdirSync(dir, { recursive: true })
+    const made = (await answer(await call('POST', '/v1/workspaces', { path: dir, host: 'alpha' }))).body.workspace
+    await fleet.storage.client.execute({ sql: 'UPDATE workspaces SET host_id = NULL WHERE id = ?', args: [made.id] })
+    const claimed = await answer(await call('POST', '/v1/workspaces', { path: dir, host: 'beta' }))
+    expect(claimed).toMatchObject({ status: 200, body: { created: false, workspace: { id: made.id, host: fleet.hosts.beta.id } } })
+    const again = await answer(await call('POST', '/v1/workspaces', { path: dir, host: 'alpha' }))
+    expect(again.status).toBe(201)
+    expect(again.body.workspace.id).not.toBe(made.id)
   })
 
   it('termkeep workspace add --host, workspace ls naming hosts, and MCP add_workspace with a host', async () => {
