@@ -1,46 +1,35 @@
 /**
- * The hosts watch on the client (GET /v1/hosts/watch): a pure reducer over `baseline`, `upsert`
- * and `remove`, and a loop that keeps the stream open. The stream has no event ids: a reconnect
- * starts from a new baseline, which replaces everything.
+ * The hosts as the page shows them: GET /v1/hosts read again every HOSTS_POLL_MS while the page is
+ * visible. Not the hosts watch: a browser holds at most six connections to one origin, and the
+ * page's streams (the registry watch, each terminal's follow) already take most of them; a second
+ * window of the page would then wait for a free one.
  */
 import type { Host } from '../../schema/wire/hosts.ts'
 import { ApiError, type TermkeepClient } from './api.ts'
 
-/** Pure: the hosts after one watch event, in the order they were first shown. */
-export function applyHostEvent(hosts: readonly Host[], event: string, data: unknown): Host[] {
-  switch (event) {
-    case 'baseline':
-      return (data as { hosts: Host[] }).hosts
-    case 'upsert': {
-      const { host } = data as { host: Host }
-      const at = hosts.findIndex((h) => h.id === host.id)
-      return at === -1 ? [...hosts, host] : hosts.map((h, i) => (i === at ? host : h))
-    }
-    case 'remove':
-      return hosts.filter((h) => h.id !== (data as { hostId: string }).hostId)
-    default:
-      return [...hosts]
-  }
+/** As often as the API reads the hosts itself (HOSTS_CACHE_MS) would be pointless; a host that
+ * stops is shown down within this long. */
+export const HOSTS_POLL_MS = 3_000
+
+/** Pure: whether two readings differ in anything but heartbeats (which change every 10 s). */
+export function sameHosts(a: readonly Host[], b: readonly Host[]): boolean {
+  const looks = (hosts: readonly Host[]) => JSON.stringify(hosts.map(({ heartbeatAt: _, ...rest }) => rest))
+  return looks(a) === looks(b)
 }
 
-const RETRY_MS = [500, 1000, 2000, 5000]
-
-/** Watches the hosts until `signal` aborts; a refusal (401, 403) ends the watch quietly: the page
- * then shows no hosts, as for one host. */
-export async function watchHosts(client: TermkeepClient, onChange: (hosts: Host[]) => void, signal: AbortSignal): Promise<void> {
-  let hosts: Host[] = []
-  let failures = 0
+/** Reads the hosts until `signal` aborts, calling `onChange` when they changed; a refusal (401,
+ * 403) ends it quietly: the page then shows no hosts, as for one host. */
+export async function pollHosts(client: TermkeepClient, onChange: (hosts: Host[]) => void, signal: AbortSignal): Promise<void> {
+  let shown: Host[] | undefined
   while (!signal.aborted) {
-    try {
-      for await (const event of await client.stream('/v1/hosts/watch', { signal })) {
-        failures = 0
-        hosts = applyHostEvent(hosts, event.event, JSON.parse(event.data))
-        onChange(hosts)
+    if (document.visibilityState === 'visible' || shown === undefined) {
+      try {
+        const hosts = await client.hosts()
+        if (!shown || !sameHosts(shown, hosts)) onChange((shown = hosts))
+      } catch (error) {
+        if (error instanceof ApiError && (error.status === 401 || error.status === 403)) return
       }
-    } catch (error) {
-      if (signal.aborted || error instanceof ApiError) return
-      failures++
     }
-    await new Promise((r) => setTimeout(r, RETRY_MS[Math.min(failures, RETRY_MS.length - 1)]))
+    await new Promise((r) => setTimeout(r, HOSTS_POLL_MS))
   }
 }

@@ -7,7 +7,7 @@
  */
 import type { Workspace } from '../../schema/wire/registry.ts'
 import { ApiError, TermkeepClient } from '../client/api.ts'
-import { watchHosts } from '../client/hosts.ts'
+import { pollHosts } from '../client/hosts.ts'
 import { watchRegistry } from '../client/registry.ts'
 import { failure, fill, h } from './dom.ts'
 import { signInHint } from './hints.ts'
@@ -129,7 +129,7 @@ function shell(client: TermkeepClient): void {
     (live) => (status.textContent = live ? '' : 'Reconnecting…'),
   )
 
-  void watchHosts(client, (hosts) => sidebar.updateHosts(hosts), watch.signal)
+  void pollHosts(client, (hosts) => sidebar.updateHosts(hosts), watch.signal)
 
   onRouteChange(show, watch.signal)
   show(parseRoute(location.hash))

@@ -93,7 +93,7 @@ export class Sidebar {
     )
   }
 
-  /** The hosts as the hosts watch tells them. */
+  /** The hosts, as read (client/hosts.ts). */
   updateHosts(hosts: Host[]): void {
     this.#hosts = hosts
     const chosen = this.#hostChoice.value
