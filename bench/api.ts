@@ -86,7 +86,7 @@ const { parentPort, workerData } = require('node:worker_threads')
 })().catch((error) => parentPort.postMessage({ error: String(error && error.message || error) }))
 `
 
-function drain(url: string, headers: Record<string, string>): Promise<{ bytes: number; seconds: number }> {
+export function drain(url: string, headers: Record<string, string>): Promise<{ bytes: number; seconds: number }> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(DRAIN_WORKER, { eval: true, workerData: { url, headers } })
     worker.once('message', (m: { bytes: number; seconds: number; error?: string }) => {

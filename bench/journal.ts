@@ -152,7 +152,7 @@ export function drain(sidecar: { url: string; secret: string }, path: string): P
   })
 }
 
-function percentile(values: number[], p: number): number {
+export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
 }
@@ -216,7 +216,7 @@ function leanPost(url: string, body: string, headers: Record<string, string> = {
 }
 
 /** (c) echo: POST one byte as input, wait for it in the follow stream's `output` frames. */
-async function sidecarEcho(sidecar: { url: string; secret: string }, path: string): Promise<number[]> {
+export async function sidecarEcho(sidecar: { url: string; secret: string }, path: string): Promise<number[]> {
   const auth = { authorization: `Bearer ${sidecar.secret}` }
   let waiting: ((text: string) => void) | undefined
   let snapshot!: () => void

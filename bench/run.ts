@@ -15,6 +15,7 @@ const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = [
   () => import('./mcp.ts'),
   () => import('./commands.ts'),
   () => import('./workflows.ts'),
+  () => import('./hosts.ts'),
 ]
 
 const wanted = new Set(process.argv.slice(2))

@@ -98,7 +98,7 @@ const USAGE = `usage: termkeep <command>
   run <session> <script.js> [--input JSON]
                                           run a workflow script; stream its events (Ctrl-C cancels)
   ps <session> <terminal> [--json]        a terminal's foreground program and process tree
-  hosts [--json] | id | secret <host-id>  the hosts the server reaches; a new host's id and secret
+  hosts [--json] | id | secret|rotate <host-id>  the hosts the server reaches; a host's id, secret, a new secret
 
   <session> <terminal> is two ids or names, or one session:terminal (attach api, send api:2 …).
   Client commands (all but serve, stop and token create) take --url URL and --token TOKEN, or read

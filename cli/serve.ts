@@ -27,6 +27,7 @@ import { ensureDataDir } from '../sidecar/data-dir.ts'
 import { startNodeApi, type RunningApi } from '../api/runtime/node.ts'
 import type { Config } from '../schema/config.ts'
 import { openStorage, type Storage } from '../storage/client.ts'
+import { hostSecretEpoch } from '../storage/hosts.ts'
 import { migrate } from '../storage/migrate.ts'
 import { SIDECAR_NODE_FLAGS, sidecarEnv } from '../sidecar/node-flags.ts'
 import { keepRunningLine, keptRunning } from './keeper.ts'
@@ -225,8 +226,11 @@ export async function serveCommand(config: Config): Promise<void> {
   ensureDataDir(config.dataDir) // created private; the sidecar warns when it is not
   const storage = await openMigrated(config)
   const secret = localSidecarSecret(config)
-  // In a fleet, this host's sidecar is reached with the secret derived for it, like any other.
-  const hostSecret = config.fleetSecret === undefined ? undefined : await deriveHostSecret(config.fleetSecret, hostId(config.dataDir))
+  // In a fleet, this host's sidecar is reached with the secret derived for it (its current epoch:
+  // a rotation takes effect at the next start), like any other.
+  const id = hostId(config.dataDir)
+  const hostSecret =
+    config.fleetSecret === undefined ? undefined : await deriveHostSecret(config.fleetSecret, id, await hostSecretEpoch(storage.db, id))
   const sidecar = new SidecarSupervisor({ start: () => startSidecar(config, secret, hostSecret), log: (line) => console.error(line) })
   let api: RunningApi | undefined
   let stopping = false

@@ -1,14 +1,12 @@
 /** `termkeep token create`: mint a token for given sessions and grants, printed once. */
-import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { createToken } from '../storage/tokens.ts'
 import type { Config } from '../schema/config.ts'
 import { GRANTS, isGrant, type Grant } from '../schema/grants.ts'
 import { OBSERVE_ENV_NAME_PATTERN, OBSERVE_MAX_DECLARED_ENV } from '../schema/limits.ts'
 import { ADMIN_NEEDS_ALL_SESSIONS, adminBoundToSessions } from '../schema/wire/tokens.ts'
-import { openStorage } from '../storage/client.ts'
-import { migrate } from '../storage/migrate.ts'
-import { CommandError, HELP_OPTION, printedHelp, UsageError } from './usage.ts'
+import { databaseFile, openServerDatabase } from './database.ts'
+import { HELP_OPTION, printedHelp, UsageError } from './usage.ts'
 
 const USAGE = `usage: termkeep token create --grant G [--grant G ...] [--session ID ...] [--name NAME] [--observe-env NAME ...]
        termkeep token ls [--json] | revoke <id>      (through a server: \`termkeep token ls --help\`)
@@ -54,17 +52,13 @@ export async function tokenCommand(config: Config, args: string[]): Promise<numb
   if (adminBoundToSessions(grants, values.session.length > 0 ? values.session : 'all')) {
     throw new UsageError(`termkeep: ${ADMIN_NEEDS_ALL_SESSIONS} (drop --session)`)
   }
-  // A token minted into a database no server reads is a token every server refuses: a file database
-  // must exist already (`npm start` creates it), e.g. this is not run from another directory.
-  const file = config.databaseUrl.startsWith('file:') ? config.databaseUrl.replace(/^file:(\/\/)?/, '').replace(/\?.*$/, '') : undefined
-  if (file !== undefined && !existsSync(file)) {
-    throw new CommandError(
-      `termkeep: no termkeep database at ${file}; run this where \`npm start\` runs, or set TERMKEEP_DATA_DIR (or DATABASE_URL) to the server's`,
-    )
-  }
-  const storage = await openStorage({ url: config.databaseUrl, authToken: config.databaseAuthToken })
+  // A token minted into a database no server reads is a token every server refuses.
+  const file = databaseFile(config)
+  const storage = await openServerDatabase(
+    config,
+    "run this where `npm start` runs, or set TERMKEEP_DATA_DIR (or DATABASE_URL) to the server's",
+  )
   try {
-    await migrate(storage.client)
     const sessions = values.session.length > 0 ? values.session : 'all'
     const { token, secret } = await createToken(storage.db, { name: values.name, grants, sessions, observeEnvironment })
     console.log(secret)

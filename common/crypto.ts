@@ -39,16 +39,19 @@ export function deriveSigningKey(secret: string, purpose: string): Promise<Crypt
 }
 
 /**
- * A host's sidecar secret, derived (HKDF-SHA-256) from the fleet secret and the host's id: the API
- * derives each host's from the one secret it holds, and a host holds only its own, so one
- * compromised host's secret opens that host only. Web Crypto: it runs on Workers too.
+ * A host's sidecar secret, derived (HKDF-SHA-256) from the fleet secret, the host's id and its
+ * secret epoch (hosts.secret_epoch, bumped by each rotation): the API derives each host's from the
+ * one secret it holds, and a host holds only its own, so one compromised host's secret opens that
+ * host only, and rotating it touches no other host. Epoch 0 derives from the id alone (the
+ * secrets hosts had before rotation existed). Web Crypto: it runs on Workers too.
  */
-export async function deriveHostSecret(fleetSecret: string, hostId: string): Promise<string> {
+export async function deriveHostSecret(fleetSecret: string, hostId: string, epoch = 0): Promise<string> {
+  if (!Number.isSafeInteger(epoch) || epoch < 0) throw new Error(`a host secret epoch is a whole number ≥ 0, not ${epoch}`)
   if (fleetSecret.length < 16) throw new Error('the fleet secret is too short to derive a host secret')
   const encode = (s: string) => new TextEncoder().encode(s)
   const material = await crypto.subtle.importKey('raw', encode(fleetSecret), 'HKDF', false, ['deriveBits'])
   const bits = await crypto.subtle.deriveBits(
-    { name: 'HKDF', hash: 'SHA-256', salt: encode('termkeep host secret'), info: encode(hostId) },
+    { name: 'HKDF', hash: 'SHA-256', salt: encode('termkeep host secret'), info: encode(epoch === 0 ? hostId : `${hostId}/${epoch}`) },
     material,
     256,
   )

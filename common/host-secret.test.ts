@@ -12,6 +12,18 @@ describe('deriveHostSecret', () => {
     expect(a).not.toContain(fleet)
   })
 
+  it('changes with the epoch (a rotation) and only for that host; epoch 0 is the id alone', async () => {
+    const a0 = await deriveHostSecret(fleet, 'host_a')
+    expect(await deriveHostSecret(fleet, 'host_a', 0)).toBe(a0)
+    const a1 = await deriveHostSecret(fleet, 'host_a', 1)
+    expect(a1).toMatch(/^hs_[\w-]{43}$/)
+    expect(a1).not.toBe(a0)
+    expect(await deriveHostSecret(fleet, 'host_a', 2)).not.toBe(a1)
+    expect(await deriveHostSecret(fleet, 'host_b')).not.toBe(a1)
+    await expect(deriveHostSecret(fleet, 'host_a', -1)).rejects.toThrow(/epoch/)
+    await expect(deriveHostSecret(fleet, 'host_a', 1.5)).rejects.toThrow(/epoch/)
+  })
+
   it('refuses a fleet secret too short to derive from', async () => {
     await expect(deriveHostSecret('short', 'host_a')).rejects.toThrow(/too short/)
   })

@@ -137,8 +137,15 @@ export const migrations: { hash: string; folderMillis: number; sql: string[] }[]
     ]
   },
   {
+    "hash": "3d17cf4e025f270a1b03f1c74bba8b82f1668edda161a69faf5fac1497c7d502",
+    "folderMillis": 1796183849749,
+    "sql": [
+      "ALTER TABLE `hosts` ADD `secret_epoch` integer DEFAULT 0 NOT NULL;"
+    ]
+  },
+  {
     "hash": "1fa7fa79faf1493ada87aa919e64347bc1fe1278254eb1787949d02856bbd8f3",
-    "folderMillis": 1796183901878,
+    "folderMillis": 1796187070423,
     "sql": [
       "DROP INDEX `workspaces_path_unique`;",
       "\nALTER TABLE `workspaces` ADD `host_id` text;",

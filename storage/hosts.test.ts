@@ -9,6 +9,7 @@ const host = {
   version: '0.1.0',
   cpus: 2,
   memoryBytes: 1024,
+  secretEpoch: 2,
   registeredAt: 1,
   updatedAt: 1,
 }
@@ -37,6 +38,11 @@ describe('hostFromRow: a host is up while its newest generation runs and beat wi
     expect(shown.up).toBe(up)
     expect(shown.downSince).toBe(downSince)
     expect(shown.starting).toBe(generation.starting === true && generation.heartbeatAt === now)
-    expect(shown).toMatchObject({ id: 'host_a', capacity: { cpus: 2, memoryBytes: 1024 }, generation: generation.generation })
+    expect(shown).toMatchObject({
+      id: 'host_a',
+      capacity: { cpus: 2, memoryBytes: 1024 },
+      generation: generation.generation,
+      secretEpoch: 2,
+    })
   })
 })

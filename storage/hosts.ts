@@ -97,6 +97,7 @@ export function hostFromRow(row: HostRow, now: number): Host {
     downSince: up || starting ? null : (row.endedAt ?? row.heartbeatAt ?? null),
     generation: row.generation,
     heartbeatAt: row.heartbeatAt,
+    secretEpoch: host.secretEpoch,
     registeredAt: host.registeredAt,
   }
 }
@@ -105,6 +106,23 @@ export function hostFromRow(row: HostRow, now: number): Host {
 export async function listHosts(db: Database, now = Date.now()): Promise<Host[]> {
   const rows = await hostQuery(db).orderBy(asc(hosts.registeredAt), asc(hosts.id))
   return rows.map((row) => hostFromRow(row, now))
+}
+
+/** The host's secret epoch (what its secret is derived with): 0 for a host not registered yet,
+ * whose first secret is made before its first start (docs/operations.md). */
+export async function hostSecretEpoch(db: Database, hostId: string): Promise<number> {
+  const [row] = await db.select({ epoch: hosts.secretEpoch }).from(hosts).where(eq(hosts.id, hostId))
+  return row?.epoch ?? 0
+}
+
+/** Rotates a registered host's secret: its epoch moves forward by one; undefined for no such host. */
+export async function rotateHostSecret(db: Database, hostId: string): Promise<number | undefined> {
+  const [row] = await db
+    .update(hosts)
+    .set({ secretEpoch: sql`${hosts.secretEpoch} + 1`, updatedAt: Date.now() })
+    .where(eq(hosts.id, hostId))
+    .returning({ epoch: hosts.secretEpoch })
+  return row?.epoch
 }
 
 /** The host a session's live calls go to: undefined for no such session; `host` null for a

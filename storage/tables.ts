@@ -117,6 +117,10 @@ export const hosts = sqliteTable('hosts', {
   /** Capacity: processors and memory of the machine, as its sidecar saw them at start. */
   cpus: integer('cpus').notNull(),
   memoryBytes: integer('memory_bytes').notNull(),
+  /** Bumped by each rotation of this host's secret (`termkeep hosts rotate`): the secret is derived
+   * from the fleet secret, the id and this, so a rotation changes neither the id nor another
+   * host's secret. 0: never rotated. */
+  secretEpoch: integer('secret_epoch').notNull().default(0),
   registeredAt: integer('registered_at').notNull().default(now),
   updatedAt: integer('updated_at').notNull().default(now),
 })

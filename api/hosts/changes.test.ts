@@ -13,6 +13,7 @@ const host = (id: string, patch: Partial<Host> = {}): Host => ({
   downSince: null,
   generation: 1,
   heartbeatAt: 100,
+  secretEpoch: 0,
   registeredAt: 1,
   ...patch,
 })

@@ -1,8 +1,8 @@
 /**
  * Routing live calls to hosts. Every session names the host its terminals and files live on; the
  * API reaches that host's sidecar at the URL it registered, with its secret: derived from the
- * fleet secret and the host id (TERMKEEP_FLEET_SECRET), else SIDECAR_SECRET as one host always
- * was. A host that is down answers `host/unavailable` naming it, at once when its heartbeat
+ * fleet secret, the host id and its secret epoch (TERMKEEP_FLEET_SECRET), else SIDECAR_SECRET as
+ * one host always was. A host that is down answers `host/unavailable` naming it, at once when its heartbeat
  * stopped; the other hosts are not touched.
  *
  * One host without a fleet secret (every deployment before hosts, `termkeep serve`) is reached
@@ -35,7 +35,7 @@ export class Fleet {
   readonly #db: Database
   readonly #local: SidecarClient
   readonly #fleetSecret: string | undefined
-  readonly #clients = new Map<string, { url: string; client: Promise<SidecarClient> }>()
+  readonly #clients = new Map<string, { url: string; epoch: number; client: Promise<SidecarClient> }>()
   #hosts: { at: number; hosts: Promise<Host[]> } | undefined
 
   constructor({ db, local, fleetSecret }: FleetOptions) {
@@ -124,17 +124,18 @@ export class Fleet {
 
   #clientOf(host: Host): Promise<SidecarClient> {
     const known = this.#clients.get(host.id)
-    if (known && known.url === host.url) return known.client
-    const client = this.#secretOf(host.id).then((secret) =>
+    // A rotated secret (a new epoch) is a new client: the old secret is never sent again.
+    if (known && known.url === host.url && known.epoch === host.secretEpoch) return known.client
+    const client = this.#secretOf(host).then((secret) =>
       this.#local.sibling({ url: host.url, secret, unavailable: (message) => unavailable(host, message) }),
     )
-    this.#clients.set(host.id, { url: host.url, client })
+    this.#clients.set(host.id, { url: host.url, epoch: host.secretEpoch, client })
     return client
   }
 
   /** Undefined: the configured SIDECAR_SECRET (no fleet secret). */
-  async #secretOf(hostId: string): Promise<string | undefined> {
-    return this.#fleetSecret === undefined ? undefined : deriveHostSecret(this.#fleetSecret, hostId)
+  async #secretOf(host: Host): Promise<string | undefined> {
+    return this.#fleetSecret === undefined ? undefined : deriveHostSecret(this.#fleetSecret, host.id, host.secretEpoch)
   }
 }
 

@@ -31,6 +31,8 @@ export const Host = v.object({
   /** That generation's number and heartbeat (null before its first start completed). */
   generation: v.nullable(v.number()),
   heartbeatAt: v.nullable(v.number()),
+  /** How many times its secret was rotated (`termkeep hosts rotate`); its secret is derived with it. */
+  secretEpoch: v.number(),
   registeredAt: v.number(),
 })
 export type Host = v.InferOutput<typeof Host>

@@ -267,14 +267,16 @@ describe('the command line', () => {
     const ambiguous = await runCli(['new', '--cwd', work, '--detached'], env)
     expect(ambiguous.code).toBe(1)
     expect(ambiguous.stderr).toContain('host/ambiguous')
-    const secret = await runCli(['hosts', 'secret', hosts.alpha.id], { TERMKEEP_FLEET_SECRET: FLEET_SECRET })
+    const secret = await runCli(['hosts', 'secret', hosts.alpha.id], { TERMKEEP_FLEET_SECRET: FLEET_SECRET, DATABASE_URL: sqld.url })
     expect(secret.stdout.trim()).toBe(await deriveHostSecret(FLEET_SECRET, hosts.alpha.id))
   }, 60_000)
 
   it('termkeep serve --host-only joins the fleet: a fourth host, up, whose terminals the API reaches and its keeper keeps', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'termkeep-host-only-'))
     const id = (await runCli(['hosts', 'id'], { TERMKEEP_DATA_DIR: dataDir })).stdout.trim()
-    const hostSecret = (await runCli(['hosts', 'secret', id], { TERMKEEP_FLEET_SECRET: FLEET_SECRET })).stdout.trim()
+    const hostSecret = (
+      await runCli(['hosts', 'secret', id], { TERMKEEP_FLEET_SECRET: FLEET_SECRET, DATABASE_URL: sqld.url })
+    ).stdout.trim()
     const hostEnv = {
       TERMKEEP_DATA_DIR: dataDir,
       DATABASE_URL: sqld.url,

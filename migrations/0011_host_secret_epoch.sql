@@ -1,0 +1,1 @@
+ALTER TABLE `hosts` ADD `secret_epoch` integer DEFAULT 0 NOT NULL;
