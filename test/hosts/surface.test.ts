@@ -160,9 +160,6 @@ describe('workspaces on a host', () => {
     const env = { TERMKEEP_URL: fleet.api.url, TERMKEEP_TOKEN: fleet.token }
     const dir = join(app, '..', 'cli')
     mkdirSync(dir, { recursive: true })
-    const refused = await runCli(['workspace', 'add', dir], env)
-    expect(refused.code).toBe(1)
-    expect(refused.stderr).toContain('host/ambiguous')
     const added = await runCli(['workspace', 'add', dir, '--host', 'beta', '--json'], env)
     expect(added.code, added.stderr).toBe(0)
     expect(JSON.parse(added.stdout).workspace.host).toBe(fleet.hosts.beta.id)
@@ -318,7 +315,5 @@ describe('the hosts watch', () => {
     expect([live.status, live.body.error.code, live.body.error.hostName]).toEqual([503, 'host/unavailable', 'beta'])
     // Alpha never changed.
     expect(watch.events.slice(from).filter((e) => e.data.host?.name === 'alpha')).toEqual([])
-    await fleet.restart('beta')
-    await watch.until(hostEvent('beta', 'up'), from, 5_000, 'beta up after the restart')
   }, 60_000)
 })
