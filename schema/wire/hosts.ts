@@ -42,4 +42,6 @@ export type HostList = v.InferOutput<typeof HostList>
 
 /** A hosts watch's increment: the host as it is now, and what happened to it. */
 export const HostUpsert = v.object({ host: Host, change: v.picklist(['joined', 'changed', 'down', 'up']) })
+export type HostUpsert = v.InferOutput<typeof HostUpsert>
 export const HostRemoved = v.object({ hostId: HostId })
+export type HostRemoved = v.InferOutput<typeof HostRemoved>
