@@ -37,7 +37,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const fleet = new Fleet({ db: deps.db, local: deps.sidecar, fleetSecret: deps.fleetSecret })
   app.use(async (c, next) => {
     c.set('deps', deps)
-    c.set('fleet', fleet)
+    c.set('fleet', fleet.forRequest())
     c.set('streams', (streams ??= streamRoutes(app)))
     await next()
   })

@@ -16,6 +16,7 @@ import { TermkeepError } from '../schema/errors.ts'
 import { SSE_HEARTBEAT_MS } from '../schema/limits.ts'
 import { isDatabaseUnavailable } from '../storage/unavailable.ts'
 import { HEARTBEAT, SSE_HEADERS, sseFrame, type SseEvent } from '../common/sse.ts'
+import { hopMark } from '../common/hop-trace.ts'
 
 /** Pure: a Last-Event-ID header as a non-negative integer cursor; undefined when absent. */
 export function lastEventId(header: string | undefined): number | undefined {
@@ -183,6 +184,7 @@ export class SseRelay {
 
   chunk(value: Uint8Array): void {
     if (this.#closed) return
+    hopMark('API: relay chunk → client')
     this.#sink!.write(value)
     this.#atBoundary = endsAtEventBoundary(value)
     this.#lastWrite = Date.now()

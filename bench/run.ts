@@ -7,6 +7,7 @@ import { renderTable, type BenchRow, type BenchScenario } from './table.ts'
 // Each area registers its scenario module here.
 const SCENARIOS: Array<() => Promise<{ default: BenchScenario }>> = [
   () => import('./api.ts'),
+  () => import('./echo.ts'),
   () => import('./files.ts'),
   () => import('./journal.ts'),
   () => import('./display.ts'),

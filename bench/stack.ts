@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Hono } from 'hono'
 import { createApp } from '../api/app.ts'
+import { hopMark } from '../common/hop-trace.ts'
 import { createToken } from '../storage/tokens.ts'
 import { withNodeRelays } from '../api/runtime/node-relay.ts'
 import { nodeFetch } from '../api/runtime/node-transport.ts'
@@ -29,6 +30,14 @@ export interface BenchStack {
   close(): Promise<void>
 }
 
+/** Marks each request's arrival in the app for the echo bench's hop split (common/hop-trace.ts). */
+function traced<A extends unknown[], R>(fetch: (...args: A) => R): (...args: A) => R {
+  return (...args) => {
+    hopMark('API: request in')
+    return fetch(...args)
+  }
+}
+
 export async function startBenchStack(
   name: string,
   baseline?: (server: Hono, stack: { sidecar: RunningSidecar; storage: Storage }) => void,
@@ -43,7 +52,7 @@ export async function startBenchStack(
   baseline?.(server, { sidecar, storage })
   server.route('/', createApp({ db: storage.db, client: storage.client, sidecar: client, runtime: 'node' }))
   const http = await new Promise<ReturnType<typeof serve>>((resolve) => {
-    const s = serve({ fetch: withNodeRelays(server.fetch), hostname: '127.0.0.1', port: 0 }, () => resolve(s))
+    const s = serve({ fetch: withNodeRelays(traced(server.fetch)), hostname: '127.0.0.1', port: 0 }, () => resolve(s))
   })
   const address = http.address()
   const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`

@@ -18,10 +18,12 @@ import { sweepEarlierKeepers } from './records.ts'
 import { KeeperServer } from './server.ts'
 import { KeptTerminals } from './terminals.ts'
 import { KEEPER_FLUSH_WAIT_MS, KEEPER_IDLE_EXIT_MS } from './tuning.ts'
+import { writeHopTrace } from '../local/hop-trace.ts'
 
 class KeeperBusy extends Error {}
 
 async function main(): Promise<void> {
+  writeHopTrace()
   const dataDir = process.argv[2]
   if (!dataDir) throw new Error('usage: keeper/main.ts <data directory>')
   const paths = keeperPaths(dataDir)

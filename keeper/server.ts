@@ -25,6 +25,7 @@ import {
 import { log } from './log.ts'
 import { killLeftovers } from './orphans.ts'
 import type { KeptTerminals, Subscriber } from './terminals.ts'
+import { hopMark } from '../common/hop-trace.ts'
 import {
   KEEPER_CLIENT_BACKLOG_MAX_BYTES,
   KEEPER_HANDSHAKE_MS,
@@ -54,6 +55,7 @@ class Connection implements Subscriber {
     const socket = this.socket
     if (socket.destroyed) return
     const inline = bytes !== undefined && bytes.length <= KEEPER_INLINE_FLUSH_BYTES && socket.writableLength < KEEPER_INLINE_MAX_BYTES
+    hopMark('keeper: output journaled → sidecar')
     socket.cork()
     socket.write(recordsHead(terminal, appended.first, appended.count, appended.entries, inline ? bytes.length : 0))
     if (inline) socket.write(bytes)

@@ -44,10 +44,12 @@ import { establishSandbox, NAMESPACES_VARIABLE, namespaceMode, sandboxWarning } 
 import { AGENTS_VARIABLE, loadProfiles } from './workflows/profiles.ts'
 import { WorkflowReader } from './workflows/read-text.ts'
 import { RunStore } from './workflows/run-log.ts'
+import { writeHopTrace } from '../local/hop-trace.ts'
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
 
 async function main(): Promise<void> {
+  writeHopTrace()
   const config = parseConfig(process.env)
   const listen = new URL(config.sidecarUrl)
   if (!LOOPBACK.has(listen.hostname)) {

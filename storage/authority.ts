@@ -27,9 +27,25 @@ export function authenticateTokenId(db: Database, tokenId: string, now = Date.no
   return authorityOf(db, eq(tokens.id, tokenId), now)
 }
 
+/** Bearer secrets hashed lately. Every request hashes its bearer, and on Node the Web Crypto
+ * digest runs on the thread pool: a keystroke's input waited for that hand-over and back. Only the
+ * hash is remembered, never a verdict: each request still reads the token (revoked, expired). */
+const recentHashes = new Map<string, string>()
+/** A handful of clients' tokens at once; past it the oldest is forgotten. */
+const RECENT_HASHES_MAX = 256
+
+async function bearerHash(secret: string): Promise<string> {
+  const known = recentHashes.get(secret)
+  if (known !== undefined) return known
+  const hash = await hashSecret(secret)
+  if (recentHashes.size >= RECENT_HASHES_MAX) recentHashes.delete(recentHashes.keys().next().value!)
+  recentHashes.set(secret, hash)
+  return hash
+}
+
 /** The authority of a token by its secret (what a request's bearer carries); stored hashed. */
 export async function authenticateSecret(db: Database, secret: string, now = Date.now()): Promise<Authority | undefined> {
-  return authorityOf(db, eq(tokens.secretHash, await hashSecret(secret)), now)
+  return authorityOf(db, eq(tokens.secretHash, await bearerHash(secret)), now)
 }
 
 async function authorityOf(db: Database, which: SQL, now: number): Promise<Authority | undefined> {

@@ -12,7 +12,6 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import { TermkeepError } from '../../schema/errors.ts'
 import type { Grant } from '../../schema/grants.ts'
-import { sessionExists } from '../../storage/registry/sessions.ts'
 import { authenticateSecret, authenticateTokenId, coversSession, type Authority } from '../../storage/authority.ts'
 import type { Database } from '../../storage/client.ts'
 import type { AppEnv } from '../deps.ts'
@@ -112,7 +111,7 @@ export function guard(required: Requirement, options: GuardOptions = {}): Middle
     }
     const sessionId = c.req.param('sid')
     if (sessionId !== undefined) {
-      const exists = coversSession(authority, sessionId) && (await sessionExists(db, sessionId))
+      const exists = coversSession(authority, sessionId) && (await c.var.fleet.session(sessionId)) !== undefined
       if (!exists) throw new TermkeepError('session/not-found', `no session ${sessionId}`)
     }
     c.set('auth', authority)

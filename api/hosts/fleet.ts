@@ -31,36 +31,62 @@ export interface Placement {
   sidecar: SidecarClient
 }
 
+/** What every request's Fleet shares: the host list's cache and the hosts' clients. */
+interface Shared {
+  clients: Map<string, { url: string; epoch: number; client: Promise<SidecarClient> }>
+  hosts: { at: number; hosts: Promise<Host[]> } | undefined
+}
+
 export class Fleet {
   readonly #db: Database
   readonly #local: SidecarClient
   readonly #fleetSecret: string | undefined
-  readonly #clients = new Map<string, { url: string; epoch: number; client: Promise<SidecarClient> }>()
-  #hosts: { at: number; hosts: Promise<Host[]> } | undefined
+  readonly #shared: Shared
+  /** This request's session rows: the guard's existence check and the route's routing read the
+   * session once (a keystroke's input paid two queries for the same row). */
+  readonly #rows = new Map<string, Promise<{ hostId: string | null } | undefined>>()
 
-  constructor({ db, local, fleetSecret }: FleetOptions) {
+  constructor({ db, local, fleetSecret }: FleetOptions, shared: Shared = { clients: new Map(), hosts: undefined }) {
     this.#db = db
     this.#local = local
     this.#fleetSecret = fleetSecret
+    this.#shared = shared
+  }
+
+  /** A Fleet for one request: the same caches, its own session rows. */
+  forRequest(): Fleet {
+    return new Fleet({ db: this.#db, local: this.#local, fleetSecret: this.#fleetSecret }, this.#shared)
+  }
+
+  /** The session's row (its host), read once per request; undefined when there is no such session. */
+  session(sessionId: string): Promise<{ hostId: string | null } | undefined> {
+    let row = this.#rows.get(sessionId)
+    if (!row) {
+      row = sessionHost(this.#db, sessionId)
+      this.#rows.set(sessionId, row)
+      row.catch(() => this.#rows.delete(sessionId))
+    }
+    return row
   }
 
   /** Every registered host, read at most every HOSTS_CACHE_MS. */
   hosts(): Promise<Host[]> {
     const now = Date.now()
-    if (!this.#hosts || now - this.#hosts.at >= HOSTS_CACHE_MS) {
+    const shared = this.#shared
+    if (!shared.hosts || now - shared.hosts.at >= HOSTS_CACHE_MS) {
       const hosts = listHosts(this.#db, now)
-      this.#hosts = { at: now, hosts }
+      shared.hosts = { at: now, hosts }
       hosts.catch(() => {
-        if (this.#hosts?.hosts === hosts) this.#hosts = undefined
+        if (shared.hosts?.hosts === hosts) shared.hosts = undefined
       })
     }
-    return this.#hosts.hosts
+    return shared.hosts.hosts
   }
 
   /** The sidecar of the session's host; 503 `host/unavailable` when that host is known down
    * (`whenDown: 'client'`: its client all the same, for what needs only its keys). */
   async forSession(sessionId: string, { whenDown = 'refuse' }: { whenDown?: 'refuse' | 'client' } = {}): Promise<SidecarClient> {
-    const [row, hosts] = await Promise.all([sessionHost(this.#db, sessionId), this.hosts()])
+    const [row, hosts] = await Promise.all([this.session(sessionId), this.hosts()])
     if (!row || row.hostId === null || this.#alone(hosts)) return this.#local
     const host = hosts.find((h) => h.id === row.hostId)
     if (!host) throw new TermkeepError('host/unavailable', `the session's host ${row.hostId} is not registered`, { host: row.hostId })
@@ -70,7 +96,7 @@ export class Fleet {
 
   /** The session's host when it is known down (listed terminals are marked unreachable). */
   async downHostOf(sessionId: string): Promise<Host | undefined> {
-    const [row, hosts] = await Promise.all([sessionHost(this.#db, sessionId), this.hosts()])
+    const [row, hosts] = await Promise.all([this.session(sessionId), this.hosts()])
     if (!row || row.hostId === null || this.#alone(hosts)) return undefined
     return hosts.find((h) => h.id === row.hostId && !h.up)
   }
@@ -123,13 +149,13 @@ export class Fleet {
   }
 
   #clientOf(host: Host): Promise<SidecarClient> {
-    const known = this.#clients.get(host.id)
+    const known = this.#shared.clients.get(host.id)
     // A rotated secret (a new epoch) is a new client: the old secret is never sent again.
     if (known && known.url === host.url && known.epoch === host.secretEpoch) return known.client
     const client = this.#secretOf(host).then((secret) =>
       this.#local.sibling({ url: host.url, secret, unavailable: (message) => unavailable(host, message) }),
     )
-    this.#clients.set(host.id, { url: host.url, epoch: host.secretEpoch, client })
+    this.#shared.clients.set(host.id, { url: host.url, epoch: host.secretEpoch, client })
     return client
   }
 

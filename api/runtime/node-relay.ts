@@ -8,11 +8,12 @@
  * between events, the token re-check, cancelling the upstream) is the same SseRelay the web path
  * runs, so both carriers behave alike.
  */
-import { ServerResponse, type IncomingMessage } from 'node:http'
+import { ServerResponse } from 'node:http'
 import type { Http2Bindings, HttpBindings } from '@hono/node-server'
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
 import { relayOf, type SseRelay } from '../sse.ts'
-import { takeNodeBody } from './node-transport.ts'
+import { STREAM_READ_BYTES } from './node-stream.ts'
+import { takeNodeBody, type NodeBody } from './node-transport.ts'
 
 /**
  * Bytes a relayed stream may hold for a slow client before the upstream pauses. Pausing at the
@@ -21,10 +22,11 @@ import { takeNodeBody } from './node-transport.ts'
  */
 const RELAY_BUFFER_BYTES = 256 * 1024
 /** Bytes one relayed stream may write in one event-loop turn (see pipe): one socket read's worth.
- * With 200 streams of a flooding terminal (measured under load), 64 KiB drained them faster than
- * 256 KiB (14–16 s against 17–20 s for 4.5 GB) and kept the API's other answers at p99 0.3–0.6 s
- * against 1.3–1.6 s. */
-export const RELAY_TURN_BYTES = 64 * 1024
+ * With node:http's 64 KiB reads and 200 streams of a flooding terminal (measured under load), 64 KiB
+ * drained them faster than 256 KiB (14–16 s against 17–20 s for 4.5 GB) and kept the API's other
+ * answers at p99 0.3–0.6 s against 1.3–1.6 s. A stream's reads are now larger (node-stream.ts),
+ * each costing far less per byte; the 200-stream case was not measured again. */
+export const RELAY_TURN_BYTES = STREAM_READ_BYTES
 
 type FetchHandler = (request: Request, env: HttpBindings | Http2Bindings) => Response | Promise<Response>
 
@@ -62,7 +64,7 @@ function carry(response: Response, outgoing: HttpBindings['outgoing'] | Http2Bin
   return alreadySent()
 }
 
-function pipe(relay: SseRelay, message: IncomingMessage, outgoing: ServerResponse): void {
+function pipe(relay: SseRelay, message: NodeBody, outgoing: ServerResponse): void {
   // Bytes this stream may still relay in this event-loop turn; past them it waits for the next
   // turn. A client socket takes a write at once, and libuv reads a socket up to 32 times in one
   // callback: 200 relayed streams then moved ~1 MB each per turn, and the API's own health waited
@@ -83,11 +85,9 @@ function pipe(relay: SseRelay, message: IncomingMessage, outgoing: ServerRespons
         outgoing.write(chunk)
         budget -= chunk.length
         refill ??= setImmediate(nextTurn)
-        if (outgoing.writableLength >= RELAY_BUFFER_BYTES) message.pause()
-        else if (budget <= 0) {
-          yielded = true
-          message.pause()
-        }
+        // Both bounds hold: a drain within this turn does not restart a stream past its budget.
+        if (budget <= 0) yielded = true
+        if (yielded || outgoing.writableLength >= RELAY_BUFFER_BYTES) message.pause()
       },
       close: () => outgoing.end(),
     },
@@ -101,6 +101,7 @@ function pipe(relay: SseRelay, message: IncomingMessage, outgoing: ServerRespons
   // The upstream ended, or broke off (the sidecar stopped): either way the client's stream ends.
   message.once('end', () => relay.end())
   message.once('close', () => relay.end())
+  message.resume()
 }
 
 /**

@@ -88,6 +88,29 @@ describe('nodeFetch (the Node API’s sidecar transport)', () => {
     }
   })
 
+  it('opens an event stream on a connection of its own in HTTP/1.0: headers sent as given; status, headers and an error’s body answered', async () => {
+    const seen: { version: string; auth?: string; resume?: string }[] = []
+    const url = await serve((request, response) => {
+      seen.push({ version: request.httpVersion, auth: request.headers.authorization, resume: String(request.headers['last-event-id']) })
+      if (request.url === '/gone')
+        return void response.writeHead(410, { 'content-type': 'application/json' }).end('{"error":{"code":"terminal/unavailable"}}')
+      response.writeHead(200, { 'content-type': 'text/event-stream', 'x-seen': 'yes' })
+      response.end('event: closed\ndata: {}\n\n')
+    })
+    const headers = { accept: 'text/event-stream', authorization: 'Bearer s', 'last-event-id': '42' }
+    const answer = await nodeFetch(`${url}/watch?after=1`, { headers })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get('x-seen')).toBe('yes')
+    expect(await answer.text()).toBe('event: closed\ndata: {}\n\n')
+    const gone = await nodeFetch(`${url}/gone`, { headers })
+    expect(gone.status).toBe(410)
+    expect(await gone.json()).toEqual({ error: { code: 'terminal/unavailable' } })
+    expect(seen).toEqual([
+      { version: '1.0', auth: 'Bearer s', resume: '42' },
+      { version: '1.0', auth: 'Bearer s', resume: '42' },
+    ])
+  })
+
   it('rejects at once when nothing listens', async () => {
     const url = await serve(() => {})
     server!.close()
@@ -106,17 +129,42 @@ describe('nodeFetch (the Node API’s sidecar transport)', () => {
     await sleep(100)
     expect(closed).toBe(true)
   })
+})
 
+/** Every body behaves alike whether node:http carries it or a stream's own connection does. */
+describe.each([
+  { transport: 'node:http', headers: {} as Record<string, string>, delimited: true, chunked: false },
+  // Its body ends where the connection closes, so a break-off reads as the end: what a relay does
+  // with either (sse.ts), and an event stream has no length to fall short of.
+  {
+    transport: 'an event stream’s own HTTP/1.0 connection (node-stream.ts)',
+    headers: { accept: 'text/event-stream' } as Record<string, string>,
+    delimited: false,
+    chunked: false,
+  },
+  // …unless its route names the chunked coding itself (Hono's streamSSE does): decoded, and ended by its last chunk.
+  {
+    transport: 'an event stream’s own connection, chunked by its route',
+    headers: { accept: 'text/event-stream' } as Record<string, string>,
+    delimited: true,
+    chunked: true,
+  },
+])('nodeFetch bodies over $transport', ({ headers, delimited, chunked }) => {
+  const serveAs = (handler: Handler) =>
+    serve((request, response) => {
+      if (chunked) response.setHeader('transfer-encoding', 'chunked')
+      handler(request, response)
+    })
   it('streams the body as it arrives; cancelling it closes the upstream response', async () => {
     let release!: () => void
     let upstreamClosed = false
-    const url = await serve((_, response) => {
+    const url = await serveAs((_, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' })
       response.write('event: one\n\n')
       response.once('close', () => (upstreamClosed = true))
       release = () => response.write('event: two\n\n')
     })
-    const answer = await nodeFetch(url)
+    const answer = await nodeFetch(url, { headers })
     const reader = answer.body!.getReader()
     const decoder = new TextDecoder()
     expect(decoder.decode((await reader.read()).value)).toBe('event: one\n\n')
@@ -127,19 +175,20 @@ describe('nodeFetch (the Node API’s sidecar transport)', () => {
     expect(upstreamClosed).toBe(true)
   })
 
-  it('errors the body (not a clean end) when the upstream breaks off or the signal aborts mid-body', async () => {
-    const url = await serve((request, response) => {
+  it('errors the body (not a clean end) when the signal aborts mid-body, or (delimited) the upstream breaks off', async () => {
+    const url = await serveAs((request, response) => {
       response.writeHead(200)
       response.write('partial')
       if (request.url === '/break') setTimeout(() => response.socket?.destroy(), 50)
     })
-    const broken = (await nodeFetch(`${url}/break`)).body!.getReader()
+    const broken = (await nodeFetch(`${url}/break`, { headers })).body!.getReader()
     expect((await broken.read()).value?.length).toBe(7)
-    await expect(broken.read()).rejects.toThrow()
+    if (delimited) await expect(broken.read()).rejects.toThrow()
+    else expect(await broken.read()).toEqual({ done: true, value: undefined })
 
     const controller = new AbortController()
     const reason = new Error('client went away')
-    const aborted = (await nodeFetch(`${url}/hold`, { signal: controller.signal })).body!.getReader()
+    const aborted = (await nodeFetch(`${url}/hold`, { signal: controller.signal, headers })).body!.getReader()
     expect((await aborted.read()).value?.length).toBe(7)
     controller.abort(reason)
     await expect(aborted.read()).rejects.toBe(reason)
@@ -149,7 +198,7 @@ describe('nodeFetch (the Node API’s sidecar transport)', () => {
     const total = 64 * 1024 * 1024
     const block = Buffer.alloc(1024 * 1024, 'x')
     let flushed = 0
-    const url = await serve((_, response) => {
+    const url = await serveAs((_, response) => {
       response.writeHead(200)
       let sent = 0
       const more = () => {
@@ -162,7 +211,7 @@ describe('nodeFetch (the Node API’s sidecar transport)', () => {
       }
       more()
     })
-    const reader = (await nodeFetch(url)).body!.getReader()
+    const reader = (await nodeFetch(url, { headers })).body!.getReader()
     await sleep(500)
     // Only the kernel's socket buffers and the stream's high-water mark were taken; not 64 MiB.
     expect(flushed).toBeLessThan(total / 4)
@@ -176,22 +225,24 @@ describe('nodeFetch (the Node API’s sidecar transport)', () => {
   })
 
   it('hands an unread body’s socket stream over once; a body already read, or taken, is not handed twice', async () => {
-    const url = await serve((_, response) => {
+    const url = await serveAs((_, response) => {
       response.writeHead(200)
       response.end('whole body')
     })
-    const taken = await nodeFetch(url)
+    const taken = await nodeFetch(url, { headers })
     const message = takeNodeBody(taken)!
     expect(message).toBeDefined()
     expect(takeNodeBody(taken)).toBeUndefined()
     const parts: Buffer[] = []
     message.on('data', (chunk: Buffer) => parts.push(chunk))
-    await new Promise((resolve) => message.once('end', resolve))
+    const ended = new Promise((resolve) => message.once('end', resolve))
+    message.resume()
+    await ended
     expect(Buffer.concat(parts).toString()).toBe('whole body')
     // The web body of a taken response refuses to read instead of hanging.
     await expect(taken.text()).rejects.toThrow(TypeError)
 
-    const read = await nodeFetch(url)
+    const read = await nodeFetch(url, { headers })
     const reader = read.body!.getReader()
     expect(new TextDecoder().decode((await reader.read()).value)).toBe('whole body')
     expect(takeNodeBody(read)).toBeUndefined()

@@ -8,6 +8,7 @@
  * bodies); anything else is a TypeError, not a silent mis-send. Deno and Workers keep their fetch.
  */
 import { Agent, request, type IncomingMessage } from 'node:http'
+import { openStream, type StreamBody } from './node-stream.ts'
 
 const agent = new Agent({ keepAlive: true })
 
@@ -31,9 +32,12 @@ function responseHeaders(message: IncomingMessage): Headers {
   return headers
 }
 
+/** What a relay reads a body from: node:http's message, or a stream's own (node-stream.ts). */
+export type NodeBody = IncomingMessage | StreamBody
+
 /** A response body's socket stream and who reads it: the web stream, or a taker (takeNodeBody). */
 interface BodyClaim {
-  message: IncomingMessage
+  message: NodeBody
   signal: AbortSignal | undefined
   state: 'untouched' | 'web' | 'taken'
 }
@@ -44,7 +48,7 @@ const claims = new WeakMap<Response, BodyClaim>()
  * The socket stream under a nodeFetch response whose body nobody has started to read, handed over
  * once: the caller then reads it (and owns its backpressure), and the web body is never read.
  */
-export function takeNodeBody(response: Response): IncomingMessage | undefined {
+export function takeNodeBody(response: Response): NodeBody | undefined {
   const claim = claims.get(response)
   if (claim?.state !== 'untouched') return undefined
   claim.state = 'taken'
@@ -77,6 +81,7 @@ function bodyStream(claim: BodyClaim): ReadableStream<Uint8Array> {
         message.once('close', () => {
           if (!ended) controller.error(signal?.aborted ? signal.reason : new Error('the sidecar closed the response early'))
         })
+        message.resume()
       },
       cancel() {
         ended = true
@@ -87,8 +92,28 @@ function bodyStream(claim: BodyClaim): ReadableStream<Uint8Array> {
   )
 }
 
-export const nodeFetch: typeof fetch = (input, init = {}) =>
-  new Promise<Response>((resolve, reject) => {
+/** A GET that accepts only an event stream is opened as one (node-stream.ts). */
+function isStream(init: RequestInit, headers: Headers): boolean {
+  return (init.method ?? 'GET') === 'GET' && headers.get('accept') === 'text/event-stream'
+}
+
+async function streamFetch(url: string, headers: Headers, signal: AbortSignal | undefined): Promise<Response> {
+  const { status, statusText, headers: answered, body } = await openStream(new URL(url), headers, signal)
+  if (NULL_BODY_STATUSES.has(status)) {
+    body.destroy()
+    return new Response(null, { status, statusText, headers: answered })
+  }
+  const claim: BodyClaim = { message: body, signal, state: 'untouched' }
+  const response = new Response(bodyStream(claim), { status, statusText, headers: answered })
+  claims.set(response, claim)
+  return response
+}
+
+export const nodeFetch: typeof fetch = (input, init = {}) => {
+  const url = input instanceof Request ? input.url : String(input)
+  const given = new Headers(init.headers)
+  if (isStream(init, given) && init.body == null) return streamFetch(url, given, init.signal ?? undefined)
+  return new Promise<Response>((resolve, reject) => {
     const signal = init.signal ?? undefined
     if (signal?.aborted) return reject(signal.reason)
     let body: string | Uint8Array | undefined
@@ -97,9 +122,8 @@ export const nodeFetch: typeof fetch = (input, init = {}) =>
     } catch (error) {
       return reject(error)
     }
-    const url = input instanceof Request ? input.url : String(input)
     const headers: Record<string, string> = {}
-    new Headers(init.headers).forEach((value, name) => (headers[name] = value))
+    given.forEach((value, name) => (headers[name] = value))
     const send = (retries: number) => {
       const outgoing = request(url, { method: init.method ?? 'GET', headers, agent })
       const onAbort = () => outgoing.destroy(signal?.reason)
@@ -129,3 +153,4 @@ export const nodeFetch: typeof fetch = (input, init = {}) =>
     }
     send(STALE_SOCKET_RETRIES)
   })
+}

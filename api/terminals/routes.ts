@@ -33,6 +33,7 @@ import type { AppEnv } from '../deps.ts'
 import { error, json, SIDECAR_DOWN, sidecarDownUnknown, sse } from '../openapi.ts'
 import { lastEventId, relaySSE } from '../sse.ts'
 import { issuesTouch, sizeLimit, validate } from '../validate.ts'
+import { hopMark } from '../../common/hop-trace.ts'
 
 const tags = ['terminals']
 const SessionOnly = v.object({ sid: SessionId })
@@ -218,6 +219,7 @@ export const terminalRoutes = new Hono<AppEnv>()
       throw new TermkeepError('terminal/input-too-large', `input is at most ${MAX_INPUT_BYTES} bytes per write`, { limit: MAX_INPUT_BYTES })
     }),
     async (c) => {
+      hopMark('API: input route (auth, grants, validation done)')
       const { sid, tid } = c.req.valid('param')
       const bytes = new Uint8Array(await c.req.arrayBuffer())
       await (await c.var.fleet.forSession(sid)).input(sid, tid, sender(c), bytes, c.req.valid('header')['idempotency-key'])

@@ -6,6 +6,7 @@
  * journaled after every byte read before it.
  */
 import type { Worker } from 'node:worker_threads'
+import { hopMark } from '../../common/hop-trace.ts'
 import { startTsWorker } from '../../local/worker-thread.ts'
 import { Backoff } from '../backoff.ts'
 import { PTY_EXIT_WAIT_MS } from '../tuning.ts'
@@ -98,6 +99,7 @@ export class RemotePty {
 
   /** Sends input to the PTY thread (the sidecar bounds what a program leaves unread). */
   write(bytes: Uint8Array): void {
+    hopMark('keeper: input → PTY thread')
     if (!this.#exited) this.thread.post({ type: 'write', id: this.id, bytes })
   }
 

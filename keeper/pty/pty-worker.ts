@@ -10,6 +10,8 @@
  * runs (not even the spool write), so the PTY is drained whenever it has data.
  */
 import { parentPort } from 'node:worker_threads'
+import { hopMark } from '../../common/hop-trace.ts'
+import { writeHopTrace } from '../../local/hop-trace.ts'
 import { Gatherer } from '../../local/journal/gather.ts'
 import { PTY_UNJOURNALED_MAX_BYTES } from '../tuning.ts'
 import type { FromPtyThread, ToPtyThread } from './pty-protocol.ts'
@@ -17,6 +19,8 @@ import { PtyProcess } from './pty-process.ts'
 
 const port = parentPort
 if (!port) throw new Error('PTY thread started outside a worker thread')
+
+writeHopTrace()
 
 function post(message: FromPtyThread, transfer: ArrayBuffer[] = []): void {
   port!.postMessage(message, transfer)
@@ -35,7 +39,10 @@ class Recorder {
   ) {
     this.#pty = pty
     this.#gather = new Gatherer((parts, total) => this.#hand(parts, total))
-    pty.onData((bytes) => this.#gather.add(bytes))
+    pty.onData((bytes) => {
+      hopMark('PTY thread: read')
+      this.#gather.add(bytes)
+    })
     pty.onEnd(() => {
       this.#gather.flush()
       post({ type: 'end', id })
@@ -48,6 +55,7 @@ class Recorder {
   }
 
   write(bytes: Uint8Array): void {
+    hopMark('PTY thread: write')
     this.#pty.write(bytes)
   }
 

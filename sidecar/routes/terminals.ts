@@ -27,6 +27,7 @@ import { castChunks } from '../journal/asciicast.ts'
 import { watchOutput } from '../journal/watch.ts'
 import { TERMINAL_TYPE, type TerminalHost } from '../terminals/host.ts'
 import { follow, retain } from '../terminals/streams.ts'
+import { hopMark } from '../../common/hop-trace.ts'
 
 const LastEventId = v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'Last-Event-ID is a sequence number'), v.transform(Number))
 
@@ -101,6 +102,7 @@ export function terminalRoutes(host: TerminalHost): Hono {
   })
 
   app.post(`${one}/input`, async (c) => {
+    hopMark('sidecar: input route')
     const { sid, tid } = ids(c)
     const from = sender(c)
     const key = idempotencyKey(c)

@@ -26,6 +26,7 @@ import type {
 import { runsAs } from '../../local/proc.ts'
 import { Journal } from '../journal/journal.ts'
 import { writeFailures } from '../write-retry.ts'
+import { hopMark } from '../../common/hop-trace.ts'
 
 /** A request the keeper could not answer: its terminal went with it (the keeper ended, and the
  * terminal is being retired), never a server error. */
@@ -111,6 +112,7 @@ export class KeptPty {
       )
     }
     this.#sentSinceReport += bytes.length
+    hopMark('sidecar: input → keeper')
     this.link.client.write(this.id, bytes, key)
   }
 
@@ -136,6 +138,7 @@ export class KeptPty {
 
   /** @internal */
   records(records: Records): void {
+    hopMark('sidecar: output records from keeper')
     this.journal.apply(records.first, records.count, records.entries, records.bytes)
     this.#onData()
   }

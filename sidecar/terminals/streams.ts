@@ -8,6 +8,7 @@ import type { FollowControl } from '../../schema/wire/terminals.ts'
 import { RawJson, type SseEvent } from '../../common/sse.ts'
 import { STREAM_BATCH_ITEMS } from '../journal/shared-batches.ts'
 import type { LiveTerminal } from './terminal.ts'
+import { hopMark } from '../../common/hop-trace.ts'
 
 const finished = (t: LiveTerminal) => t.state === 'closed' || t.state === 'retired'
 
@@ -66,6 +67,7 @@ export async function* follow(
       for (const item of items) {
         cursor = item.sequence
         if (item.kind === 'data') {
+          hopMark('sidecar: output item → follow stream')
           yield { event: 'output', id: cursor, data: new RawJson(`{"sequence":${cursor},"data":"${item.data}"}`) }
         } else {
           geometry = { cols: item.cols, rows: item.rows }

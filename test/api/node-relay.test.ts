@@ -20,6 +20,8 @@ import { nodeFetch } from '../../api/runtime/node-transport.ts'
 let upstream: Server | undefined
 let front: ServerType | undefined
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/** How the sidecar client asks for every stream it relays (node-stream.ts opens it). */
+const STREAM = { accept: 'text/event-stream' }
 
 afterEach(async () => {
   for (const server of [upstream, front] as (Server | undefined)[]) {
@@ -47,7 +49,7 @@ async function start(
   app.get('/plain', (c) => c.json({ plain: true }))
   app.get('/relay', async (c) => {
     const abort = new AbortController()
-    const response = await nodeFetch(`${upstreamUrl}/`, { signal: abort.signal })
+    const response = await nodeFetch(`${upstreamUrl}/`, { signal: abort.signal, headers: STREAM })
     const made = relaySSE(response, () => abort.abort(), {
       heartbeatMs: options.heartbeatMs ?? 10_000,
       requestSignal: c.req.raw.signal,
@@ -256,7 +258,7 @@ describe('withNodeRelays (relayed SSE on Node, without web streams)', () => {
     const app = new Hono()
     app.get('/relay', async (c) => {
       const abort = new AbortController()
-      return relaySSE(await nodeFetch(`http://127.0.0.1:${port}/`, { signal: abort.signal }), () => abort.abort(), {
+      return relaySSE(await nodeFetch(`http://127.0.0.1:${port}/`, { signal: abort.signal, headers: STREAM }), () => abort.abort(), {
         requestSignal: c.req.raw.signal,
       })
     })
