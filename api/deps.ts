@@ -31,7 +31,7 @@ export interface AppDeps {
     /** Registry watch poll interval (default REGISTRY_POLL_MS). */
     registryPollMs?: number
     /**
-     * End a registry watch after this many polls (default: never). For runtimes that bound the
+     * End a registry watch (and a hosts watch) after this many polls (default: never). For runtimes that bound the
      * subrequests of one request (Workers + remote libSQL): the client reconnects with
      * Last-Event-ID and loses nothing.
      */

@@ -54,3 +54,6 @@ export const MCP_RETRY_MS = 15_000
  * a live call costs one query (its session's host), not two. A host that just went down is found
  * by its refused connection anyway; one that just registered is seen within this long. */
 export const HOSTS_CACHE_MS = 1_000
+/** How often a hosts watch reads the hosts again: a heartbeat-derived liveness has no event log
+ * to wake on, and the hosts cache (HOSTS_CACHE_MS) makes reading more often pointless. */
+export const HOSTS_WATCH_POLL_MS = 1_000

@@ -67,7 +67,7 @@ export async function hostsCommand(args: string[], out: NodeJS.WritableStream = 
 
 function line(host: Host): string {
   const memory = `${Math.round(host.capacity.memoryBytes / 2 ** 30)} GiB`
-  return `${printable(host.name)}  ${host.id}  ${host.up ? 'up' : 'down'}  v${printable(host.version)}  ${host.capacity.cpus} cpus ${memory}  ${printable(host.url)}`
+  return `${printable(host.name)}  ${host.id}  ${host.up ? 'up' : host.starting ? 'starting' : 'down'}  v${printable(host.version)}  ${host.capacity.cpus} cpus ${memory}  ${printable(host.url)}`
 }
 
 /** The host's secret at its current epoch, after moving the epoch forward when rotating. */

@@ -80,7 +80,7 @@ const USAGE = `usage: termkeep <command>
                                           mint a token (all sessions unless --session is given)
   token ls | revoke <id>                  list or revoke tokens (admin)
   ls                                      list workspaces, sessions and terminals
-  workspace add <dir> | ls | rename <id> <title> | rm <id>
+  workspace add <dir> [--host HOST] | ls | rename <id> <title> | rm <id>
                                           manage workspaces (registered directories)
   new [--session S | -s NAME [--host HOST]] [-n NAME]
                                           start a terminal and attach to it (--detached: only start)

@@ -119,7 +119,7 @@ async function newSession(client: TermkeepClient, cwd: string, placed: { name?: 
   }
   try {
     // Registering the directory adopts the sessions already recorded in it, this one included.
-    const { workspace, created } = await client.createWorkspace(session.cwd)
+    const { workspace, created } = await client.createWorkspace(session.cwd, undefined, session.host ?? undefined)
     const joined = workspace.sessionIds.includes(session.id) ? `session ${session.id} is in it` : `session ${session.id} stands alone`
     process.stderr.write(
       `termkeep: ${created ? 'registered' : 'found'} workspace "${printable(workspace.title)}" for ${printable(workspace.path)} [${workspace.id}]; ${joined}\n`,

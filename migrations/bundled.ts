@@ -142,5 +142,15 @@ export const migrations: { hash: string; folderMillis: number; sql: string[] }[]
     "sql": [
       "ALTER TABLE `hosts` ADD `secret_epoch` integer DEFAULT 0 NOT NULL;"
     ]
+  },
+  {
+    "hash": "1fa7fa79faf1493ada87aa919e64347bc1fe1278254eb1787949d02856bbd8f3",
+    "folderMillis": 1796187070423,
+    "sql": [
+      "DROP INDEX `workspaces_path_unique`;",
+      "\nALTER TABLE `workspaces` ADD `host_id` text;",
+      "\nCREATE UNIQUE INDEX `workspaces_host_path` ON `workspaces` (`host_id`,`path`);",
+      "\nALTER TABLE `host_generations` ADD `starting` integer DEFAULT false NOT NULL;"
+    ]
   }
 ]

@@ -105,6 +105,9 @@ export const ERROR_STATUS = {
   'host/unknown': 400,
   /** A new session must name its host (`host`): there are several, or a name several hosts share. */
   'host/ambiguous': 409,
+  /** A request names a host that is not the host of the workspace it names (a workspace is a
+   * directory on one host). */
+  'host/mismatch': 409,
   /** The session's host does not answer (its sidecar is down, or its heartbeat stopped); `host`
    * and `hostName` name it. Other hosts are not affected; a retry may succeed once it is back. */
   'host/unavailable': 503,

@@ -31,7 +31,7 @@ import { DisplayService } from './display/service.ts'
 import { EmulatorPool } from './emulator/emulator.ts'
 import { claimGeneration, GenerationBusy } from './generations/claim.ts'
 import { hostIdentity } from './generations/host-identity.ts'
-import { adoptUnhostedSessions, registerHost } from '../storage/hosts.ts'
+import { adoptUnhosted, registerHost } from '../storage/hosts.ts'
 import { DEFAULT_SHELLS_FILE } from './pty/shells.ts'
 import { KeeperRefused } from '../local/keeper/client.ts'
 import { KeeperStartError, reachKeeper } from '../local/keeper/start.ts'
@@ -99,7 +99,7 @@ async function main(): Promise<void> {
   const claimed = await claimGeneration(storage.db, storage.probe, { hostId: host.id })
   // Registered once claimed: a refused start must not overwrite the running one's address.
   await registerHost(storage.db, host)
-  await adoptUnhostedSessions(storage.db, host.id)
+  await adoptUnhosted(storage.db, host.id)
   const { generation } = claimed
   if (claimed.ended.length > 0) {
     const list = claimed.ended.map((g) => `${g.generation} (${g.why})`).join(', ')
@@ -186,6 +186,8 @@ async function main(): Promise<void> {
     workflows,
   })
   ready = app.fetch
+  // Listed `up` from now on, not from the claim: the API reaches a host only once it answers.
+  await claimed.serving()
   console.log(`termkeep sidecar: host ${host.name} (${host.id}) generation ${generation} listening on ${listen.hostname}:${boundPort}`)
   process.send?.({ type: 'ready', port: boundPort, generation, hostId: host.id })
   let stopping = false

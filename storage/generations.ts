@@ -21,7 +21,7 @@ export async function insertGeneration(
   const now = Date.now()
   const [{ generation }] = await db
     .insert(hostGenerations)
-    .values({ ...runner, startedAt: now, heartbeatAt: now })
+    .values({ ...runner, startedAt: now, heartbeatAt: now, starting: true })
     .returning({ generation: hostGenerations.generation })
   return generation
 }
@@ -67,6 +67,11 @@ export async function beatWithoutWaiting(probe: Client, generation: number): Pro
     if (String((error as { code?: string }).code ?? '').startsWith('SQLITE_BUSY')) return false
     throw error
   }
+}
+
+/** The generation's sidecar answers HTTP: its host is listed `up` from now on (storage/hosts.ts). */
+export async function markServing(db: Database, generation: number): Promise<void> {
+  await db.update(hostGenerations).set({ starting: false }).where(eq(hostGenerations.generation, generation))
 }
 
 export async function endGeneration(db: Database, generation: number): Promise<void> {

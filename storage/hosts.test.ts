@@ -17,13 +17,27 @@ const now = 1_000_000
 
 describe('hostFromRow: a host is up while its newest generation runs and beat within the lease', () => {
   it.each([
-    ['beating', { generation: 3, heartbeatAt: now - HOST_LEASE_MS + 1, endedAt: null }, true],
-    ['heartbeat as old as the lease', { generation: 3, heartbeatAt: now - HOST_LEASE_MS, endedAt: null }, false],
-    ['stopped cleanly', { generation: 3, heartbeatAt: now, endedAt: now }, false],
-    ['never started', { generation: null, heartbeatAt: null, endedAt: null }, false],
-  ])('%s', (_, generation, up) => {
+    ['beating', { generation: 3, heartbeatAt: now - HOST_LEASE_MS + 1, endedAt: null, starting: false }, true, null],
+    ['claimed, not serving yet', { generation: 3, heartbeatAt: now, endedAt: null, starting: true }, false, null],
+    [
+      'heartbeat as old as the lease',
+      { generation: 3, heartbeatAt: now - HOST_LEASE_MS, endedAt: null, starting: false },
+      false,
+      now - HOST_LEASE_MS,
+    ],
+    [
+      'killed while starting',
+      { generation: 3, heartbeatAt: now - HOST_LEASE_MS, endedAt: null, starting: true },
+      false,
+      now - HOST_LEASE_MS,
+    ],
+    ['stopped cleanly', { generation: 3, heartbeatAt: now - 5, endedAt: now - 1, starting: false }, false, now - 1],
+    ['never started', { generation: null, heartbeatAt: null, endedAt: null, starting: null }, false, null],
+  ])('%s', (_, generation, up, downSince) => {
     const shown = hostFromRow({ host, ...generation }, now)
     expect(shown.up).toBe(up)
+    expect(shown.downSince).toBe(downSince)
+    expect(shown.starting).toBe(generation.starting === true && generation.heartbeatAt === now)
     expect(shown).toMatchObject({
       id: 'host_a',
       capacity: { cpus: 2, memoryBytes: 1024 },

@@ -3,11 +3,11 @@
  * routes by. A host is up while its newest generation has not ended and beat within
  * HOST_LEASE_MS; nothing else is stored about liveness.
  */
-import { and, asc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNotNull, isNull, type SQL, sql } from 'drizzle-orm'
 import { HOST_LEASE_MS } from '../schema/limits.ts'
 import type { Host } from '../schema/wire/hosts.ts'
 import type { Database } from './client.ts'
-import { hostGenerations, hosts, sessions } from './tables.ts'
+import { hostGenerations, hosts, sessions, workspaces } from './tables.ts'
 
 export interface HostRegistration {
   id: string
@@ -29,15 +29,35 @@ export async function registerHost(db: Database, host: HostRegistration): Promis
 }
 
 /**
- * Sessions recorded before hosts existed belong to the only host there is: once this database has
- * exactly one host, they are given to it (idempotent; with several hosts they stay unassigned and
- * a request must name the host).
+ * Sessions and workspaces recorded before they had hosts belong to the host they were made on.
+ * Once this database has exactly one host, every one without a host is given to it; with several,
+ * a host-less workspace goes to the host of the sessions it lists, when they are this host's
+ * (idempotent; what stays host-less is claimed by the first host a request names it on).
  */
-export async function adoptUnhostedSessions(db: Database, hostId: string): Promise<number> {
+export async function adoptUnhosted(db: Database, hostId: string): Promise<{ sessions: number; workspaces: number }> {
   const [{ count }] = await db.select({ count: sql<number>`count(*)` }).from(hosts)
-  if (count !== 1) return 0
-  const result = await db.update(sessions).set({ hostId }).where(isNull(sessions.hostId))
-  return result.rowsAffected
+  if (count !== 1) {
+    // The outer row spelled out: drizzle writes a bare column name in an UPDATE, which inside
+    // the subquery would name the subquery's own table.
+    const listsOurs = sql`EXISTS (SELECT 1 FROM workspace_sessions ws JOIN sessions s ON s.id = ws.session_id
+      WHERE ws.workspace_id = "workspaces"."id" AND s.host_id = ${hostId})`
+    const given = await db
+      .update(workspaces)
+      .set({ hostId })
+      .where(and(isNull(workspaces.hostId), listsOurs, freeOn(hostId)))
+    return { sessions: 0, workspaces: given.rowsAffected }
+  }
+  const given = await db.update(sessions).set({ hostId }).where(isNull(sessions.hostId))
+  const placed = await db
+    .update(workspaces)
+    .set({ hostId })
+    .where(and(isNull(workspaces.hostId), freeOn(hostId)))
+  return { sessions: given.rowsAffected, workspaces: placed.rowsAffected }
+}
+
+/** No workspace of `hostId` has the row's path already (the unique index would refuse it). */
+function freeOn(hostId: string): SQL {
+  return sql`NOT EXISTS (SELECT 1 FROM workspaces w2 WHERE w2.host_id = ${hostId} AND w2.path = "workspaces"."path")`
 }
 
 const newest = sql`(SELECT max(${hostGenerations.generation}) FROM ${hostGenerations} WHERE ${hostGenerations.hostId} = ${hosts.id})`
@@ -49,6 +69,7 @@ function hostQuery(db: Database) {
       generation: hostGenerations.generation,
       heartbeatAt: hostGenerations.heartbeatAt,
       endedAt: hostGenerations.endedAt,
+      starting: hostGenerations.starting,
     })
     .from(hosts)
     .leftJoin(hostGenerations, eq(hostGenerations.generation, newest))
@@ -56,10 +77,14 @@ function hostQuery(db: Database) {
 
 type HostRow = Awaited<ReturnType<ReturnType<typeof hostQuery>['execute']>>[number]
 
-/** Pure: a joined row as the wire's Host, judged up or down at `now`. */
+/** Pure: a joined row as the wire's Host, judged up or down at `now`. Up: its newest generation
+ * serves (claimed and answering HTTP), has not ended, and beat within HOST_LEASE_MS. */
 export function hostFromRow(row: HostRow, now: number): Host {
   const { host } = row
-  const up = row.generation !== null && row.endedAt === null && row.heartbeatAt !== null && now - row.heartbeatAt < HOST_LEASE_MS
+  const running = row.generation !== null && row.endedAt === null
+  const beating = row.heartbeatAt !== null && now - row.heartbeatAt < HOST_LEASE_MS
+  const starting = running && beating && row.starting === true
+  const up = running && beating && !starting
   return {
     id: host.id,
     name: host.name,
@@ -67,6 +92,9 @@ export function hostFromRow(row: HostRow, now: number): Host {
     version: host.version,
     capacity: { cpus: host.cpus, memoryBytes: host.memoryBytes },
     up,
+    starting,
+    // Last known alive: its clean end, else its last heartbeat (a sidecar killed or cut off).
+    downSince: up || starting ? null : (row.endedAt ?? row.heartbeatAt ?? null),
     generation: row.generation,
     heartbeatAt: row.heartbeatAt,
     secretEpoch: host.secretEpoch,

@@ -19,17 +19,26 @@ const bytes = customType<{ data: Uint8Array; driverData: ArrayBuffer | Uint8Arra
 
 // ── Workspace registry ──────────────────────────────────────────────────────
 
-export const workspaces = sqliteTable('workspaces', {
-  id: text('id').primaryKey(),
-  /** Canonical (realpath) directory; one workspace per directory. */
-  path: text('path').notNull().unique(),
-  /** Display title, unique across workspaces. */
-  title: text('title').notNull().unique(),
-  /** Position in the user's order (ascending). */
-  position: real('position').notNull(),
-  createdAt: integer('created_at').notNull().default(now),
-  updatedAt: integer('updated_at').notNull().default(now),
-})
+export const workspaces = sqliteTable(
+  'workspaces',
+  {
+    id: text('id').primaryKey(),
+    /** Canonical (realpath) directory on its host; one workspace per directory and host. */
+    path: text('path').notNull(),
+    /** Display title, unique across workspaces. */
+    title: text('title').notNull().unique(),
+    /** Position in the user's order (ascending). */
+    position: real('position').notNull(),
+    createdAt: integer('created_at').notNull().default(now),
+    updatedAt: integer('updated_at').notNull().default(now),
+    /** The host the directory is on (hosts.id); null in rows written before workspaces had hosts,
+     * which the first host to start takes over (storage/hosts.ts `adoptUnhosted`). */
+    hostId: text('host_id'),
+  },
+  // Two NULL hosts are distinct to SQLite: a row without a host is kept unique by its writers
+  // (api/registry/operations.ts), which look a path up on a host and on no host alike.
+  (t) => [uniqueIndex('workspaces_host_path').on(t.hostId, t.path)],
+)
 
 export const sessions = sqliteTable(
   'sessions',
@@ -137,6 +146,9 @@ export const hostGenerations = sqliteTable(
     /** /proc/self/ns/pid: two containers on one kernel share its boot id but not their pids. */
     pidNamespace: text('pid_namespace'),
     heartbeatAt: integer('heartbeat_at'),
+    /** True from its claim until its sidecar answers HTTP: the host is not listed `up` before it
+     * serves. False in rows written before the column (they served). */
+    starting: integer('starting', { mode: 'boolean' }).notNull().default(false),
     /** When it was known to have ended: it stopped cleanly, refused to start, or a later sidecar
      * found it dead. */
     endedAt: integer('ended_at'),

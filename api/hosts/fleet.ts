@@ -90,7 +90,7 @@ export class Fleet {
     if (!row || row.hostId === null || this.#alone(hosts)) return this.#local
     const host = hosts.find((h) => h.id === row.hostId)
     if (!host) throw new TermkeepError('host/unavailable', `the session's host ${row.hostId} is not registered`, { host: row.hostId })
-    if (!host.up && whenDown === 'refuse') throw unavailable(host, `its sidecar stopped (no heartbeat for ${ageOf(host)})`)
+    if (!host.up && whenDown === 'refuse') throw unavailable(host, downReason(host))
     return this.#clientOf(host)
   }
 
@@ -101,12 +101,14 @@ export class Fleet {
     return hosts.find((h) => h.id === row.hostId && !h.up)
   }
 
-  /** The host a new session is recorded on: `selector` (an id, or a name no other host has), else
-   * the only host; 400 `host/unknown`, 409 `host/ambiguous`. */
-  async place(selector: string | undefined): Promise<Placement> {
-    const hosts = await this.hosts()
+  /** The host `selector` names (an id, or a name no other host has), else the only host; null
+   * when none is registered yet. 400 `host/unknown`, 409 `host/ambiguous`. `among`: the hosts a
+   * session-bound token may name (its sessions'); any other is as unknown to it. */
+  async resolve(selector: string | undefined, among?: ReadonlySet<string>): Promise<Host | null> {
+    const all = await this.hosts()
+    const hosts = among === undefined ? all : all.filter((h) => among.has(h.id))
     if (selector === undefined) {
-      if (hosts.length === 0) return { hostId: null, sidecar: this.#local }
+      if (hosts.length === 0) return null
       if (hosts.length > 1) {
         throw new TermkeepError('host/ambiguous', `there are ${hosts.length} hosts: name one (\`host\`)`, {
           hosts: hosts.map((h) => h.name),
@@ -121,10 +123,24 @@ export class Fleet {
         hosts: matches.map((h) => h.id),
       })
     }
-    const host = matches[0]!
-    if (this.#alone(hosts)) return { hostId: host.id, sidecar: this.#local }
-    if (!host.up) throw unavailable(host, `its sidecar stopped (no heartbeat for ${ageOf(host)})`)
-    return { hostId: host.id, sidecar: await this.#clientOf(host) }
+    return matches[0]!
+  }
+
+  /** Where a new session or workspace goes: the host `selector` names, else the only one. */
+  async place(selector: string | undefined, among?: ReadonlySet<string>): Promise<Placement> {
+    return this.placeOn(await this.resolve(selector, among))
+  }
+
+  /** The sidecar of `host` (null: none registered yet, the configured one); 503
+   * `host/unavailable` when it is down or not registered. */
+  async placeOn(host: Host | string | null): Promise<Placement> {
+    const all = await this.hosts()
+    const known = typeof host === 'string' ? all.find((h) => h.id === host) : host
+    if (host === null) return { hostId: null, sidecar: this.#local }
+    if (!known) throw new TermkeepError('host/unavailable', `host ${host} is not registered`, { host })
+    if (this.#alone(all)) return { hostId: known.id, sidecar: this.#local }
+    if (!known.up) throw unavailable(known, downReason(known))
+    return { hostId: known.id, sidecar: await this.#clientOf(known) }
   }
 
   /** One host and no fleet secret: reached as before hosts, at SIDECAR_URL with SIDECAR_SECRET. */
@@ -156,6 +172,8 @@ function unavailable(host: Host, why: string): TermkeepError {
   })
 }
 
-function ageOf(host: Host): string {
-  return host.heartbeatAt === null ? 'ever' : `${Math.round((Date.now() - host.heartbeatAt) / 1000)} s`
+function downReason(host: Host): string {
+  if (host.starting) return 'its sidecar is starting'
+  const age = host.heartbeatAt === null ? 'ever' : `${Math.round((Date.now() - host.heartbeatAt) / 1000)} s`
+  return `its sidecar stopped (no heartbeat for ${age})`
 }

@@ -66,7 +66,8 @@ export const TOOLS: readonly Tool[] = [
   routeTool({
     name: 'add_workspace',
     title: 'Add a workspace',
-    description: 'Register a directory (an absolute path) as a workspace, or answer the one that owns it (`created: false`).',
+    description:
+      'Register a directory (an absolute path) as a workspace, or answer the one that owns it (`created: false`). `host`: the host the directory is on (id or name, see list_hosts); needed when there are several; the same path on two hosts is two workspaces.',
     annotations: { idempotentHint: true, openWorldHint: false },
     method: 'POST',
     path: '/v1/workspaces',
@@ -85,7 +86,7 @@ export const TOOLS: readonly Tool[] = [
     name: 'create_session',
     title: 'Create a session',
     description:
-      'Record a session with its working directory; it joins the workspace owning that directory. Terminals and files belong to a session. `host`: the host (id or name, see list_hosts) it lives on; needed when there are several.',
+      "Record a session with its working directory (`cwd`), or in a workspace (`workspace`: its id; the session then lives on the workspace's host, in its directory); it joins the workspace owning that directory on its host. Terminals and files belong to a session. `host`: the host (id or name, see list_hosts) it lives on; needed when there are several and no workspace says it (a host that is not the workspace's is host/mismatch).",
     annotations: { idempotentHint: true, openWorldHint: false },
     method: 'POST',
     path: '/v1/sessions',

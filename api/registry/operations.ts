@@ -9,11 +9,11 @@
 import { TermkeepError } from '../../schema/errors.ts'
 import { MAX_WORKSPACE_TITLE_CHARS } from '../../schema/limits.ts'
 import { titleFrom } from '../../schema/wire/common.ts'
-import type { Session, Workspace } from '../../schema/wire/registry.ts'
+import type { CreateSession, Session, Workspace } from '../../schema/wire/registry.ts'
 import type { Database } from '../../storage/client.ts'
 import type { Authority } from '../../storage/authority.ts'
 import { randomId } from '../../common/crypto.ts'
-import type { Fleet } from '../hosts/fleet.ts'
+import type { Fleet, Placement } from '../hosts/fleet.ts'
 import type { SidecarClient } from '../sidecar-client.ts'
 import {
   appendEvent,
@@ -34,6 +34,7 @@ import {
 } from '../../storage/registry/workspaces.ts'
 import { claimSessionName } from '../../storage/registry/names.ts'
 import * as writes from '../../storage/registry/writes.ts'
+import { placeDirectory, placeSession } from './placement.ts'
 import { mayRegister, scopeOrder, scopeWorkspace, seesWorkspace } from './scope.ts'
 
 /** The canonical directory for `path`, or a typed 400 (503 when the sidecar is away). */
@@ -56,7 +57,12 @@ function isHostAnswer(error: unknown): boolean {
  * register directories, a missing path, a file, a directory no workspace owns and one owned by a
  * workspace it cannot see are all the same answer, so it learns nothing about the host.
  */
-async function visibleOwner(db: Queryable, sidecar: SidecarClient, authority: Authority, path: string): Promise<Workspace | undefined> {
+async function visibleOwner(
+  db: Queryable,
+  { sidecar, hostId }: Placement,
+  authority: Authority,
+  path: string,
+): Promise<Workspace | undefined> {
   let canonical: string
   try {
     canonical = await canonicalDirectory(sidecar, path)
@@ -64,7 +70,7 @@ async function visibleOwner(db: Queryable, sidecar: SidecarClient, authority: Au
     if (isHostAnswer(error)) return undefined
     throw error
   }
-  const owner = await workspaceByPath(db, canonical)
+  const owner = await workspaceByPath(db, canonical, hostId)
   return owner && seesWorkspace(authority, owner) ? owner : undefined
 }
 
@@ -111,28 +117,37 @@ function nameConflict(title: string): TermkeepError {
  */
 export async function createWorkspace(
   db: Database,
-  sidecar: SidecarClient,
+  fleet: Fleet,
   authority: Authority,
-  input: { path: string; title?: string },
+  input: { path: string; title?: string; host?: string },
 ): Promise<{ workspace: Workspace; created: boolean }> {
+  const placement = await placeDirectory(db, fleet, authority, input.host)
   if (!mayRegister(authority)) {
-    const owner = await visibleOwner(db, sidecar, authority, input.path)
+    const owner = await visibleOwner(db, placement, authority, input.path)
     if (!owner) throw registrationRefused(input.path)
     return { workspace: scopeWorkspace(authority, owner), created: false }
   }
-  const path = await canonicalDirectory(sidecar, input.path)
+  const { hostId } = placement
+  const path = await canonicalDirectory(placement.sidecar, input.path)
   return mutate(db, async (tx) => {
-    const existing = await workspaceByPath(tx, path)
-    if (existing) return { workspace: existing, created: false }
+    const existing = await workspaceByPath(tx, path, hostId)
+    if (existing && (existing.host !== null || hostId === null)) return { workspace: existing, created: false }
+    if (existing) {
+      // Recorded before workspaces had hosts: it is this host's from now on.
+      await writes.claimWorkspace(tx, existing.id, hostId!)
+      const workspace = (await workspaceById(tx, existing.id))!
+      await appendEvent(tx, { kind: 'upsert', payload: { workspace } })
+      return { workspace, created: false }
+    }
     let title = input.title ?? defaultTitle(path)
     if (input.title !== undefined) {
       if (await writes.titleTaken(tx, title)) throw nameConflict(title)
     } else {
-      // A default title yields to an existing one: "src", "src (2)", …
+      // A default title yields to an existing one (another host's same directory too): "src", "src (2)", …
       for (let n = 2; await writes.titleTaken(tx, title); n++) title = defaultTitle(path, n)
     }
     const id = randomId('ws')
-    await writes.insertWorkspace(tx, { id, path, title })
+    await writes.insertWorkspace(tx, { id, path, title, hostId })
     const workspace = (await workspaceById(tx, id))!
     await appendEvent(tx, { kind: 'upsert', payload: { workspace } })
     await appendEvent(tx, { kind: 'order', payload: { workspaceIds: await workspaceOrder(tx) } })
@@ -141,22 +156,24 @@ export async function createWorkspace(
 }
 
 /**
- * The workspace owning `path`, or null. Only a token that may register directories (and so
- * learns about them from POST /v1/workspaces anyway) is told that a path is missing or not a
- * directory (400); to any other, that is `null` like a directory no workspace it sees owns.
+ * The workspace owning `path` on the host (`host`, else the only one), or null. Only a token that
+ * may register directories (and so learns about them from POST /v1/workspaces anyway) is told
+ * that a path is missing or not a directory (400); to any other, that is `null` like a directory
+ * no workspace it sees owns.
  */
 export async function resolveWorkspace(
   db: Database,
-  sidecar: SidecarClient,
+  fleet: Fleet,
   authority: Authority,
-  path: string,
+  { path, host }: { path: string; host?: string },
 ): Promise<Workspace | null> {
+  const placement = await placeDirectory(db, fleet, authority, host)
   if (!mayRegister(authority)) {
-    const owner = await visibleOwner(db, sidecar, authority, path)
+    const owner = await visibleOwner(db, placement, authority, path)
     return owner ? scopeWorkspace(authority, owner) : null
   }
-  const canonical = await canonicalDirectory(sidecar, path)
-  return (await workspaceByPath(db, canonical)) ?? null
+  const canonical = await canonicalDirectory(placement.sidecar, path)
+  return (await workspaceByPath(db, canonical, placement.hostId)) ?? null
 }
 
 export async function renameWorkspace(db: Database, authority: Authority, id: string, title: string): Promise<Workspace> {
@@ -252,7 +269,7 @@ export async function createSession(
   db: Database,
   fleet: Fleet,
   authority: Authority,
-  input: { id?: string; cwd: string; title?: string; host?: string; name?: string },
+  input: CreateSession,
 ): Promise<{ session: Session; created: boolean }> {
   const confined = authority.sessions !== 'all'
   if (confined) {
@@ -261,23 +278,28 @@ export async function createSession(
     if (!(authority.sessions as ReadonlySet<string>).has(input.id)) throw new TermkeepError('session/not-found', `no session ${input.id}`)
   }
   // The directory is canonicalized where it is: on the session's host.
-  const { hostId, sidecar } = await fleet.place(input.host)
-  const cwd = confined ? (await visibleOwner(db, sidecar, authority, input.cwd))?.path : await canonicalDirectory(sidecar, input.cwd)
-  if (cwd === undefined) throw sessionRefused(input.cwd)
+  const { placement, workspace } = await placeSession(db, fleet, authority, input)
+  const { hostId } = placement
+  const asked = input.cwd ?? workspace!.path
+  const cwd = await sessionDirectory(db, placement, authority, asked, workspace)
+  if (cwd === undefined) throw sessionRefused(asked)
   const id = input.id ?? randomId('ses')
   return mutate(db, async (tx) => {
     // Checked again where it counts: the workspace may have gone since.
-    const owner = await workspaceByPath(tx, cwd)
-    if (confined && !(owner && seesWorkspace(authority, owner))) throw sessionRefused(input.cwd)
+    const owner = await workspaceByPath(tx, cwd, hostId)
+    if (confined && !(owner && seesWorkspace(authority, owner))) throw sessionRefused(asked)
     const existing = await sessionById(tx, id)
     if (existing) {
       if (existing.cwd !== cwd) {
         throw new TermkeepError('session/conflict', `session ${id} is already recorded with another cwd`, { sessionId: id })
       }
-      if (input.host !== undefined && existing.host !== null && existing.host !== hostId) {
+      if ((input.host !== undefined || workspace) && existing.host !== null && existing.host !== hostId) {
         throw new TermkeepError('session/conflict', `session ${id} is already recorded on another host`, { sessionId: id })
       }
       return { session: existing, created: false }
+    }
+    if (owner && owner.host === null && hostId !== null) {
+      await writes.claimWorkspace(tx, owner.id, hostId)
     }
     await writes.insertSession(tx, { id, cwd, title: input.title ?? null, hostId }, owner?.id)
     if (input.name !== undefined) await claimSessionName(tx, id, input.name)
@@ -287,6 +309,29 @@ export async function createSession(
     }
     return { session: (await sessionById(tx, id))!, created: true }
   })
+}
+
+/** The session's canonical cwd on its host; undefined when a session-bound token may not record
+ * one there. With a workspace named, it must be that workspace's directory. */
+async function sessionDirectory(
+  db: Database,
+  placement: Placement,
+  authority: Authority,
+  asked: string,
+  workspace: Workspace | undefined,
+): Promise<string | undefined> {
+  if (workspace && asked === workspace.path) return workspace.path
+  const cwd =
+    authority.sessions !== 'all'
+      ? (await visibleOwner(db, placement, authority, asked))?.path
+      : await canonicalDirectory(placement.sidecar, asked)
+  if (workspace && cwd !== undefined && cwd !== workspace.path) {
+    throw new TermkeepError('workspace/invalid-path', `${asked} is not the directory of workspace ${workspace.id} (${workspace.path})`, {
+      path: asked,
+      reason: 'not-the-workspace',
+    })
+  }
+  return cwd
 }
 
 /** Adds to the global archive set; the session keeps its workspace slot. No-op when archived. */

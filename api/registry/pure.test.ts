@@ -63,8 +63,8 @@ describe('titles', () => {
 describe('scope', () => {
   const scoped: Authority = { tokenId: 't', grants: new Set(['workspaces:write']), sessions: new Set(['mine']) }
   const all: Authority = { tokenId: 't', grants: new Set(['workspaces:write']), sessions: 'all' }
-  const workspace = { id: 'w', path: '/p', title: 'p', sessionIds: ['theirs', 'mine'], createdAt: 1, updatedAt: 1 }
-  const other = { id: 'o', path: '/o', title: 'o', sessionIds: ['theirs'], createdAt: 1, updatedAt: 1 }
+  const workspace = { id: 'w', path: '/p', title: 'p', host: 'h1', sessionIds: ['theirs', 'mine'], createdAt: 1, updatedAt: 1 }
+  const other = { id: 'o', path: '/o', title: 'o', host: 'h2', sessionIds: ['theirs'], createdAt: 1, updatedAt: 1 }
   const list = { workspaces: [other, workspace], archivedSessionIds: ['theirs', 'mine'] }
 
   it('shows a session-bound token only workspaces listing its sessions, and only its session ids', () => {

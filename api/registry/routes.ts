@@ -68,14 +68,14 @@ export const registryRoutes = new Hono<AppEnv>()
     '/v1/workspaces',
     describeRoute({
       tags,
-      summary: 'Create a workspace over a directory, or return the one that owns it (`created: false`)',
-      description: `Registering a directory needs workspaces:write on a token bound to all sessions. ${CONFINED} Such a token gets back a workspace it can see (\`created: false\`); for any other path, whether it exists or not, it gets the same 403 \`auth/forbidden\`.`,
+      summary: 'Create a workspace over a directory on a host, or return the one that owns it (`created: false`)',
+      description: `A workspace is a directory on one host (\`host\`: an id or a name; default: the only host); the same path on two hosts is two workspaces. Registering a directory needs workspaces:write on a token bound to all sessions. ${CONFINED} Such a token gets back a workspace it can see (\`created: false\`); for any other path, whether it exists or not, it gets the same 403 \`auth/forbidden\`.`,
       responses: {
         201: json(WorkspaceCreated, 'created'),
         200: json(WorkspaceCreated, 'already registered'),
-        ...INVALID_PATH,
+        400: error('missing, relative or not a directory (`workspace/invalid-path`); no such host (`host/unknown`)'),
         403: error('a token bound to some sessions cannot register a directory (`auth/forbidden`, `required`)'),
-        409: error('title taken (`workspace/name-conflict`)'),
+        409: error('title taken (`workspace/name-conflict`); several hosts and none named (`host/ambiguous`)'),
         ...SIDECAR_DOWN,
       },
     }),
@@ -83,7 +83,7 @@ export const registryRoutes = new Hono<AppEnv>()
     validate('json', CreateWorkspace),
     async (c) => {
       const { deps, auth } = c.var
-      const result = await createWorkspace(deps.db, deps.sidecar, auth, c.req.valid('json'))
+      const result = await createWorkspace(deps.db, c.var.fleet, auth, c.req.valid('json'))
       return c.json(result, result.created ? 201 : 200)
     },
   )
@@ -91,15 +91,15 @@ export const registryRoutes = new Hono<AppEnv>()
     '/v1/workspaces/resolve',
     describeRoute({
       tags,
-      summary: 'The workspace owning a directory, without creating one (`workspace: null` when none does)',
-      description: `${CONFINED} Only a token that may register directories (workspaces:write, all sessions) is told that a path is missing or not a directory (400); to any other token such a path is \`workspace: null\`, like a directory no workspace it can see owns.`,
+      summary: 'The workspace owning a directory on a host, without creating one (`workspace: null` when none does)',
+      description: `\`host\`: the host the directory is on (default: the only one). ${CONFINED} Only a token that may register directories (workspaces:write, all sessions) is told that a path is missing or not a directory (400); to any other token such a path is \`workspace: null\`, like a directory no workspace it can see owns.`,
       responses: { 200: json(ResolvedWorkspace), ...INVALID_PATH, ...SIDECAR_DOWN },
     }),
     guard('workspaces:read'),
     validate('query', ResolveQuery),
     async (c) => {
       const { deps, auth } = c.var
-      return c.json({ workspace: await resolveWorkspace(deps.db, deps.sidecar, auth, c.req.valid('query').path) })
+      return c.json({ workspace: await resolveWorkspace(deps.db, c.var.fleet, auth, c.req.valid('query')) })
     },
   )
   .get(
@@ -203,15 +203,20 @@ export const registryRoutes = new Hono<AppEnv>()
     '/v1/sessions',
     describeRoute({
       tags: ['sessions'],
-      summary: 'Record a session with its cwd; it joins the workspace owning the canonical cwd',
+      summary: 'Record a session with its cwd, or in a workspace; it joins the workspace owning the canonical cwd on its host',
       description:
-        'The same id with the same cwd returns the record (`created: false`); with another cwd it is `session/conflict`. A token bound to some sessions records only an id in its scope (another is 404 `session/not-found`), and only with the cwd of a workspace that lists one of its sessions: any other cwd, existing or not, is 403 `auth/forbidden` (it would make that directory readable to it).',
+        "A session lives on a host: its workspace's (`workspace`), else the one `host` names, else the only host. The same id with the same cwd returns the record (`created: false`); with another cwd it is `session/conflict`. A token bound to some sessions records only an id in its scope (another is 404 `session/not-found`), and only with the cwd of a workspace that lists one of its sessions: any other cwd, existing or not, is 403 `auth/forbidden` (it would make that directory readable to it).",
       responses: {
         201: json(SessionCreated, 'recorded'),
         200: json(SessionCreated, 'already recorded'),
-        400: error('missing, relative or not a directory (`workspace/invalid-path`); no such host (`host/unknown`)'),
+        400: error(
+          "missing, relative or not a directory, or not the named workspace's (`workspace/invalid-path`); no such host (`host/unknown`)",
+        ),
         403: error('a session-bound token without an id, or with a cwd outside the workspaces it can see (`auth/forbidden`)'),
-        409: error('`session/conflict`; several hosts and none named, or a name several share (`host/ambiguous`)'),
+        404: error('no such workspace, or one this token cannot see (`workspace/not-found`)'),
+        409: error(
+          "`session/conflict`; several hosts and none named, or a name several share (`host/ambiguous`); a host that is not the workspace's (`host/mismatch`)",
+        ),
         ...SIDECAR_DOWN,
       },
     }),

@@ -35,6 +35,9 @@ export const Workspace = v.object({
   /** Canonical (realpath) directory. */
   path: v.string(),
   title: v.string(),
+  /** The host the directory is on (GET /v1/hosts); null for a workspace recorded before hosts on a
+   * database that already had several, until a host claims it. */
+  host: v.nullable(v.string()),
   /** Member sessions in the user's order (listed and cwd matching `path`). */
   sessionIds: v.array(v.string()),
   createdAt: v.number(),
@@ -45,9 +48,11 @@ export type Workspace = v.InferOutput<typeof Workspace>
 export const WorkspaceList = v.object({ workspaces: v.array(Workspace), archivedSessionIds: v.array(v.string()) })
 export type WorkspaceList = v.InferOutput<typeof WorkspaceList>
 
-export const CreateWorkspace = v.object({ path: AbsolutePath, title: v.optional(WorkspaceTitle) })
+/** `host`: the host the directory is on (an id, or a name no other host has); default: the only
+ * host (with several, 409 `host/ambiguous`). A path is unique per host, not across hosts. */
+export const CreateWorkspace = v.object({ path: AbsolutePath, title: v.optional(WorkspaceTitle), host: v.optional(HostSelector) })
 export const WorkspaceCreated = v.object({ workspace: Workspace, created: v.boolean() })
-export const ResolveQuery = v.object({ path: AbsolutePath })
+export const ResolveQuery = v.object({ path: AbsolutePath, host: v.optional(HostSelector) })
 /** `workspace` is null when the directory exists but no workspace owns it. */
 export const ResolvedWorkspace = v.object({ workspace: v.nullable(Workspace) })
 export const RenameWorkspace = v.object({ title: WorkspaceTitle })
@@ -77,16 +82,26 @@ export const Session = v.object({
 })
 export type Session = v.InferOutput<typeof Session>
 
-export const CreateSession = v.object({
-  id: v.optional(SessionId),
-  cwd: AbsolutePath,
-  title: v.optional(WorkspaceTitle),
-  /** The host to record it on: an id, or a name no other host has; default: the only host (with
-   * several, 409 `host/ambiguous`; an unknown one is 400 `host/unknown`). */
-  host: v.optional(HostSelector),
-  /** A name people type, unique across sessions (409 `name/conflict` when taken). */
-  name: v.optional(Name),
-})
+export const CreateSession = v.pipe(
+  v.object({
+    id: v.optional(SessionId),
+    /** Its working directory; default (with `workspace`): the workspace's. */
+    cwd: v.optional(AbsolutePath),
+    title: v.optional(WorkspaceTitle),
+    /** The workspace to record it in: the session lives on the workspace's host, in its directory
+     * (a `cwd` that is another directory is 400 `workspace/invalid-path`). */
+    workspace: v.optional(WorkspaceId),
+    /** The host to record it on: an id, or a name no other host has; default: the workspace's
+     * host, else the only host (with
+     * several, 409 `host/ambiguous`; an unknown one is 400 `host/unknown`; one that is not the
+     * workspace's, 409 `host/mismatch`). */
+    host: v.optional(HostSelector),
+    /** A name people type, unique across sessions (409 `name/conflict` when taken). */
+    name: v.optional(Name),
+  }),
+  v.check((s) => s.cwd !== undefined || s.workspace !== undefined, 'give a cwd or a workspace'),
+)
+export type CreateSession = v.InferOutput<typeof CreateSession>
 /** A new title, name (null removes it), or both. */
 export const RenameSession = v.pipe(
   v.object({ title: v.optional(WorkspaceTitle), name: v.optional(v.nullable(Name)) }),

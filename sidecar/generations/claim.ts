@@ -11,7 +11,7 @@
  */
 import { GENERATION_HEARTBEAT_MS } from '../tuning.ts'
 import type { Client } from '@libsql/client'
-import { beatWithoutWaiting, endGeneration, insertGeneration, unendedBefore } from '../../storage/generations.ts'
+import { beatWithoutWaiting, endGeneration, insertGeneration, markServing, unendedBefore } from '../../storage/generations.ts'
 import type { Database } from '../../storage/client.ts'
 import { here as seenHere, liveness, thisRunner, type GenerationRecord, type Here } from './liveness.ts'
 
@@ -32,6 +32,8 @@ export interface ClaimedGeneration {
   generation: number
   /** Earlier generations found dead (their terminals are the caller's to sweep and retire). */
   ended: { generation: number; why: string }[]
+  /** Its sidecar answers HTTP now: the host is listed `up` (until then it is `starting`). */
+  serving(): Promise<void>
   /** A clean stop: the heartbeat ends and the row records the end. */
   end(): Promise<void>
 }
@@ -74,6 +76,7 @@ export async function claimGeneration(
   return {
     generation,
     ended,
+    serving: () => markServing(db, generation),
     async end() {
       clearInterval(heartbeat)
       await endGeneration(db, generation)

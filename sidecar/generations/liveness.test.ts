@@ -38,6 +38,7 @@ describe('liveness', () => {
     pidNamespace: 'pid:[1]',
     heartbeatAt: 0, // stale: on the same host the pid decides, never the lease
     endedAt: null,
+    starting: false,
     ...patch,
   })
   const cases: [string, Partial<GenerationRecord>, Partial<Here>, boolean][] = [

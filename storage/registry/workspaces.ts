@@ -4,7 +4,7 @@
  * `registry_events` in that same transaction, and is committed before the caller answers.
  * Within one process mutations also queue behind each other, so a busy retry is rare.
  */
-import { and, asc, desc, eq, gt, lte, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, isNull, lte, or, sql } from 'drizzle-orm'
 import { TermkeepError } from '../../schema/errors.ts'
 import { REGISTRY_EVENTS_KEPT } from '../../schema/limits.ts'
 import { archivedSessions, registryEvents, sessions, workspaces, workspaceSessions } from '../tables.ts'
@@ -37,7 +37,8 @@ async function membersOf(q: Queryable, workspaceId?: string): Promise<Map<string
 }
 
 function view(row: WorkspaceRow, sessionIds: string[]): Workspace {
-  return { id: row.id, path: row.path, title: row.title, sessionIds, createdAt: row.createdAt, updatedAt: row.updatedAt }
+  const { id, path, title, hostId: host, createdAt, updatedAt } = row
+  return { id, path, title, host, sessionIds, createdAt, updatedAt }
 }
 
 export async function workspaceById(q: Queryable, id: string): Promise<Workspace | undefined> {
@@ -52,8 +53,19 @@ export async function requireWorkspace(q: Queryable, id: string): Promise<Worksp
   return workspace
 }
 
-export async function workspaceByPath(q: Queryable, path: string): Promise<Workspace | undefined> {
-  const [row] = await q.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.path, path)).limit(1)
+/**
+ * The workspace of `path` on `hostId`: one of that host, else one recorded before workspaces had
+ * hosts (null host), which stands for whichever host names it. `hostId` null (no host registered
+ * yet): the path's workspace whatever its host.
+ */
+export async function workspaceByPath(q: Queryable, path: string, hostId: string | null): Promise<Workspace | undefined> {
+  const onHost = hostId === null ? undefined : or(eq(workspaces.hostId, hostId), isNull(workspaces.hostId))
+  const [row] = await q
+    .select({ id: workspaces.id })
+    .from(workspaces)
+    .where(and(eq(workspaces.path, path), onHost))
+    .orderBy(sql`${workspaces.hostId} IS NULL`, asc(workspaces.id))
+    .limit(1)
   return row ? workspaceById(q, row.id) : undefined
 }
 

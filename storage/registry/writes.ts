@@ -2,7 +2,7 @@
  * The registry's writes, each inside a `mutate` transaction (workspaces.ts) that also appends the
  * watch increments; what they mean and who may do them is api/registry/operations.ts.
  */
-import { and, eq, inArray, sql } from 'drizzle-orm'
+import { and, eq, inArray, isNull, or, sql } from 'drizzle-orm'
 import { archivedSessions, sessions, workspaces, workspaceSessions } from '../tables.ts'
 import { frontPosition, type Tx } from './workspaces.ts'
 
@@ -12,19 +12,31 @@ export async function titleTaken(tx: Tx, title: string, exceptId?: string): Prom
   return row !== undefined && row.id !== exceptId
 }
 
-/** A new workspace, first in the order; sessions already recorded in its directory join it,
- * newest first. */
-export async function insertWorkspace(tx: Tx, workspace: { id: string; path: string; title: string }): Promise<void> {
+/** A new workspace of `hostId`, first in the order; sessions already recorded in its directory on
+ * that host (or on none: recorded before hosts) join it, newest first. */
+export async function insertWorkspace(
+  tx: Tx,
+  workspace: { id: string; path: string; title: string; hostId: string | null },
+): Promise<void> {
   const now = Date.now()
   await tx.insert(workspaces).values({ ...workspace, position: await frontPosition(tx, 'workspaces'), createdAt: now, updatedAt: now })
+  const onHost = workspace.hostId === null ? undefined : or(eq(sessions.hostId, workspace.hostId), isNull(sessions.hostId))
   const orphans = await tx
     .select({ id: sessions.id })
     .from(sessions)
-    .where(and(eq(sessions.cwd, workspace.path), sql`${sessions.id} NOT IN (SELECT session_id FROM workspace_sessions)`))
+    .where(and(eq(sessions.cwd, workspace.path), onHost, sql`${sessions.id} NOT IN (SELECT session_id FROM workspace_sessions)`))
     .orderBy(sql`${sessions.createdAt} DESC`, sessions.id)
   for (const [index, orphan] of orphans.entries()) {
     await tx.insert(workspaceSessions).values({ workspaceId: workspace.id, sessionId: orphan.id, position: index })
   }
+}
+
+/** A workspace recorded before workspaces had hosts becomes `hostId`'s, the first host named with it. */
+export async function claimWorkspace(tx: Tx, id: string, hostId: string): Promise<void> {
+  await tx
+    .update(workspaces)
+    .set({ hostId, updatedAt: Date.now() })
+    .where(and(eq(workspaces.id, id), isNull(workspaces.hostId)))
 }
 
 export async function setWorkspaceTitle(tx: Tx, id: string, title: string): Promise<void> {

@@ -3,7 +3,8 @@
  * missing grant, other session's resource}. Each is refused with the right status and code,
  * a foreign session answers exactly like a missing one, and no refused request changes state.
  * Plus: the confinement of a session-bound token on workspace routes, token management and
- * EventSource tickets.
+ * EventSource tickets. The host dimension (a token bound to a session on one host against another
+ * host's sessions, hosts and workspaces) runs across two real hosts in test/hosts/surface.test.ts.
  */
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'

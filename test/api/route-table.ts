@@ -52,6 +52,7 @@ export const ROUTES: RouteRow[] = [
   { method: 'GET', path: '/v1/workspaces/watch', grant: 'workspaces:read', home: 'api' },
   { method: 'GET', path: '/v1/sessions', grant: 'workspaces:read', home: 'api' },
   { method: 'GET', path: '/v1/hosts', grant: 'workspaces:read', home: 'api' },
+  { method: 'GET', path: '/v1/hosts/watch', grant: 'workspaces:read', home: 'api' },
   { method: 'POST', path: '/v1/sessions', grant: 'sessions:write', home: 'api' },
   { method: 'GET', path: '/v1/sessions/:sid', grant: 'workspaces:read', home: 'api' },
   { method: 'PATCH', path: '/v1/sessions/:sid', grant: 'sessions:write', home: 'api' },

@@ -56,6 +56,7 @@ beforeAll(async () => {
   })
   queries = {
     '/v1/workspaces/watch': {},
+    '/v1/hosts/watch': {},
     '/v1/sessions/:sid/files/changes': {},
     '/v1/sessions/:sid/terminals/:tid/follow': { attachment: 'browser' },
     '/v1/sessions/:sid/terminals/:tid/retain': {},

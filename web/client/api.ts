@@ -126,8 +126,15 @@ export class TermkeepClient {
     return this.json('GET', '/v1/workspaces')
   }
 
-  async createWorkspace(path: string, title?: string): Promise<{ workspace: Workspace; created: boolean }> {
-    return this.json('POST', '/v1/workspaces', { json: title === undefined ? { path } : { path, title } })
+  /** `host`: the host the directory is on, by id or name (needed when there are several). */
+  async createWorkspace(path: string, title?: string, host?: string): Promise<{ workspace: Workspace; created: boolean }> {
+    const json = { path, ...(title === undefined ? {} : { title }), ...(host === undefined ? {} : { host }) }
+    return this.json('POST', '/v1/workspaces', { json })
+  }
+
+  /** A new session in a workspace: it lives on the workspace's host, in its directory. */
+  async createSessionIn(workspaceId: string): Promise<Session> {
+    return (await this.json<{ session: Session }>('POST', '/v1/sessions', { json: { workspace: workspaceId } })).session
   }
 
   /** `host`: the host's id or name (needed when there are several). */

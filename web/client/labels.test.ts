@@ -42,6 +42,13 @@ describe('labels', () => {
     expect(sessionMarker([terminal({ state: 'retired' }), terminal({ state: 'retired' })])).toBe('retired')
   })
 
+  it('marks a session whose host is down unreachable while something ran in it, never retired', () => {
+    expect(sessionMarker([terminal({ state: 'running', unreachable: true }), terminal({ state: 'retired' })])).toBe('unreachable')
+    expect(sessionMarker([terminal({ state: 'running' })], true)).toBe('unreachable')
+    expect(sessionMarker([terminal({ state: 'retired' })], true)).toBe('retired')
+    expect(sessionMarker([], true)).toBe('empty')
+  })
+
   it("labels a session by its name, else its directory, with its live terminals' programs once each", () => {
     const session = {
       id: 'ses_1',

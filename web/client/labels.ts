@@ -30,13 +30,15 @@ export function terminalName(info: Pick<TerminalInfo, 'title' | 'shell' | 'state
   return info.title || info.shell.name || info.id
 }
 
-/** Live: something runs in it. Ended: it has terminals and none runs. Retired: its terminals ended
- * with their sidecar or were closed (their last screens are kept). Empty: no terminals yet. */
-export type SessionMarker = 'live' | 'ended' | 'retired' | 'empty'
+/** Live: something runs in it. Unreachable: something runs in it on a host that is down (it is
+ * not retired: it comes back with its host). Ended: it has terminals and none runs. Retired: its
+ * terminals ended with their sidecar or were closed (their last screens are kept). Empty: no
+ * terminals yet. */
+export type SessionMarker = 'live' | 'unreachable' | 'ended' | 'retired' | 'empty'
 
-export function sessionMarker(terminals: readonly Pick<TerminalInfo, 'state'>[]): SessionMarker {
+export function sessionMarker(terminals: readonly Pick<TerminalInfo, 'state' | 'unreachable'>[], hostDown = false): SessionMarker {
   if (terminals.length === 0) return 'empty'
-  if (terminals.some(isLive)) return 'live'
+  if (terminals.some(isLive)) return hostDown || terminals.some((t) => isLive(t) && t.unreachable) ? 'unreachable' : 'live'
   return terminals.every((t) => t.state === 'retired') ? 'retired' : 'ended'
 }
 
@@ -63,12 +65,12 @@ export interface SessionLabel {
 }
 
 /** How a session is shown: `terminals` undefined while they are not known (yet, or not allowed). */
-export function sessionLabel(session: LabelledSession, terminals: readonly TerminalInfo[] | undefined): SessionLabel {
+export function sessionLabel(session: LabelledSession, terminals: readonly TerminalInfo[] | undefined, hostDown = false): SessionLabel {
   const started = new Date(session.createdAt).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })
   return {
     name: session.name || session.title || lastSegment(session.cwd),
     running: terminals ? programsOf(terminals) : '',
-    marker: terminals ? sessionMarker(terminals) : 'empty',
+    marker: terminals ? sessionMarker(terminals, hostDown) : 'empty',
     detail: `${session.cwd} · started ${started} · ${session.id}`,
   }
 }

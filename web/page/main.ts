@@ -7,6 +7,7 @@
  */
 import type { Workspace } from '../../schema/wire/registry.ts'
 import { ApiError, TermkeepClient } from '../client/api.ts'
+import { pollHosts } from '../client/hosts.ts'
 import { watchRegistry } from '../client/registry.ts'
 import { failure, fill, h } from './dom.ts'
 import { signInHint } from './hints.ts'
@@ -85,7 +86,8 @@ function shell(client: TermkeepClient): void {
   const sidebar = new Sidebar(client, index, {
     startSession: async (workspace: Workspace) => {
       try {
-        const record = await client.createSession(workspace.path)
+        // In the workspace: on its host, in its directory.
+        const record = await client.createSessionIn(workspace.id)
         setRoute({ sessionId: record.id })
         show({ sessionId: record.id }, true)
       } catch (error) {
@@ -126,6 +128,8 @@ function shell(client: TermkeepClient): void {
     watch.signal,
     (live) => (status.textContent = live ? '' : 'Reconnecting…'),
   )
+
+  void pollHosts(client, (hosts) => sidebar.updateHosts(hosts), watch.signal)
 
   onRouteChange(show, watch.signal)
   show(parseRoute(location.hash))

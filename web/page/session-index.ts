@@ -106,7 +106,10 @@ export class SessionIndex {
   #changed(): void {
     const key = JSON.stringify([
       [...this.#sessions.values()].map((s) => [s.id, s.title, s.name, s.cwd]),
-      [...this.#terminals].map(([id, list]) => [id, list?.map((t) => [t.id, t.title, t.state, t.foregroundCommand, t.closedAt])]),
+      [...this.#terminals].map(([id, list]) => [
+        id,
+        list?.map((t) => [t.id, t.title, t.state, t.foregroundCommand, t.closedAt, t.unreachable]),
+      ]),
     ])
     if (key === this.#key) return
     this.#key = key

@@ -5,10 +5,12 @@
  * toggle, with unarchive). Each session is a link to its address, labelled by its name or
  * directory, what runs in it, and whether anything still does (web/client/labels.ts).
  */
+import type { Host } from '../../schema/wire/hosts.ts'
 import type { Workspace, WorkspaceList } from '../../schema/wire/registry.ts'
 import type { TermkeepClient } from '../client/api.ts'
 import { sessionLabel } from '../client/labels.ts'
 import { failure, fill, h } from './dom.ts'
+import { groupByHost, hostHead, hostState, showsHosts } from './host-groups.ts'
 import { routeHash } from './route.ts'
 import type { SessionIndex } from './session-index.ts'
 
@@ -17,13 +19,21 @@ export interface SidebarActions {
 }
 
 /** The words beside a session's marker (its colour alone would not say it). */
-export const MARKER_TEXT = { live: 'live', ended: 'ended', retired: 'retired', empty: 'no terminals' } as const
+export const MARKER_TEXT = {
+  live: 'live',
+  unreachable: 'unreachable',
+  ended: 'ended',
+  retired: 'retired',
+  empty: 'no terminals',
+} as const
 
 export class Sidebar {
   readonly element: HTMLElement
   #list: HTMLElement
   #error: HTMLElement
   #registry: WorkspaceList | undefined
+  #hosts: Host[] = []
+  #hostChoice: HTMLSelectElement
   #selected: string | undefined
   /** Workspaces whose archived sessions are shown. */
   #showArchived = new Set<string>()
@@ -44,11 +54,13 @@ export class Sidebar {
       spellcheck: 'false',
     })
     this.#error = h('p', { class: 'error', role: 'alert' })
+    // Shown with several hosts: the directory's host (the same path on two hosts is two workspaces).
+    this.#hostChoice = h('select', { id: 'workspace-host', name: 'host', 'aria-label': 'Host of the directory', hidden: true })
     const form = h(
       'form',
       { class: 'add-workspace', 'aria-label': 'Add a workspace' },
       h('label', { for: 'workspace-path' }, 'Add a workspace (directory path)'),
-      h('div', { class: 'row' }, input, h('button', { type: 'submit' }, 'Add')),
+      h('div', { class: 'row' }, input, this.#hostChoice, h('button', { type: 'submit' }, 'Add')),
     )
     form.addEventListener('submit', (event) => {
       event.preventDefault()
@@ -81,6 +93,15 @@ export class Sidebar {
     )
   }
 
+  /** The hosts, as read (client/hosts.ts). */
+  updateHosts(hosts: Host[]): void {
+    this.#hosts = hosts
+    const chosen = this.#hostChoice.value
+    fill(this.#hostChoice, ...hosts.map((host) => h('option', { value: host.id, selected: host.id === chosen }, host.name)))
+    this.#hostChoice.hidden = hosts.length < 2
+    this.#render()
+  }
+
   select(sessionId: string | undefined): void {
     this.#selected = sessionId
     this.#render()
@@ -91,7 +112,7 @@ export class Sidebar {
     if (!path) return
     this.#error.textContent = ''
     try {
-      await this.client.createWorkspace(path)
+      await this.client.createWorkspace(path, undefined, this.#hostChoice.hidden ? undefined : this.#hostChoice.value)
       input.value = ''
     } catch (error) {
       this.#error.textContent = failure('Could not add the workspace', error)
@@ -130,7 +151,8 @@ export class Sidebar {
   #sessionLink(id: string): HTMLElement {
     const session = this.index.session(id)
     const terminals = this.index.terminals(id)
-    const label = session && sessionLabel(session, terminals ?? undefined)
+    const host = session?.host ? this.#hosts.find((h) => h.id === session.host) : undefined
+    const label = session && sessionLabel(session, terminals ?? undefined, host !== undefined && hostState(host) !== 'up')
     const marker = terminals === undefined || terminals === null || !label ? undefined : label.marker
     return h(
       'a',
@@ -174,7 +196,27 @@ export class Sidebar {
       fill(this.#list, h('li', { class: 'muted' }, 'No workspaces yet. Add a directory below.'))
       return
     }
-    fill(this.#list, ...this.#registry.workspaces.map((workspace) => this.#drawWorkspace(workspace, archived)))
+    const draw = (workspace: Workspace) => this.#drawWorkspace(workspace, archived)
+    if (!showsHosts(this.#hosts)) {
+      fill(this.#list, ...this.#registry.workspaces.map(draw))
+      return
+    }
+    const groups = groupByHost(this.#registry.workspaces, this.#hosts)
+    fill(
+      this.#list,
+      ...groups.map(({ host, workspaces }) =>
+        h(
+          'li',
+          { class: 'host-group', 'data-host-id': host?.id, 'data-host-state': host && hostState(host) },
+          hostHead(host),
+          h(
+            'ul',
+            { class: 'workspaces', 'aria-label': `Workspaces on ${host?.name ?? 'other hosts'}` },
+            ...(workspaces.length > 0 ? workspaces.map(draw) : [h('li', { class: 'muted' }, 'No workspaces on this host.')]),
+          ),
+        ),
+      ),
+    )
   }
 
   #drawWorkspace(workspace: Workspace, archived: Set<string>): HTMLElement {
