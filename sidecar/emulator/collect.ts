@@ -40,16 +40,14 @@ function heapInUse(): number {
  * it, and the process's RSS with it, until the next burst (measured after twenty 15,000-line
  * terminals: ~37 MiB of the main thread's heap, given back by one collection). Called after every
  * task of a worker and every revision written. Work that never pauses (a soak of busy terminals)
- * still gets one at most every EMULATOR_COLLECT_UNDER_WORK_MS: each worker's heap stood at 45–50
- * MiB for ~10 MiB of screens in a soak of thirty terminals without it. Not once a second: during a
- * flood of `cat` the main thread then ran two synchronous full collections every second, 30–600 ms
- * each here (--trace-gc, on a loaded machine), most of the garbage being the flood's buffers that
- * V8's own collections free anyway.
+ * still gets one at most every `underWorkMs` (each worker's heap stood at 45–50 MiB for ~10 MiB of
+ * screens in a soak of thirty terminals without it): a worker once a second, the main thread every
+ * MAIN_COLLECT_UNDER_WORK_MS, because its collections stop everything the sidecar serves (tuning.ts).
  */
-export function collectAfterWork(): void {
+export function collectAfterWork(underWorkMs = EMULATOR_COLLECT_UNDER_WORK_MS): void {
   if (heapInUse() - baseline < COLLECT_AFTER_GROWTH_BYTES) return
   // One due under constant work is not postponed again; otherwise it waits for a quiet second.
-  if (timer !== undefined && performance.now() - lastCollectedAt >= EMULATOR_COLLECT_UNDER_WORK_MS) return
+  if (timer !== undefined && performance.now() - lastCollectedAt >= underWorkMs) return
   collectSoon()
 }
 
