@@ -42,13 +42,6 @@ export const EMULATOR_RELEASE_IDLE_MS = 30_000
  * otherwise keeps a released 10,000-row screen (~13 MiB of rows) allocated until some later
  * output happens to trigger a major GC. */
 export const EMULATOR_COLLECT_AFTER_CLOSE_MS = 1_000
-/** Under work that never pauses, an emulator worker collects at most this often (emulator/collect.ts)
- * and the main thread at most every MAIN_COLLECT_UNDER_WORK_MS: the main thread's two synchronous
- * full collections stop every stream it serves; once a second, a `cat` flood's main thread spent
- * 30–600 ms of every second in them (--trace-gc, on a loaded machine), for garbage that was mostly
- * the flood's buffers, which V8's own collections free anyway. */
-export const EMULATOR_COLLECT_UNDER_WORK_MS = 1_000
-export const MAIN_COLLECT_UNDER_WORK_MS = 10_000
 /** Journal bytes an emulator feed reads ahead (one batch) when it lags, so the worker can skip
  * plain text that provably scrolls out of the history allowance instead of parsing it
  * (sidecar/display/fast-forward.ts). Larger skips more of a flood (16 MiB skipped ~95% of a

@@ -14,7 +14,6 @@ import { utf8Length } from '../../schema/utf8.ts'
 import { newestRevisionNumber, writeRevision } from '../../storage/displays/writes.ts'
 import type { Database } from '../../storage/client.ts'
 import { DISPLAY_KEEP_MS, DISPLAY_KEEP_REVISIONS } from '../../storage/tuning.ts'
-import { MAIN_COLLECT_UNDER_WORK_MS } from '../tuning.ts'
 import { isDatabaseUnavailable } from '../../storage/unavailable.ts'
 import { collectAfterWork } from '../emulator/collect.ts'
 import { Retry } from '../write-retry.ts'
@@ -251,7 +250,7 @@ export class RevisionWriter {
           this.onWritten?.(revision, next.revision.meta.sequence)
           // A revision's history rows came from the worker as objects, were chunked and deflated:
           // garbage that V8 keeps (and the process's RSS with it) until a later burst.
-          collectAfterWork(MAIN_COLLECT_UNDER_WORK_MS)
+          collectAfterWork()
         } catch (error) {
           this.lastError = error
           this.failures++

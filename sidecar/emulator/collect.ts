@@ -10,13 +10,11 @@
  * (sidecar/node-flags.ts, process-wide, so in every worker); without it nothing happens.
  */
 import { getHeapStatistics } from 'node:v8'
-import { EMULATOR_COLLECT_AFTER_CLOSE_MS, EMULATOR_COLLECT_UNDER_WORK_MS } from '../tuning.ts'
+import { EMULATOR_COLLECT_AFTER_CLOSE_MS } from '../tuning.ts'
 
 type Collect = (options?: { type: 'major'; execution: 'sync' }) => void
 
 let timer: ReturnType<typeof setTimeout> | undefined
-/** When the last collection ran (performance.now()). */
-let lastCollectedAt = performance.now()
 
 /** Collections run so far in this thread (tests). */
 export let collections = 0
@@ -39,16 +37,15 @@ function heapInUse(): number {
  * thread has been quiet EMULATOR_COLLECT_AFTER_CLOSE_MS: without allocation pressure V8 would keep
  * it, and the process's RSS with it, until the next burst (measured after twenty 15,000-line
  * terminals: ~37 MiB of the main thread's heap, given back by one collection). Called after every
- * task of a worker and every revision written. Work that never pauses (a soak of busy terminals)
- * still gets one at most every `underWorkMs` (each worker's heap stood at 45–50 MiB for ~10 MiB of
- * screens in a soak of thirty terminals without it): a worker once a second, the main thread every
- * MAIN_COLLECT_UNDER_WORK_MS, because its collections stop everything the sidecar serves (tuning.ts).
+ * task of a worker and every revision written; under constant work it runs at most once per
+ * EMULATOR_COLLECT_AFTER_CLOSE_MS, when the heap grew that much (each worker's heap stood at
+ * 45–50 MiB for ~10 MiB of screens in a soak of thirty terminals).
  */
-export function collectAfterWork(underWorkMs = EMULATOR_COLLECT_UNDER_WORK_MS): void {
+export function collectAfterWork(): void {
   if (heapInUse() - baseline < COLLECT_AFTER_GROWTH_BYTES) return
-  // One due under constant work is not postponed again; otherwise it waits for a quiet second.
-  if (timer !== undefined && performance.now() - lastCollectedAt >= underWorkMs) return
-  collectSoon()
+  // Work that never pauses (a soak of busy terminals) would postpone a debounced collection
+  // forever: once one is due it is not postponed again.
+  if (timer === undefined) collectSoon()
 }
 
 /** Asks for one full collection EMULATOR_COLLECT_AFTER_CLOSE_MS after the last call. */
@@ -65,7 +62,6 @@ export function collectSoon(delayMs = EMULATOR_COLLECT_AFTER_CLOSE_MS): void {
     gc()
     gc()
     baseline = heapInUse()
-    lastCollectedAt = performance.now()
   }, delayMs)
   // Never keeps the worker alive on its own.
   timer.unref?.()
