@@ -45,6 +45,21 @@ const MiB = 1024 * 1024
 
 const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e9
 
+/** CPU seconds (user + system, every thread) a process has used so far: /proc/<pid>/stat fields
+ * 14 and 15, in clock ticks (100 per second on Linux). CPU time moves less with the machine's
+ * load than wall time does, so the note compares it too. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
+/** This process's CPU seconds so far (the readers and clients run here). */
+const ownCpu = () => {
+  const { user, system } = process.cpuUsage()
+  return (user + system) / 1e6
+}
+
 /** Writes the file; returns the byte count and hash of what a PTY delivers (\n → \r\n). */
 function makeFile(path: string): { bytes: number; sha256: string } {
   const lines: string[] = []
@@ -65,9 +80,10 @@ function makeFile(path: string): { bytes: number; sha256: string } {
 }
 
 /** (a) node-pty, read directly. node-pty 1.1.0 may drop the tail at exit (that is reported). */
-async function rawPty(file: string): Promise<{ seconds: number; bytes: number; sha256: string }> {
+async function rawPty(file: string): Promise<{ seconds: number; bytes: number; sha256: string; cpu: number }> {
   const hash = createHash('sha256')
   let bytes = 0
+  const cpu = ownCpu()
   const start = process.hrtime.bigint()
   await new Promise<void>((resolve) => {
     const p = pty.spawn('/bin/cat', [file], { cols: COLS, rows: ROWS, encoding: null as unknown as string })
@@ -78,7 +94,7 @@ async function rawPty(file: string): Promise<{ seconds: number; bytes: number; s
     })
     p.onExit(() => resolve())
   })
-  return { seconds: seconds(start), bytes, sha256: hash.digest('hex') }
+  return { seconds: seconds(start), bytes, sha256: hash.digest('hex'), cpu: ownCpu() - cpu }
 }
 
 /** (b) tmux: a detached pane runs `cat`; done when the pane's command signals. */
@@ -344,14 +360,21 @@ async function run(): Promise<BenchRow[]> {
     const rssBefore = rssKiB(sidecar.pid)
     let rssPeak = rssBefore
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssKiB(sidecar.pid))), 100)
+    const keeperPid = sidecar.keeperPid()!
     const viaSidecar = async (tid: string) => {
+      const cpu = { keeper: cpuSeconds(keeperPid), sidecar: cpuSeconds(sidecar.pid), client: ownCpu() }
       const start = process.hrtime.bigint()
       const created = await http.json('PUT', T(tid), { json: { cols: COLS, rows: ROWS, shell: shells.path('big') } })
       if (created.status !== 201) throw new Error(`create answered ${created.status}`)
       const result = await drain(sidecar, `${T(tid)}/output/watch?after=0`)
       const elapsed = seconds(start)
+      const used = {
+        keeper: cpuSeconds(keeperPid) - cpu.keeper,
+        sidecar: cpuSeconds(sidecar.pid) - cpu.sidecar,
+        client: ownCpu() - cpu.client,
+      }
       await http.json('DELETE', T(tid))
-      return { ...result, seconds: elapsed }
+      return { ...result, seconds: elapsed, cpu: used }
     }
     const runsA: Awaited<ReturnType<typeof rawPty>>[] = []
     const runsC: Awaited<ReturnType<typeof viaSidecar>>[] = []
@@ -386,6 +409,8 @@ async function run(): Promise<BenchRow[]> {
     const aComplete = runsA.every((r) => r.bytes === expected.bytes && r.sha256 === expected.sha256)
     const cComplete = runsC.every((r) => r.bytes === expected.bytes && r.sha256 === expected.sha256)
     const p = (samples: number[], q: number) => percentile(samples, q)
+    const per100 = (cpu: number) => (cpu * 100) / mib
+    const cpuMedian = (values: number[]) => per100(percentile(values, 50)).toFixed(2)
     const growth = (rssPeak - rssBefore) / 1024
     return [
       {
@@ -403,7 +428,9 @@ async function run(): Promise<BenchRow[]> {
           aComplete
             ? `byte-exact ${FLOOD_ROUNDS}/${FLOOD_ROUNDS}`
             : `short at exit: ${runsA.map((r) => expected.bytes - r.bytes).join(', ')} B`
-        }`,
+        }; CPU s per 100 MiB (median): keeper ${cpuMedian(runsC.map((r) => r.cpu.keeper))}, sidecar ${cpuMedian(
+          runsC.map((r) => r.cpu.sidecar),
+        )}, SSE client ${cpuMedian(runsC.map((r) => r.cpu.client))}, node-pty reader ${cpuMedian(runsA.map((r) => r.cpu))}`,
       },
       {
         area: 'journal',

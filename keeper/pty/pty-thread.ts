@@ -5,9 +5,9 @@
  * Input, resizes and a forced close are sent over; a resize resolves once its Resize record is
  * journaled after every byte read before it.
  */
-import type { Worker } from 'node:worker_threads'
+import { Worker } from 'node:worker_threads'
 import { hopMark } from '../../common/hop-trace.ts'
-import { startTsWorker } from '../../local/worker-thread.ts'
+import { workerBundleSource } from '../../local/worker-bundle.ts'
 import { Backoff } from '../backoff.ts'
 import { PTY_EXIT_WAIT_MS } from '../tuning.ts'
 import type { PtyExit, PtySpawnOptions } from './pty-process.ts'
@@ -32,6 +32,9 @@ export interface OutputTrouble {
 }
 
 const WORKER_URL = new URL('./pty-worker.ts', import.meta.url)
+/** The PTY thread runs from a bundle, not through tsx: tsx's loader in its isolate cost the keeper
+ * ~25–40 MiB (local/worker-bundle.ts). node-pty loads its addon at run time: it stays an import. */
+const NATIVES = ['node-pty']
 
 /** SIGKILL to a terminal's process group (its shell leads a session of its own), then to the pid. */
 function killGroup(pid: number): void {
@@ -318,7 +321,7 @@ export class PtyThread {
 
   #start(): Worker {
     if (this.#worker) return this.#worker
-    const worker = startTsWorker(WORKER_URL)
+    const worker = new Worker(workerBundleSource(WORKER_URL, NATIVES), { execArgv: [] })
     // The processes it hosts do not keep the keeper alive; the keeper kills them when it stops.
     worker.unref()
     worker.on('message', (message: FromPtyThread) => this.#receive(message))

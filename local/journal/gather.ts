@@ -21,9 +21,12 @@ const FLOOD_MIN_BYTES = 2048
 const FLOOD_GAP_MS = 3
 /** … and while it lasts, reads are gathered this long before they are flushed. 4 ms (VS Code's
  * terminal batches 5 ms) instead of 1 ms cut the sidecar's CPU per 100 MiB of `cat` from ~2.95 to
- * ~2.5 s here (fewer flushes, thread hand-overs and reader wake-ups); with the reads in the PTY
+ * ~2.5 s here (fewer flushes, thread hand-overs and reader wake-ups); with the keeper, whose flush
+ * also wakes the sidecar and its three readers (follow, emulator, command marks), 8 ms instead of
+ * 4 took the keeper's CPU per 100 MiB from ~0.9–1.1 to ~0.7 s and the sidecar's from ~1.8–2.2 to
+ * ~1.4–1.7 s (alternating runs, load 7–12). Still under a 60 Hz frame; with the reads in the PTY
  * thread, gathering longer never leaves the PTY unread. A keystroke's echo is not a flood. */
-const FLOOD_BATCH_MS = 4
+const FLOOD_BATCH_MS = 8
 
 export class Gatherer {
   #pending: Uint8Array[] = []

@@ -33,6 +33,14 @@ const KEEPER_NODE_FLAGS = ['--max-semi-space-size=1']
 /** The only variables the keeper itself needs: a terminal's environment comes with its spawn.
  * (TERMKEEP_HOP_TRACE: the bench's hop trace, common/hop-trace.ts.) */
 const KEEPER_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TERMKEEP_HOP_TRACE']
+/**
+ * glibc's malloc settings for the keeper (read before its first allocation; the sidecar's are the
+ * same, for the same reasons): two arenas instead of one per allocating thread (main, PTY thread,
+ * libuv's and V8's helpers), and a fixed 128 KiB mmap threshold, so a flood's flushes (up to 1 MiB
+ * each, one buffer per flush) are mapped and given back rather than carved from an arena whose
+ * holes the keeper keeps for the rest of its life.
+ */
+const KEEPER_MALLOC_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' }
 
 /** The keeper could not be started or reached; the message is one line for the operator. */
 export class KeeperStartError extends Error {
@@ -90,7 +98,7 @@ export function startKeeper(dataDir: string): ChildProcess {
   rotate(paths.log)
   const log = openSync(paths.log, 'a', 0o600)
   try {
-    const env: Record<string, string> = {}
+    const env: Record<string, string> = { ...KEEPER_MALLOC_ENV }
     for (const name of KEEPER_ENV) if (process.env[name] !== undefined) env[name] = process.env[name]!
     const child = spawn(process.execPath, [...KEEPER_NODE_FLAGS, '--import', tsxLoader(), ENTRY_PATH, resolve(dataDir)], {
       detached: true,

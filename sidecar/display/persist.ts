@@ -249,8 +249,11 @@ export class RevisionWriter {
           if (!this.#waiting) this.restorable = next.revision.restore !== undefined && next.revision.restore !== null
           this.onWritten?.(revision, next.revision.meta.sequence)
           // A revision's history rows came from the worker as objects, were chunked and deflated:
-          // garbage that V8 keeps (and the process's RSS with it) until a later burst.
-          collectAfterWork()
+          // garbage that V8 keeps (and the process's RSS with it) until a later burst. V8's heap
+          // alone: during a flood the external memory is the flood's own buffers, which V8 frees
+          // by itself; counting them forced a pair of full collections (30–600 ms each here)
+          // after nearly every revision of a flood, stopping every stream the sidecar serves.
+          collectAfterWork({ external: false })
         } catch (error) {
           this.lastError = error
           this.failures++

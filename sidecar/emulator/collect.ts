@@ -25,10 +25,12 @@ const COLLECT_AFTER_GROWTH_BYTES = 8 * 1024 * 1024
 
 /** Heap in use after the last collection (V8 heap plus external memory, as V8 counts it). */
 let baseline = 0
+/** The same without external memory (`collectAfterWork({ external: false })`). */
+let heapBaseline = 0
 
-function heapInUse(): number {
+function heapInUse(external = true): number {
   const s = getHeapStatistics()
-  return s.used_heap_size + s.external_memory
+  return s.used_heap_size + (external ? s.external_memory : 0)
 }
 
 /**
@@ -41,8 +43,8 @@ function heapInUse(): number {
  * EMULATOR_COLLECT_AFTER_CLOSE_MS, when the heap grew that much (each worker's heap stood at
  * 45–50 MiB for ~10 MiB of screens in a soak of thirty terminals).
  */
-export function collectAfterWork(): void {
-  if (heapInUse() - baseline < COLLECT_AFTER_GROWTH_BYTES) return
+export function collectAfterWork({ external = true } = {}): void {
+  if (heapInUse(external) - (external ? baseline : heapBaseline) < COLLECT_AFTER_GROWTH_BYTES) return
   // Work that never pauses (a soak of busy terminals) would postpone a debounced collection
   // forever: once one is due it is not postponed again.
   if (timer === undefined) collectSoon()
@@ -62,6 +64,7 @@ export function collectSoon(delayMs = EMULATOR_COLLECT_AFTER_CLOSE_MS): void {
     gc()
     gc()
     baseline = heapInUse()
+    heapBaseline = heapInUse(false)
   }, delayMs)
   // Never keeps the worker alive on its own.
   timer.unref?.()

@@ -28,11 +28,23 @@ export function frameItems(plans: readonly ItemPlan[], bytes: Buffer): SseFrames
   plans.forEach((p, i) => {
     at += out.write(heads[i], at, 'latin1')
     if (p.kind !== 'data') return
-    at += out.write(bytes.toString('base64', from, from + p.length), at, 'latin1')
-    from += p.length
+    const end = from + p.length
+    for (let piece = from; piece < end; piece += BASE64_CHUNK_BYTES) {
+      at += out.write(bytes.toString('base64', piece, Math.min(end, piece + BASE64_CHUNK_BYTES)), at, 'latin1')
+    }
+    from = end
     at += out.write(DATA_TAIL, at, 'latin1')
   })
   return new SseFrames(out)
 }
 
 const DATA_TAIL = '"}\n\n'
+
+/**
+ * Raw bytes encoded per base64 string (a multiple of 3, so the pieces join without padding). One
+ * string per item of up to 1 MiB was a 1.4 MB string: V8 puts a string over 128 KiB straight into
+ * the old generation, and a flood's strings started a full (incremental) mark-compact of the main
+ * thread's heap every 100–300 ms (--trace-gc). At 64 KiB of base64 a string is young and dies in
+ * a scavenge.
+ */
+const BASE64_CHUNK_BYTES = 48 * 1024

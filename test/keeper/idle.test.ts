@@ -62,6 +62,12 @@ describe('a keeper', () => {
     expect(log(idleDir)).toContain(IDLE_LINE)
   })
 
+  it("runs with glibc's malloc settings of its own, which its terminals do not inherit", () => {
+    const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
+    expect(environ(keptKeeper)).toEqual(expect.arrayContaining(['MALLOC_ARENA_MAX=2', 'MALLOC_MMAP_THRESHOLD_=131072']))
+    expect(environ(sleeper).filter((v) => v.startsWith('MALLOC_'))).toEqual([])
+  })
+
   it('with a running terminal stays however long no sidecar comes; released, it exits by itself too', async () => {
     const wait = sidecarLeftAt + KEEPER_IDLE_EXIT_MS + 2_000 - Date.now()
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))

@@ -29,6 +29,25 @@ process.stdout.write(JSON.stringify({ finalized, collections: collect.collection
 `,
 )
 
+// A flood on the main thread: its buffers (external memory) come and go, its V8 heap hardly grows.
+// Counted with external memory, that forces collections; counted without (the main thread's
+// revisions, display/persist.ts), it does not.
+const flood = join(dir, 'flood.mts')
+writeFileSync(
+  flood,
+  `import * as collect from ${JSON.stringify(new URL('../../../sidecar/emulator/collect.ts', import.meta.url).pathname)}
+const external = process.argv[2] === 'external'
+let kept = []
+for (let i = 0; i < 30; i++) {
+  kept = Array.from({ length: 8 }, () => Buffer.alloc(1024 * 1024, i))
+  collect.collectAfterWork({ external })
+  await new Promise((r) => setTimeout(r, 100))
+}
+await new Promise((r) => setTimeout(r, 1500))
+process.stdout.write(JSON.stringify({ collections: collect.collections, kept: kept.length }))
+`,
+)
+
 function probe(flags: readonly string[]): { finalized: boolean; collections: number } {
   return JSON.parse(execFileSync(process.execPath, [...flags, '--import', 'tsx', script], { encoding: 'utf8' }))
 }
@@ -39,6 +58,13 @@ describe('collectSoon', () => {
   it('runs one full collection for a burst of closes, with the sidecar flags', () => {
     expect(SIDECAR_NODE_FLAGS).toContain('--expose-gc')
     expect(probe(SIDECAR_NODE_FLAGS)).toEqual({ finalized: true, collections: 1 })
+  })
+
+  it("counts only V8's heap when asked: a flood's buffers force no collection then", () => {
+    const run = (mode: string) =>
+      JSON.parse(execFileSync(process.execPath, [...SIDECAR_NODE_FLAGS, '--import', 'tsx', flood, mode], { encoding: 'utf8' })).collections
+    expect(run('external')).toBeGreaterThan(0)
+    expect(run('heap')).toBe(0)
   })
 
   it('does nothing without --expose-gc', () => {
