@@ -31,7 +31,7 @@ const LOG_MAX_BYTES = 1024 * 1024
 /** Flags of the keeper process: a small young generation (it allocates one buffer per flush). */
 const KEEPER_NODE_FLAGS = ['--max-semi-space-size=1']
 /** The only variables the keeper itself needs: a terminal's environment comes with its spawn. */
-const KEEPER_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ']
+const KEEPER_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TERMKEEP_KEEPER_IDLE_EXIT_MS']
 
 /** The keeper could not be started or reached; the message is one line for the operator. */
 export class KeeperStartError extends Error {
