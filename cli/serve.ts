@@ -19,7 +19,6 @@
 import { fork } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { ensureAdminToken } from '../storage/tokens.ts'
 import { deriveHostSecret, randomSecret } from '../common/crypto.ts'
 import { hostId } from '../sidecar/generations/host-identity.ts'
@@ -29,15 +28,12 @@ import type { Config } from '../schema/config.ts'
 import { openStorage, type Storage } from '../storage/client.ts'
 import { hostSecretEpoch } from '../storage/hosts.ts'
 import { migrate } from '../storage/migrate.ts'
+import { sidecarLaunch, type SidecarLaunch } from '../sidecar/launch.ts'
 import { SIDECAR_NODE_FLAGS, sidecarEnv } from '../sidecar/node-flags.ts'
 import { keepRunningLine, keptRunning } from './keeper.ts'
 import { SidecarSupervisor, type StartingSidecar } from './supervise.ts'
 import { self } from './self.ts'
 
-const SIDECAR_ENTRY = fileURLToPath(new URL('../sidecar/main.ts', import.meta.url))
-/** tsx's loader by its full URL: `--import tsx` would be resolved from the working directory,
- * which is not this package's when a linked `termkeep serve` runs elsewhere. */
-const TSX_LOADER = import.meta.resolve('tsx')
 const SIDECAR_START_TIMEOUT_MS = 30_000
 
 /** A database URL fit for a message: any password or query (an auth token) left out. */
@@ -68,7 +64,7 @@ export function localSidecarSecret(config: Config): string {
 
 /** Starts one sidecar and resolves once it announced it is ready; one that exits first, or does not
  * get there in time (then it is killed), rejects. */
-function startSidecar(config: Config, secret: string, hostSecret?: string): StartingSidecar {
+function startSidecar(launch: SidecarLaunch, config: Config, secret: string, hostSecret?: string): StartingSidecar {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     SIDECAR_SECRET: secret,
@@ -78,8 +74,8 @@ function startSidecar(config: Config, secret: string, hostSecret?: string): Star
   // The sidecar holds its host's secret only, never the fleet's.
   delete env.TERMKEEP_FLEET_SECRET
   if (hostSecret !== undefined) env.TERMKEEP_HOST_SECRET = hostSecret
-  const child = fork(SIDECAR_ENTRY, [], {
-    execArgv: ['--import', TSX_LOADER, ...SIDECAR_NODE_FLAGS],
+  const child = fork(launch.entry, [], {
+    execArgv: [...launch.execArgv, ...SIDECAR_NODE_FLAGS],
     env: sidecarEnv(env),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
@@ -189,8 +185,9 @@ export async function serveHostOnly(config: Config): Promise<void> {
     )
     process.exit(1)
   }
+  const launch = await sidecarLaunch()
   const sidecar = new SidecarSupervisor({
-    start: () => startSidecar(config, secret, config.hostSecret),
+    start: () => startSidecar(launch, config, secret, config.hostSecret),
     log: (line) => console.error(line),
   })
   let stopping = false
@@ -231,7 +228,11 @@ export async function serveCommand(config: Config): Promise<void> {
   const id = hostId(config.dataDir)
   const hostSecret =
     config.fleetSecret === undefined ? undefined : await deriveHostSecret(config.fleetSecret, id, await hostSecretEpoch(storage.db, id))
-  const sidecar = new SidecarSupervisor({ start: () => startSidecar(config, secret, hostSecret), log: (line) => console.error(line) })
+  const launch = await sidecarLaunch()
+  const sidecar = new SidecarSupervisor({
+    start: () => startSidecar(launch, config, secret, hostSecret),
+    log: (line) => console.error(line),
+  })
   let api: RunningApi | undefined
   let stopping = false
   const stop = async (code: number) => {

@@ -17,7 +17,7 @@ import { log } from './log.ts'
 import { sweepEarlierKeepers } from './records.ts'
 import { KeeperServer } from './server.ts'
 import { KeptTerminals } from './terminals.ts'
-import { KEEPER_FLUSH_WAIT_MS, KEEPER_IDLE_EXIT_MS } from './tuning.ts'
+import { KEEPER_FLUSH_WAIT_MS, keeperIdleExitMs } from './tuning.ts'
 import { writeHopTrace } from '../local/hop-trace.ts'
 
 class KeeperBusy extends Error {}
@@ -26,6 +26,7 @@ async function main(): Promise<void> {
   writeHopTrace()
   const dataDir = process.argv[2]
   if (!dataDir) throw new Error('usage: keeper/main.ts <data directory>')
+  const idleExitMs = keeperIdleExitMs()
   const paths = keeperPaths(dataDir)
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 })
   const unlock = lockFile(paths.lock, KEEPER_ENTRY, (pid) => new KeeperBusy(`another keeper (pid ${pid}) keeps ${dataDir}; this one stops`))
@@ -72,9 +73,9 @@ async function main(): Promise<void> {
   const idle = setInterval(
     () => {
       if (terminals.size > 0 || server.hasSidecar) return
-      if (Date.now() - server.lastSidecarAt >= KEEPER_IDLE_EXIT_MS) void stop('no terminal and no sidecar')
+      if (Date.now() - server.lastSidecarAt >= idleExitMs) void stop('no terminal and no sidecar')
     },
-    Math.min(1_000, KEEPER_IDLE_EXIT_MS / 4),
+    Math.min(1_000, idleExitMs / 4),
   )
   idle.unref()
 }

@@ -23,6 +23,15 @@ export const KEEPER_RETRY_MAX_MS = 5_000
  * machine that stopped using termkeep, and a sidecar restarting meanwhile starts a new one. */
 export const KEEPER_IDLE_EXIT_MS = 10_000
 
+/** KEEPER_IDLE_EXIT_MS, or TERMKEEP_KEEPER_IDLE_EXIT_MS from the keeper's environment (its starter's,
+ * docs/operations.md): a test of the idle exit need not wait the default's 10 s. */
+export function keeperIdleExitMs(raw = process.env.TERMKEEP_KEEPER_IDLE_EXIT_MS): number {
+  if (raw === undefined || raw === '') return KEEPER_IDLE_EXIT_MS
+  const ms = Number(raw)
+  if (!Number.isSafeInteger(ms) || ms <= 0) throw new Error(`TERMKEEP_KEEPER_IDLE_EXIT_MS: a positive number of milliseconds, not ${raw}`)
+  return ms
+}
+
 /** How often the keeper looks whether its socket file is still the one it listens on (someone
  * removed or replaced it: it says so and takes the path back). */
 export const KEEPER_SOCKET_CHECK_MS = 2_000

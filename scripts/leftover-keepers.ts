@@ -5,13 +5,15 @@
  *   node --import tsx scripts/leftover-keepers.ts list > before   # keepers of this checkout now
  *   node --import tsx scripts/leftover-keepers.ts check before    # exit 1 if any new one runs
  *
- * A keeper of this checkout is a process whose command line runs this checkout's keeper/main.ts
- * (keepers of other checkouts on the same machine are not this run's).
+ * A keeper of this checkout is a process whose command line runs this checkout's keeper/main.ts or
+ * its bundle (local/bundle.ts; keepers of other checkouts on the same machine are not this run's).
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 const ENTRY = fileURLToPath(new URL('../keeper/main.ts', import.meta.url))
+const BUNDLES = fileURLToPath(new URL('../node_modules/.cache/termkeep/keeper/', import.meta.url))
+const isKeeper = (arg: string) => arg === ENTRY || (arg.startsWith(BUNDLES) && /^main-[0-9a-f]+\.mjs$/.test(arg.slice(BUNDLES.length)))
 /** How long a leftover keeper gets after SIGTERM (it ends its terminals) before SIGKILL. */
 const STOP_WAIT_MS = 5_000
 
@@ -26,7 +28,7 @@ function keepers(): Keeper[] {
     if (!/^\d+$/.test(entry)) continue
     try {
       const args = readFileSync(`/proc/${entry}/cmdline`, 'latin1').split('\0')
-      const at = args.indexOf(ENTRY)
+      const at = args.findIndex(isKeeper)
       if (at >= 0) found.push({ pid: Number(entry), dataDir: args[at + 1] ?? '?' })
     } catch {
       // gone

@@ -9,6 +9,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { BUNDLE_NODE_FLAGS, bundled } from '../bundle.ts'
 import { liveHolder } from '../pid-lock.ts'
 import { KeeperClient, KeeperRefused, KeeperUnreachable } from './client.ts'
 import { keeperPaths, socketPathProblem } from './paths.ts'
@@ -31,8 +32,8 @@ const LOG_MAX_BYTES = 1024 * 1024
 /** Flags of the keeper process: a small young generation (it allocates one buffer per flush). */
 const KEEPER_NODE_FLAGS = ['--max-semi-space-size=1']
 /** The only variables the keeper itself needs: a terminal's environment comes with its spawn.
- * (TERMKEEP_HOP_TRACE: the bench's hop trace, common/hop-trace.ts.) */
-const KEEPER_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TERMKEEP_HOP_TRACE']
+ * (TERMKEEP_HOP_TRACE: the bench's hop trace, common/hop-trace.ts; TERMKEEP_KEEPER_IDLE_EXIT_MS: its idle exit.) */
+const KEEPER_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TERMKEEP_HOP_TRACE', 'TERMKEEP_KEEPER_IDLE_EXIT_MS']
 /**
  * glibc's malloc settings for the keeper (read before its first allocation; the sidecar's are the
  * same, for the same reasons): two arenas instead of one per allocating thread (main, PTY thread,
@@ -81,7 +82,7 @@ export async function reachKeeper(dataDir: string, options: ReachOptions): Promi
       if (unreachable && liveHolder(paths.lock, KEEPER_ENTRY) === undefined) {
         if (started === undefined || exited !== undefined) {
           if (exited !== undefined && exited !== 0) throw new KeeperStartError(`the keeper exited at its start: ${lastLine(paths.log)}`)
-          started = startKeeper(dataDir)
+          started = startKeeper(dataDir, await keeperLaunch())
           exited = undefined
           started.once('exit', (code) => (exited = code))
         }
@@ -91,8 +92,18 @@ export async function reachKeeper(dataDir: string, options: ReachOptions): Promi
   }
 }
 
+/** The keeper's module and the Node options it needs: its bundle (local/bundle.ts), or its source
+ * under tsx where the bundle cannot be built or written. */
+async function keeperLaunch(): Promise<string[]> {
+  try {
+    return [...BUNDLE_NODE_FLAGS, await bundled(ENTRY_PATH)]
+  } catch {
+    return ['--import', tsxLoader(), ENTRY_PATH]
+  }
+}
+
 /** Starts a keeper for `dataDir` (detached; see the file comment). */
-export function startKeeper(dataDir: string): ChildProcess {
+function startKeeper(dataDir: string, launch: string[]): ChildProcess {
   const paths = keeperPaths(dataDir)
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 })
   rotate(paths.log)
@@ -100,7 +111,7 @@ export function startKeeper(dataDir: string): ChildProcess {
   try {
     const env: Record<string, string> = { ...KEEPER_MALLOC_ENV }
     for (const name of KEEPER_ENV) if (process.env[name] !== undefined) env[name] = process.env[name]!
-    const child = spawn(process.execPath, [...KEEPER_NODE_FLAGS, '--import', tsxLoader(), ENTRY_PATH, resolve(dataDir)], {
+    const child = spawn(process.execPath, [...KEEPER_NODE_FLAGS, ...launch, resolve(dataDir)], {
       detached: true,
       stdio: ['ignore', log, log],
       cwd: paths.dir,

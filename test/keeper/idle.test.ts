@@ -1,14 +1,14 @@
 /**
  * A keeper ends by itself once it has nothing to keep: no terminal and no sidecar for
- * KEEPER_IDLE_EXIT_MS (nothing lingers on a machine that stopped using termkeep). A terminal keeps
- * it running however long no sidecar comes; once that terminal is released, it goes too. Real
- * keeper processes, watched by pid (test/support/keepers.ts).
+ * its idle time (nothing lingers on a machine that stopped using termkeep). A terminal keeps it
+ * running however long no sidecar comes; once that terminal is released, it goes too. Real keeper
+ * processes, watched by pid (test/support/keepers.ts), with TERMKEEP_KEEPER_IDLE_EXIT_MS shorter
+ * than the default KEEPER_IDLE_EXIT_MS (10 s) so that the file does not wait it out three times.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { KEEPER_IDLE_EXIT_MS } from '../../keeper/tuning.ts'
 import { keeperPaths } from '../../local/keeper/paths.ts'
 import { reachKeeper } from '../../local/keeper/start.ts'
 import { keeperPid, stopKeeper, watchKeeper } from '../support/keepers.ts'
@@ -16,6 +16,9 @@ import { waitFor } from '../support/ports.ts'
 import { alive } from '../support/serve.ts'
 
 const software = 'test'
+const IDLE_EXIT_MS = 3_000
+// The keepers this file starts are started from this process and take the setting from it.
+process.env.TERMKEEP_KEEPER_IDLE_EXIT_MS = String(IDLE_EXIT_MS)
 const work = mkdtempSync(join(tmpdir(), 'termkeep-keeper-idle-'))
 const idleDir = join(work, 'idle')
 const keptDir = join(work, 'kept')
@@ -55,9 +58,9 @@ afterAll(async () => {
 })
 
 describe('a keeper', () => {
-  it(`with no terminal and no sidecar exits by itself after ${KEEPER_IDLE_EXIT_MS / 1000} s, and says why`, async () => {
+  it(`with no terminal and no sidecar exits by itself after ${IDLE_EXIT_MS / 1000} s, and says why`, async () => {
     expect(alive(idleKeeper)).toBe(true)
-    await waitFor(async () => !alive(idleKeeper), KEEPER_IDLE_EXIT_MS + SLACK_MS, 'the idle keeper to exit')
+    await waitFor(async () => !alive(idleKeeper), IDLE_EXIT_MS + SLACK_MS, 'the idle keeper to exit')
     expect(keeperPid(idleDir)).toBeUndefined()
     expect(log(idleDir)).toContain(IDLE_LINE)
   })
@@ -69,7 +72,7 @@ describe('a keeper', () => {
   })
 
   it('with a running terminal stays however long no sidecar comes; released, it exits by itself too', async () => {
-    const wait = sidecarLeftAt + KEEPER_IDLE_EXIT_MS + 2_000 - Date.now()
+    const wait = sidecarLeftAt + IDLE_EXIT_MS + 2_000 - Date.now()
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
     expect([alive(keptKeeper), alive(sleeper)]).toEqual([true, true])
     expect(log(keptDir)).not.toContain(IDLE_LINE)
@@ -84,7 +87,7 @@ describe('a keeper', () => {
     } finally {
       sidecar.close()
     }
-    await waitFor(async () => !alive(keptKeeper), KEEPER_IDLE_EXIT_MS + SLACK_MS, 'the keeper to exit once its terminal is gone')
+    await waitFor(async () => !alive(keptKeeper), IDLE_EXIT_MS + SLACK_MS, 'the keeper to exit once its terminal is gone')
     expect(log(keptDir)).toContain(IDLE_LINE)
   })
 })

@@ -13,6 +13,7 @@ import { KEEPER_ENTRY } from '../../local/keeper/start.ts'
 import { liveHolder } from '../../local/pid-lock.ts'
 import { processStat } from '../../local/proc.ts'
 
+const KEEPER_MODULE = new RegExp(`${KEEPER_ENTRY}(\\.ts|-[0-9a-f]+\\.mjs)$`)
 const dataDirs = new Set<string>()
 /** Sidecars (or serve processes) started on them: stopped first, or one would start a new keeper. */
 const starters = new Set<ChildProcess>()
@@ -37,7 +38,8 @@ const running = (pid: number) => {
   return stat !== undefined && !stat.zombie
 }
 
-/** Keepers of `dataDir` by their command line (`… keeper/main.ts <dataDir>`): found even when the
+/** Keepers of `dataDir` by their command line (`… keeper/main.ts <dataDir>`, or its bundle's
+ * `… keeper/main-<hash>.mjs <dataDir>`: local/bundle.ts): found even when the
  * directory, with the keeper's lock file, was removed before the keeper was stopped. */
 function keepersByCommandLine(dataDir: string): number[] {
   const dir = resolve(dataDir)
@@ -46,7 +48,7 @@ function keepersByCommandLine(dataDir: string): number[] {
     if (!/^\d+$/.test(entry)) continue
     try {
       const args = readFileSync(`/proc/${entry}/cmdline`, 'latin1').split('\0')
-      if (args.at(-2) === dir && args.some((arg) => arg.endsWith(`${KEEPER_ENTRY}.ts`))) pids.push(Number(entry))
+      if (args.at(-2) === dir && args.some((arg) => KEEPER_MODULE.test(arg))) pids.push(Number(entry))
     } catch {
       // gone
     }

@@ -1,5 +1,5 @@
 /**
- * Starts the real sidecar process (`sidecar/main.ts` under tsx) on a free loopback port and stops
+ * Starts the real sidecar process (`sidecar/main.ts`, as `termkeep serve` does: sidecar/launch.ts) on a free loopback port and stops
  * it by pid. Tests use this, never an in-process fake. The sidecar starts its data directory's
  * keeper (which holds the terminals and outlives the sidecar by design): `stop()` stops that
  * keeper too, by pid, unless asked to leave the terminals running.
@@ -8,11 +8,10 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { sidecarLaunch } from '../../sidecar/launch.ts'
 import { SIDECAR_NODE_FLAGS, sidecarEnv } from '../../sidecar/node-flags.ts'
 import { keeperPid, stopKeeper, watchKeeper } from './keepers.ts'
 import { freePort } from './ports.ts'
-
-const ENTRY = new URL('../../sidecar/main.ts', import.meta.url).pathname
 
 export interface SidecarOptions {
   databaseUrl?: string
@@ -69,10 +68,10 @@ export async function startSidecar(options: SidecarOptions = {}): Promise<Runnin
     delete inherited.TERMKEEP_DATA_DIR
     delete inherited.DATABASE_URL
   }
-  const child = fork(ENTRY, [], {
+  const launch = await sidecarLaunch()
+  const child = fork(launch.entry, [], {
     execArgv: [
-      '--import',
-      import.meta.resolve('tsx'), // from anywhere: `cwd` may be outside the checkout
+      ...launch.execArgv,
       ...SIDECAR_NODE_FLAGS,
       ...(process.env.TERMKEEP_SIDECAR_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
       ...(options.nodeArgs ?? []),
