@@ -15,12 +15,11 @@
  * rebuilt when any input's size or modification time changed.
  */
 import { createHash } from 'node:crypto'
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join, relative } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { pathToFileURL } from 'node:url'
+import { type BuildInputs, INSTALL_ROOT as ROOT, inputsUnchanged, placeFile, recordInput } from './build-cache.ts'
 
-/** The installation: the directory holding package.json and node_modules. */
-const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
 /** Older bundles (of sources since changed) are removed after this: a process started from one
  * reads its source map only when it prints a stack trace. */
 const STALE_MS = 24 * 60 * 60 * 1000
@@ -46,17 +45,14 @@ export async function bundled(source: string): Promise<string> {
 interface Index {
   /** The bundle's file name, beside its index. */
   file: string
-  inputs: Record<string, [size: number, mtimeMs: number]>
+  inputs: BuildInputs
 }
 
 /** The current bundle's path, if every input is as it was when it was built. */
 function fresh(cache: string, index: string): string | undefined {
   try {
     const { file, inputs } = JSON.parse(readFileSync(index, 'utf8')) as Index
-    for (const [path, [size, mtimeMs]] of Object.entries(inputs)) {
-      const s = statSync(join(ROOT, path))
-      if (s.size !== size || s.mtimeMs !== mtimeMs) return undefined
-    }
+    if (!inputsUnchanged(inputs)) return undefined
     const entry = join(cache, file)
     statSync(entry)
     return entry
@@ -68,11 +64,8 @@ function fresh(cache: string, index: string): string | undefined {
 async function build(source: string, cache: string, index: string, stem: string): Promise<string> {
   const { build } = await import('esbuild')
   // Stats taken before the build: a file edited meanwhile reads as changed at the next start.
-  const inputs: Index['inputs'] = {}
-  const stat = (path: string) => {
-    const s = statSync(join(ROOT, path))
-    inputs[path] ??= [s.size, s.mtimeMs]
-  }
+  const inputs: BuildInputs = {}
+  const stat = (path: string) => recordInput(inputs, path)
   for (const path of SETTINGS) stat(path)
   const built = await build({
     entryPoints: [source],
@@ -108,11 +101,7 @@ async function build(source: string, cache: string, index: string, stem: string)
   const hash = createHash('sha256').update(code.contents).digest('hex').slice(0, 16)
   const file = `${stem}-${hash}.mjs`
   mkdirSync(cache, { recursive: true })
-  const suffix = `.${process.pid}.tmp`
-  const place = (name: string, contents: string | Uint8Array) => {
-    writeFileSync(join(cache, name) + suffix, contents)
-    renameSync(join(cache, name) + suffix, join(cache, name))
-  }
+  const place = (name: string, contents: string | Uint8Array) => placeFile(join(cache, name), contents)
   place(`${file}.map`, map.contents)
   place(file, code.text.replace(/\/\/# sourceMappingURL=\S+\s*$/, `//# sourceMappingURL=${file}.map\n`))
   place(basename(index), JSON.stringify({ file, inputs } satisfies Index))

@@ -11,15 +11,13 @@
  * hold: they stay imports, of their absolute file URL (a `data:` module resolves no bare name).
  */
 import { createHash } from 'node:crypto'
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir, userInfo } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { buildSync } from 'esbuild'
-
-/** Inputs in the metafile are relative to the working directory esbuild ran in: the checkout. */
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+import { type BuildInputs, INSTALL_ROOT as ROOT, inputsUnchanged, placeFile, recordInput } from './build-cache.ts'
 
 const built = new Map<string, URL>()
 
@@ -34,7 +32,7 @@ export function workerBundleSource(entry: URL, natives: readonly string[] = []):
 }
 
 interface CacheEntry {
-  inputs: Record<string, [size: number, mtimeMs: number]>
+  inputs: BuildInputs
   sha256: string
 }
 
@@ -60,11 +58,7 @@ function cachedBuild(entry: string, natives: readonly string[]): string {
   if (meta && code) {
     try {
       const cached = JSON.parse(readFileSync(meta, 'utf8')) as CacheEntry
-      const fresh = Object.entries(cached.inputs).every(([path, [size, mtime]]) => {
-        const s = statSync(join(ROOT, path))
-        return s.size === size && s.mtimeMs === mtime
-      })
-      const text = fresh ? readFileSync(code, 'utf8') : undefined
+      const text = inputsUnchanged(cached.inputs) ? readFileSync(code, 'utf8') : undefined
       if (text !== undefined && createHash('sha256').update(text).digest('hex') === cached.sha256) return text
     } catch {
       // no cache yet, or an input moved: build
@@ -85,17 +79,11 @@ function cachedBuild(entry: string, natives: readonly string[]): string {
   const text = resolveNatives(result.outputFiles[0].text, natives)
   if (meta && code) {
     try {
-      const inputs: CacheEntry['inputs'] = {}
-      for (const path of Object.keys(result.metafile.inputs)) {
-        const s = statSync(join(ROOT, path))
-        inputs[path] = [s.size, s.mtimeMs]
-      }
+      const inputs: BuildInputs = {}
+      for (const path of Object.keys(result.metafile.inputs)) recordInput(inputs, path)
       const cached: CacheEntry = { inputs, sha256: createHash('sha256').update(text).digest('hex') }
-      const suffix = `.${process.pid}.tmp`
-      writeFileSync(code + suffix, text)
-      renameSync(code + suffix, code)
-      writeFileSync(meta + suffix, JSON.stringify(cached))
-      renameSync(meta + suffix, meta)
+      placeFile(code, text)
+      placeFile(meta, JSON.stringify(cached))
     } catch {
       // a cache that cannot be written only costs the next start a build
     }
