@@ -185,9 +185,33 @@ export async function serveHostOnly(config: Config): Promise<void> {
     )
     process.exit(1)
   }
+  await superviseSidecar(config, secret, config.hostSecret)
+  console.log(`termkeep: host ${id} serving; the API reaches it at ${config.hostUrl ?? config.sidecarUrl} (TERMKEEP_HOST_URL)`)
+}
+
+/** What runs beside the sidecar in one serve: closed before it stops, after it stopped, or when it
+ * failed to start. */
+interface Beside {
+  beforeSidecar?: () => Promise<void>
+  afterSidecar?: () => Promise<void>
+  failed?: () => void
+}
+
+/**
+ * Starts this data directory's sidecar under supervision (a crash starts it again: cli/supervise.ts)
+ * and stops serve with it: on SIGINT or SIGTERM, or when the sidecar stops cleanly by itself (it was
+ * told to). Stopping waits for the sidecar's own shutdown (last screens saved, processes killed,
+ * rows retired) and then says what the keeper keeps running. Returns that stop.
+ */
+async function superviseSidecar(
+  config: Config,
+  secret: string,
+  hostSecret: string | undefined,
+  beside: Beside = {},
+): Promise<(code: number) => Promise<void>> {
   const launch = await sidecarLaunch()
   const sidecar = new SidecarSupervisor({
-    start: () => startSidecar(launch, config, secret, config.hostSecret),
+    start: () => startSidecar(launch, config, secret, hostSecret),
     log: (line) => console.error(line),
   })
   let stopping = false
@@ -195,7 +219,9 @@ export async function serveHostOnly(config: Config): Promise<void> {
     if (stopping) return
     stopping = true
     sidecar.stopping()
+    await beside.beforeSidecar?.()
     await sidecar.stop()
+    await beside.afterSidecar?.()
     const kept = keepRunningLine(await keptRunning(config.dataDir))
     if (kept) console.error(kept)
     process.exit(code)
@@ -203,12 +229,14 @@ export async function serveHostOnly(config: Config): Promise<void> {
   try {
     await sidecar.start(() => void stop(1))
   } catch (error) {
+    // The sidecar printed its own one-line reason (data directory in use, port taken, …).
     console.error(`termkeep: ${(error as Error).message}; stopping`)
+    beside.failed?.()
     process.exit(1)
   }
   process.once('SIGINT', () => void stop(0))
   process.once('SIGTERM', () => void stop(0))
-  console.log(`termkeep: host ${id} serving; the API reaches it at ${config.hostUrl ?? config.sidecarUrl} (TERMKEEP_HOST_URL)`)
+  return stop
 }
 
 function existingSecret(config: Config): string | undefined {
@@ -228,38 +256,14 @@ export async function serveCommand(config: Config): Promise<void> {
   const id = hostId(config.dataDir)
   const hostSecret =
     config.fleetSecret === undefined ? undefined : await deriveHostSecret(config.fleetSecret, id, await hostSecretEpoch(storage.db, id))
-  const launch = await sidecarLaunch()
-  const sidecar = new SidecarSupervisor({
-    start: () => startSidecar(launch, config, secret, hostSecret),
-    log: (line) => console.error(line),
-  })
   let api: RunningApi | undefined
-  let stopping = false
-  const stop = async (code: number) => {
-    if (stopping) return
-    stopping = true
-    sidecar.stopping()
-    await api?.close()
-    // Wait for the sidecar's own shutdown (last screens saved, processes killed, rows retired): a
-    // supervisor that kills what is left once this process exits would cut it short.
-    await sidecar.stop()
-    await storage.shutdown()
-    const kept = keepRunningLine(await keptRunning(config.dataDir))
-    if (kept) console.error(kept)
-    process.exit(code)
-  }
-  try {
-    // A sidecar that stops cleanly by itself (it was told to) takes serve down with it; one that
-    // crashes is started again (cli/supervise.ts).
-    await sidecar.start(() => void stop(1))
-  } catch (error) {
-    // The sidecar printed its own one-line reason (data directory in use, port taken, …).
-    console.error(`termkeep: ${(error as Error).message}; stopping`)
-    storage.close()
-    process.exit(1)
-  }
-  process.once('SIGINT', () => void stop(0))
-  process.once('SIGTERM', () => void stop(0))
+  const stop = await superviseSidecar(config, secret, hostSecret, {
+    beforeSidecar: async () => {
+      await api?.close()
+    },
+    afterSidecar: () => storage.shutdown(),
+    failed: () => storage.close(),
+  })
   try {
     // Its own sidecar (health's) accepts its host's secret only, in a fleet.
     api = await startApi(config, storage, hostSecret ?? secret)
