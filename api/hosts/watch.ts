@@ -10,6 +10,7 @@ import type { Host } from '../../schema/wire/hosts.ts'
 import type { Authority } from '../../storage/authority.ts'
 import type { Database } from '../../storage/client.ts'
 import { sessionHosts } from '../../storage/hosts.ts'
+import { pause } from '../../common/retry.ts'
 import type { SseSink } from '../sse.ts'
 import { HOSTS_WATCH_POLL_MS } from '../tuning.ts'
 import { HostsView } from './changes.ts'
@@ -38,23 +39,11 @@ export async function watchHosts(
 ): Promise<void> {
   const view = new HostsView()
   await sink.send({ event: 'baseline', data: { hosts: view.baseline(await visibleHosts(fleet, db, authority)) } })
-  for (let polls = 0; polls < maxPolls && !(await pause(pollMs, sink.signal)); polls++) {
+  for (let polls = 0; polls < maxPolls; polls++) {
+    await pause(pollMs, sink.signal)
+    if (sink.signal.aborted) return
     for (const { kind, payload } of view.next(await visibleHosts(fleet, db, authority))) {
       await sink.send({ event: kind, data: payload })
     }
   }
-}
-
-/** Waits `ms`; true when the stream was closed meanwhile. */
-function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(true)
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve(signal.aborted)
-    }
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', done)
-  })
 }
