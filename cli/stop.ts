@@ -25,8 +25,9 @@ const USAGE = `usage: termkeep stop [--terminals]
 
 /** How long a stopped process may take before stop says it did not go. */
 const STOP_WAIT_MS = 30_000
-/** Serve's command line: node, one of the CLI's entries, then `serve` (npm start runs cli/main.ts;
- * `./termkeep` and a linked or installed `termkeep` run cli/bin.js through their own path). */
+/** Serve's command line: node, one of the CLI's entries, then `serve` (npm start runs cli/bin.js,
+ * as `./termkeep` and a linked or installed `termkeep` do through their own path; cli/main.ts
+ * under tsx is the same CLI). */
 function isServe(pid: number): boolean {
   try {
     const args = readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')

@@ -13,12 +13,17 @@
  * resolves the packages it imports), at the source's own relative path (`sidecar/main-<hash>.mjs`:
  * the command line still names `sidecar/main`, by which the locks recognize their holders), and
  * rebuilt when any input's size or modification time changed.
+ *
+ * `split`: the bundle is a directory of modules, split at each dynamic `import()` as the sources
+ * are, so a program that loads its parts lazily (the CLI: one module per command) still does.
  */
 import { createHash } from 'node:crypto'
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { basename, dirname, join, relative } from 'node:path'
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { type BuildInputs, INSTALL_ROOT as ROOT, inputsUnchanged, placeFile, recordInput } from './build-cache.ts'
+import type { BuildOptions, OutputFile } from 'esbuild'
+import { type BuildInputs, INSTALL_ROOT as ROOT, placeFile, recordInput } from './build-cache.ts'
+import { bundleCache, freshBundle } from './fresh-bundle.mjs'
 
 /** Older bundles (of sources since changed) are removed after this: a process started from one
  * reads its source map only when it prints a stack trace. */
@@ -33,40 +38,28 @@ const SETTINGS = ['tsconfig.json', 'package.json']
 export const BUNDLE_NODE_FLAGS: readonly string[] = ['--enable-source-maps']
 
 /** The bundle of `source` (an absolute path of a .ts file in this installation), built first when
- * it is missing or an input changed. Throws when it cannot be built or written. */
-export async function bundled(source: string): Promise<string> {
-  const path = relative(ROOT, source)
-  const cache = join(ROOT, 'node_modules', '.cache', 'termkeep', dirname(path))
-  const stem = basename(path).replace(/\.ts$/, '')
-  const index = join(cache, `${stem}.json`)
-  return fresh(cache, index) ?? (await build(source, cache, index, stem))
+ * it is missing or an input changed; its entry module's path. Throws when it cannot be built or
+ * written. */
+export async function bundled(source: string, { split = false } = {}): Promise<string> {
+  return freshBundle(source) ?? (await build(source, split))
 }
 
 interface Index {
-  /** The bundle's file name, beside its index. */
+  /** The bundle's entry, relative to its index's directory. */
   file: string
   inputs: BuildInputs
 }
 
-/** The current bundle's path, if every input is as it was when it was built. */
-function fresh(cache: string, index: string): string | undefined {
-  try {
-    const { file, inputs } = JSON.parse(readFileSync(index, 'utf8')) as Index
-    if (!inputsUnchanged(inputs)) return undefined
-    const entry = join(cache, file)
-    statSync(entry)
-    return entry
-  } catch {
-    return undefined
-  }
-}
-
-async function build(source: string, cache: string, index: string, stem: string): Promise<string> {
+async function build(source: string, split: boolean): Promise<string> {
   const { build } = await import('esbuild')
+  const { cache, stem, index } = bundleCache(source)
   // Stats taken before the build: a file edited meanwhile reads as changed at the next start.
   const inputs: BuildInputs = {}
   const stat = (path: string) => recordInput(inputs, path)
   for (const path of SETTINGS) stat(path)
+  const layout: BuildOptions = split
+    ? { splitting: true, outdir: join(cache, stem), entryNames: '[name]', chunkNames: 'chunk-[hash]', outExtension: { '.js': '.mjs' } }
+    : { outfile: join(cache, `${stem}.mjs`) }
   const built = await build({
     entryPoints: [source],
     absWorkingDir: ROOT,
@@ -77,7 +70,7 @@ async function build(source: string, cache: string, index: string, stem: string)
     target: 'node20',
     keepNames: true,
     sourcemap: 'external',
-    outfile: join(cache, `${stem}.mjs`),
+    ...layout,
     write: false,
     metafile: true,
     logLevel: 'silent',
@@ -85,28 +78,60 @@ async function build(source: string, cache: string, index: string, stem: string)
       {
         name: 'import-meta-of-the-source',
         setup(on) {
-          on.onLoad({ filter: /\.[cm]?ts$/ }, (args) => {
+          // .mjs too: local/fresh-bundle.mjs finds the installation from its own URL.
+          on.onLoad({ filter: /\.(?:[cm]?ts|mjs)$/ }, (args) => {
             stat(relative(ROOT, args.path))
             const own = { url: pathToFileURL(args.path).href, filename: args.path, dirname: dirname(args.path) }
             const text = readFileSync(args.path, 'utf8').replace(META, (_, name: keyof typeof own) => JSON.stringify(own[name]))
-            return { contents: text, loader: 'ts' }
+            return { contents: text, loader: args.path.endsWith('.mjs') ? 'js' : 'ts' }
           })
         },
       },
     ],
   })
   for (const path of Object.keys(built.metafile.inputs)) stat(path)
-  const code = built.outputFiles.find((file) => file.path.endsWith('.mjs'))!
-  const map = built.outputFiles.find((file) => file.path.endsWith('.map'))!
-  const hash = createHash('sha256').update(code.contents).digest('hex').slice(0, 16)
-  const file = `${stem}-${hash}.mjs`
   mkdirSync(cache, { recursive: true })
-  const place = (name: string, contents: string | Uint8Array) => placeFile(join(cache, name), contents)
-  place(`${file}.map`, map.contents)
-  place(file, code.text.replace(/\/\/# sourceMappingURL=\S+\s*$/, `//# sourceMappingURL=${file}.map\n`))
-  place(basename(index), JSON.stringify({ file, inputs } satisfies Index))
-  prune(cache, stem, file)
+  const file = split ? placeDirectory(cache, stem, built.outputFiles) : placeModule(cache, stem, built.outputFiles)
+  placeFile(index, JSON.stringify({ file, inputs } satisfies Index))
+  prune(cache, stem, file.split('/')[0])
   return join(cache, file)
+}
+
+/** One module and its map, as `<stem>-<hash>.mjs`. */
+function placeModule(cache: string, stem: string, outputs: OutputFile[]): string {
+  const code = outputs.find((file) => file.path.endsWith('.mjs'))!
+  const map = outputs.find((file) => file.path.endsWith('.map'))!
+  const file = `${stem}-${digest([code])}.mjs`
+  placeFile(join(cache, `${file}.map`), map.contents)
+  placeFile(join(cache, file), code.text.replace(/\/\/# sourceMappingURL=\S+\s*$/, `//# sourceMappingURL=${file}.map\n`))
+  return file
+}
+
+/** A split build as the directory `<stem>-<hash>/`, written beside it and renamed into place
+ * whole (modules import each other by relative name, so the directory's own name is free). */
+function placeDirectory(cache: string, stem: string, outputs: OutputFile[]): string {
+  const dir = `${stem}-${digest(outputs)}`
+  const target = join(cache, dir)
+  const temporary = `${target}.${process.pid}.tmp`
+  for (const output of outputs) {
+    const path = join(temporary, relative(join(cache, stem), output.path))
+    mkdirSync(dirname(path), { recursive: true })
+    placeFile(path, output.contents)
+  }
+  try {
+    renameSync(temporary, target)
+  } catch (error) {
+    // Another process placed the same build first.
+    rmSync(temporary, { recursive: true, force: true })
+    if (!statSync(target).isDirectory()) throw error
+  }
+  return `${dir}/${stem}.mjs`
+}
+
+function digest(outputs: OutputFile[]): string {
+  const hash = createHash('sha256')
+  for (const output of [...outputs].sort((a, b) => a.path.localeCompare(b.path))) hash.update(output.path).update(output.contents)
+  return hash.digest('hex').slice(0, 16)
 }
 
 function prune(cache: string, stem: string, current: string): void {
@@ -114,7 +139,7 @@ function prune(cache: string, stem: string, current: string): void {
     if (!name.startsWith(`${stem}-`) || name.startsWith(current)) continue
     const path = join(cache, name)
     try {
-      if (Date.now() - statSync(path).mtimeMs > STALE_MS) rmSync(path, { force: true })
+      if (Date.now() - statSync(path).mtimeMs > STALE_MS) rmSync(path, { recursive: true, force: true })
     } catch {
       // removed by another launcher
     }

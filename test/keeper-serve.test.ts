@@ -20,7 +20,7 @@ import { SidecarHttp } from './support/terminals.ts'
 import { UNSET_CONFIG } from './smoke/targets.ts'
 
 const ROOT = new URL('..', import.meta.url).pathname
-const MAIN = join(ROOT, 'cli/main.ts')
+const BIN = join(ROOT, 'cli/bin.js')
 const TOKEN = 'tk_keeper_serve_test_0123456789abcdef'
 const VIM = spawnSync('sh', ['-c', 'command -v vim']).status === 0 ? 'vim' : 'vi'
 const work = mkdtempSync(join(tmpdir(), 'termkeep-keeper-serve-'))
@@ -71,7 +71,7 @@ function shippedFolders(): string[] {
 }
 
 /** Serve started and its API up. */
-async function up(stack: Stack, main = MAIN): Promise<Served> {
+async function up(stack: Stack, main = BIN): Promise<Served> {
   const served = serve(stack.env, { detached: true, main })
   cleanup.push(() => void served.child.kill('SIGKILL'))
   await waitFor(async () => served.output().includes('termkeep: web page at'), 60_000, 'serve to start').catch((error: Error) => {
@@ -149,7 +149,7 @@ describe('the keeper under termkeep serve', () => {
     expect([alive(vim), alive(sleep)]).toEqual([true, true])
     expect(pidOf('editor', VIM)).toBe(vim)
     // termkeep ps: the same sleep, in its terminal's tree.
-    const ps = spawnSync(process.execPath, ['--import', 'tsx', MAIN, 'ps', 's', 'sleeper'], {
+    const ps = spawnSync(process.execPath, [BIN, 'ps', 's', 'sleeper'], {
       env: { ...process.env, ...UNSET_CONFIG, TERMKEEP_URL: stack.url, TERMKEEP_TOKEN: TOKEN },
       encoding: 'utf8',
       timeout: 30_000,
@@ -200,7 +200,7 @@ describe('the keeper under termkeep serve', () => {
     const sleep = pidOf('long', 'sleep')!
     expect(await ctrlC(first)).toBe(0)
 
-    const upgraded = await up(stack, join(next, 'cli/main.ts'))
+    const upgraded = await up(stack, join(next, 'cli/bin.js'))
     expect(upgraded.output()).toContain(`termkeep sidecar: adopted 1 terminal(s) from the keeper (pid`)
     expect(upgraded.output()).toContain(`termkeep ${pkg.version})`) // the keeper is the old build's
     const keeperLog = readFileSync(join(stack.env.TERMKEEP_DATA_DIR!, 'keeper', 'keeper.log'), 'utf8')

@@ -15,7 +15,7 @@ import { freePort, waitFor } from './support/ports.ts'
 import { alive, listenerPid, serve } from './support/serve.ts'
 import { UNSET_CONFIG } from './smoke/targets.ts'
 
-const MAIN = new URL('../cli/main.ts', import.meta.url).pathname
+const BIN = new URL('../cli/bin.js', import.meta.url).pathname
 
 /** The accept-queue size of the socket listening on `port` (`ss` shows it as Send-Q). */
 async function listenBacklog(port: number): Promise<number> {
@@ -89,7 +89,7 @@ describe('termkeep serve', () => {
       expect(second.output()).toContain('termkeep sidecar: adopted 1 terminal(s) from the keeper')
       const keeper = keeperPid(dataDir)!
       // stop --terminals: the keeper (and the shell), then serve; nothing of termkeep is left.
-      const stopped = spawnSync(process.execPath, ['--import', 'tsx', MAIN, 'stop', '--terminals'], {
+      const stopped = spawnSync(process.execPath, [BIN, 'stop', '--terminals'], {
         env: { ...process.env, ...UNSET_CONFIG, ...env },
         encoding: 'utf8',
         timeout: 60_000,

@@ -14,7 +14,7 @@ import { UNSET_CONFIG } from '../smoke/targets.ts'
 import { stopKeeper, watchKeeper } from './keepers.ts'
 import { freePort, waitFor } from './ports.ts'
 
-const MAIN = new URL('../../cli/main.ts', import.meta.url).pathname
+const BIN = new URL('../../cli/bin.js', import.meta.url).pathname
 const LAUNCHER = new URL('../../termkeep', import.meta.url).pathname
 
 export interface Served {
@@ -26,15 +26,18 @@ export interface Served {
 export interface ServeOptions {
   /** A process group of its own, as a shell's foreground job has: Ctrl-C is SIGINT to the group. */
   detached?: boolean
-  /** Another checkout's cli/main.ts (an upgrade test runs a different build). */
+  /** Another checkout's CLI entry, cli/bin.js or cli/main.ts (an upgrade test runs a different build). */
   main?: string
-  /** Through the clone's `./termkeep` launcher (cli/bin.js), as a person runs it, not cli/main.ts. */
+  /** Through the clone's `./termkeep` launcher, as a person runs it, not as npm start does. */
   launcher?: boolean
 }
 
 /** Spawns `termkeep serve` with `env` over the test process's environment (config vars unset). */
 export function serve(env: Record<string, string>, options: ServeOptions = {}): Served {
-  const args = options.launcher ? [LAUNCHER, 'serve'] : ['--import', 'tsx', options.main ?? MAIN, 'serve']
+  const main = options.main ?? BIN
+  // As npm start runs it (cli/bin.js); a checkout's cli/main.ts runs through tsx.
+  const entry = main.endsWith('.ts') ? ['--import', 'tsx', main] : [main]
+  const args = options.launcher ? [LAUNCHER, 'serve'] : [...entry, 'serve']
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...UNSET_CONFIG, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
