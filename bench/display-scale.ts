@@ -16,6 +16,9 @@
  *    during an SGR-coloured flood on three terminals (≤ 5 s, at the moment of the crash).
  * 5. Fan-out: WATCHERS watchOutput streams of one terminal printing a WATCH_MIB file, all checked
  *    byte-exact, aggregate delivered bytes/s against one watcher of the same (≥ 0.5×).
+ * 6. Settle (display-durability.ts): 30 quiet terminals typed into at once: each echo → its
+ *    revision committed (p100 ≤ the settle time + 250 ms), and a SIGKILL at that bound keeps every
+ *    echo.
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -27,6 +30,7 @@ import { startSidecar, type RunningSidecar } from '../test/support/sidecar.ts'
 import { insertSession, shellsFixture, SidecarHttp } from '../test/support/terminals.ts'
 import { drain } from './journal.ts'
 import { crashLag } from './display-crash.ts'
+import { quietDurability } from './display-durability.ts'
 import { type MemoryHarness, QUIET_LINES, quietMemory, soakMemory } from './display-memory.ts'
 import type { BenchRow, BenchScenario } from './table.ts'
 
@@ -246,6 +250,7 @@ const scenario: BenchScenario = {
         ['flood-sgr', (d) => flood(d, 'sgr')],
         ['crash', crash],
         ['fanout', fanOut],
+        ['settle', (d) => quietDurability(d, { ...harness(d), withSidecar: (scripts, run) => withSidecar(d, scripts, {}, run) })],
       ]
       const rows: BenchRow[] = []
       for (const [name, part] of parts) if (!only || only.includes(name)) rows.push(...(await part(dir)))
