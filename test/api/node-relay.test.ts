@@ -247,13 +247,16 @@ describe('withNodeRelays (relayed SSE on Node, without web streams)', () => {
     // relay pauses its upstream after any read the client's socket does not take at once, so even
     // a relay that copied nothing passes here; the slabs' own bookkeeping is node-slabs.test.ts.)
     const blocks = 48
-    const blockOf = `(i) => { const b = Buffer.allocUnsafe(1024 * 1024); for (let at = 0; at < b.length; at += 4) b.writeUInt32LE((Math.imul(at, 2654435761) + i * 40503) >>> 0, at); return b }`
-    const block = eval(blockOf) as (i: number) => Buffer
+    const block = (i: number) => {
+      const bytes = Buffer.allocUnsafe(1024 * 1024)
+      for (let at = 0; at < bytes.length; at += 4) bytes.writeUInt32LE((Math.imul(at, 2654435761) + i * 40503) >>> 0, at)
+      return bytes
+    }
     const expected = createHash('sha256')
     for (let i = 0; i < blocks; i++) expected.update(block(i))
     const source = spawn(process.execPath, [
       '-e',
-      `const block = ${blockOf}
+      `const block = ${block.toString()}
       require('node:http').createServer((q, r) => {
         r.writeHead(200, { 'content-type': 'text/event-stream' })
         let i = 0
