@@ -136,7 +136,8 @@ export function endsAtEventBoundary(chunk: Uint8Array): boolean {
 
 /** Where a relayed stream's bytes go: a web stream (every runtime) or a Node response (runtime/node.ts). */
 export interface RelaySink {
-  write(chunk: Uint8Array): void
+  /** `written`, when given, is called once the chunk's bytes are no longer needed. */
+  write(chunk: Uint8Array, written?: () => void): void
   close(): void
 }
 
@@ -182,10 +183,10 @@ export class SseRelay {
     this.#heartbeat = setInterval(() => void this.#beat(every), every)
   }
 
-  chunk(value: Uint8Array): void {
-    if (this.#closed) return
+  chunk(value: Uint8Array, written?: () => void): void {
+    if (this.#closed) return written?.()
     hopMark('API: relay chunk → client')
-    this.#sink!.write(value)
+    this.#sink!.write(value, written)
     this.#atBoundary = endsAtEventBoundary(value)
     this.#lastWrite = Date.now()
   }

@@ -48,7 +48,7 @@ const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e9
 /** CPU seconds (user + system, every thread) a process has used so far: /proc/<pid>/stat fields
  * 14 and 15, in clock ticks (100 per second on Linux). CPU time moves less with the machine's
  * load than wall time does, so the note compares it too. */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(fields[11]) + Number(fields[12])) / 100

@@ -81,8 +81,8 @@ function pipe(relay: SseRelay, message: NodeBody, outgoing: ServerResponse): voi
   }
   relay.start(
     {
-      write: (chunk) => {
-        outgoing.write(chunk)
+      write: (chunk, written) => {
+        outgoing.write(chunk, written && (() => written()))
         budget -= chunk.length
         refill ??= setImmediate(nextTurn)
         // Both bounds hold: a drain within this turn does not restart a stream past its budget.
@@ -97,7 +97,9 @@ function pipe(relay: SseRelay, message: NodeBody, outgoing: ServerResponse): voi
   outgoing.once('close', () => clearImmediate(refill))
   outgoing.once('close', () => relay.cancel())
   if (message.destroyed) return relay.end()
-  message.on('data', (chunk: Buffer) => relay.chunk(chunk))
+  // A sidecar stream's pieces come with a release (node-slabs.ts): their room is reused once the
+  // client's socket has taken them.
+  message.on('data', (chunk: Buffer, release?: () => void) => relay.chunk(chunk, release))
   // The upstream ended, or broke off (the sidecar stopped): either way the client's stream ends.
   message.once('end', () => relay.end())
   message.once('close', () => relay.end())

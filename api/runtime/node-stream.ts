@@ -20,6 +20,7 @@
 import { EventEmitter } from 'node:events'
 import { connect, type Socket } from 'node:net'
 import { Dechunker } from './node-dechunk.ts'
+import { copyToSlab, type Piece } from './node-slabs.ts'
 
 /**
  * Bytes one socket read may take. A relay behind a fast sidecar finds its socket full, and each
@@ -36,14 +37,16 @@ const MAX_HEAD_BYTES = 64 * 1024
 const HEAD_END = Buffer.from('\r\n\r\n')
 
 /**
- * A stream's body as it comes off the socket, for one reader: `data` (a Buffer the reader may
- * keep), `end` (the sidecar closed it: the body is complete), `close` (gone, after `end` or
- * without it). It starts paused; `resume` starts it. Shaped like the IncomingMessage subset the
- * relay uses (node-relay.ts), so either can be handed over.
+ * A stream's body as it comes off the socket, for one reader: `data` (a Buffer, and for a body
+ * read as it came the release of its room in a slab (node-slabs.ts): a reader that calls it must
+ * not touch the bytes afterwards, one that never does may keep them), `end` (the sidecar closed
+ * it: the body is complete), `close` (gone, after `end` or without it). It starts paused;
+ * `resume` starts it. Shaped like the IncomingMessage subset the relay uses (node-relay.ts), so
+ * either can be handed over.
  */
 export class StreamBody extends EventEmitter {
   readonly #socket: Socket
-  #early: Buffer[] = []
+  #early: Piece[] = []
   readonly #chunked: Dechunker | undefined
   #paused = true
   #ended = false
@@ -70,14 +73,15 @@ export class StreamBody extends EventEmitter {
 
   /** Bytes read off the socket (a view into the shared buffer: copied before anything else runs). */
   received(view: Buffer): void {
-    let chunk: Buffer
+    let piece: Piece
     try {
-      chunk = this.#chunked ? Buffer.concat(this.#chunked.push(view)) : Buffer.from(view)
+      piece = this.#chunked ? { bytes: Buffer.concat(this.#chunked.push(view)), release: () => {} } : copyToSlab(view)
     } catch (error) {
       return void this.#socket.destroy(error as Error)
     }
-    if (chunk.length > 0 && this.#paused) this.#early.push(chunk)
-    else if (chunk.length > 0) this.emit('data', chunk)
+    if (piece.bytes.length > 0 && this.#paused) this.#early.push(piece)
+    else if (piece.bytes.length > 0) this.emit('data', piece.bytes, piece.release)
+    else piece.release()
     // The last chunk read: the body is complete whether or not the sidecar closes at once.
     if (this.#chunked?.done && !this.#ended) {
       this.#ended = true
@@ -105,7 +109,10 @@ export class StreamBody extends EventEmitter {
 
   /** What arrived while paused goes first; then the end and the close, once, in order. */
   #flush(): void {
-    while (!this.#paused && this.#early.length > 0) this.emit('data', this.#early.shift()!)
+    while (!this.#paused && this.#early.length > 0) {
+      const { bytes, release } = this.#early.shift()!
+      this.emit('data', bytes, release)
+    }
     if (this.#paused || this.#early.length > 0) return
     if (this.#ended && !this.#endSent) {
       this.#endSent = true
