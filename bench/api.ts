@@ -16,14 +16,11 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { listWorkspaces } from '../storage/registry/workspaces.ts'
 import { nodeFetch } from '../api/runtime/node-transport.ts'
-import { freePort, waitFor } from '../test/support/ports.ts'
-import { UNSET_CONFIG } from '../test/smoke/targets.ts'
 import { cpuSeconds } from './journal.ts'
-import { startBenchStack } from './stack.ts'
+import { apiProcess, startBenchStack } from './stack.ts'
 import type { BenchRow, BenchScenario } from './table.ts'
 
 interface AutocannonResult {
@@ -186,48 +183,6 @@ const scenario: BenchScenario = {
     }
     return rows
   },
-}
-
-interface ApiProcess {
-  url: string
-  pid: number
-  stop(): Promise<void>
-}
-
-/** `termkeep serve --api-only` (what `npm run start:api` runs) against the stack's database and
- * sidecar, on a free port. */
-async function apiProcess(sidecar: { url: string; secret: string; databaseUrl: string }): Promise<ApiProcess> {
-  const port = await freePort()
-  const child: ChildProcess = spawn(process.execPath, [fileURLToPath(new URL('../cli/bin.js', import.meta.url)), 'serve', '--api-only'], {
-    env: {
-      ...process.env,
-      ...UNSET_CONFIG,
-      DATABASE_URL: sidecar.databaseUrl,
-      SIDECAR_URL: sidecar.url,
-      SIDECAR_SECRET: sidecar.secret,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  })
-  const url = `http://127.0.0.1:${port}`
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  await waitFor(
-    async () => {
-      if (child.exitCode !== null) throw new Error(`serve --api-only exited with ${child.exitCode}`)
-      return (await fetch(`${url}/v1/health`).catch(() => undefined))?.ok
-    },
-    60_000,
-    'the API process',
-  )
-  return {
-    url,
-    pid: child.pid!,
-    async stop() {
-      child.kill('SIGTERM')
-      await exited
-    },
-  }
 }
 
 /** Records STREAM_BYTES of output once, then replays the journal both ways (alternating). */

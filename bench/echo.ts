@@ -3,7 +3,8 @@
  * `stty raw -echo; exec cat`, POSTed as input to the API and read back from the API's follow
  * stream (client → API → sidecar → keeper → PTY thread → PTY and back), against the same client's
  * POST to a bare node:http process that answers at once (the floor of any HTTP input), measured
- * alternately in the same run. Target: p99 ≤ 2.5× the floor's.
+ * alternately in the same run. Target: p99 ≤ 2.5× the floor's. The API is a process of its own
+ * (`serve --api-only`), as it is deployed.
  *
  * Every process marks its hops on the host's monotonic clock (common/hop-trace.ts); the note
  * splits the median round trip and the slowest 1% by hop, so the next step is visible.
@@ -11,9 +12,8 @@
 import { spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { takeHopMarks, traceHopsHere } from '../common/hop-trace.ts'
 import { shellsFixture } from '../test/support/terminals.ts'
-import { startBenchStack } from './stack.ts'
+import { apiProcess, startBenchStack } from './stack.ts'
 import type { BenchRow, BenchScenario } from './table.ts'
 
 /** Alternating blocks of each side; 4 × 250 = 1,000 samples each (a p99 is the 10th slowest). */
@@ -46,8 +46,8 @@ interface Sample {
 }
 
 /**
- * The echo client, in a process of its own (the API here runs in the bench's process, and a
- * client sharing its event loop would add its own work to every hop): keystrokes are POSTed over
+ * The echo client, in a process of its own (a client sharing the bench's event loop would add its
+ * own work to every hop): keystrokes are POSTed over
  * one kept-alive node:http connection and echoes read from a follow stream over node:http, parsed
  * as raw SSE blocks. Alternating blocks: the floor's, then the API's. Prints each sample as
  * [ms, start ns, end ns] on the host's monotonic clock.
@@ -194,10 +194,14 @@ function describeSplit(rows: number[][]): string {
 
 async function run(): Promise<BenchRow[]> {
   const shells = shellsFixture({ echo: 'stty raw -echo; exec cat' })
+  const hops = join(shells.dir, 'hops')
   const stack = await startBenchStack('echo', undefined, {
-    sidecarEnv: { TERMKEEP_SHELLS_FILE: shells.shellsFile, TERMKEEP_HOP_TRACE: join(shells.dir, 'hops') },
+    sidecarEnv: { TERMKEEP_SHELLS_FILE: shells.shellsFile, TERMKEEP_HOP_TRACE: hops },
   })
-  const { base, auth, dir } = stack
+  const { auth, dir } = stack
+  // The API as deployed: a process of its own (serve --api-only), marking its hops in the same file.
+  const server = await apiProcess(stack.sidecar, { TERMKEEP_HOP_TRACE: hops })
+  const base = server.url
   const bare = await bareServer()
   try {
     const json = { ...auth, 'content-type': 'application/json' }
@@ -212,11 +216,9 @@ async function run(): Promise<BenchRow[]> {
       body: JSON.stringify({ cols: 120, rows: 40, shell: shells.path('echo') }),
     })
     if (!created.ok) throw new Error(`create answered ${created.status}: ${await created.text()}`)
-    traceHopsHere(true)
     const { api, floor } = await echoClient({ terminal, auth, bare: bare.url, blocks: BLOCKS, rounds: BLOCK_ROUNDS, warmup: WARMUP })
-    traceHopsHere(false)
-    await new Promise((r) => setTimeout(r, 600)) // the other processes' last marks reach the file
-    const lines = [...takeHopMarks(), ...readFileSync(join(shells.dir, 'hops'), 'utf8').split('\n')]
+    await new Promise((r) => setTimeout(r, 600)) // the processes' last marks reach the file
+    const lines = readFileSync(hops, 'utf8').split('\n')
     const marks = lines.filter(Boolean).map((line) => {
       const cut = line.lastIndexOf(' ')
       return { hop: line.slice(0, cut), ns: BigInt(line.slice(cut + 1)) }
@@ -261,6 +263,7 @@ async function run(): Promise<BenchRow[]> {
     ]
   } finally {
     bare.close()
+    await server.stop()
     await stack.close()
     rmSync(shells.dir, { recursive: true, force: true })
   }

@@ -23,6 +23,7 @@ import { ensureAdminToken } from '../storage/tokens.ts'
 import { deriveHostSecret, randomSecret } from '../common/crypto.ts'
 import { hostId } from '../sidecar/generations/host-identity.ts'
 import { ensureDataDir } from '../sidecar/data-dir.ts'
+import { writeHopTrace } from '../local/hop-trace.ts'
 import { startNodeApi, type RunningApi } from '../api/runtime/node.ts'
 import type { Config } from '../schema/config.ts'
 import { openStorage, type Storage } from '../storage/client.ts'
@@ -120,6 +121,7 @@ async function openMigrated(config: Config): Promise<Storage> {
 /** Starts the API and prints where it is and, the first time, the admin token; rejects when it
  * cannot listen (a taken port). */
 async function startApi(config: Config, storage: Storage, secret: string): Promise<RunningApi> {
+  writeHopTrace()
   const api = await startNodeApi({
     storage,
     sidecarUrl: config.sidecarUrl,

@@ -14,13 +14,8 @@ const host = (globalThis as { process?: Clock }).process
 /** Where the marks go (a file path, written by local/hop-trace.ts); undefined: not to a file. */
 export const HOP_TRACE_TARGET = host?.hrtime?.bigint ? host.env?.TERMKEEP_HOP_TRACE || undefined : undefined
 
-let tracing = HOP_TRACE_TARGET !== undefined
+const tracing = HOP_TRACE_TARGET !== undefined
 const marks: string[] = []
-
-/** Marks from now on in this process too, for the caller to take (the bench's in-process API). */
-export function traceHopsHere(on: boolean): void {
-  tracing = on && host?.hrtime?.bigint !== undefined
-}
 
 /** Marks `hop` now, when tracing. */
 export function hopMark(hop: string): void {

@@ -5,6 +5,7 @@
  * (./node-relay.ts).
  */
 import type { AddressInfo } from 'node:net'
+import { HOP_TRACE_TARGET, hopMark } from '../../common/hop-trace.ts'
 import { LISTEN_BACKLOG } from '../../schema/limits.ts'
 import type { Storage } from '../../storage/client.ts'
 import { DatabaseFile } from '../../storage/node/file-identity.ts'
@@ -61,8 +62,16 @@ export function startNodeApi({
     origins: originPolicy(allowed ?? { allowedOrigins: [], allowedHosts: undefined }, host),
   }
   const app = createApp(deps)
+  // The echo bench's first hop inside the API (common/hop-trace.ts); nothing is wrapped otherwise.
+  const fetch: typeof app.fetch =
+    HOP_TRACE_TARGET === undefined
+      ? app.fetch
+      : (...args) => {
+          hopMark('API: request in')
+          return app.fetch(...args)
+        }
   return new Promise((resolve, reject) => {
-    const server = createNodeServer(withNodeRelays(app.fetch), host)
+    const server = createNodeServer(withNodeRelays(fetch), host)
     server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
       primeHealth(deps)
       const info = server.address() as AddressInfo
