@@ -41,12 +41,12 @@ export class Spool {
     this.#fd = openSync(path, 'r+')
   }
 
-  /** Reads exactly `length` bytes at `offset`; a short read or an I/O error rejects. */
-  async readAt(offset: number, length: number): Promise<Buffer> {
+  /** Reads exactly `length` bytes at `offset` (into `buffer`, by default a new one); a short read
+   * or an I/O error rejects. */
+  async readAt(offset: number, length: number, buffer: Buffer = Buffer.allocUnsafe(length)): Promise<Buffer> {
     // Never touch a closed fd number: the OS may already have given it to another file.
     const fd = this.#fd
     if (this.#closed || fd === undefined) throw new Error(`spool ${this.#path ?? '(unbound)'} is closed`)
-    const buffer = Buffer.allocUnsafe(length)
     let done = 0
     while (done < length) {
       const n = await new Promise<number>((resolve, reject) =>
