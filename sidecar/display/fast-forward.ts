@@ -231,18 +231,6 @@ export class FastForward {
     return skips.length === 0 ? out : this.#rewrite(out, offsets, skips)
   }
 
-  /** Held bytes that are views of `buffer` become copies of their own: the buffer goes back to
-   * be read into again (sidecar/journal/shared-reads.ts). Returns the bytes copied. */
-  unhold(buffer: ArrayBufferLike): number {
-    let copied = 0
-    for (const r of this.#held) {
-      if (r.kind !== 'data' || r.bytes.buffer !== buffer) continue
-      r.bytes = r.bytes.slice()
-      copied += r.bytes.length
-    }
-    return copied
-  }
-
   /** The held bytes, to be written now (before anyone looks at the screen); later skips start
    * after them. */
   release(): FeedRecord[] {

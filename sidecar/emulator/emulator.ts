@@ -24,7 +24,6 @@ import type { KeyModes } from '../../schema/keys.ts'
 import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_MAX_REBUILDS, EMULATOR_WORKERS } from '../tuning.ts'
 import type { Journal } from '../journal/journal.ts'
 import type { NativeRecord } from '../journal/coalesce.ts'
-import { recycle } from '../journal/shared-reads.ts'
 import { emulatorWorkerSource } from './bundle.ts'
 import type { EmulatorSnapshot, FromWorker, RestorePayload, ToWorker, WireRecord } from './protocol.ts'
 
@@ -124,7 +123,6 @@ class WorkerSlot {
 
   #receive(message: FromWorker): void {
     if (message.type === 'applied') {
-      if (message.buffer) recycle(message.buffer)
       this.emulators.get(message.key)?.applied(message.sequence, message.bytes, message.skipped)
       return
     }
@@ -583,24 +581,21 @@ export class Emulator {
       }
       // Behind the journal: read ahead in one window, so the worker can skip text that provably
       // scrolls out (sidecar/display/fast-forward.ts); at the live edge windows stay small.
-      const posted = await this.#journal.useRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES, (records, take) => {
+      const posted = await this.#journal.useRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES, (records) => {
         if (!current()) return false
-        this.#post(records, take)
+        this.#post(records)
         return true
       })
       if (!posted) return
     }
   }
 
-  #post(records: NativeRecord[], take: () => Uint8Array | undefined): void {
+  #post(records: NativeRecord[]): void {
     let total = 0
     for (const r of records) if (r.kind === 'data') total += r.bytes.length
     // The records are views of a buffer the journal's other readers may share and that is reused
-    // once they let go (sidecar/journal/shared-reads.ts): transferred as is when nobody else
-    // holds it (the usual case: the mark tracker read the same bytes a moment before and is
-    // done), else copied into one of the worker's own.
-    const taken = total > 0 ? take() : undefined
-    const bytes = taken ?? new Uint8Array(total)
+    // once they let go (sidecar/journal/shared-reads.ts): the worker gets a copy of its own.
+    const bytes = new Uint8Array(total)
     const wire: WireRecord[] = []
     let at = 0
     for (const r of records) {
@@ -608,7 +603,7 @@ export class Emulator {
         wire.push(r)
         continue
       }
-      if (!taken) bytes.set(r.bytes, at)
+      bytes.set(r.bytes, at)
       wire.push({ kind: 'data', sequence: r.sequence, start: at, end: at + r.bytes.length })
       at += r.bytes.length
     }
@@ -617,6 +612,6 @@ export class Emulator {
     // Even at the live edge of a running terminal more output may follow at once (a flood comes
     // in ~1 ms journal flushes, and a keeping-up feed sends each): only EOF writes everything out.
     const edge = this.#journal.ended && this.#sent >= this.#journal.lastSequence
-    this.#slot.post({ type: 'records', key: this.key, bytes, records: wire, edge }, [bytes.buffer as ArrayBuffer])
+    this.#slot.post({ type: 'records', key: this.key, bytes, records: wire, edge }, [bytes.buffer])
   }
 }

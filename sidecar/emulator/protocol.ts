@@ -49,10 +49,8 @@ export type ToWorker =
 
 export type FromWorker =
   /** Every record up to `sequence` is parsed into the screen; `bytes` data bytes were in the batch;
-   * `skipped`: journal bytes this screen fast-forwarded so far (sidecar/display/fast-forward.ts);
-   * `buffer`: the batch's buffer, transferred back for the journal's read pool when the worker is
-   * done with every byte of it (sidecar/journal/shared-reads.ts). */
-  | { type: 'applied'; key: string; sequence: number; bytes: number; skipped: number; buffer?: ArrayBuffer }
+   * `skipped`: journal bytes this screen fast-forwarded so far (sidecar/display/fast-forward.ts). */
+  | { type: 'applied'; key: string; sequence: number; bytes: number; skipped: number }
   | { type: 'response'; key: string; id: number; ok: true; value: unknown }
   | { type: 'response'; key: string; id: number; ok: false; error: string }
 

@@ -86,22 +86,7 @@ class Screen implements EmulatorContext {
     )
     await this.#write(feed)
     this.sequence = records.at(-1)?.sequence ?? this.sequence
-    // xterm.js has parsed every byte written, and what the fast-forward planner holds for the
-    // next window it copies: the buffer goes back to the main thread to be read into again.
-    const buffer = bytes.buffer
-    const done = buffer instanceof ArrayBuffer && buffer.byteLength > 0
-    if (done) this.fastForward.unhold(buffer)
-    post(
-      {
-        type: 'applied',
-        key: this.key,
-        sequence: this.sequence,
-        bytes: written,
-        skipped: this.fastForward.skipped,
-        ...(done ? { buffer } : {}),
-      },
-      done ? [buffer] : [],
-    )
+    post({ type: 'applied', key: this.key, sequence: this.sequence, bytes: written, skipped: this.fastForward.skipped })
     collectAfterWork()
   }
 
@@ -161,8 +146,8 @@ registerRequestHandler('input-modes', (context): KeyModes => ({ applicationCurso
 
 const screens = new Map<string, Screen>()
 
-function post(message: FromWorker, transfer: ArrayBuffer[] = []): void {
-  port!.postMessage(message, transfer)
+function post(message: FromWorker): void {
+  port!.postMessage(message)
 }
 
 /** Runs `step` on the screen's chain; work (not the idle hooks themselves) re-arms its idle timer. */

@@ -244,18 +244,12 @@ export class Journal {
 
   /** `readRecords` for a reader that is done with the bytes when `use` returns (they may be a
    * buffer shared with other readers and reused after): the hot readers, which would otherwise
-   * copy every byte once more. `take` gives the Data bytes back to back as a view of a buffer
-   * the caller may transfer, when no other reader holds them (shared-reads.ts). */
-  useRecords<T>(after: number, maxBytes: number, use: (records: NativeRecord[], take: () => Uint8Array | undefined) => T): Promise<T> {
+   * copy every byte once more. */
+  useRecords<T>(after: number, maxBytes: number, use: (records: NativeRecord[]) => T): Promise<T> {
     return this.#records(after, maxBytes, use, false)
   }
 
-  async #records<T>(
-    after: number,
-    maxBytes: number,
-    use: (records: NativeRecord[], take: () => Uint8Array | undefined) => T,
-    own: boolean,
-  ): Promise<T> {
+  async #records<T>(after: number, maxBytes: number, use: (records: NativeRecord[]) => T, own: boolean): Promise<T> {
     const { metas } = this.#metasAfter(after, maxBytes)
     let start = -1
     let total = 0
@@ -274,7 +268,7 @@ export class Journal {
         at += m.length
         return record
       })
-      return use(records, () => lease.take())
+      return use(records)
     } finally {
       lease.release()
     }

@@ -30,24 +30,18 @@ import type { Spool } from './spool.ts'
 const SHARED_READS_KEPT = 2
 /** Kept reads are let go once nobody read for this long (the memory of a terminal gone quiet). */
 const SHARED_READ_IDLE_MS = 200
-/** Reads longer than this get a buffer of their own (a reader's window is at most 1 MiB). */
-const POOL_MAX_READ_BYTES = 1024 * 1024
+/** Pooled buffers are this large (a reader's window is at most 1 MiB); longer reads get their own. */
+const POOL_BUFFER_BYTES = 1024 * 1024
 /** Free buffers the process keeps for reuse (a few floods' worth in flight), dropped when idle. */
-const POOL_FREE_BUFFERS = 8
+const POOL_FREE_BUFFERS = 4
 
 const free: ArrayBuffer[] = []
 let freeIdle: ReturnType<typeof setTimeout> | undefined
 
 function take(length: number): { buffer: Buffer; pooled: ArrayBuffer | undefined } {
-  if (length > POOL_MAX_READ_BYTES) return { buffer: Buffer.allocUnsafe(length), pooled: undefined }
-  const at = free.findIndex((b) => b.byteLength >= length)
-  const pooled = at >= 0 ? free.splice(at, 1)[0] : new ArrayBuffer(length)
+  if (length > POOL_BUFFER_BYTES) return { buffer: Buffer.allocUnsafe(length), pooled: undefined }
+  const pooled = free.pop() ?? new ArrayBuffer(POOL_BUFFER_BYTES)
   return { buffer: Buffer.from(pooled, 0, length), pooled }
-}
-
-/** A buffer whose bytes nobody uses any more (an emulator worker's batch, given back), for reuse. */
-export function recycle(buffer: ArrayBuffer): void {
-  give(buffer)
 }
 
 function give(pooled: ArrayBuffer): void {
@@ -66,12 +60,9 @@ export interface Lease {
   readonly bytes: Buffer
   readonly pooled: boolean
   release(): void
-  /** The bytes as a view of a buffer the caller may transfer to another thread, when no other
-   * reader holds them or can still get them (the lease is released then); else undefined. */
-  take(): Uint8Array | undefined
 }
 
-export const unleased = (bytes: Buffer): Lease => ({ bytes, pooled: false, release() {}, take: () => undefined })
+export const unleased = (bytes: Buffer): Lease => ({ bytes, pooled: false, release() {} })
 
 interface Read {
   offset: number
@@ -103,26 +94,14 @@ export class SharedReads {
       released = true
       this.#drop(read)
     }
-    let bytes: Buffer
     try {
-      const whole = await read.reading
+      const bytes = await read.reading
       const from = offset - read.offset
-      bytes = from === 0 && length === read.length ? whole : whole.subarray(from, from + length)
+      return { bytes: from === 0 && length === read.length ? bytes : bytes.subarray(from, from + length), pooled: !!read.pooled, release }
     } catch (error) {
       release()
       throw error
     }
-    const take = () => {
-      const kept = this.#kept.includes(read)
-      // A small unpooled read may sit in Buffer's shared pool: never hand that on.
-      if (released || read.refs !== (kept ? 2 : 1) || (!read.pooled && read.length <= POOL_MAX_READ_BYTES)) return undefined
-      if (kept) this.#kept = this.#kept.filter((r) => r !== read)
-      released = true
-      read.refs = 0
-      read.pooled = undefined
-      return new Uint8Array(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.length)
-    }
-    return { bytes, pooled: !!read.pooled, release, take }
   }
 
   /** Lets go of every kept read. */
