@@ -1,7 +1,7 @@
 /**
  * The sidecar's read side of a journal's spool file (local/journal/format.ts). The keeper appends
- * to it; the sidecar reads positioned and asynchronously, one read per reader, each at its own
- * pace, from a descriptor of its own.
+ * to it; the sidecar reads positioned and asynchronously, each reader at its own pace (readers at
+ * the same range share one read: shared-reads.ts), from a descriptor of its own.
  *
  * The descriptor stays open while any reader holds it, so retiring a journal never cuts off a
  * reader that is draining: the keeper removes the file once the terminal is released, and what is
