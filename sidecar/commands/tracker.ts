@@ -157,12 +157,15 @@ export class CommandTracker {
     try {
       let cursor = 0
       for (;;) {
-        const records = await this.#journal.readRecords(cursor, READ_WINDOW_BYTES)
-        for (const record of records) {
-          if (record.kind === 'data') this.#feed(record.bytes, record.sequence)
-          cursor = record.sequence
-        }
-        if (records.length > 0) continue
+        // The bytes are scanned (and what a command keeps of them copied) before the read is let go.
+        const read = await this.#journal.useRecords(cursor, READ_WINDOW_BYTES, (records) => {
+          for (const record of records) {
+            if (record.kind === 'data') this.#feed(record.bytes, record.sequence)
+            cursor = record.sequence
+          }
+          return records.length
+        })
+        if (read > 0) continue
         if (this.#journal.ended || this.#journal.retired) break
         await this.#journal.wait(cursor, IDLE_WAIT_MS)
       }

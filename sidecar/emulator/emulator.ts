@@ -23,6 +23,7 @@ import { TermkeepError } from '../../schema/errors.ts'
 import type { KeyModes } from '../../schema/keys.ts'
 import { EMULATOR_FAST_FORWARD_WINDOW_BYTES, EMULATOR_MAX_INFLIGHT_BYTES, EMULATOR_MAX_REBUILDS, EMULATOR_WORKERS } from '../tuning.ts'
 import type { Journal } from '../journal/journal.ts'
+import type { NativeRecord } from '../journal/coalesce.ts'
 import { emulatorWorkerSource } from './bundle.ts'
 import type { EmulatorSnapshot, FromWorker, RestorePayload, ToWorker, WireRecord } from './protocol.ts'
 
@@ -580,20 +581,21 @@ export class Emulator {
       }
       // Behind the journal: read ahead in one window, so the worker can skip text that provably
       // scrolls out (sidecar/display/fast-forward.ts); at the live edge windows stay small.
-      const records = await this.#journal.readRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES, true)
-      if (!current()) return
-      this.#post(records)
+      const posted = await this.#journal.useRecords(this.#sent, EMULATOR_FAST_FORWARD_WINDOW_BYTES, (records) => {
+        if (!current()) return false
+        this.#post(records)
+        return true
+      })
+      if (!posted) return
     }
   }
 
-  #post(records: Awaited<ReturnType<Journal['readRecords']>>): void {
+  #post(records: NativeRecord[]): void {
     let total = 0
     for (const r of records) if (r.kind === 'data') total += r.bytes.length
-    // readRecords(…, owned) hands over consecutive views of one buffer that is ours alone: transfer
-    // it as is (the main thread copied every byte once more before). Otherwise copy.
-    const first = records.find((r) => r.kind === 'data')?.bytes
-    const whole = first !== undefined && first.byteOffset === 0 && first.buffer.byteLength === total
-    const bytes = whole ? new Uint8Array(first.buffer as ArrayBuffer) : new Uint8Array(total)
+    // The records are views of a buffer the journal's other readers may share and that is reused
+    // once they let go (sidecar/journal/shared-reads.ts): the worker gets a copy of its own.
+    const bytes = new Uint8Array(total)
     const wire: WireRecord[] = []
     let at = 0
     for (const r of records) {
@@ -601,7 +603,7 @@ export class Emulator {
         wire.push(r)
         continue
       }
-      if (!whole) bytes.set(r.bytes, at)
+      bytes.set(r.bytes, at)
       wire.push({ kind: 'data', sequence: r.sequence, start: at, end: at + r.bytes.length })
       at += r.bytes.length
     }

@@ -6,7 +6,7 @@ import { SseFrames } from '../http/sse.ts'
 import type { ItemPlan } from './coalesce.ts'
 
 /**
- * SSE frames for planned items and their raw bytes (as `Journal.readPlanned` returns them), in one
+ * SSE frames for planned items and their raw bytes (as `Journal.usePlanned` gives them), in one
  * buffer: each Data item is `event: data`, `id: N`, `data: {"sequence":N,"data":"<base64>"}` —
  * byte for byte what sseFrame gives for that event — with the base64 written in place. Only
  * ASCII is written here; a Resize goes through sseFrame.

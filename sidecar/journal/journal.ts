@@ -23,13 +23,14 @@ import { RecordIndex } from '../../local/journal/record-index.ts'
 import { type Appended, JournalWriter } from '../../local/journal/writer.ts'
 import { planItems, type ItemPlan, type NativeRecord, type RecordMeta } from './coalesce.ts'
 import { Notifier, type WaitResult } from './notifier.ts'
+import { type Lease, SharedReads, unleased } from './shared-reads.ts'
 import { Spool } from './spool.ts'
 
 /** Upper bound of bytes one read call fetches from the spool (bounds a reader's transient memory). */
 const READ_WINDOW_BYTES = 1024 * 1024
 /** Upper bound of records one read call looks at (Resize records carry no bytes). */
 const READ_WINDOW_RECORDS = 4096
-const EMPTY = Buffer.alloc(0)
+const NO_BYTES = unleased(Buffer.alloc(0))
 
 /** A journal the keeper keeps: its files, its start and how many records it holds. */
 export interface KeptJournal {
@@ -49,6 +50,8 @@ export class Journal {
   #startedAt = Date.now()
   #index = new RecordIndex()
   readonly #spool: Spool
+  /** Spool reads shared by readers at nearby offsets (shared-reads.ts). */
+  readonly #reads: SharedReads
   /** In-process producers only: the writer behind appendData/appendResize. */
   readonly #writer: JournalWriter | undefined
   readonly #changes = new Notifier()
@@ -67,6 +70,7 @@ export class Journal {
     this.initialSize = initialSize
     if (spoolPath === undefined) {
       this.#spool = new Spool()
+      this.#reads = new SharedReads(this.#spool)
       this.#writer = undefined
       return
     }
@@ -74,6 +78,7 @@ export class Journal {
     this.#writer = writer
     // The last reader let go: nothing reads the files any more.
     this.#spool = new Spool(() => writer.remove({ empty: true }))
+    this.#reads = new SharedReads(this.#spool)
     this.#spool.open(spoolPath)
   }
 
@@ -189,6 +194,7 @@ export class Journal {
     if (this.#retired) return
     this.flush()
     this.#retired = true
+    this.#reads.clear()
     this.#spool.release({ empty: forGood })
     this.#changes.notify()
   }
@@ -230,47 +236,67 @@ export class Journal {
     return Notifier.any([this.#changes, ...others], timeoutMs, signal)
   }
 
-  /** Native records after `after`, up to about `maxBytes` of data (at least one record if any).
-   * With `owned`, the Data records' bytes are consecutive views of one ArrayBuffer that belongs to
-   * the caller alone (it may transfer it to a worker instead of copying it). */
-  async readRecords(after: number, maxBytes = READ_WINDOW_BYTES, owned = false): Promise<NativeRecord[]> {
+  /** Native records after `after`, up to about `maxBytes` of data (at least one record if any),
+   * as consecutive views of one buffer of the caller's. */
+  readRecords(after: number, maxBytes = READ_WINDOW_BYTES): Promise<NativeRecord[]> {
+    return this.#records(after, maxBytes, (records) => records, true)
+  }
+
+  /** `readRecords` for a reader that is done with the bytes when `use` returns (they may be a
+   * buffer shared with other readers and reused after): the hot readers, which would otherwise
+   * copy every byte once more. */
+  useRecords<T>(after: number, maxBytes: number, use: (records: NativeRecord[]) => T): Promise<T> {
+    return this.#records(after, maxBytes, use, false)
+  }
+
+  async #records<T>(after: number, maxBytes: number, use: (records: NativeRecord[]) => T, own: boolean): Promise<T> {
     const { metas } = this.#metasAfter(after, maxBytes)
-    if (metas.length === 0) return []
-    const data = metas.filter((m) => m.kind === 'data')
-    const start = data.length > 0 ? this.#index.offset(data[0].sequence) : 0
-    const total = data.reduce((sum, m) => sum + m.length, 0)
-    const bytes = total > 0 ? await this.#read(start, total, owned) : Buffer.alloc(0)
-    let at = 0
-    return metas.map((m): NativeRecord => {
-      if (m.kind === 'resize') return m
-      const record = { kind: 'data' as const, sequence: m.sequence, bytes: bytes.subarray(at, at + m.length) }
-      at += m.length
-      return record
-    })
+    let start = -1
+    let total = 0
+    for (const m of metas) {
+      if (m.kind !== 'data') continue
+      if (start < 0) start = this.#index.offset(m.sequence)
+      total += m.length
+    }
+    const lease = total > 0 ? await this.#read(start, total) : NO_BYTES
+    try {
+      const bytes = own && lease.pooled ? Buffer.from(lease.bytes) : lease.bytes
+      let at = 0
+      const records = metas.map((m): NativeRecord => {
+        if (m.kind === 'resize') return m
+        const record = { kind: 'data' as const, sequence: m.sequence, bytes: bytes.subarray(at, at + m.length) }
+        at += m.length
+        return record
+      })
+      return use(records)
+    } finally {
+      lease.release()
+    }
   }
 
   /** Delivery items after `after`: adjacent Data coalesced within the item budget. */
-  async readItems(after: number, maxItems: number): Promise<OutputItem[]> {
-    const { plans, bytes } = await this.readPlanned(after, maxItems)
-    let at = 0
-    return plans.map((p): OutputItem => {
-      if (p.kind === 'resize') return { kind: 'resize', sequence: p.last, cols: p.cols, rows: p.rows }
-      const data = bytes.subarray(at, at + p.length).toString('base64')
-      at += p.length
-      return { kind: 'data', sequence: p.last, data }
+  readItems(after: number, maxItems: number): Promise<OutputItem[]> {
+    return this.usePlanned(after, maxItems, (plans, bytes) => {
+      let at = 0
+      return plans.map((p): OutputItem => {
+        if (p.kind === 'resize') return { kind: 'resize', sequence: p.last, cols: p.cols, rows: p.rows }
+        const data = bytes.subarray(at, at + p.length).toString('base64')
+        at += p.length
+        return { kind: 'data', sequence: p.last, data }
+      })
     })
   }
 
   /** The items `readItems` would return, as plans plus their raw bytes back to back (Data plans in
-   * order), for writers that encode straight into their own framing (watchOutput over SSE). */
-  async readPlanned(after: number, maxItems: number): Promise<{ plans: ItemPlan[]; bytes: Buffer }> {
+   * order), for writers that encode straight into their own framing (watchOutput over SSE); the
+   * bytes are valid only until `use` returns. */
+  async usePlanned<T>(after: number, maxItems: number, use: (plans: ItemPlan[], bytes: Buffer) => T): Promise<T> {
     const { metas, cut } = this.#metasAfter(after, READ_WINDOW_BYTES)
     const plans = planItems(metas, maxItems)
     // The window may have cut the last item short; leave it for the next read so items come out
     // the same however a reader pages (only the live edge can produce a short item).
     const tail = plans.at(-1)
     if (cut && plans.length > 1 && tail?.kind === 'data' && tail.last === metas.at(-1)?.sequence) plans.pop()
-    if (plans.length === 0) return { plans, bytes: EMPTY }
     let start = -1
     let total = 0
     for (const p of plans) {
@@ -278,33 +304,29 @@ export class Journal {
       if (start < 0) start = this.#index.offset(p.first)
       total += p.length
     }
-    const bytes = total > 0 ? await this.#read(start, total) : EMPTY
-    return { plans, bytes }
+    const lease = total > 0 ? await this.#read(start, total) : NO_BYTES
+    try {
+      return use(plans, lease.bytes)
+    } finally {
+      lease.release()
+    }
   }
 
-  /** Spool bytes [offset, offset + length), from the last flush when they are all in it. The
-   * result is read-only for the caller: from the last flush it is a view, not a copy (every reader
-   * at the live edge would otherwise copy every byte once more). */
-  async #read(offset: number, length: number, owned = false): Promise<Buffer> {
+  /** Spool bytes [offset, offset + length), from the last flush when they are all in it, else
+   * from a read shared with the journal's other readers (shared-reads.ts). Read-only for the
+   * caller: a view, not a copy (every reader at the live edge would otherwise copy every byte
+   * once more). */
+  async #read(offset: number, length: number): Promise<Lease> {
+    if (this.#retired) return unleased(await this.#spool.readAt(offset, length))
     const recent = this.#recent
     const from = offset - recent.offset
-    let bytes: Buffer
-    if (from < 0 || from + length > recent.length || this.#retired) {
-      bytes = await this.#spool.readAt(offset, length)
-      // A fresh read is the caller's unless it came from Buffer's shared pool (small reads).
-      if (!owned || (bytes.byteOffset === 0 && bytes.buffer.byteLength === length)) return bytes
-    } else {
-      const whole =
-        recent.parts.length === 1
-          ? Buffer.from(recent.parts[0].buffer, recent.parts[0].byteOffset, recent.length)
-          : Buffer.concat(recent.parts)
-      if (recent.parts.length > 1) this.#recent = { ...recent, parts: [whole] }
-      bytes = whole.subarray(from, from + length)
-      if (!owned) return bytes
-    }
-    const own = Buffer.from(new ArrayBuffer(length))
-    own.set(bytes)
-    return own
+    if (from < 0 || from + length > recent.length) return this.#reads.read(offset, length)
+    const whole =
+      recent.parts.length === 1
+        ? Buffer.from(recent.parts[0].buffer, recent.parts[0].byteOffset, recent.length)
+        : Buffer.concat(recent.parts)
+    if (recent.parts.length > 1) this.#recent = { ...recent, parts: [whole] }
+    return unleased(whole.subarray(from, from + length))
   }
 
   /** Consecutive record metas after `after` whose data adds up to about `maxBytes`; `cut` when

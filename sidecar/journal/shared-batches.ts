@@ -97,11 +97,9 @@ export class SharedBatches {
   #read(after: number): Promise<Batch | undefined> {
     const kept = this.#kept.get(after)
     if (kept) return kept.reading
-    const reading = this.#journal
-      .readPlanned(after, STREAM_BATCH_ITEMS)
-      .then(({ plans, bytes }): Batch | undefined =>
-        plans.length === 0 ? undefined : { frames: frameItems(plans, bytes), last: plans.at(-1)!.last },
-      )
+    const reading = this.#journal.usePlanned(after, STREAM_BATCH_ITEMS, (plans, bytes): Batch | undefined =>
+      plans.length === 0 ? undefined : { frames: frameItems(plans, bytes), last: plans.at(-1)!.last },
+    )
     // In flight it is shared whatever the count (a second watcher may join meanwhile); once read,
     // it is kept only while someone else could take it.
     const entry = { reading, size: 0 }

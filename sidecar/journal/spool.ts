@@ -1,7 +1,7 @@
 /**
  * The sidecar's read side of a journal's spool file (local/journal/format.ts). The keeper appends
- * to it; the sidecar reads positioned and asynchronously, one read per reader, each at its own
- * pace, from a descriptor of its own.
+ * to it; the sidecar reads positioned and asynchronously, each reader at its own pace (readers at
+ * the same range share one read: shared-reads.ts), from a descriptor of its own.
  *
  * The descriptor stays open while any reader holds it, so retiring a journal never cuts off a
  * reader that is draining: the keeper removes the file once the terminal is released, and what is
@@ -41,12 +41,12 @@ export class Spool {
     this.#fd = openSync(path, 'r+')
   }
 
-  /** Reads exactly `length` bytes at `offset`; a short read or an I/O error rejects. */
-  async readAt(offset: number, length: number): Promise<Buffer> {
+  /** Reads exactly `length` bytes at `offset` (into `buffer`, by default a new one); a short read
+   * or an I/O error rejects. */
+  async readAt(offset: number, length: number, buffer: Buffer = Buffer.allocUnsafe(length)): Promise<Buffer> {
     // Never touch a closed fd number: the OS may already have given it to another file.
     const fd = this.#fd
     if (this.#closed || fd === undefined) throw new Error(`spool ${this.#path ?? '(unbound)'} is closed`)
-    const buffer = Buffer.allocUnsafe(length)
     let done = 0
     while (done < length) {
       const n = await new Promise<number>((resolve, reject) =>
