@@ -516,7 +516,6 @@ export function sgrEnd(bytes: Uint8Array, at: number): number {
   return -1
 }
 
-
 /** The 4-byte-aligned middle of `bytes` as words, for plainRun's word-at-a-time skip. */
 interface Words {
   words: Uint32Array
