@@ -32,6 +32,7 @@
 import { HISTORY_CELLS } from '../../schema/limits.ts'
 import { EMULATOR_FAST_FORWARD_HOLD_BYTES } from '../tuning.ts'
 import { historyRowsFor } from './allowance.ts'
+import { CrLfEnds } from './crlf-ends.ts'
 
 export type FeedRecord =
   | { kind: 'data'; sequence: number; bytes: Uint8Array }
@@ -53,29 +54,16 @@ const ESC = 0x1b
 /** Global byte position in a window: record index and offset. */
 interface Stretch {
   start: number
-  /** Ends of CR LF pairs (position after the LF) and the LF count up to each. Entries before
-   * `head` were consumed by a skip (kept, not copied, so a flood in small windows stays cheap). */
-  crlfEnds: number[]
-  crlfLfCount: number[]
-  head: number
-  /** LFs since the stretch began (the base of crlfLfCount; not reset when `start` moves). */
+  /** Ends of CR LF pairs (position after the LF) and the LF count up to each; the planner's one
+   * store, reset for each stretch (only one is open at a time). */
+  crlf: CrLfEnds
+  /** LFs since the stretch began (the base of the counts; not reset when `start` moves). */
   lfs: number
   /** Where the stretch's last SGR sequence begins (-1: none yet). Every ESC in a stretch begins an
    * SGR (or is a lone ESC before one), so the SGRs a skip replays are found by looking back from its
    * end (`sgrReplay`) instead of being listed as they are read: listing them was most of the cost
    * of planning a coloured flood (~7 ms per MiB against ~1.5 for plain text). */
   lastSgr: number
-}
-
-const newStretch = (start: number, lfs = 0): Stretch => ({ start, crlfEnds: [], crlfLfCount: [], head: 0, lfs, lastSgr: -1 })
-
-/** Drops consumed entries once they are most of an array (amortized O(1) per entry). */
-function compact(stretch: Stretch): void {
-  if (stretch.head > 1024 && stretch.head * 2 > stretch.crlfEnds.length) {
-    stretch.crlfEnds.splice(0, stretch.head)
-    stretch.crlfLfCount.splice(0, stretch.head)
-    stretch.head = 0
-  }
 }
 
 export class FastForward {
@@ -99,6 +87,7 @@ export class FastForward {
   #stretch: Stretch | undefined
   #held: FeedRecord[] = []
   #heldOffsets: number[] = []
+  readonly #crlf = new CrLfEnds()
 
   constructor(geometry: { cols: number; rows: number }, historyCells = HISTORY_CELLS) {
     this.#cols = geometry.cols
@@ -111,6 +100,12 @@ export class FastForward {
   resume(state: { alt: boolean; regionFull: boolean }): void {
     this.#alt = state.alt
     this.#regionFull = state.regionFull
+  }
+
+  /** A stretch opening at `start`; the one before it was closed (its skips taken). */
+  #newStretch(start: number, lfs = 0): Stretch {
+    this.#crlf.reset()
+    return { start, crlf: this.#crlf, lfs, lastSgr: -1 }
   }
 
   get #k(): number {
@@ -166,7 +161,7 @@ export class FastForward {
         const b = bytes[i]
         if (this.#state === S.Ground && !this.#c2) {
           if (b >= 0x20 && b < 0x7f) {
-            if (!stretch && eligible()) stretch = newStretch(at)
+            if (!stretch && eligible()) stretch = this.#newStretch(at)
             // Hot path: the rest of a run of printable ASCII changes nothing the planner tracks.
             while (i + 1 < bytes.length && bytes[i + 1] >= 0x20 && bytes[i + 1] < 0x7f) i++
             this.#prev = bytes[i]
@@ -174,20 +169,17 @@ export class FastForward {
           } else if (b === LF) {
             if (stretch) {
               stretch.lfs++
-              if (this.#prev === CR) {
-                stretch.crlfEnds.push(at + 1)
-                stretch.crlfLfCount.push(stretch.lfs)
-              }
-            } else if (eligible()) stretch = newStretch(at, 1)
+              if (this.#prev === CR) stretch.crlf.push(at + 1, stretch.lfs)
+            } else if (eligible()) stretch = this.#newStretch(at, 1)
           } else if (b === CR || b === 0x09 || b === 0x08 || b === 0x07) {
-            if (!stretch && eligible()) stretch = newStretch(at)
+            if (!stretch && eligible()) stretch = this.#newStretch(at)
           } else if (b === ESC) {
             this.#state = S.Esc
             this.#csiStart = at
           } else if (b === 0xc2) {
             this.#c2 = true
           } else if (b >= 0x80) {
-            if (!stretch && eligible()) stretch = newStretch(at)
+            if (!stretch && eligible()) stretch = this.#newStretch(at)
           } else {
             end(at) // another C0 control (or DEL): not plain text
           }
@@ -203,7 +195,7 @@ export class FastForward {
             continue
           }
           if (this.#state === S.Ground) {
-            if (!stretch && eligible()) stretch = newStretch(at - 1)
+            if (!stretch && eligible()) stretch = this.#newStretch(at - 1)
             this.#prev = b
             continue
           }
@@ -354,9 +346,8 @@ export class FastForward {
   ): void {
     const pick = this.#close(stretch, this.#pos, records, offsets, skips)
     if (pick < 0) return
-    stretch.start = stretch.crlfEnds[pick]
-    stretch.head = pick + 1
-    compact(stretch)
+    stretch.start = stretch.crlf.ends[pick]
+    stretch.crlf.head = pick + 1
   }
 
   /** Ends a stretch at `end`: skips from its start to the last CR LF that still has ≥ K LFs after
@@ -372,18 +363,19 @@ export class FastForward {
     // The last CR LF (from `head`) that still has ≥ k LFs after it and ends by `end`: both lists
     // increase, so binary search for the last index meeting both.
     const maxCount = stretch.lfs - k
-    let lo = stretch.head
-    let hi = stretch.crlfEnds.length - 1
+    const { ends, counts } = stretch.crlf
+    let lo = stretch.crlf.head
+    let hi = stretch.crlf.length - 1
     let pick = -1
     while (lo <= hi) {
       const mid = (lo + hi) >> 1
-      if (stretch.crlfLfCount[mid] <= maxCount && stretch.crlfEnds[mid] <= end) {
+      if (counts[mid] <= maxCount && ends[mid] <= end) {
         pick = mid
         lo = mid + 1
       } else hi = mid - 1
     }
     if (pick < 0) return -1
-    const to = stretch.crlfEnds[pick]
+    const to = ends[pick]
     const replacement = stretch.lastSgr >= stretch.start ? sgrReplay(records, offsets, stretch.start, to) : []
     replacement.push(CR)
     skips.push({ from: stretch.start, to, replacement })
@@ -572,8 +564,7 @@ function plainRun(bytes: Uint8Array, words: Words | undefined, from: number, bas
     if (c === LF) {
       lfs++
       if ((i > 0 ? bytes[i - 1] : prev) === CR) {
-        stretch.crlfEnds.push(base + i + 1)
-        stretch.crlfLfCount.push(lfs)
+        stretch.crlf.push(base + i + 1, lfs)
       }
     } else if (c === ESC) {
       const end = sgrEnd(bytes, i)
