@@ -61,12 +61,6 @@ export const SETTLE_WINDOW_MS = 250
  * flood on 2 cores, bench display-scale) and the write, the newest revision then covers the
  * journal up to at most 5 s ago at any moment (docs/display.md): what a crash can lose. */
 export const SETTLE_MAX_WAIT_MS = 2_000
-/** Output that never pauses is settled no sooner than this many times the last encode took
- * (request to answer): each one stops the screen's feed, and under load a coloured flood's
- * encodes took 0.65–3.4 s each, so every 2 s left the feed a fraction of its worker and the
- * emulator fell further behind for as long as the flood lasted. Idle, encodes take ≤ ~0.3 s and
- * the 2 s above holds. */
-export const SETTLE_ENCODE_SHARE = 4
 /** How often the sidecar sweeps the revisions of terminals that write no more. */
 export const DISPLAY_PRUNE_SWEEP_MS = 2 * 60_000
 /** The newest history chunk below this size absorbs the next revision's new rows (rewritten

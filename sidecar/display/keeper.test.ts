@@ -97,37 +97,6 @@ describe('DisplayKeeper', () => {
     expect(sink.submitted.map((r) => r.meta.sequence)).toEqual([51, 102])
   })
 
-  it('spaces the settles of output that never pauses by SETTLE_ENCODE_SHARE times a slow encode', async () => {
-    keeper.dispose()
-    keeper = new DisplayKeeper(emulator, bytes, sink, { settleMs: 250, maxWaitMs: 2_000 })
-    emulator.caughtUp = false
-    const requested = async (encodeMs: number, untilMs: number) => {
-      const at: number[] = []
-      let answerAt = Number.POSITIVE_INFINITY
-      const started = Date.now()
-      while (Date.now() - started < untilMs) {
-        if (emulator.requests.length > 0 && answerAt === Number.POSITIVE_INFINITY) {
-          at.push(Date.now() - started)
-          answerAt = Date.now() + encodeMs
-        }
-        if (Date.now() >= answerAt) {
-          emulator.answer()
-          answerAt = Number.POSITIVE_INFINITY
-        }
-        // The feed stands still while the worker encodes: no applied reports then.
-        if (answerAt === Number.POSITIVE_INFINITY) emulator.apply()
-        await vi.advanceTimersByTimeAsync(100)
-      }
-      return at.slice(1).map((t, i) => t - at[i])
-    }
-    // Quick encodes: every max-wait (plus the encode itself).
-    for (const gap of await requested(100, 12_000)) expect(gap).toBeLessThanOrEqual(2_300)
-    // Encodes of 1 s: 4 s of feed between them, not 2.
-    const slow = await requested(1_000, 30_000)
-    expect(slow.length).toBeGreaterThan(2)
-    for (const gap of slow) expect(gap).toBeGreaterThanOrEqual(5_000)
-  })
-
   it('settles nothing while a rebuilt screen replays what the lost one showed, max-wait included', async () => {
     keeper.dispose()
     keeper = new DisplayKeeper(emulator, bytes, sink, { settleMs: 250, maxWaitMs: 1_000 })

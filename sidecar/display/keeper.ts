@@ -3,9 +3,7 @@
  * none arrives for SETTLE_WINDOW_MS (or the byte source closed and the emulator caught up), the
  * keeper asks the worker to encode (`display-encode`) and hands a changed revision to the
  * RevisionWriter. Output that never pauses is settled anyway SETTLE_MAX_WAIT_MS after its first
- * unsettled change (at whatever sequence the emulator has applied by then), or SETTLE_ENCODE_SHARE
- * times the last encode's duration if that is longer (a loaded worker spends at most a fifth of its
- * time on this screen's encodes, the rest catching up); a screen rebuilt after
+ * unsettled change (at whatever sequence the emulator has applied by then); a screen rebuilt after
  * its worker failed is not settled until it is back where the lost one was. Nothing here is on the
  * byte path: the PTY and the journal never wait for it, and the emulator only pauses for the
  * encode itself.
@@ -18,7 +16,7 @@
  * written, holds everything the screen is (it was encoded at the sequence the emulator is at, and
  * it can be rebuilt from), the keeper asks the emulator to give its screen back.
  */
-import { EMULATOR_RELEASE_IDLE_MS, SETTLE_ENCODE_SHARE, SETTLE_MAX_WAIT_MS, SETTLE_WINDOW_MS } from '../tuning.ts'
+import { EMULATOR_RELEASE_IDLE_MS, SETTLE_MAX_WAIT_MS, SETTLE_WINDOW_MS } from '../tuning.ts'
 import { untilCaughtUp } from '../emulator/emulator.ts'
 import type { EncodedRevision } from './revision.ts'
 import { DISPLAY_ENCODE, type DisplayEncodeRequest, type DisplayEncodeResult } from './worker.ts'
@@ -85,8 +83,6 @@ export class DisplayKeeper {
   #releaseTimer: ReturnType<typeof setTimeout> | undefined
   /** The emulator sequence the last encode looked at. */
   #encodedAt = -1
-  /** How long the last encode took, request to answer (ms). */
-  #encodeMs = 0
   /** Encodes run and revisions handed to the writer (observability and tests). */
   encodes = 0
   revisions = 0
@@ -134,8 +130,7 @@ export class DisplayKeeper {
     }
     const now = Date.now()
     this.#dirtySince ??= now
-    const maxWait = Math.max(this.#maxWaitMs, SETTLE_ENCODE_SHARE * this.#encodeMs)
-    if ((this.#bytes.ended && this.#source.caughtUp) || now - this.#dirtySince >= maxWait) {
+    if ((this.#bytes.ended && this.#source.caughtUp) || now - this.#dirtySince >= this.#maxWaitMs) {
       this.#timer = undefined
       this.settle()
       return
@@ -164,7 +159,6 @@ export class DisplayKeeper {
       const force = this.#sink.failures > this.#failuresSeen
       this.#failuresSeen = this.#sink.failures
       let result: DisplayEncodeResult
-      const started = Date.now()
       try {
         result = await this.#source.request<DisplayEncodeResult>(DISPLAY_ENCODE, {
           force,
@@ -174,7 +168,6 @@ export class DisplayKeeper {
         return // the emulator went away; its last settled revision stays
       }
       this.encodes++
-      this.#encodeMs = Date.now() - started
       this.#encodedAt = result.changed ? result.revision.meta.sequence : result.sequence
       this.#onSettle?.(result)
       if (result.changed) {
