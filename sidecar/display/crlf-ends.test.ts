@@ -38,7 +38,7 @@ describe('CrLfEnds', () => {
     }
   })
 
-  it('gives back a flood-sized store when its stretch ends, and starts small', () => {
+  it('gives back a flood-sized store when its stretch ends and everything when none is open, and starts small', () => {
     const store = new CrLfEnds()
     const initial = store.ends.length
     for (let i = 0; i < 100_000; i++) store.push(i, i)
@@ -46,5 +46,11 @@ describe('CrLfEnds', () => {
     store.reset()
     expect(store.ends.length).toBe(initial)
     expect(initial).toBeLessThanOrEqual(256)
+    for (let i = 0; i < 10_000; i++) store.push(i, i)
+    store.reset()
+    expect(store.ends.length).toBeGreaterThan(initial)
+    store.release()
+    expect(store.ends.length).toBe(initial)
+    expect(live(store)).toEqual([])
   })
 })

@@ -18,14 +18,24 @@ export class CrLfEnds {
   head = 0
   length = 0
 
-  /** Starts over for a new stretch (the storage is kept). */
+  /** Starts over for a new stretch (storage up to KEEP_ENTRIES is kept for it). */
   reset(): void {
     this.head = 0
     this.length = 0
-    if (this.ends.length > KEEP_ENTRIES) {
-      this.ends = new Float64Array(INITIAL_ENTRIES)
-      this.counts = new Float64Array(INITIAL_ENTRIES)
-    }
+    if (this.ends.length > KEEP_ENTRIES) this.#shrink()
+  }
+
+  /** No stretch is open (the screen is quiet, or its held text was written): a screen keeps only
+   * the initial storage, not the ~256 KiB a 10,000-line stretch grew it to. */
+  release(): void {
+    this.head = 0
+    this.length = 0
+    if (this.ends.length > INITIAL_ENTRIES) this.#shrink()
+  }
+
+  #shrink(): void {
+    this.ends = new Float64Array(INITIAL_ENTRIES)
+    this.counts = new Float64Array(INITIAL_ENTRIES)
   }
 
   push(end: number, count: number): void {

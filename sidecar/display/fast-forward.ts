@@ -211,6 +211,7 @@ export class FastForward {
       else stretch = undefined // too long to hold: write it; a new stretch starts after it
     } else end(this.#pos)
     this.#stretch = stretch
+    if (!stretch) this.#crlf.release()
     const out = holdFrom < this.#pos ? this.#hold(all, offsets, holdFrom) : all
     return skips.length === 0 ? out : this.#rewrite(out, offsets, skips)
   }
@@ -222,6 +223,7 @@ export class FastForward {
     this.#held = []
     this.#heldOffsets = []
     this.#stretch = undefined
+    this.#crlf.release()
     return held
   }
 
