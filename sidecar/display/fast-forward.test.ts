@@ -119,6 +119,9 @@ describe('FastForward', () => {
       `${E}[00;2;9m`,
       `${E}[0:3m`,
       `${E}[22;24;27m`,
+      // A lone ESC before a sequence: xterm.js starts the sequence again at the second one.
+      `${E}${E}[35;1m`,
+      `${E}${E}[0;46m`,
     ]
     for (const seed of [1, 2, 3]) {
       // Blocks of sequences, then blocks of plain lines: those print in the attributes the

@@ -32,6 +32,7 @@
 import { HISTORY_CELLS } from '../../schema/limits.ts'
 import { EMULATOR_FAST_FORWARD_HOLD_BYTES } from '../tuning.ts'
 import { historyRowsFor } from './allowance.ts'
+import { CrLfEnds } from './crlf-ends.ts'
 
 export type FeedRecord =
   | { kind: 'data'; sequence: number; bytes: Uint8Array }
@@ -46,11 +47,6 @@ enum S {
   StrEsc,
 }
 
-/** Numbers per SGR entry of a stretch: start, end, and whether it begins with a reset. */
-const SGR_ENTRY = 3
-/** SGR parameters whose first parameter is 0 or empty (with or without sub-parameters). */
-const RESETS = /^0*(?:[;:]|$)/
-
 const CR = 0x0d
 const LF = 0x0a
 const ESC = 0x1b
@@ -58,32 +54,16 @@ const ESC = 0x1b
 /** Global byte position in a window: record index and offset. */
 interface Stretch {
   start: number
-  /** Ends of CR LF pairs (position after the LF) and the LF count up to each. Entries before
-   * `head` were consumed by a skip (kept, not copied, so a flood in small windows stays cheap). */
-  crlfEnds: number[]
-  crlfLfCount: number[]
-  head: number
-  /** LFs since the stretch began (the base of crlfLfCount; not reset when `start` moves). */
+  /** Ends of CR LF pairs (position after the LF) and the LF count up to each; the planner's one
+   * store, reset for each stretch (only one is open at a time). */
+  crlf: CrLfEnds
+  /** LFs since the stretch began (the base of the counts; not reset when `start` moves). */
   lfs: number
-  /** SGR sequences as [start, end, resets) triples (resets: 1 when it begins with SGR 0), from
-   * index `sgrHead`. */
-  sgr: number[]
-  sgrHead: number
-}
-
-const newStretch = (start: number, lfs = 0): Stretch => ({ start, crlfEnds: [], crlfLfCount: [], head: 0, lfs, sgr: [], sgrHead: 0 })
-
-/** Drops consumed entries once they are most of an array (amortized O(1) per entry). */
-function compact(stretch: Stretch): void {
-  if (stretch.head > 1024 && stretch.head * 2 > stretch.crlfEnds.length) {
-    stretch.crlfEnds.splice(0, stretch.head)
-    stretch.crlfLfCount.splice(0, stretch.head)
-    stretch.head = 0
-  }
-  if (stretch.sgrHead > 1024 && stretch.sgrHead * 2 > stretch.sgr.length) {
-    stretch.sgr.splice(0, stretch.sgrHead)
-    stretch.sgrHead = 0
-  }
+  /** Where the stretch's last SGR sequence begins (-1: none yet). Every ESC in a stretch begins an
+   * SGR (or is a lone ESC before one), so the SGRs a skip replays are found by looking back from its
+   * end (`sgrReplay`) instead of being listed as they are read: listing them was most of the cost
+   * of planning a coloured flood (~7 ms per MiB against ~1.5 for plain text). */
+  lastSgr: number
 }
 
 export class FastForward {
@@ -107,6 +87,7 @@ export class FastForward {
   #stretch: Stretch | undefined
   #held: FeedRecord[] = []
   #heldOffsets: number[] = []
+  readonly #crlf = new CrLfEnds()
 
   constructor(geometry: { cols: number; rows: number }, historyCells = HISTORY_CELLS) {
     this.#cols = geometry.cols
@@ -119,6 +100,12 @@ export class FastForward {
   resume(state: { alt: boolean; regionFull: boolean }): void {
     this.#alt = state.alt
     this.#regionFull = state.regionFull
+  }
+
+  /** A stretch opening at `start`; the one before it was closed (its skips taken). */
+  #newStretch(start: number, lfs = 0): Stretch {
+    this.#crlf.reset()
+    return { start, crlf: this.#crlf, lfs, lastSgr: -1 }
   }
 
   get #k(): number {
@@ -174,7 +161,7 @@ export class FastForward {
         const b = bytes[i]
         if (this.#state === S.Ground && !this.#c2) {
           if (b >= 0x20 && b < 0x7f) {
-            if (!stretch && eligible()) stretch = newStretch(at)
+            if (!stretch && eligible()) stretch = this.#newStretch(at)
             // Hot path: the rest of a run of printable ASCII changes nothing the planner tracks.
             while (i + 1 < bytes.length && bytes[i + 1] >= 0x20 && bytes[i + 1] < 0x7f) i++
             this.#prev = bytes[i]
@@ -182,20 +169,17 @@ export class FastForward {
           } else if (b === LF) {
             if (stretch) {
               stretch.lfs++
-              if (this.#prev === CR) {
-                stretch.crlfEnds.push(at + 1)
-                stretch.crlfLfCount.push(stretch.lfs)
-              }
-            } else if (eligible()) stretch = newStretch(at, 1)
+              if (this.#prev === CR) stretch.crlf.push(at + 1, stretch.lfs)
+            } else if (eligible()) stretch = this.#newStretch(at, 1)
           } else if (b === CR || b === 0x09 || b === 0x08 || b === 0x07) {
-            if (!stretch && eligible()) stretch = newStretch(at)
+            if (!stretch && eligible()) stretch = this.#newStretch(at)
           } else if (b === ESC) {
             this.#state = S.Esc
             this.#csiStart = at
           } else if (b === 0xc2) {
             this.#c2 = true
           } else if (b >= 0x80) {
-            if (!stretch && eligible()) stretch = newStretch(at)
+            if (!stretch && eligible()) stretch = this.#newStretch(at)
           } else {
             end(at) // another C0 control (or DEL): not plain text
           }
@@ -211,7 +195,7 @@ export class FastForward {
             continue
           }
           if (this.#state === S.Ground) {
-            if (!stretch && eligible()) stretch = newStretch(at - 1)
+            if (!stretch && eligible()) stretch = this.#newStretch(at - 1)
             this.#prev = b
             continue
           }
@@ -227,6 +211,7 @@ export class FastForward {
       else stretch = undefined // too long to hold: write it; a new stretch starts after it
     } else end(this.#pos)
     this.#stretch = stretch
+    if (!stretch) this.#crlf.release()
     const out = holdFrom < this.#pos ? this.#hold(all, offsets, holdFrom) : all
     return skips.length === 0 ? out : this.#rewrite(out, offsets, skips)
   }
@@ -238,6 +223,7 @@ export class FastForward {
     this.#held = []
     this.#heldOffsets = []
     this.#stretch = undefined
+    this.#crlf.release()
     return held
   }
 
@@ -292,7 +278,7 @@ export class FastForward {
         if (b >= 0x40 && b <= 0x7e) {
           this.#state = S.Ground
           if (this.#csiSimple && b === 0x6d && /^[0-9;:]*$/.test(this.#csiParams)) {
-            stretch?.sgr.push(this.#csiStart, at + 1, RESETS.test(this.#csiParams) ? 1 : 0)
+            if (stretch) stretch.lastSgr = this.#csiStart
           } else {
             end(this.#csiStart)
             this.#csi(String.fromCharCode(b))
@@ -362,10 +348,8 @@ export class FastForward {
   ): void {
     const pick = this.#close(stretch, this.#pos, records, offsets, skips)
     if (pick < 0) return
-    stretch.start = stretch.crlfEnds[pick]
-    stretch.head = pick + 1
-    while (stretch.sgrHead < stretch.sgr.length && stretch.sgr[stretch.sgrHead + 1] <= stretch.start) stretch.sgrHead += SGR_ENTRY
-    compact(stretch)
+    stretch.start = stretch.crlf.ends[pick]
+    stretch.crlf.head = pick + 1
   }
 
   /** Ends a stretch at `end`: skips from its start to the last CR LF that still has ≥ K LFs after
@@ -381,26 +365,20 @@ export class FastForward {
     // The last CR LF (from `head`) that still has ≥ k LFs after it and ends by `end`: both lists
     // increase, so binary search for the last index meeting both.
     const maxCount = stretch.lfs - k
-    let lo = stretch.head
-    let hi = stretch.crlfEnds.length - 1
+    const { ends, counts } = stretch.crlf
+    let lo = stretch.crlf.head
+    let hi = stretch.crlf.length - 1
     let pick = -1
     while (lo <= hi) {
       const mid = (lo + hi) >> 1
-      if (stretch.crlfLfCount[mid] <= maxCount && stretch.crlfEnds[mid] <= end) {
+      if (counts[mid] <= maxCount && ends[mid] <= end) {
         pick = mid
         lo = mid + 1
       } else hi = mid - 1
     }
     if (pick < 0) return -1
-    const to = stretch.crlfEnds[pick]
-    const replacement: number[] = []
-    const sgr = stretch.sgr
-    let from = stretch.sgrHead
-    let stop = from
-    for (; stop < sgr.length && sgr[stop + 1] <= to; stop += SGR_ENTRY) if (sgr[stop + 2] === 1) from = stop
-    for (let i = from; i < stop; i += SGR_ENTRY) {
-      for (let at = sgr[i]; at < sgr[i + 1]; at++) replacement.push(byteAt(records, offsets, at))
-    }
+    const to = ends[pick]
+    const replacement = stretch.lastSgr >= stretch.start ? sgrReplay(records, offsets, stretch.start, to) : []
     replacement.push(CR)
     skips.push({ from: stretch.start, to, replacement })
     this.skipped += to - stretch.start
@@ -434,6 +412,68 @@ export class FastForward {
       return { kind: 'data', sequence: record.sequence, bytes: Uint8Array.from(out) }
     })
   }
+}
+
+/**
+ * The SGR sequences a skip of [from, to) replays, in order: those in the range from the last one
+ * that begins with a reset (its first parameter 0 or empty). Inside a stretch every ESC begins
+ * `ESC [ params m` or is a lone ESC before another ESC (which xterm.js ignores), so the range is read
+ * backwards from `to` for ESCs (lastIndexOf: plain stretches between them cost native speed), and
+ * a coloured flood, which resets on every line, finds its last reset a few bytes before `to`.
+ */
+function sgrReplay(records: FeedRecord[], offsets: number[], from: number, to: number): number[] {
+  const found: number[][] = []
+  for (let index = recordAt(records, offsets, to - 1); index >= 0 && offsets[index] + bytesOf(records[index]) > from; index--) {
+    const record = records[index]
+    if (record.kind !== 'data') continue
+    const base = offsets[index]
+    const lo = Math.max(from, base) - base
+    for (let j = record.bytes.lastIndexOf(ESC, Math.min(to, base + record.bytes.length) - base - 1); j >= lo; ) {
+      const sequence = sequenceAt(records, offsets, base + j)
+      if (sequence) {
+        found.push(sequence)
+        if (isReset(sequence)) return found.reverse().flat()
+      }
+      j = j > 0 ? record.bytes.lastIndexOf(ESC, j - 1) : -1
+    }
+  }
+  return found.reverse().flat()
+}
+
+const bytesOf = (record: FeedRecord) => (record.kind === 'data' ? record.bytes.length : 0)
+
+/** The index of the data record holding global position `at` (the last record starting at or before it). */
+function recordAt(records: FeedRecord[], offsets: number[], at: number): number {
+  let lo = 0
+  let hi = records.length - 1
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1
+    if (offsets[mid] <= at) lo = mid
+    else hi = mid - 1
+  }
+  while (lo > 0 && (records[lo].kind !== 'data' || offsets[lo] > at)) lo--
+  return lo
+}
+
+/** The SGR sequence beginning at the ESC at `at` (undefined for a lone ESC before another ESC). */
+function sequenceAt(records: FeedRecord[], offsets: number[], at: number): number[] | undefined {
+  if (byteAt(records, offsets, at + 1) === ESC) return undefined
+  const sequence = [ESC]
+  for (let p = at + 1; ; p++) {
+    const b = byteAt(records, offsets, p)
+    sequence.push(b)
+    if (b === 0x6d) return sequence
+    if (p === at + 1 ? b !== 0x5b : (b < 0x30 || b > 0x39) && b !== SEMICOLON && b !== COLON) {
+      throw new Error(`fast-forward: a stretch holds an ESC at ${at} that does not begin an SGR`)
+    }
+  }
+}
+
+/** Whether an `ESC [ params m` begins with a reset: its first parameter only zeros or empty. */
+function isReset(sequence: number[]): boolean {
+  let j = 2
+  while (sequence[j] === 0x30) j++
+  return sequence[j] === SEMICOLON || sequence[j] === COLON || sequence[j] === 0x6d
 }
 
 function byteAt(records: FeedRecord[], offsets: number[], at: number): number {
@@ -470,13 +510,6 @@ export function sgrEnd(bytes: Uint8Array, at: number): number {
   return -1
 }
 
-/** Whether the SGR parameters from `at` begin with a first parameter of only zeros (a reset). */
-function zeroFirst(bytes: Uint8Array, at: number): boolean {
-  let j = at
-  while (bytes[j] === 0x30) j++
-  return bytes[j] === SEMICOLON || bytes[j] === COLON || bytes[j] === 0x6d
-}
-
 /** The 4-byte-aligned middle of `bytes` as words, for plainRun's word-at-a-time skip. */
 interface Words {
   words: Uint32Array
@@ -505,7 +538,7 @@ export function hasNonPrintable(x: number): boolean {
 /**
  * Pure over `bytes` from `from`: consumes what cannot end or change an open stretch in the ground
  * state (printable ASCII, bytes ≥ 0x80 other than C2, CR, TAB, BS, BEL, LF, whose count and CR LF
- * ends it records, and whole plain SGR sequences, which it records) and returns the index of the
+ * ends it records, and whole plain SGR sequences, whose start it notes) and returns the index of the
  * first byte it did not consume. `prev` is the
  * byte before `from` (from an earlier record when `from` is 0). Runs of printable ASCII are
  * skipped four bytes at a time: this loop is most of the emulator thread's work during a flood,
@@ -533,13 +566,12 @@ function plainRun(bytes: Uint8Array, words: Words | undefined, from: number, bas
     if (c === LF) {
       lfs++
       if ((i > 0 ? bytes[i - 1] : prev) === CR) {
-        stretch.crlfEnds.push(base + i + 1)
-        stretch.crlfLfCount.push(lfs)
+        stretch.crlf.push(base + i + 1, lfs)
       }
     } else if (c === ESC) {
       const end = sgrEnd(bytes, i)
       if (end < 0) break
-      stretch.sgr.push(base + i, base + end, zeroFirst(bytes, i + 2) ? 1 : 0)
+      stretch.lastSgr = base + i
       i = end - 1
     } else if (c !== CR && c !== 0x09 && c !== 0x08 && c !== 0x07) break
   }

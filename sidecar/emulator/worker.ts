@@ -87,7 +87,10 @@ class Screen implements EmulatorContext {
     await this.#write(feed)
     this.sequence = records.at(-1)?.sequence ?? this.sequence
     post({ type: 'applied', key: this.key, sequence: this.sequence, bytes: written, skipped: this.fastForward.skipped })
-    collectAfterWork()
+    // V8's heap alone: each window is a transferred 1 MiB buffer (external memory) that ordinary
+    // collections free; counted, a flood forced a pair of full collections per worker about every
+    // second (50–275 ms each on a loaded machine), time the screens' feed then lost.
+    collectAfterWork({ external: false })
   }
 
   /**
