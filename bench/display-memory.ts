@@ -23,6 +23,7 @@ import nodeHttp from 'node:http'
 import { join } from 'node:path'
 import type { DisplayStats } from '../sidecar/display/service.ts'
 import { historyRowsFor } from '../sidecar/display/allowance.ts'
+import { keeperPaths } from '../local/keeper/paths.ts'
 import { openStorage } from '../storage/client.ts'
 import type { RunningSidecar } from '../test/support/sidecar.ts'
 import { rssKiB, type SidecarHttp } from '../test/support/terminals.ts'
@@ -227,16 +228,22 @@ export async function soakMemory(dir: string, program: string, h: MemoryHarness)
           server.tmux('new-window', '-d', script)
         }
         await sleep(3000) // every terminal started and settled once
-        const spool = join(sidecar.dataDir, 'spool')
+        // The keeper's spool files hold the output bytes (their index files beside them do not).
+        const journals = keeperPaths(sidecar.dataDir).journals
+        const spools = () =>
+          readdirSync(journals, { recursive: true, encoding: 'utf8' })
+            .filter((name) => name.endsWith('.journal'))
+            .reduce((n, name) => n + sizeOf(join(journals, name)), 0)
         const dbSize = () => ['termkeep.db', 'termkeep.db-wal'].reduce((n, f) => n + sizeOf(join(sidecar.dataDir, f)), 0)
-        const start = { display: (await stats(http)).bytesWritten, journal: sizeOf(spool), db: dbSize() }
+        const start = { display: (await stats(http)).bytesWritten, journal: spools(), db: dbSize() }
         const samples: Array<{ at: number; sidecar: number; tmux: number }> = []
         const t0 = now()
         while (now() - t0 < SOAK_SECONDS * 1000) {
           await sleep(SAMPLE_MS)
           samples.push({ at: (now() - t0) / 1000, sidecar: sidecarRssKiB(sidecar.pid), tmux: rssKiB(server.pid) })
         }
-        const end = { display: (await stats(http)).bytesWritten, journal: sizeOf(spool), db: dbSize() }
+        const end = { display: (await stats(http)).bytesWritten, journal: spools(), db: dbSize() }
+        if (end.journal <= start.journal) throw new Error(`no output reached the journals in ${journals}`)
         const output = end.journal - start.journal
         const display = end.display - start.display
         const db = end.db - start.db
