@@ -442,15 +442,21 @@ function sgrReplay(records: FeedRecord[], offsets: number[], from: number, to: n
 
 const bytesOf = (record: FeedRecord) => (record.kind === 'data' ? record.bytes.length : 0)
 
-/** The index of the data record holding global position `at` (the last record starting at or before it). */
-function recordAt(records: FeedRecord[], offsets: number[], at: number): number {
+/** The index of the last record starting at or before global position `at` (binary search). */
+function lastStartingBy(offsets: number[], at: number): number {
   let lo = 0
-  let hi = records.length - 1
+  let hi = offsets.length - 1
   while (lo < hi) {
     const mid = (lo + hi + 1) >> 1
     if (offsets[mid] <= at) lo = mid
     else hi = mid - 1
   }
+  return lo
+}
+
+/** The index of the data record holding global position `at` (the last record starting at or before it). */
+function recordAt(records: FeedRecord[], offsets: number[], at: number): number {
+  let lo = lastStartingBy(offsets, at)
   while (lo > 0 && (records[lo].kind !== 'data' || offsets[lo] > at)) lo--
   return lo
 }
@@ -477,14 +483,7 @@ function isReset(sequence: number[]): boolean {
 }
 
 function byteAt(records: FeedRecord[], offsets: number[], at: number): number {
-  let lo = 0
-  let hi = records.length - 1
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1
-    if (offsets[mid] <= at) lo = mid
-    else hi = mid - 1
-  }
-  for (let i = lo; i >= 0; i--) {
+  for (let i = lastStartingBy(offsets, at); i >= 0; i--) {
     const r = records[i]
     if (r.kind === 'data' && at - offsets[i] < r.bytes.length && at >= offsets[i]) return r.bytes[at - offsets[i]]
   }

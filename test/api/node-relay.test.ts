@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import {
   createServer,
@@ -86,6 +86,36 @@ function client(url: string) {
     expect(predicate()).toBe(true)
   }
   return { response, chunks, text, until, ended: () => ended }
+}
+
+/**
+ * An upstream in a process of its own — `body` is the body of its request handler, with `r` the
+ * response, and may use `prelude`'s names — relayed by a front in this process: the front's
+ * /relay URL, and the source process to kill.
+ */
+async function relayFromProcess(prelude: string, body: string): Promise<{ url: string; source: ChildProcess }> {
+  const source = spawn(process.execPath, [
+    '-e',
+    `${prelude}
+    require('node:http').createServer((q, r) => {
+      r.writeHead(200, { 'content-type': 'text/event-stream' })
+      ${body}
+    }).listen(0, '127.0.0.1', function () { console.log(this.address().port) })`,
+  ])
+  const port = await new Promise<number>((resolve) => source.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString()))))
+  const app = new Hono()
+  app.get('/relay', async (c) => {
+    const abort = new AbortController()
+    return relaySSE(await nodeFetch(`http://127.0.0.1:${port}/`, { signal: abort.signal, headers: STREAM }), () => abort.abort(), {
+      requestSignal: c.req.raw.signal,
+    })
+  })
+  const url = await new Promise<string>((resolve) => {
+    front = serve({ fetch: withNodeRelays(app.fetch), hostname: '127.0.0.1', port: 0 }, (info) =>
+      resolve(`http://127.0.0.1:${info.port}/relay`),
+    )
+  })
+  return { url, source }
 }
 
 describe('withNodeRelays (relayed SSE on Node, without web streams)', () => {
@@ -254,30 +284,13 @@ describe('withNodeRelays (relayed SSE on Node, without web streams)', () => {
     }
     const expected = createHash('sha256')
     for (let i = 0; i < blocks; i++) expected.update(block(i))
-    const source = spawn(process.execPath, [
-      '-e',
-      `const block = ${block.toString()}
-      require('node:http').createServer((q, r) => {
-        r.writeHead(200, { 'content-type': 'text/event-stream' })
-        let i = 0
-        const more = () => { while (i < ${blocks}) { if (!r.write(block(i++))) return void r.once('drain', more) } r.end() }
-        more()
-      }).listen(0, '127.0.0.1', function () { console.log(this.address().port) })`,
-    ])
+    const { url, source } = await relayFromProcess(
+      `const block = ${block.toString()}`,
+      `let i = 0
+      const more = () => { while (i < ${blocks}) { if (!r.write(block(i++))) return void r.once('drain', more) } r.end() }
+      more()`,
+    )
     try {
-      const port = await new Promise<number>((resolve) => source.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString()))))
-      const app = new Hono()
-      app.get('/relay', async (c) => {
-        const abort = new AbortController()
-        return relaySSE(await nodeFetch(`http://127.0.0.1:${port}/`, { signal: abort.signal, headers: STREAM }), () => abort.abort(), {
-          requestSignal: c.req.raw.signal,
-        })
-      })
-      const url = await new Promise<string>((resolve) => {
-        front = serve({ fetch: withNodeRelays(app.fetch), hostname: '127.0.0.1', port: 0 }, (info) =>
-          resolve(`http://127.0.0.1:${info.port}/relay`),
-        )
-      })
       const message = await new Promise<IncomingMessage>((resolve) => httpRequest(url, resolve).end())
       const received = createHash('sha256')
       let bytes = 0
@@ -303,30 +316,12 @@ describe('withNodeRelays (relayed SSE on Node, without web streams)', () => {
     // Both ends in processes of their own, as fast as they go: the relay's process does nothing
     // else, so its socket reads run as far as libuv lets them (up to 32 reads per callback).
     const total = 32 * 1024 * 1024
-    const source = spawn(process.execPath, [
-      '-e',
-      `
-      const block = Buffer.alloc(1024 * 1024, 'x')
-      require('node:http').createServer((q, r) => {
-        r.writeHead(200, { 'content-type': 'text/event-stream' })
-        let sent = 0
-        const more = () => { while (sent < ${total}) { sent += block.length; if (!r.write(block)) return void r.once('drain', more) } r.end() }
-        more()
-      }).listen(0, '127.0.0.1', function () { console.log(this.address().port) })`,
-    ])
-    const port = await new Promise<number>((resolve) => source.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString()))))
-    const app = new Hono()
-    app.get('/relay', async (c) => {
-      const abort = new AbortController()
-      return relaySSE(await nodeFetch(`http://127.0.0.1:${port}/`, { signal: abort.signal, headers: STREAM }), () => abort.abort(), {
-        requestSignal: c.req.raw.signal,
-      })
-    })
-    const url = await new Promise<string>((resolve) => {
-      front = serve({ fetch: withNodeRelays(app.fetch), hostname: '127.0.0.1', port: 0 }, (info) =>
-        resolve(`http://127.0.0.1:${info.port}/relay`),
-      )
-    })
+    const { url, source } = await relayFromProcess(
+      `const block = Buffer.alloc(1024 * 1024, 'x')`,
+      `let sent = 0
+      const more = () => { while (sent < ${total}) { sent += block.length; if (!r.write(block)) return void r.once('drain', more) } r.end() }
+      more()`,
+    )
     // Bytes written to responses in each turn (a turn ends where an immediate runs).
     let turnBytes = 0
     let most = 0
