@@ -142,6 +142,13 @@ describe('workspaces on a host', () => {
       15_000,
       "beta's terminal",
     )
+    // Its row settles too: the sidecar records the foreground program as it changes (bash, then the
+    // sleep it execs), which would otherwise move the row under the matrices' "changes nothing".
+    await waitFor(
+      async () => (await answer(await call('GET', `/v1/sessions/${ses.beta}/terminals/t1`))).body.foregroundCommand === 'sleep',
+      15_000,
+      "beta's program",
+    )
   })
 
   it('gives a workspace recorded before workspaces had hosts to the first host a request names it on', async () => {
