@@ -11,14 +11,12 @@ import { openStorage } from '../storage/client.ts'
 import type { RunningSidecar } from '../test/support/sidecar.ts'
 import type { SidecarHttp } from '../test/support/terminals.ts'
 import type { BenchRow } from './table.ts'
+import { now, sleep } from './clock.ts'
 
 const TERMINALS = 3
 /** Seconds into the flood at which each round's sidecar is killed. */
 const CRASH_AT_S = [3, 5.5, 8]
 const SAMPLE_MS = 100
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-const now = () => Number(process.hrtime.bigint() / 1_000_000n)
 
 export interface CrashHarness {
   withSidecar<T>(

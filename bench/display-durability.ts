@@ -12,9 +12,10 @@ import { join } from 'node:path'
 import type { DisplayStats } from '../sidecar/display/service.ts'
 import { SETTLE_WINDOW_MS } from '../sidecar/tuning.ts'
 import { openStorage } from '../storage/client.ts'
-import type { RunningSidecar } from '../test/support/sidecar.ts'
 import type { SidecarHttp, SseStream } from '../test/support/terminals.ts'
+import type { MemoryHarness } from './display-memory.ts'
 import type { BenchRow } from './table.ts'
+import { now, sleep } from './clock.ts'
 
 const TERMINALS = 30
 const ROUNDS = 3
@@ -23,21 +24,8 @@ const PERSIST_BOUND_MS = 250
 const POLL_MS = 10
 const HISTORY_LINES = 2_000
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-const now = () => Number(process.hrtime.bigint() / 1_000_000n)
-
-export interface DurabilityHarness {
-  withSidecar<T>(
-    scripts: Record<string, string>,
-    run: (sidecar: RunningSidecar, http: SidecarHttp, path: (name: string) => string) => Promise<T>,
-  ): Promise<T>
-  /** Creates terminal `id` in `session`. */
-  create(http: SidecarHttp, id: string, shell: string, session: string): Promise<void>
-  sessionOf(i: number): string
-}
-
 /** Each terminal's key and route. */
-const terminal = (harness: DurabilityHarness, i: number) => ({
+const terminal = (harness: MemoryHarness, i: number) => ({
   key: `${harness.sessionOf(i)}/q${i}`,
   route: `/v1/sessions/${harness.sessionOf(i)}/terminals/q${i}`,
   session: harness.sessionOf(i),
@@ -68,13 +56,13 @@ async function typeMarks(
   return { marks, echoes }
 }
 
-export async function quietDurability(dir: string, harness: DurabilityHarness): Promise<BenchRow[]> {
+export async function quietDurability(dir: string, harness: MemoryHarness): Promise<BenchRow[]> {
   const history = join(dir, 'durability-history.txt')
   let text = ''
   for (let i = 0; i < HISTORY_LINES; i++) text += `\x1b[3${(i % 7) + 1}mbuild step ${i}\x1b[0m ${'.'.repeat(i % 60)}\n`
   writeFileSync(history, text)
   const script = `cat ${history}; stty -echo; echo ready; while read line; do echo "got:$line"; done`
-  return harness.withSidecar({ echoer: script }, async (sidecar, http, path) => {
+  return harness.withSidecar({ echoer: script }, {}, async (sidecar, http, path) => {
     const terminals = Array.from({ length: TERMINALS }, (_, i) => terminal(harness, i))
     for (const t of terminals) await harness.create(http, t.id, path('echoer'), t.session)
     const follows: SseStream[] = []

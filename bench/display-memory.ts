@@ -28,6 +28,7 @@ import { openStorage } from '../storage/client.ts'
 import type { RunningSidecar } from '../test/support/sidecar.ts'
 import { rssKiB, type SidecarHttp } from '../test/support/terminals.ts'
 import type { BenchRow } from './table.ts'
+import { now, sleep } from './clock.ts'
 
 export const QUIET = 20
 export const QUIET_LINES = 15_000
@@ -35,9 +36,6 @@ const SOAK_TERMINALS = 30
 const SOAK_WATCHERS = 2
 const SOAK_SECONDS = Number(process.env.TERMKEEP_BENCH_SOAK_S || 180)
 const SAMPLE_MS = 5_000
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-const now = () => Number(process.hrtime.bigint() / 1_000_000n)
 
 export interface MemoryHarness {
   /** Runs `run` against a fresh sidecar with these shell scripts and environment. */

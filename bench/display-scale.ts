@@ -33,15 +33,13 @@ import { crashLag } from './display-crash.ts'
 import { quietDurability } from './display-durability.ts'
 import { type MemoryHarness, QUIET_LINES, quietMemory, soakMemory } from './display-memory.ts'
 import type { BenchRow, BenchScenario } from './table.ts'
+import { now, sleep } from './clock.ts'
 
 const FLOOD_TERMINALS = 3
 const FLOOD_MIB = 100
 const WATCHERS = 100
 const WATCH_MIB = 8
 const MiB = 1024 * 1024
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-const now = () => Number(process.hrtime.bigint() / 1_000_000n)
 
 async function stats(http: SidecarHttp): Promise<DisplayStats> {
   return (await http.json<DisplayStats>('GET', '/v1/display/stats')).body
@@ -250,7 +248,7 @@ const scenario: BenchScenario = {
         ['flood-sgr', (d) => flood(d, 'sgr')],
         ['crash', crash],
         ['fanout', fanOut],
-        ['settle', (d) => quietDurability(d, { ...harness(d), withSidecar: (scripts, run) => withSidecar(d, scripts, {}, run) })],
+        ['settle', (d) => quietDurability(d, harness(d))],
       ]
       const rows: BenchRow[] = []
       for (const [name, part] of parts) if (!only || only.includes(name)) rows.push(...(await part(dir)))

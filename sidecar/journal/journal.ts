@@ -251,14 +251,7 @@ export class Journal {
 
   async #records<T>(after: number, maxBytes: number, use: (records: NativeRecord[]) => T, own: boolean): Promise<T> {
     const { metas } = this.#metasAfter(after, maxBytes)
-    let start = -1
-    let total = 0
-    for (const m of metas) {
-      if (m.kind !== 'data') continue
-      if (start < 0) start = this.#index.offset(m.sequence)
-      total += m.length
-    }
-    const lease = total > 0 ? await this.#read(start, total) : NO_BYTES
+    const lease = await this.#readData(metas, (m) => m.sequence)
     try {
       const bytes = own && lease.pooled ? Buffer.from(lease.bytes) : lease.bytes
       let at = 0
@@ -297,19 +290,25 @@ export class Journal {
     // the same however a reader pages (only the live edge can produce a short item).
     const tail = plans.at(-1)
     if (cut && plans.length > 1 && tail?.kind === 'data' && tail.last === metas.at(-1)?.sequence) plans.pop()
-    let start = -1
-    let total = 0
-    for (const p of plans) {
-      if (p.kind !== 'data') continue
-      if (start < 0) start = this.#index.offset(p.first)
-      total += p.length
-    }
-    const lease = total > 0 ? await this.#read(start, total) : NO_BYTES
+    const lease = await this.#readData(plans, (p) => p.first)
     try {
       return use(plans, lease.bytes)
     } finally {
       lease.release()
     }
+  }
+
+  /** The bytes of the Data records or plans among `items`, back to back (they are consecutive in
+   * the spool, from the one whose first sequence `firstOf` gives). */
+  #readData<I extends RecordMeta | ItemPlan>(items: readonly I[], firstOf: (item: I) => number): Promise<Lease> {
+    let start = -1
+    let total = 0
+    for (const item of items) {
+      if (item.kind !== 'data') continue
+      if (start < 0) start = this.#index.offset(firstOf(item))
+      total += item.length
+    }
+    return total > 0 ? this.#read(start, total) : Promise.resolve(NO_BYTES)
   }
 
   /** Spool bytes [offset, offset + length), from the last flush when they are all in it, else
