@@ -29,7 +29,9 @@ export function requireAtPrompt(tracker: CommandTracker | undefined): CommandTra
   if (tracker.phase !== 'input')
     throw notAtPrompt(
       'no-prompt',
-      tracker.phase === 'unknown' ? 'the shell has not shown a prompt with command marks' : 'the shell is not at its prompt',
+      tracker.phase === 'unknown'
+        ? "the shell has not shown a prompt with command marks yet (its startup files may still be running: the terminal's screen shows where it is)"
+        : 'the shell is not at its prompt',
     )
   if (tracker.inputSincePrompt) throw notAtPrompt('input-pending', 'something was typed at the prompt since it was shown')
   return tracker
