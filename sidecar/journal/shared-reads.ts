@@ -106,10 +106,11 @@ export class SharedReads {
 
   /** Lets go of every kept read. */
   clear(): void {
-    for (const read of this.#kept) this.#drop(read)
-    this.#kept = []
     clearTimeout(this.#idle)
     this.#idle = undefined
+    const kept = this.#kept
+    this.#kept = []
+    for (const read of kept) this.#drop(read)
   }
 
   #covering(offset: number, length: number): Read | undefined {
@@ -147,12 +148,7 @@ export class SharedReads {
 
   #touch(): void {
     if (this.#idle) return void this.#idle.refresh()
-    this.#idle = setTimeout(() => {
-      this.#idle = undefined
-      const kept = this.#kept
-      this.#kept = []
-      for (const read of kept) this.#drop(read)
-    }, SHARED_READ_IDLE_MS)
+    this.#idle = setTimeout(() => this.clear(), SHARED_READ_IDLE_MS)
     this.#idle.unref()
   }
 }
